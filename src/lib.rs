@@ -14,3 +14,6 @@ pub use error::A2aError;
 pub mod executor;
 
 pub use executor::{AgentExecutor, CallContext, EventQueue, RequestContext, TaskUpdater};
+pub mod store;
+
+pub use store::TaskStore;
