@@ -17,3 +17,6 @@ pub use executor::{AgentExecutor, CallContext, EventQueue, RequestContext, TaskU
 pub mod store;
 
 pub use store::TaskStore;
+pub mod handler;
+
+pub use handler::{HandlerConfig, RequestHandler};

@@ -35,7 +35,11 @@ pub fn task_at(id: &str, context_id: &str, at: Timestamp) -> Task {
     Task {
         id: id.into(),
         context_id: context_id.into(),
-        status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(at) },
+        status: TaskStatus {
+            state: TaskState::Submitted,
+            message: None,
+            timestamp: Some(at),
+        },
         artifacts: None,
         history: Some(vec![msg]),
         metadata: None,
@@ -48,7 +52,11 @@ fn status(id: &str, ctx: &str, state: TaskState, at: Timestamp) -> StreamRespons
         context_id: ctx.into(),
         status: TaskStatus {
             state,
-            message: Some(new_agent_text_message(format!("now {state}"), Some(ctx), Some(id))),
+            message: Some(new_agent_text_message(
+                format!("now {state}"),
+                Some(ctx),
+                Some(id),
+            )),
             timestamp: Some(at),
         },
         metadata: None,
@@ -95,12 +103,24 @@ async fn create_get_and_replay(store: &dyn TaskStore) {
     // user message + two status messages
     assert_eq!(rec.task.history().len(), 3);
     let replay = store.events_after(&scope, &id, 0, 100).await.unwrap();
-    assert_eq!(replay.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
-    assert_eq!(replay.iter().map(|e| e.event.clone()).collect::<Vec<_>>(), events);
+    assert_eq!(
+        replay.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    assert_eq!(
+        replay.iter().map(|e| e.event.clone()).collect::<Vec<_>>(),
+        events
+    );
     let tail = store.events_after(&scope, &id, 2, 1).await.unwrap();
     assert_eq!(tail.len(), 1);
     assert_eq!(tail[0].seq, 3);
-    assert!(store.events_after(&scope, &id, 4, 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .events_after(&scope, &id, 4, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 async fn sequence_conflicts(store: &dyn TaskStore) {
@@ -109,20 +129,32 @@ async fn sequence_conflicts(store: &dyn TaskStore) {
     let now = time::now();
     let created = StreamResponse::Task(task_at(&id, "ctx", now));
     assert!(matches!(
-        store.append(&scope, &id, 1, &status(&id, "ctx", TaskState::Working, now)).await,
+        store
+            .append(&scope, &id, 1, &status(&id, "ctx", TaskState::Working, now))
+            .await,
         Err(StoreError::InvalidEvent(_))
     ));
     assert!(matches!(
-        store.append(&scope, &id, 2, &status(&id, "ctx", TaskState::Working, now)).await,
+        store
+            .append(&scope, &id, 2, &status(&id, "ctx", TaskState::Working, now))
+            .await,
         Err(StoreError::NotFound(_))
     ));
     store.append(&scope, &id, 1, &created).await.unwrap();
-    assert!(matches!(store.append(&scope, &id, 1, &created).await, Err(StoreError::Conflict { .. })));
     assert!(matches!(
-        store.append(&scope, &id, 3, &status(&id, "ctx", TaskState::Working, now)).await,
+        store.append(&scope, &id, 1, &created).await,
         Err(StoreError::Conflict { .. })
     ));
-    store.append(&scope, &id, 2, &status(&id, "ctx", TaskState::Working, now)).await.unwrap();
+    assert!(matches!(
+        store
+            .append(&scope, &id, 3, &status(&id, "ctx", TaskState::Working, now))
+            .await,
+        Err(StoreError::Conflict { .. })
+    ));
+    store
+        .append(&scope, &id, 2, &status(&id, "ctx", TaskState::Working, now))
+        .await
+        .unwrap();
     assert_eq!(store.get(&scope, &id).await.unwrap().unwrap().last_seq, 2);
 }
 
@@ -133,28 +165,81 @@ async fn scope_isolation(store: &dyn TaskStore) {
     let alice_elsewhere = Scope::new(format!("other-{}", new_id()), "alice");
     let id = new_id();
     let now = time::now();
-    store.append(&alice, &id, 1, &StreamResponse::Task(task_at(&id, "ctx", now))).await.unwrap();
+    store
+        .append(
+            &alice,
+            &id,
+            1,
+            &StreamResponse::Task(task_at(&id, "ctx", now)),
+        )
+        .await
+        .unwrap();
     for other in [&bob, &alice_elsewhere] {
         assert!(store.get(other, &id).await.unwrap().is_none());
-        assert!(store.events_after(other, &id, 0, 10).await.unwrap().is_empty());
-        let page = store.list(other, &TaskQuery { page_size: 100, ..Default::default() }).await.unwrap();
+        assert!(
+            store
+                .events_after(other, &id, 0, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let page = store
+            .list(
+                other,
+                &TaskQuery {
+                    page_size: 100,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
         assert!(page.tasks.iter().all(|t| t.id != id));
         assert!(matches!(
-            store.append(other, &id, 2, &status(&id, "ctx", TaskState::Working, now)).await,
+            store
+                .append(other, &id, 2, &status(&id, "ctx", TaskState::Working, now))
+                .await,
             Err(StoreError::NotFound(_))
         ));
     }
     // The same id may exist independently in another scope.
-    store.append(&bob, &id, 1, &StreamResponse::Task(task_at(&id, "bob-ctx", now))).await.unwrap();
-    assert_eq!(store.get(&alice, &id).await.unwrap().unwrap().task.context_id, "ctx");
-    assert_eq!(store.get(&bob, &id).await.unwrap().unwrap().task.context_id, "bob-ctx");
+    store
+        .append(
+            &bob,
+            &id,
+            1,
+            &StreamResponse::Task(task_at(&id, "bob-ctx", now)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get(&alice, &id)
+            .await
+            .unwrap()
+            .unwrap()
+            .task
+            .context_id,
+        "ctx"
+    );
+    assert_eq!(
+        store.get(&bob, &id).await.unwrap().unwrap().task.context_id,
+        "bob-ctx"
+    );
 }
 
 async fn artifact_chunks_project(store: &dyn TaskStore) {
     let scope = fresh_scope();
     let id = new_id();
     let now = time::now();
-    store.append(&scope, &id, 1, &StreamResponse::Task(task_at(&id, "ctx", now))).await.unwrap();
+    store
+        .append(
+            &scope,
+            &id,
+            1,
+            &StreamResponse::Task(task_at(&id, "ctx", now)),
+        )
+        .await
+        .unwrap();
     let pieces = ["Hel", "lo, ", "wörld", "!"];
     for (i, p) in pieces.iter().enumerate() {
         let e = chunk(&id, "ctx", p, i > 0, i == pieces.len() - 1);
@@ -163,10 +248,17 @@ async fn artifact_chunks_project(store: &dyn TaskStore) {
     let task = store.get(&scope, &id).await.unwrap().unwrap().task;
     assert_eq!(task.artifacts().len(), 1);
     let parts = &task.artifacts()[0].parts;
-    assert_eq!(parts.len(), 1, "appended plain text chunks merge into one part");
+    assert_eq!(
+        parts.len(),
+        1,
+        "appended plain text chunks merge into one part"
+    );
     assert_eq!(parts[0].as_text(), Some("Hello, wörld!"));
     // A non-append update with the same id replaces the artifact.
-    store.append(&scope, &id, 6, &chunk(&id, "ctx", "new", false, true)).await.unwrap();
+    store
+        .append(&scope, &id, 6, &chunk(&id, "ctx", "new", false, true))
+        .await
+        .unwrap();
     let task = store.get(&scope, &id).await.unwrap().unwrap().task;
     assert_eq!(task.artifacts()[0].parts[0].as_text(), Some("new"));
 }
@@ -179,15 +271,27 @@ async fn list_filters_and_shapes(store: &dyn TaskStore) {
         let id = new_id();
         let ctx = if i % 2 == 0 { "even" } else { "odd" };
         let at = base + Duration::milliseconds(i * 10);
-        store.append(&scope, &id, 1, &StreamResponse::Task(task_at(&id, ctx, at))).await.unwrap();
-        store.append(&scope, &id, 2, &chunk(&id, ctx, "x", false, true)).await.unwrap();
+        store
+            .append(&scope, &id, 1, &StreamResponse::Task(task_at(&id, ctx, at)))
+            .await
+            .unwrap();
+        store
+            .append(&scope, &id, 2, &chunk(&id, ctx, "x", false, true))
+            .await
+            .unwrap();
         if i == 4 {
-            store.append(&scope, &id, 3, &status(&id, ctx, TaskState::Completed, at)).await.unwrap();
+            store
+                .append(&scope, &id, 3, &status(&id, ctx, TaskState::Completed, at))
+                .await
+                .unwrap();
         }
         ids.push(id);
     }
     let q = |f: fn(&mut TaskQuery)| {
-        let mut q = TaskQuery { page_size: 50, ..Default::default() };
+        let mut q = TaskQuery {
+            page_size: 50,
+            ..Default::default()
+        };
         f(&mut q);
         q
     };
@@ -197,20 +301,44 @@ async fn list_filters_and_shapes(store: &dyn TaskStore) {
     let order: Vec<&str> = all.tasks.iter().map(|t| t.id.as_str()).collect();
     let expected: Vec<&str> = ids.iter().rev().map(String::as_str).collect();
     assert_eq!(order, expected, "newest status first");
-    assert!(all.tasks.iter().all(|t| t.artifacts.is_none()), "artifacts absent unless asked");
-    assert!(all.tasks.iter().all(|t| !t.history().is_empty()), "history kept by default");
+    assert!(
+        all.tasks.iter().all(|t| t.artifacts.is_none()),
+        "artifacts absent unless asked"
+    );
+    assert!(
+        all.tasks.iter().all(|t| !t.history().is_empty()),
+        "history kept by default"
+    );
 
-    let with = store.list(&scope, &q(|q| q.include_artifacts = true)).await.unwrap();
+    let with = store
+        .list(&scope, &q(|q| q.include_artifacts = true))
+        .await
+        .unwrap();
     assert!(with.tasks.iter().all(|t| t.artifacts().len() == 1));
-    let no_hist = store.list(&scope, &q(|q| q.history_length = Some(0))).await.unwrap();
+    let no_hist = store
+        .list(&scope, &q(|q| q.history_length = Some(0)))
+        .await
+        .unwrap();
     assert!(no_hist.tasks.iter().all(|t| t.history.is_none()));
 
-    let odd = store.list(&scope, &q(|q| q.context_id = Some("odd".into()))).await.unwrap();
+    let odd = store
+        .list(&scope, &q(|q| q.context_id = Some("odd".into())))
+        .await
+        .unwrap();
     assert_eq!(odd.total, 2);
     assert!(odd.tasks.iter().all(|t| t.context_id == "odd"));
-    let done = store.list(&scope, &q(|q| q.status = Some(TaskState::Completed))).await.unwrap();
-    assert_eq!(done.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), vec![ids[4].clone()]);
-    let any = store.list(&scope, &q(|q| q.status = Some(TaskState::Unspecified))).await.unwrap();
+    let done = store
+        .list(&scope, &q(|q| q.status = Some(TaskState::Completed)))
+        .await
+        .unwrap();
+    assert_eq!(
+        done.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
+        vec![ids[4].clone()]
+    );
+    let any = store
+        .list(&scope, &q(|q| q.status = Some(TaskState::Unspecified)))
+        .await
+        .unwrap();
     assert_eq!(any.total, 5);
     let mut recent = q(|_| {});
     recent.status_timestamp_after = Some(base + Duration::milliseconds(20));
@@ -223,13 +351,20 @@ async fn list_paging_equal_timestamps_and_inserts(store: &dyn TaskStore) {
     let at = time::now();
     let mut ids: Vec<String> = (0..7).map(|_| new_id()).collect();
     for id in &ids {
-        store.append(&scope, id, 1, &StreamResponse::Task(task_at(id, "ctx", at))).await.unwrap();
+        store
+            .append(&scope, id, 1, &StreamResponse::Task(task_at(id, "ctx", at)))
+            .await
+            .unwrap();
     }
     let mut seen = Vec::new();
     let mut cursor: Option<PageCursor> = None;
     let mut pages = 0;
     loop {
-        let q = TaskQuery { page_size: 3, cursor: cursor.clone(), ..Default::default() };
+        let q = TaskQuery {
+            page_size: 3,
+            cursor: cursor.clone(),
+            ..Default::default()
+        };
         let page = store.list(&scope, &q).await.unwrap();
         pages += 1;
         if pages == 1 {
@@ -237,11 +372,27 @@ async fn list_paging_equal_timestamps_and_inserts(store: &dyn TaskStore) {
             // the cursor and must not disturb the following pages.
             let late = new_id();
             let newer = at + Duration::seconds(1);
-            store.append(&scope, &late, 1, &StreamResponse::Task(task_at(&late, "ctx", newer))).await.unwrap();
+            store
+                .append(
+                    &scope,
+                    &late,
+                    1,
+                    &StreamResponse::Task(task_at(&late, "ctx", newer)),
+                )
+                .await
+                .unwrap();
             // And one with the same timestamp whose id sorts before every other id:
             // it also belongs before the cursor when the cursor is past it.
             let early = format!("0000-{}", new_id());
-            store.append(&scope, &early, 1, &StreamResponse::Task(task_at(&early, "ctx", at))).await.unwrap();
+            store
+                .append(
+                    &scope,
+                    &early,
+                    1,
+                    &StreamResponse::Task(task_at(&early, "ctx", at)),
+                )
+                .await
+                .unwrap();
             ids.push(early);
         }
         seen.extend(page.tasks.iter().map(|t| t.id.clone()));
@@ -267,11 +418,43 @@ async fn unsettled_lists_running_tasks(store: &dyn TaskStore) {
     let done = new_id();
     let waiting = new_id();
     for id in [&running, &done, &waiting] {
-        store.append(&scope, id, 1, &StreamResponse::Task(task_at(id, "ctx", now))).await.unwrap();
+        store
+            .append(
+                &scope,
+                id,
+                1,
+                &StreamResponse::Task(task_at(id, "ctx", now)),
+            )
+            .await
+            .unwrap();
     }
-    store.append(&scope, &running, 2, &status(&running, "ctx", TaskState::Working, now)).await.unwrap();
-    store.append(&scope, &done, 2, &status(&done, "ctx", TaskState::Completed, now)).await.unwrap();
-    store.append(&scope, &waiting, 2, &status(&waiting, "ctx", TaskState::InputRequired, now)).await.unwrap();
+    store
+        .append(
+            &scope,
+            &running,
+            2,
+            &status(&running, "ctx", TaskState::Working, now),
+        )
+        .await
+        .unwrap();
+    store
+        .append(
+            &scope,
+            &done,
+            2,
+            &status(&done, "ctx", TaskState::Completed, now),
+        )
+        .await
+        .unwrap();
+    store
+        .append(
+            &scope,
+            &waiting,
+            2,
+            &status(&waiting, "ctx", TaskState::InputRequired, now),
+        )
+        .await
+        .unwrap();
     let found = store.unsettled(100_000).await.unwrap();
     assert!(found.contains(&(scope.clone(), running.clone())));
     assert!(!found.contains(&(scope.clone(), done.clone())));

@@ -24,7 +24,10 @@ impl PageCursor {
         let raw = String::from_utf8(raw).ok()?;
         let rest = raw.strip_prefix("v1:")?;
         let (millis, id) = rest.split_once(':')?;
-        Some(Self { status_millis: millis.parse().ok()?, id: id.to_owned() })
+        Some(Self {
+            status_millis: millis.parse().ok()?,
+            id: id.to_owned(),
+        })
     }
 
     /// Whether a task at (`millis`, `id`) comes after this cursor in the order.
@@ -39,9 +42,18 @@ mod tests {
 
     #[test]
     fn round_trip_and_garbage() {
-        let c = PageCursor { status_millis: 1_700_000_000_123, id: "a:b".into() };
+        let c = PageCursor {
+            status_millis: 1_700_000_000_123,
+            id: "a:b".into(),
+        };
         assert_eq!(PageCursor::decode(&c.encode()), Some(c));
-        for bad in ["", "!!", "djE6", "djE6eDp5", &URL_SAFE_NO_PAD.encode("v2:1:a")] {
+        for bad in [
+            "",
+            "!!",
+            "djE6",
+            "djE6eDp5",
+            &URL_SAFE_NO_PAD.encode("v2:1:a"),
+        ] {
             assert_eq!(PageCursor::decode(bad), None, "{bad}");
         }
     }

@@ -6,7 +6,10 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore, projection};
+use super::{
+    PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    projection,
+};
 use crate::protocol::{StreamResponse, Task, TaskState};
 
 #[derive(Debug)]
@@ -33,7 +36,10 @@ impl MemoryTaskStore {
 }
 
 pub(crate) fn status_millis(task: &Task) -> i64 {
-    task.status.timestamp.map(|t| t.timestamp_millis()).unwrap_or(0)
+    task.status
+        .timestamp
+        .map(|t| t.timestamp_millis())
+        .unwrap_or(0)
 }
 
 /// Shapes a stored snapshot for a ListTasks page.
@@ -47,8 +53,13 @@ pub(crate) fn shape_for_list(mut task: Task, query: &TaskQuery) -> Task {
 
 /// Whether a snapshot passes the ListTasks filters (not the cursor).
 pub(crate) fn matches(task: &Task, query: &TaskQuery) -> bool {
-    query.context_id.as_ref().is_none_or(|c| &task.context_id == c)
-        && query.status.is_none_or(|s| s == TaskState::Unspecified || task.status.state == s)
+    query
+        .context_id
+        .as_ref()
+        .is_none_or(|c| &task.context_id == c)
+        && query
+            .status
+            .is_none_or(|s| s == TaskState::Unspecified || task.status.state == s)
         && query
             .status_timestamp_after
             .is_none_or(|t| status_millis(task) >= t.timestamp_millis())
@@ -56,25 +67,48 @@ pub(crate) fn matches(task: &Task, query: &TaskQuery) -> bool {
 
 #[async_trait]
 impl TaskStore for MemoryTaskStore {
-    async fn append(&self, scope: &Scope, task_id: &str, seq: u64, event: &StreamResponse) -> Result<(), StoreError> {
+    async fn append(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        seq: u64,
+        event: &StreamResponse,
+    ) -> Result<(), StoreError> {
         let mut tasks = self.lock();
         let key = (scope.clone(), task_id.to_owned());
         match tasks.get_mut(&key) {
             None if seq == 1 => {
-                let task = projection::apply(None, event)
-                    .ok_or_else(|| StoreError::InvalidEvent("the first event of a task must be a Task".into()))?;
-                tasks.insert(key, Entry { task, events: vec![StoredEvent { seq, event: event.clone() }] });
+                let task = projection::apply(None, event).ok_or_else(|| {
+                    StoreError::InvalidEvent("the first event of a task must be a Task".into())
+                })?;
+                tasks.insert(
+                    key,
+                    Entry {
+                        task,
+                        events: vec![StoredEvent {
+                            seq,
+                            event: event.clone(),
+                        }],
+                    },
+                );
                 Ok(())
             }
             None => Err(StoreError::NotFound(task_id.to_owned())),
             Some(entry) => {
                 let expected = entry.events.len() as u64 + 1;
                 if seq != expected {
-                    return Err(StoreError::Conflict { task_id: task_id.to_owned(), expected, got: seq });
+                    return Err(StoreError::Conflict {
+                        task_id: task_id.to_owned(),
+                        expected,
+                        got: seq,
+                    });
                 }
                 let cur = std::mem::replace(&mut entry.task, placeholder());
                 entry.task = projection::apply(Some(cur), event).expect("existing task");
-                entry.events.push(StoredEvent { seq, event: event.clone() });
+                entry.events.push(StoredEvent {
+                    seq,
+                    event: event.clone(),
+                });
                 Ok(())
             }
         }
@@ -84,14 +118,30 @@ impl TaskStore for MemoryTaskStore {
         let tasks = self.lock();
         Ok(tasks
             .get(&(scope.clone(), task_id.to_owned()))
-            .map(|e| TaskRecord { task: e.task.clone(), last_seq: e.events.len() as u64 }))
+            .map(|e| TaskRecord {
+                task: e.task.clone(),
+                last_seq: e.events.len() as u64,
+            }))
     }
 
-    async fn events_after(&self, scope: &Scope, task_id: &str, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
+    async fn events_after(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
         let tasks = self.lock();
         Ok(tasks
             .get(&(scope.clone(), task_id.to_owned()))
-            .map(|e| e.events.iter().skip(after as usize).take(limit).cloned().collect())
+            .map(|e| {
+                e.events
+                    .iter()
+                    .skip(after as usize)
+                    .take(limit)
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default())
     }
 
@@ -106,17 +156,30 @@ impl TaskStore for MemoryTaskStore {
         hits.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
         let start = match &query.cursor {
             None => 0,
-            Some(c) => hits.iter().position(|(m, t)| c.is_before(*m, &t.id)).unwrap_or(hits.len()),
+            Some(c) => hits
+                .iter()
+                .position(|(m, t)| c.is_before(*m, &t.id))
+                .unwrap_or(hits.len()),
         };
-        let page: Vec<(i64, &Task)> = hits[start..].iter().take(query.page_size).cloned().collect();
+        let page: Vec<(i64, &Task)> = hits[start..]
+            .iter()
+            .take(query.page_size)
+            .cloned()
+            .collect();
         let more = start + page.len() < hits.len();
         let next = if more {
-            page.last().map(|(m, t)| PageCursor { status_millis: *m, id: t.id.clone() })
+            page.last().map(|(m, t)| PageCursor {
+                status_millis: *m,
+                id: t.id.clone(),
+            })
         } else {
             None
         };
         Ok(TaskPage {
-            tasks: page.into_iter().map(|(_, t)| shape_for_list(t.clone(), query)).collect(),
+            tasks: page
+                .into_iter()
+                .map(|(_, t)| shape_for_list(t.clone(), query))
+                .collect(),
             next,
             total,
         })
@@ -126,7 +189,12 @@ impl TaskStore for MemoryTaskStore {
         let tasks = self.lock();
         Ok(tasks
             .iter()
-            .filter(|(_, e)| matches!(e.task.status.state, TaskState::Submitted | TaskState::Working))
+            .filter(|(_, e)| {
+                matches!(
+                    e.task.status.state,
+                    TaskState::Submitted | TaskState::Working
+                )
+            })
             .take(limit)
             .map(|((s, id), _)| (s.clone(), id.clone()))
             .collect())
@@ -137,7 +205,11 @@ fn placeholder() -> Task {
     Task {
         id: String::new(),
         context_id: String::new(),
-        status: crate::protocol::TaskStatus { state: TaskState::Unspecified, message: None, timestamp: None },
+        status: crate::protocol::TaskStatus {
+            state: TaskState::Unspecified,
+            message: None,
+            timestamp: None,
+        },
         artifacts: None,
         history: None,
         metadata: None,

@@ -35,7 +35,10 @@ pub struct Scope {
 impl Scope {
     /// The scope of `tenant` and `owner`.
     pub fn new(tenant: impl Into<String>, owner: impl Into<String>) -> Self {
-        Self { tenant: tenant.into(), owner: owner.into() }
+        Self {
+            tenant: tenant.into(),
+            owner: owner.into(),
+        }
     }
 }
 
@@ -134,7 +137,13 @@ pub trait TaskStore: Send + Sync + 'static {
     /// [`StoreError::NotFound`] for `seq > 1` on an unknown task,
     /// [`StoreError::InvalidEvent`] for a first event that is not a `Task`,
     /// [`StoreError::Backend`] on database failure.
-    async fn append(&self, scope: &Scope, task_id: &str, seq: u64, event: &StreamResponse) -> Result<(), StoreError>;
+    async fn append(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        seq: u64,
+        event: &StreamResponse,
+    ) -> Result<(), StoreError>;
 
     /// The snapshot of a task, or `None` when it does not exist in this scope.
     ///
@@ -146,7 +155,13 @@ pub trait TaskStore: Send + Sync + 'static {
     ///
     /// # Errors
     /// [`StoreError::Backend`] on database failure.
-    async fn events_after(&self, scope: &Scope, task_id: &str, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StoreError>;
+    async fn events_after(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
 
     /// One page of the scope's tasks matching `query`.
     ///

@@ -26,7 +26,8 @@ pub fn apply(task: Option<Task>, event: &StreamResponse) -> Option<Task> {
             }
             if let Some(h) = &t.history {
                 if !h.is_empty() {
-                    let known: Vec<String> = cur.history().iter().map(|m| m.message_id.clone()).collect();
+                    let known: Vec<String> =
+                        cur.history().iter().map(|m| m.message_id.clone()).collect();
                     let hist = cur.history.get_or_insert_with(Vec::new);
                     hist.extend(h.iter().filter(|m| !known.contains(&m.message_id)).cloned());
                 }
@@ -58,7 +59,10 @@ pub fn apply(task: Option<Task>, event: &StreamResponse) -> Option<Task> {
 
 fn upsert_artifact(task: &mut Task, artifact: Artifact) {
     let arts = task.artifacts.get_or_insert_with(Vec::new);
-    match arts.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
+    match arts
+        .iter_mut()
+        .find(|a| a.artifact_id == artifact.artifact_id)
+    {
         Some(existing) => *existing = artifact,
         None => arts.push(artifact),
     }
@@ -70,7 +74,10 @@ fn apply_artifact(task: &mut Task, e: &TaskArtifactUpdateEvent) {
         return;
     }
     let arts = task.artifacts.get_or_insert_with(Vec::new);
-    let Some(existing) = arts.iter_mut().find(|a| a.artifact_id == e.artifact.artifact_id) else {
+    let Some(existing) = arts
+        .iter_mut()
+        .find(|a| a.artifact_id == e.artifact.artifact_id)
+    else {
         // Appending to an unknown artifact: keep the chunk as a new artifact rather
         // than lose it.
         arts.push(e.artifact.clone());
