@@ -20,3 +20,5 @@ pub use store::TaskStore;
 pub mod handler;
 
 pub use handler::{HandlerConfig, RequestHandler};
+pub mod transport;
+pub mod server;
