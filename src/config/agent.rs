@@ -23,7 +23,11 @@ pub struct AgentConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<AgentProviderConfig>,
     /// Where the agent's documentation lives.
-    #[serde(default, with = "http_url_opt", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "http_url_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub documentation_url: Option<Url>,
     /// Media types the agent accepts unless a skill says otherwise. Default `["text/plain"]`.
     pub default_input_modes: Vec<String>,

@@ -36,11 +36,19 @@ pub struct UpstreamAuthConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// OAuth2 token endpoint (`oauth2`). Set this or `discovery_url`.
-    #[serde(default, with = "http_url_opt", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "http_url_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub token_url: Option<Url>,
     /// OpenID Connect discovery document whose `token_endpoint` is used (`oauth2`). Set this
     /// or `token_url`.
-    #[serde(default, with = "http_url_opt", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "http_url_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub discovery_url: Option<Url>,
     /// A cached token is replaced this many seconds before it expires (`oauth2`). Default 30.
     pub refresh_before_expiry_secs: u64,
@@ -133,7 +141,11 @@ impl UpstreamAuthConfig {
                 if let Some(err) = foreign(&bearer_keys, "bearer") {
                     return Err(err);
                 }
-                if self.client_id.as_deref().is_none_or(|id| id.trim().is_empty()) {
+                if self
+                    .client_id
+                    .as_deref()
+                    .is_none_or(|id| id.trim().is_empty())
+                {
                     return Err(Invalid::because_of(
                         "upstream.auth.client_id",
                         KIND,

@@ -51,7 +51,7 @@ impl fmt::Display for ConfigOrigin {
 #[non_exhaustive]
 pub enum ConfigError {
     /// A key has a value (or lacks one) that the gateway refuses.
-    #[error("invalid configuration: `{key}` (set by {origin}): {message}")]
+    #[error("invalid configuration: `{key}` ({origin}): {message}")]
     Invalid {
         /// Dotted key, e.g. `upstream.connect_timeout_secs`.
         key: String,

@@ -19,7 +19,11 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// Base URL that clients use to reach the gateway, published in the agent card. When
     /// unset, see [`ServerConfig::public_url`].
-    #[serde(default, with = "http_url_opt", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "http_url_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub public_url: Option<Url>,
     /// Largest accepted request body, in bytes. Default 10 MiB; larger bodies get 413.
     pub max_body_bytes: u64,
@@ -89,7 +93,10 @@ impl ServerConfig {
 
     pub(crate) fn validate(&self) -> Result<(), Invalid> {
         nonzero("server.max_body_bytes", self.max_body_bytes)?;
-        nonzero("server.max_concurrent_tasks", self.max_concurrent_tasks as u64)?;
+        nonzero(
+            "server.max_concurrent_tasks",
+            self.max_concurrent_tasks as u64,
+        )?;
         nonzero("server.sse_keepalive_secs", self.sse_keepalive_secs)?;
         nonzero("server.shutdown_grace_secs", self.shutdown_grace_secs)?;
         match (&self.tls_cert_file, &self.tls_key_file) {

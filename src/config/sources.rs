@@ -120,7 +120,8 @@ impl Layers {
 
     /// The layer that set `path` (or something above or below it), highest precedence first.
     pub(crate) fn origin_of(&self, path: &[String]) -> ConfigOrigin {
-        let related = |entry: &&Entry| path.starts_with(&entry.path) || entry.path.starts_with(path);
+        let related =
+            |entry: &&Entry| path.starts_with(&entry.path) || entry.path.starts_with(path);
         if let Some(entry) = self.overrides.iter().rev().find(related) {
             return ConfigOrigin::Override {
                 key: entry.label.clone(),
@@ -154,7 +155,10 @@ impl Layers {
 
     /// The first error of a figment extraction as one message naming key and origin.
     pub(crate) fn figment_error(&self, error: figment::Error) -> ConfigError {
-        let error = error.into_iter().next().expect("a figment error holds at least one");
+        let error = error
+            .into_iter()
+            .next()
+            .expect("a figment error holds at least one");
         let mut path = error.path.clone();
         let mut origin_path = None;
         let secret = path
@@ -172,7 +176,10 @@ impl Layers {
                 }
             }
             Kind::UnknownVariant(value, expected) => {
-                format!("unknown value {value:?}; expected one of: {}", expected.join(", "))
+                format!(
+                    "unknown value {value:?}; expected one of: {}",
+                    expected.join(", ")
+                )
             }
             Kind::MissingField(name) => {
                 origin_path = Some(path.clone());
@@ -204,7 +211,9 @@ fn read_file(path: &Path) -> Result<FileLayer, ConfigError> {
         path: path.to_owned(),
         source,
     })?;
-    let syntax = |message: String, offset: Option<usize>| {
+    let syntax = |message: &str, offset: Option<usize>| {
+        // The parser's message can span lines; the error is one line.
+        let message = message.trim().lines().collect::<Vec<_>>().join("; ");
         let (line, column) = offset.map_or((1, 1), |o| line_col(&text, o));
         ConfigError::Syntax {
             path: path.to_owned(),
@@ -213,10 +222,10 @@ fn read_file(path: &Path) -> Result<FileLayer, ConfigError> {
             message,
         }
     };
-    let dict: Dict = toml::from_str(&text)
-        .map_err(|e| syntax(e.message().to_owned(), e.span().map(|s| s.start)))?;
+    let dict: Dict =
+        toml::from_str(&text).map_err(|e| syntax(e.message(), e.span().map(|s| s.start)))?;
     let doc = toml_edit::ImDocument::parse(text.clone())
-        .map_err(|e| syntax(e.message().to_owned(), e.span().map(|s| s.start)))?;
+        .map_err(|e| syntax(e.message(), e.span().map(|s| s.start)))?;
     Ok(FileLayer {
         path: path.to_owned(),
         text,
@@ -229,7 +238,10 @@ fn read_file(path: &Path) -> Result<FileLayer, ConfigError> {
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
-    let column = before.rfind('\n').map_or(before.len(), |nl| before.len() - nl - 1) + 1;
+    let column = before
+        .rfind('\n')
+        .map_or(before.len(), |nl| before.len() - nl - 1)
+        + 1;
     (line, column)
 }
 
@@ -325,7 +337,9 @@ fn override_entry(key: &str, value: &toml::Value) -> Result<Entry, ConfigError> 
     };
     let path: Vec<String> = key.split('.').map(str::to_owned).collect();
     if path.iter().any(String::is_empty) {
-        return Err(invalid("not a dotted key such as `server.listen`".to_owned()));
+        return Err(invalid(
+            "not a dotted key such as `server.listen`".to_owned(),
+        ));
     }
     let value = Value::serialize(value).map_err(|e| invalid(e.to_string()))?;
     Ok(Entry {

@@ -61,7 +61,10 @@ impl StoreConfig {
 
     pub(crate) fn validate(&self) -> Result<(), Invalid> {
         nonzero("store.retention_days", self.retention_days.into())?;
-        nonzero("store.input_required_ttl_secs", self.input_required_ttl_secs)?;
+        nonzero(
+            "store.input_required_ttl_secs",
+            self.input_required_ttl_secs,
+        )?;
         nonzero("store.purge_interval_secs", self.purge_interval_secs)?;
         nonzero("store.max_connections", self.max_connections.into())?;
         Ok(())
@@ -133,7 +136,9 @@ impl FromStr for StoreUrl {
                 .map_err(|e| StoreUrlError(format!("not a valid PostgreSQL URL: {e}")))?;
             return Ok(StoreUrl::Postgres(SecretString::from(raw)));
         }
-        Err(StoreUrlError(format!("unsupported store URL; {STORE_URL_FORMS}")))
+        Err(StoreUrlError(format!(
+            "unsupported store URL; {STORE_URL_FORMS}"
+        )))
     }
 }
 

@@ -25,7 +25,11 @@ pub struct UpstreamConfig {
     pub qualifier: String,
     /// Full invocation URL that replaces the derived one (a local runtime, a VPC endpoint).
     /// With `stop_session_on_cancel`, its path must end in `/invocations`.
-    #[serde(default, with = "http_url_opt", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "http_url_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub url: Option<Url>,
     /// HTTP version towards the upstream. Default `auto`.
     pub http_version: HttpVersion,
@@ -123,6 +127,9 @@ impl UpstreamConfig {
 
     fn action_url(&self, action: &str) -> Result<Url, ConfigError> {
         if let Some(url) = &self.url {
+            if action == INVOCATIONS {
+                return Ok(url.clone());
+            }
             return replace_last_segment(url, action).ok_or(ConfigError::NoStopSessionUrl);
         }
         let arn = self
