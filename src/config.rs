@@ -131,6 +131,29 @@ impl ConfigSources {
         sources
     }
 
+    /// `A2A_GATEWAY_*` variables that set no config key (no `__` after the prefix) and are
+    /// not otherwise known (`A2A_GATEWAY_CONFIG`, `A2A_GATEWAY_TEST_*`): probably typos,
+    /// worth a warning at start-up.
+    pub fn unused_env_vars(&self) -> Vec<&str> {
+        self.env
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .filter(|name| {
+                let Some(rest) = name
+                    .get(..ENV_PREFIX.len())
+                    .filter(|p| p.eq_ignore_ascii_case(ENV_PREFIX))
+                    .map(|_| &name[ENV_PREFIX.len()..])
+                else {
+                    return false;
+                };
+                let rest = rest.to_ascii_uppercase();
+                !rest.contains("__")
+                    && !name.eq_ignore_ascii_case(CONFIG_PATH_ENV)
+                    && !rest.starts_with("TEST_")
+            })
+            .collect()
+    }
+
     /// Adds a command-line override of a dotted key (later overrides win).
     pub fn with_override(mut self, key: impl Into<String>, value: impl Into<toml::Value>) -> Self {
         self.overrides.push((key.into(), value.into()));

@@ -813,3 +813,18 @@ fn config_path_resolution_order() {
         Some(dir.path().join(DEFAULT_CONFIG_FILE))
     );
 }
+
+#[test]
+fn unused_env_vars_are_reported() {
+    let sources = sources(
+        None,
+        &[
+            ("A2A_GATEWAY_CONFIG", "/x.toml"),
+            ("A2A_GATEWAY_TEST_POSTGRES_URL", "postgres://x@y/z"),
+            ("A2A_GATEWAY_SERVER__LISTEN", "127.0.0.1:1"),
+            ("A2A_GATEWAY_SERVER_LISTEN", "127.0.0.1:1"),
+            ("PATH", "/bin"),
+        ],
+    );
+    assert_eq!(sources.unused_env_vars(), ["A2A_GATEWAY_SERVER_LISTEN"]);
+}
