@@ -6,10 +6,13 @@
 //! - [`executor`]: the executor API: [`AgentExecutor`], [`RequestContext`], [`EventQueue`], [`TaskUpdater`].
 //! - [`store`]: the [`TaskStore`] trait (event log + snapshot) and its backends.
 //! - [`handler`]: [`RequestHandler`], the protocol semantics (no HTTP inside).
+//! - [`config`]: [`Config`], layered (defaults < TOML file < `A2A_GATEWAY_*` env < CLI) and validated.
 
+pub mod config;
 pub mod error;
 pub mod protocol;
 
+pub use config::Config;
 pub use error::A2aError;
 pub mod executor;
 
