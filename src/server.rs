@@ -72,21 +72,25 @@ pub fn router(state: AppState, ready: Option<ReadinessCheck>) -> Router {
         .with_state((state.handler.clone(), ready));
     a2a_routes(state)
         .merge(ops)
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
-            tracing::error!("request handler panicked");
-            (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response()
-        }))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            |_: Box<dyn std::any::Any + Send>| {
+                tracing::error!("request handler panicked");
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response()
+            },
+        ))
 }
 
-async fn readyz(State((handler, ready)): State<(RequestHandler, Option<ReadinessCheck>)>) -> Response {
+async fn readyz(
+    State((handler, ready)): State<(RequestHandler, Option<ReadinessCheck>)>,
+) -> Response {
     if let Err(e) = handler.store().ping().await {
         tracing::warn!(error = %e, "readiness: store unreachable");
         return (StatusCode::SERVICE_UNAVAILABLE, "store unreachable\n").into_response();
     }
-    if let Some(check) = ready {
-        if let Err(reason) = check().await {
-            return (StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")).into_response();
-        }
+    if let Some(check) = ready
+        && let Err(reason) = check().await
+    {
+        return (StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")).into_response();
     }
     (StatusCode::OK, "ready\n").into_response()
 }
@@ -96,8 +100,14 @@ async fn readyz(State((handler, ready)): State<(RequestHandler, Option<Readiness
 ///
 /// # Errors
 /// I/O errors of the listener.
-pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

@@ -29,7 +29,7 @@ pub(crate) type TaskKey = (Scope, String);
 
 /// A command to a task's driver.
 pub(crate) enum Command {
-    Run(Run),
+    Run(Box<Run>),
     Cancel(oneshot::Sender<Result<Task, A2aError>>),
 }
 
@@ -131,7 +131,7 @@ impl Driver {
         }
         loop {
             let cmd = if let Some(run) = self.pending.pop_front() {
-                Command::Run(run)
+                Command::Run(Box::new(run))
             } else if let Ok(cmd) = self.rx.try_recv() {
                 cmd
             } else {
@@ -147,7 +147,7 @@ impl Driver {
                 }
             };
             match cmd {
-                Command::Run(run) => self.run(run).await,
+                Command::Run(run) => self.run(*run).await,
                 Command::Cancel(reply) => {
                     let r = self.cancel_idle().await;
                     let _ = reply.send(r);
@@ -272,7 +272,7 @@ impl Driver {
                 .persist(StreamResponse::Message(ctx.message.clone()))
                 .await
             {
-                let _ = reply.take().map(|r| r.send(Err(e)));
+                send_once(&mut reply, Err(e));
                 return;
             }
             let start = RunStart::Task {
@@ -281,7 +281,7 @@ impl Driver {
                 events: sub.take().expect("subscribed"),
                 fresh: false,
             };
-            let _ = reply.take().map(|r| r.send(Ok(start)));
+            send_once(&mut reply, Ok(start));
         }
 
         let (queue, events) = EventQueue::bounded(self.inner.config.event_queue_capacity);
@@ -319,7 +319,7 @@ impl Driver {
                     return None;
                 }
                 cmd = self.rx.recv(), if outcome.is_none() => match cmd {
-                    Some(Command::Run(run)) => self.pending.push_back(run),
+                    Some(Command::Run(run)) => self.pending.push_back(*run),
                     Some(Command::Cancel(reply)) => {
                         let result = self.cancel_running(r).await;
                         let _ = reply.send(result);
@@ -362,7 +362,7 @@ impl Driver {
                 m.context_id.get_or_insert_with(|| r.ctx.context_id.clone());
                 m.task_id = None;
                 r.message_only = true;
-                let _ = r.reply.take().map(|tx| tx.send(Ok(RunStart::Message(m))));
+                send_once(&mut r.reply, Ok(RunStart::Message(m)));
                 r.events.close();
                 r.closed = true;
             } else {
@@ -424,7 +424,7 @@ impl Driver {
 
     fn fail_start(&mut self, r: &mut Running, e: A2aError) {
         r.exec.abort();
-        let _ = r.reply.take().map(|tx| tx.send(Err(e)));
+        send_once(&mut r.reply, Err(e));
     }
 
     /// The creating Task, with the server's ids and the user's message in history.
@@ -458,7 +458,7 @@ impl Driver {
         if self.task.is_none() {
             let implied = self.first_task(crate::executor::new_task(&r.ctx.message), &r.ctx);
             if let Err(e) = self.persist(implied).await {
-                let _ = r.reply.take().map(|tx| tx.send(Err(e)));
+                send_once(&mut r.reply, Err(e));
                 return;
             }
             self.announce(r);
@@ -481,11 +481,10 @@ impl Driver {
             self.on_event(r, ev).await;
         }
         if self.task.is_none() {
-            let _ = r.reply.take().map(|tx| {
-                tx.send(Err(A2aError::Unavailable(
-                    "the gateway is shutting down".into(),
-                )))
-            });
+            send_once(
+                &mut r.reply,
+                Err(A2aError::Unavailable("the gateway is shutting down".into())),
+            );
             return;
         }
         if !self.state().is_some_and(TaskState::is_terminal) {
@@ -581,6 +580,13 @@ impl Driver {
             self.persist(ev).await?;
         }
         Ok(self.task.clone().expect("task exists"))
+    }
+}
+
+/// Answers a caller once; a caller that went away is ignored.
+fn send_once<T>(slot: &mut Option<oneshot::Sender<T>>, value: T) {
+    if let Some(tx) = slot.take() {
+        let _ = tx.send(value);
     }
 }
 

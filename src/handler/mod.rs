@@ -215,12 +215,12 @@ impl RequestHandler {
                     .await
                     .map_err(A2aError::internal)?
                     .ok_or_else(|| A2aError::TaskNotFound(task_id.to_owned()))?;
-                if let Some(ctx) = non_empty(&message.context_id) {
-                    if ctx != rec.task.context_id {
-                        return Err(A2aError::InvalidParams(format!(
-                            "message.contextId {ctx:?} does not match the context of task {task_id}"
-                        )));
-                    }
+                if let Some(ctx) = non_empty(&message.context_id)
+                    && ctx != rec.task.context_id
+                {
+                    return Err(A2aError::InvalidParams(format!(
+                        "message.contextId {ctx:?} does not match the context of task {task_id}"
+                    )));
                 }
                 if rec.task.status.state.is_terminal() {
                     return Err(A2aError::UnsupportedOperation(format!(
@@ -275,7 +275,7 @@ impl RequestHandler {
                 permit,
                 reply: tx,
             };
-            if handle.cmd.send(Command::Run(run)).is_err() {
+            if handle.cmd.send(Command::Run(Box::new(run))).is_err() {
                 continue; // the driver just went idle and exited; start a new one
             }
             match rx.await {

@@ -24,13 +24,13 @@ pub fn apply(task: Option<Task>, event: &StreamResponse) -> Option<Task> {
             if t.metadata.is_some() {
                 cur.metadata = t.metadata.clone();
             }
-            if let Some(h) = &t.history {
-                if !h.is_empty() {
-                    let known: Vec<String> =
-                        cur.history().iter().map(|m| m.message_id.clone()).collect();
-                    let hist = cur.history.get_or_insert_with(Vec::new);
-                    hist.extend(h.iter().filter(|m| !known.contains(&m.message_id)).cloned());
-                }
+            if let Some(h) = &t.history
+                && !h.is_empty()
+            {
+                let known: Vec<String> =
+                    cur.history().iter().map(|m| m.message_id.clone()).collect();
+                let hist = cur.history.get_or_insert_with(Vec::new);
+                hist.extend(h.iter().filter(|m| !known.contains(&m.message_id)).cloned());
             }
             if let Some(a) = &t.artifacts {
                 for art in a {
@@ -99,13 +99,14 @@ fn plain_text(p: &Part) -> bool {
 }
 
 fn append_part(parts: &mut Vec<Part>, part: &Part) {
-    if let (Some(last), PartContent::Text(add)) = (parts.last_mut(), &part.content) {
-        if plain_text(last) && plain_text(part) && last.media_type == part.media_type {
-            if let PartContent::Text(t) = &mut last.content {
-                t.push_str(add);
-                return;
-            }
-        }
+    if let (Some(last), PartContent::Text(add)) = (parts.last_mut(), &part.content)
+        && plain_text(last)
+        && plain_text(part)
+        && last.media_type == part.media_type
+        && let PartContent::Text(t) = &mut last.content
+    {
+        t.push_str(add);
+        return;
     }
     parts.push(part.clone());
 }

@@ -27,7 +27,11 @@ impl CardDocument {
         let json = serde_json::to_vec(&card).expect("an AgentCard always serializes");
         let digest = Sha256::digest(&json);
         let etag = format!("\"{}\"", hex16(&digest[..16]));
-        Self { card, json: json.into(), etag }
+        Self {
+            card,
+            json: json.into(),
+            etag,
+        }
     }
 
     /// The quoted ETag.
@@ -41,23 +45,37 @@ fn hex16(bytes: &[u8]) -> String {
 }
 
 fn matches_etag(headers: &HeaderMap, etag: &str) -> bool {
-    headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()).any(|v| {
-        v.split(',').map(str::trim).any(|t| t == "*" || t == etag || t.strip_prefix("W/") == Some(etag))
-    })
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',')
+                .map(str::trim)
+                .any(|t| t == "*" || t == etag || t.strip_prefix("W/") == Some(etag))
+        })
 }
 
 /// Serves the card; `304 Not Modified` when `If-None-Match` names its ETag.
 pub async fn handle(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let doc = &state.card;
     let etag = HeaderValue::from_str(doc.etag()).expect("hex etag is a valid header");
-    let cache = HeaderValue::from_str(&format!("public, max-age={CARD_MAX_AGE_SECS}")).expect("valid header");
+    let cache = HeaderValue::from_str(&format!("public, max-age={CARD_MAX_AGE_SECS}"))
+        .expect("valid header");
     if matches_etag(&headers, doc.etag()) {
-        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag), (header::CACHE_CONTROL, cache)]).into_response();
+        return (
+            StatusCode::NOT_MODIFIED,
+            [(header::ETAG, etag), (header::CACHE_CONTROL, cache)],
+        )
+            .into_response();
     }
     (
         StatusCode::OK,
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static("application/json")),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
             (header::ETAG, etag),
             (header::CACHE_CONTROL, cache),
         ],

@@ -59,7 +59,10 @@ pub mod methods {
 
 fn json_response(status: StatusCode, body: &Value) -> Response {
     let mut resp = (status, body.to_string()).into_response();
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
@@ -69,10 +72,15 @@ fn error_response(status: StatusCode, id: Option<&RequestId>, err: &A2aError) ->
 }
 
 fn content_type_ok(headers: &HeaderMap) -> Result<(), String> {
-    let Some(ct) = headers.get(header::CONTENT_TYPE) else { return Ok(()) };
+    let Some(ct) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
     let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
     let essence = ct.split(';').next().unwrap_or("").trim();
-    if matches!(essence, "application/json" | "application/a2a+json" | "application/json-rpc" | "text/json") {
+    if matches!(
+        essence,
+        "application/json" | "application/a2a+json" | "application/json-rpc" | "text/json"
+    ) {
         Ok(())
     } else {
         Err(essence.to_owned())
@@ -85,7 +93,8 @@ fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String>
     }
     query?.split('&').find_map(|kv| {
         let (k, v) = kv.split_once('=')?;
-        k.eq_ignore_ascii_case("a2a-version").then(|| v.trim().to_owned())
+        k.eq_ignore_ascii_case("a2a-version")
+            .then(|| v.trim().to_owned())
     })
 }
 
@@ -119,7 +128,12 @@ enum Reply {
 }
 
 /// `POST /`: one JSON-RPC request.
-pub async fn handle(State(state): State<AppState>, RawQuery(query): RawQuery, headers: HeaderMap, body: Body) -> Response {
+pub async fn handle(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let started = Instant::now();
     if let Err(ct) = content_type_ok(&headers) {
         let err = A2aError::InvalidRequest(format!(
@@ -129,10 +143,13 @@ pub async fn handle(State(state): State<AppState>, RawQuery(query): RawQuery, he
     }
     let limit = state.config.max_body_bytes;
     let too_large = || {
-        let err = A2aError::InvalidRequest(format!("request body exceeds the limit of {limit} bytes"));
+        let err =
+            A2aError::InvalidRequest(format!("request body exceeds the limit of {limit} bytes"));
         error_response(StatusCode::PAYLOAD_TOO_LARGE, None, &err)
     };
-    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
         return too_large();
     }
@@ -146,19 +163,27 @@ pub async fn handle(State(state): State<AppState>, RawQuery(query): RawQuery, he
             return error_response(StatusCode::OK, None, &A2aError::ParseError(e));
         }
         Err(EnvelopeError::Invalid { id, reason }) => {
-            return error_response(StatusCode::OK, id.as_ref(), &A2aError::InvalidRequest(reason));
+            return error_response(
+                StatusCode::OK,
+                id.as_ref(),
+                &A2aError::InvalidRequest(reason),
+            );
         }
     };
-    if let Some(v) = requested_version(&headers, query.as_deref()) {
-        if v != PROTOCOL_VERSION {
-            let err = A2aError::VersionNotSupported(format!("A2A-Version {v:?} is not supported; this server speaks {PROTOCOL_VERSION}"));
-            return error_response(StatusCode::OK, req.id.as_ref(), &err);
-        }
+    if let Some(v) = requested_version(&headers, query.as_deref())
+        && v != PROTOCOL_VERSION
+    {
+        let err = A2aError::VersionNotSupported(format!(
+            "A2A-Version {v:?} is not supported; this server speaks {PROTOCOL_VERSION}"
+        ));
+        return error_response(StatusCode::OK, req.id.as_ref(), &err);
     }
     let method = req.method.clone();
     let id = req.id.clone();
     let call = call_context(&headers, &req.params);
-    let last_event_id = headers.get("last-event-id").map(|v| v.to_str().unwrap_or("").trim().to_owned());
+    let last_event_id = headers
+        .get("last-event-id")
+        .map(|v| v.to_str().unwrap_or("").trim().to_owned());
 
     let Some(id) = id else {
         // A notification: no response body. Non-streaming calls still run.
@@ -172,19 +197,36 @@ pub async fn handle(State(state): State<AppState>, RawQuery(query): RawQuery, he
     let outcome = dispatch(&state, &call, req, last_event_id).await;
     let elapsed = started.elapsed();
     let (resp, outcome_label) = match outcome {
-        Ok(Reply::Value(v)) => (json_response(StatusCode::OK, &jsonrpc::success(&id, v)), "ok"),
+        Ok(Reply::Value(v)) => (
+            json_response(StatusCode::OK, &jsonrpc::success(&id, v)),
+            "ok",
+        ),
         Ok(Reply::Stream(mut stream)) => match stream.next().await {
             Some(Ok(first)) => (
-                sse::render(id, first, stream, state.config.sse_keepalive, state.shutdown.clone()),
+                sse::render(
+                    id,
+                    first,
+                    stream,
+                    state.config.sse_keepalive,
+                    state.shutdown.clone(),
+                ),
                 "stream",
             ),
             Some(Err(e)) => (error_response(StatusCode::OK, Some(&id), &e), e.reason()),
-            None => (error_response(StatusCode::OK, Some(&id), &A2aError::internal("empty event stream")), "INTERNAL_ERROR"),
+            None => (
+                error_response(
+                    StatusCode::OK,
+                    Some(&id),
+                    &A2aError::internal("empty event stream"),
+                ),
+                "INTERNAL_ERROR",
+            ),
         },
         Err(e) => (error_response(StatusCode::OK, Some(&id), &e), e.reason()),
     };
     metrics::counter!("a2a_requests_total", "method" => metric_method(&method), "outcome" => outcome_label).increment(1);
-    metrics::histogram!("a2a_request_duration_seconds", "method" => metric_method(&method)).record(elapsed.as_secs_f64());
+    metrics::histogram!("a2a_request_duration_seconds", "method" => metric_method(&method))
+        .record(elapsed.as_secs_f64());
     tracing::info!(rpc.method = %method, outcome = outcome_label, duration_ms = elapsed.as_secs_f64() * 1000.0, "request");
     resp
 }
@@ -209,27 +251,55 @@ fn to_value(v: impl serde::Serialize) -> Result<Value, A2aError> {
     serde_json::to_value(v).map_err(A2aError::internal)
 }
 
-async fn dispatch(state: &AppState, call: &CallContext, req: JsonRpcRequest, last_event_id: Option<String>) -> Result<Reply, A2aError> {
+async fn dispatch(
+    state: &AppState,
+    call: &CallContext,
+    req: JsonRpcRequest,
+    last_event_id: Option<String>,
+) -> Result<Reply, A2aError> {
     use methods::*;
     let h = &state.handler;
-    let JsonRpcRequest { method, params: p, .. } = req;
+    let JsonRpcRequest {
+        method, params: p, ..
+    } = req;
     match method.as_str() {
-        SEND_MESSAGE => Ok(Reply::Value(to_value(h.send_message(call, params::<SendMessageRequest>(p)?).await?)?)),
-        SEND_STREAMING_MESSAGE => Ok(Reply::Stream(h.send_streaming_message(call, params::<SendMessageRequest>(p)?).await?)),
-        GET_TASK => Ok(Reply::Value(to_value(h.get_task(call, params::<GetTaskRequest>(p)?).await?)?)),
+        SEND_MESSAGE => Ok(Reply::Value(to_value(
+            h.send_message(call, params::<SendMessageRequest>(p)?)
+                .await?,
+        )?)),
+        SEND_STREAMING_MESSAGE => Ok(Reply::Stream(
+            h.send_streaming_message(call, params::<SendMessageRequest>(p)?)
+                .await?,
+        )),
+        GET_TASK => Ok(Reply::Value(to_value(
+            h.get_task(call, params::<GetTaskRequest>(p)?).await?,
+        )?)),
         LIST_TASKS => {
-            let p = if p.is_null() { Value::Object(Default::default()) } else { p };
-            Ok(Reply::Value(to_value(h.list_tasks(call, params::<ListTasksRequest>(p)?).await?)?))
+            let p = if p.is_null() {
+                Value::Object(Default::default())
+            } else {
+                p
+            };
+            Ok(Reply::Value(to_value(
+                h.list_tasks(call, params::<ListTasksRequest>(p)?).await?,
+            )?))
         }
-        CANCEL_TASK => Ok(Reply::Value(to_value(h.cancel_task(call, params::<CancelTaskRequest>(p)?).await?)?)),
+        CANCEL_TASK => Ok(Reply::Value(to_value(
+            h.cancel_task(call, params::<CancelTaskRequest>(p)?).await?,
+        )?)),
         SUBSCRIBE_TO_TASK => {
             let last = match last_event_id.filter(|s| !s.is_empty()) {
                 None => None,
                 Some(s) => Some(s.parse::<u64>().map_err(|_| {
-                    A2aError::InvalidParams(format!("Last-Event-ID {s:?} is not an event id this server issued"))
+                    A2aError::InvalidParams(format!(
+                        "Last-Event-ID {s:?} is not an event id this server issued"
+                    ))
                 })?),
             };
-            Ok(Reply::Stream(h.subscribe_to_task(call, params::<SubscribeToTaskRequest>(p)?, last).await?))
+            Ok(Reply::Stream(
+                h.subscribe_to_task(call, params::<SubscribeToTaskRequest>(p)?, last)
+                    .await?,
+            ))
         }
         GET_EXTENDED_AGENT_CARD => Ok(Reply::Value(to_value(h.get_extended_agent_card(call)?)?)),
         m if PUSH_CONFIG.contains(&m) => {

@@ -31,7 +31,10 @@ pub struct TransportConfig {
 
 impl Default for TransportConfig {
     fn default() -> Self {
-        Self { max_body_bytes: 10 * 1024 * 1024, sse_keepalive: Duration::from_secs(15) }
+        Self {
+            max_body_bytes: 10 * 1024 * 1024,
+            sse_keepalive: Duration::from_secs(15),
+        }
     }
 }
 

@@ -25,7 +25,9 @@ fn event_for(id: &RequestId, item: Result<SequencedEvent, crate::A2aError>) -> E
             }
             ev
         }
-        Err(e) => Event::default().data(jsonrpc::failure(Some(id), &e.to_error_object()).to_string()),
+        Err(e) => {
+            Event::default().data(jsonrpc::failure(Some(id), &e.to_error_object()).to_string())
+        }
     }
 }
 
@@ -48,10 +50,21 @@ pub fn render(
     sse_response(events, keepalive)
 }
 
-fn sse_response(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static, keepalive: Duration) -> Response {
-    let mut resp = Sse::new(events).keep_alive(KeepAlive::new().interval(keepalive)).into_response();
+fn sse_response(
+    events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+    keepalive: Duration,
+) -> Response {
+    let mut resp = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(keepalive))
+        .into_response();
     // Proxies (nginx) must not buffer the stream.
-    resp.headers_mut().insert("x-accel-buffering", axum::http::HeaderValue::from_static("no"));
-    resp.headers_mut().insert(axum::http::header::CACHE_CONTROL, axum::http::HeaderValue::from_static("no-cache"));
+    resp.headers_mut().insert(
+        "x-accel-buffering",
+        axum::http::HeaderValue::from_static("no"),
+    );
+    resp.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-cache"),
+    );
     resp
 }
