@@ -11,6 +11,7 @@
 //! - [`server`], [`app`]: HTTP server assembly; a [`app::Gateway`] from [`Config`].
 //! - [`config`], [`telemetry`]: configuration layering and logging.
 
+pub mod agents;
 pub mod app;
 pub mod config;
 pub mod error;
