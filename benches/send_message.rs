@@ -33,14 +33,26 @@ async fn open_store(kind: &str) -> Arc<dyn TaskStore> {
 }
 
 fn body(i: usize, stream: bool) -> String {
-    let method = if stream { "SendStreamingMessage" } else { "SendMessage" };
+    let method = if stream {
+        "SendStreamingMessage"
+    } else {
+        "SendMessage"
+    };
     format!(
         r#"{{"jsonrpc":"2.0","id":{i},"method":"{method}","params":{{"message":{{"messageId":"m{i}","role":"ROLE_USER","parts":[{{"text":"hello {i}"}}]}}}}}}"#
     )
 }
 
-async fn run_point(url: &str, clients: usize, secs: u64, stream: bool) -> (f64, Duration, Duration, Option<Duration>) {
-    let client = reqwest::Client::builder().pool_max_idle_per_host(clients).build().unwrap();
+async fn run_point(
+    url: &str,
+    clients: usize,
+    secs: u64,
+    stream: bool,
+) -> (f64, Duration, Duration, Option<Duration>) {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients)
+        .build()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut joins = Vec::new();
     for c in 0..clients {
@@ -73,7 +85,11 @@ async fn run_point(url: &str, clients: usize, secs: u64, stream: bool) -> (f64, 
                         }
                         text.extend_from_slice(&chunk);
                     }
-                    assert!(std::str::from_utf8(&text).unwrap().contains("TASK_STATE_COMPLETED"));
+                    assert!(
+                        std::str::from_utf8(&text)
+                            .unwrap()
+                            .contains("TASK_STATE_COMPLETED")
+                    );
                 } else {
                     let text = resp.text().await.expect("body");
                     assert!(text.contains("TASK_STATE_COMPLETED"), "{text}");
@@ -100,7 +116,10 @@ async fn run_point(url: &str, clients: usize, secs: u64, stream: bool) -> (f64, 
 }
 
 fn main() {
-    let secs: u64 = std::env::var("BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+    let secs: u64 = std::env::var("BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
     let clients: Vec<usize> = std::env::var("BENCH_CLIENTS")
         .unwrap_or_else(|_| "1,16,64".into())
         .split(',')
@@ -111,8 +130,16 @@ fn main() {
         .split(',')
         .map(|s| s.trim().to_owned())
         .collect();
-    let server_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let client_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     println!("| store | method | clients | requests/s | p50 | p99 | p50 first event |");
     println!("|---|---|---:|---:|---:|---:|---:|");
     for store_kind in &stores {
@@ -120,17 +147,30 @@ fn main() {
             let store = open_store(store_kind).await;
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let url = format!("http://{}/", listener.local_addr().unwrap());
-            let handler = RequestHandler::new(Arc::new(HelloWorldAgentExecutor::default()), store, HandlerConfig::default());
+            let handler = RequestHandler::new(
+                Arc::new(HelloWorldAgentExecutor::default()),
+                store,
+                HandlerConfig::default(),
+            );
             let card = server::simple_card("hello", "hello world", &url, vec![]);
-            let app = server::router(AppState::new(handler, card, TransportConfig::default()), None);
+            let app = server::router(
+                AppState::new(handler, card, TransportConfig::default()),
+                None,
+            );
             tokio::spawn(server::serve(listener, app, futures::future::pending()));
             url
         });
         for stream in [false, true] {
             for &c in &clients {
                 let (rps, p50, p99, first) = client_rt.block_on(run_point(&url, c, secs, stream));
-                let method = if stream { "SendStreamingMessage" } else { "SendMessage" };
-                let first = first.map(|d| format!("{:.2} ms", d.as_secs_f64() * 1e3)).unwrap_or_else(|| "-".into());
+                let method = if stream {
+                    "SendStreamingMessage"
+                } else {
+                    "SendMessage"
+                };
+                let first = first
+                    .map(|d| format!("{:.2} ms", d.as_secs_f64() * 1e3))
+                    .unwrap_or_else(|| "-".into());
                 println!(
                     "| {store_kind} | {method} | {c} | {rps:.0} | {:.2} ms | {:.2} ms | {first} |",
                     p50.as_secs_f64() * 1e3,
