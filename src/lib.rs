@@ -5,6 +5,7 @@
 //! - [`error`]: [`A2aError`], mapped to JSON-RPC code, HTTP status and ErrorInfo.
 //! - [`executor`]: the executor API: [`AgentExecutor`], [`RequestContext`], [`EventQueue`], [`TaskUpdater`].
 //! - [`store`]: the [`TaskStore`] trait (event log + snapshot) and its backends.
+//! - [`upstream`]: the AgentCore proxy executor ([`upstream::AgentCoreExecutor`]).
 //! - [`handler`]: [`RequestHandler`], the protocol semantics (no HTTP inside).
 
 pub mod error;
@@ -12,5 +13,6 @@ pub mod protocol;
 
 pub use error::A2aError;
 pub mod executor;
+pub mod upstream;
 
 pub use executor::{AgentExecutor, CallContext, EventQueue, RequestContext, TaskUpdater};
