@@ -177,7 +177,11 @@ impl A2aError {
 
     /// The JSON-RPC error object with an ErrorInfo in `data` (spec §9.5).
     pub fn to_error_object(&self) -> ErrorObject {
-        ErrorObject { code: self.jsonrpc_code(), message: self.to_string(), data: Some(self.details()) }
+        ErrorObject {
+            code: self.jsonrpc_code(),
+            message: self.to_string(),
+            data: Some(self.details()),
+        }
     }
 }
 
@@ -190,21 +194,99 @@ mod tests {
         use A2aError::*;
         let s = String::new;
         let table: Vec<(A2aError, i32, u16, &str, &str)> = vec![
-            (ParseError(s()), -32700, 400, "INVALID_ARGUMENT", "PARSE_ERROR"),
-            (InvalidRequest(s()), -32600, 400, "INVALID_ARGUMENT", "INVALID_REQUEST"),
-            (MethodNotFound(s()), -32601, 404, "UNIMPLEMENTED", "METHOD_NOT_FOUND"),
-            (InvalidParams(s()), -32602, 400, "INVALID_ARGUMENT", "INVALID_PARAMS"),
+            (
+                ParseError(s()),
+                -32700,
+                400,
+                "INVALID_ARGUMENT",
+                "PARSE_ERROR",
+            ),
+            (
+                InvalidRequest(s()),
+                -32600,
+                400,
+                "INVALID_ARGUMENT",
+                "INVALID_REQUEST",
+            ),
+            (
+                MethodNotFound(s()),
+                -32601,
+                404,
+                "UNIMPLEMENTED",
+                "METHOD_NOT_FOUND",
+            ),
+            (
+                InvalidParams(s()),
+                -32602,
+                400,
+                "INVALID_ARGUMENT",
+                "INVALID_PARAMS",
+            ),
             (Internal(s()), -32603, 500, "INTERNAL", "INTERNAL_ERROR"),
             (Unavailable(s()), -32000, 503, "UNAVAILABLE", "UNAVAILABLE"),
-            (TaskNotFound(s()), -32001, 404, "NOT_FOUND", "TASK_NOT_FOUND"),
-            (TaskNotCancelable(s()), -32002, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"),
-            (PushNotificationNotSupported, -32003, 400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED"),
-            (UnsupportedOperation(s()), -32004, 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION"),
-            (ContentTypeNotSupported(s()), -32005, 400, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED"),
-            (InvalidAgentResponse(s()), -32006, 500, "INTERNAL", "INVALID_AGENT_RESPONSE"),
-            (ExtendedAgentCardNotConfigured, -32007, 400, "FAILED_PRECONDITION", "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
-            (ExtensionSupportRequired(s()), -32008, 400, "FAILED_PRECONDITION", "EXTENSION_SUPPORT_REQUIRED"),
-            (VersionNotSupported(s()), -32009, 400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"),
+            (
+                TaskNotFound(s()),
+                -32001,
+                404,
+                "NOT_FOUND",
+                "TASK_NOT_FOUND",
+            ),
+            (
+                TaskNotCancelable(s()),
+                -32002,
+                400,
+                "FAILED_PRECONDITION",
+                "TASK_NOT_CANCELABLE",
+            ),
+            (
+                PushNotificationNotSupported,
+                -32003,
+                400,
+                "FAILED_PRECONDITION",
+                "PUSH_NOTIFICATION_NOT_SUPPORTED",
+            ),
+            (
+                UnsupportedOperation(s()),
+                -32004,
+                400,
+                "FAILED_PRECONDITION",
+                "UNSUPPORTED_OPERATION",
+            ),
+            (
+                ContentTypeNotSupported(s()),
+                -32005,
+                400,
+                "INVALID_ARGUMENT",
+                "CONTENT_TYPE_NOT_SUPPORTED",
+            ),
+            (
+                InvalidAgentResponse(s()),
+                -32006,
+                500,
+                "INTERNAL",
+                "INVALID_AGENT_RESPONSE",
+            ),
+            (
+                ExtendedAgentCardNotConfigured,
+                -32007,
+                400,
+                "FAILED_PRECONDITION",
+                "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+            ),
+            (
+                ExtensionSupportRequired(s()),
+                -32008,
+                400,
+                "FAILED_PRECONDITION",
+                "EXTENSION_SUPPORT_REQUIRED",
+            ),
+            (
+                VersionNotSupported(s()),
+                -32009,
+                400,
+                "FAILED_PRECONDITION",
+                "VERSION_NOT_SUPPORTED",
+            ),
         ];
         for (err, code, http, grpc, reason) in table {
             assert_eq!(err.jsonrpc_code(), code, "{err:?}");

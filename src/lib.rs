@@ -1,18 +1,32 @@
 //! a2a-gateway: an A2A 1.0 server that fronts a hosted agent runtime.
 //!
-//! Module map (three roles kept apart, see `docs/architecture.md`):
-//! - [`protocol`]: wire types, JSON-RPC envelope (serde only).
+//! Module map (three roles kept apart: transport, handler, executor):
+//! - [`protocol`]: wire types and the JSON-RPC envelope (serde only).
 //! - [`error`]: [`A2aError`], mapped to JSON-RPC code, HTTP status and ErrorInfo.
-//! - [`executor`]: the executor API: [`AgentExecutor`], [`RequestContext`], [`EventQueue`], [`TaskUpdater`].
+//! - [`executor`]: the executor API: [`AgentExecutor`], [`RequestContext`],
+//!   [`EventQueue`], [`TaskUpdater`].
 //! - [`store`]: the [`TaskStore`] trait (event log + snapshot) and its backends.
 //! - [`upstream`]: the AgentCore proxy executor ([`upstream::AgentCoreExecutor`]).
 //! - [`handler`]: [`RequestHandler`], the protocol semantics (no HTTP inside).
+//! - [`transport`]: the JSON-RPC binding, SSE rendering, the agent card.
+//! - [`server`], [`app`]: HTTP server assembly; a [`app::Gateway`] from [`Config`].
+//! - [`config`], [`telemetry`]: configuration layering and logging.
 
+pub mod agents;
+pub mod app;
+pub mod config;
 pub mod error;
-pub mod protocol;
-
-pub use error::A2aError;
 pub mod executor;
+pub mod handler;
+pub mod protocol;
+pub mod server;
+pub mod store;
+pub mod telemetry;
+pub mod transport;
 pub mod upstream;
 
+pub use config::Config;
+pub use error::A2aError;
 pub use executor::{AgentExecutor, CallContext, EventQueue, RequestContext, TaskUpdater};
+pub use handler::{HandlerConfig, RequestHandler};
+pub use store::TaskStore;

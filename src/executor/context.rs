@@ -21,7 +21,11 @@ impl CallContext {
 
     /// A context for `owner` in `tenant`.
     pub fn new(tenant: impl Into<String>, owner: impl Into<String>) -> Self {
-        Self { tenant: tenant.into(), owner: owner.into(), requested_extensions: Vec::new() }
+        Self {
+            tenant: tenant.into(),
+            owner: owner.into(),
+            requested_extensions: Vec::new(),
+        }
     }
 
     /// The anonymous caller in the default tenant.
@@ -60,7 +64,12 @@ pub struct RequestContext {
 
 impl RequestContext {
     /// Builds a context (mainly for tests of executors).
-    pub fn new(message: Message, task_id: String, context_id: String, call_context: CallContext) -> Self {
+    pub fn new(
+        message: Message,
+        task_id: String,
+        context_id: String,
+        call_context: CallContext,
+    ) -> Self {
         Self {
             message,
             task_id,

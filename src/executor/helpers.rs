@@ -30,7 +30,11 @@ pub fn new_agent_text_message(
 }
 
 /// An agent message with the given parts.
-pub fn new_agent_parts_message(parts: Vec<Part>, context_id: Option<&str>, task_id: Option<&str>) -> Message {
+pub fn new_agent_parts_message(
+    parts: Vec<Part>,
+    context_id: Option<&str>,
+    task_id: Option<&str>,
+) -> Message {
     Message {
         message_id: new_id(),
         context_id: context_id.map(str::to_owned),
@@ -45,7 +49,10 @@ pub fn new_agent_parts_message(parts: Vec<Part>, context_id: Option<&str>, task_
 
 /// A user message with one text part (for clients and tests).
 pub fn new_user_text_message(text: impl Into<String>) -> Message {
-    Message { role: Role::User, ..new_agent_text_message(text, None, None) }
+    Message {
+        role: Role::User,
+        ..new_agent_text_message(text, None, None)
+    }
 }
 
 /// An artifact with a new id, a name and one text part.
@@ -71,5 +78,9 @@ pub fn get_artifact_text(artifact: &Artifact, delimiter: &str) -> String {
 }
 
 fn get_parts_text(parts: &[Part], delimiter: &str) -> String {
-    parts.iter().filter_map(Part::as_text).collect::<Vec<_>>().join(delimiter)
+    parts
+        .iter()
+        .filter_map(Part::as_text)
+        .collect::<Vec<_>>()
+        .join(delimiter)
 }

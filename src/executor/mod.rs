@@ -11,7 +11,6 @@ mod updater;
 pub use context::{CallContext, RequestContext};
 pub use helpers::*;
 pub use queue::{EventQueue, QueueClosed};
-pub(crate) use queue::EventReceiver;
 pub use updater::TaskUpdater;
 
 use async_trait::async_trait;
@@ -39,7 +38,11 @@ pub trait AgentExecutor: Send + Sync + 'static {
     ///
     /// # Errors
     /// Any error fails the task with the error's text as the reason.
-    async fn execute(&self, context: RequestContext, queue: EventQueue) -> Result<(), ExecutorError>;
+    async fn execute(
+        &self,
+        context: RequestContext,
+        queue: EventQueue,
+    ) -> Result<(), ExecutorError>;
 
     /// Handles CancelTask. Called while `execute` may still run; `execute` is aborted
     /// right after this returns (and `context.cancellation()` is already cancelled).
@@ -49,7 +52,11 @@ pub trait AgentExecutor: Send + Sync + 'static {
     ///
     /// # Errors
     /// An error is logged; the task still ends CANCELED.
-    async fn cancel(&self, context: RequestContext, queue: EventQueue) -> Result<(), ExecutorError> {
+    async fn cancel(
+        &self,
+        context: RequestContext,
+        queue: EventQueue,
+    ) -> Result<(), ExecutorError> {
         let _ = (context, queue);
         Ok(())
     }

@@ -18,9 +18,6 @@ pub struct EventQueue {
     tx: mpsc::Sender<StreamResponse>,
 }
 
-/// The handler's end of an [`EventQueue`].
-pub(crate) type EventReceiver = mpsc::Receiver<StreamResponse>;
-
 impl EventQueue {
     /// Default capacity in events.
     pub const DEFAULT_CAPACITY: usize = 64;

@@ -17,8 +17,17 @@ pub struct TaskUpdater {
 
 impl TaskUpdater {
     /// An updater for `task_id` in `context_id`.
-    pub fn new(queue: EventQueue, task_id: impl Into<String>, context_id: impl Into<String>) -> Self {
-        Self { queue, task_id: task_id.into(), context_id: context_id.into(), initial_message: None }
+    pub fn new(
+        queue: EventQueue,
+        task_id: impl Into<String>,
+        context_id: impl Into<String>,
+    ) -> Self {
+        Self {
+            queue,
+            task_id: task_id.into(),
+            context_id: context_id.into(),
+            initial_message: None,
+        }
     }
 
     /// An updater for the task of `context`, remembering the user's message so that
@@ -61,11 +70,19 @@ impl TaskUpdater {
     ///
     /// # Errors
     /// [`QueueClosed`] when the handler no longer accepts events.
-    pub async fn update_status(&self, state: TaskState, message: Option<Message>) -> Result<(), QueueClosed> {
+    pub async fn update_status(
+        &self,
+        state: TaskState,
+        message: Option<Message>,
+    ) -> Result<(), QueueClosed> {
         let event = TaskStatusUpdateEvent {
             task_id: self.task_id.clone(),
             context_id: self.context_id.clone(),
-            status: TaskStatus { state, message, timestamp: Some(crate::protocol::time::now()) },
+            status: TaskStatus {
+                state,
+                message,
+                timestamp: Some(crate::protocol::time::now()),
+            },
             metadata: None,
         };
         self.queue.enqueue_event(event).await

@@ -20,15 +20,27 @@ pub struct AgentCard {
     /// The agent's own version (not the protocol version).
     pub version: String,
     /// Documentation link.
-    #[serde(default, alias = "documentation_url", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "documentation_url",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub documentation_url: Option<String>,
     /// Optional capabilities.
     pub capabilities: AgentCapabilities,
     /// Security schemes by name.
-    #[serde(default, alias = "security_schemes", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        alias = "security_schemes",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub security_schemes: BTreeMap<String, SecurityScheme>,
     /// Alternatives of required scheme sets.
-    #[serde(default, alias = "security_requirements", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        alias = "security_requirements",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub security_requirements: Vec<SecurityRequirement>,
     /// Media types accepted by default.
     #[serde(alias = "default_input_modes")]
@@ -78,13 +90,21 @@ pub struct AgentCapabilities {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<bool>,
     /// Push notifications are offered.
-    #[serde(default, alias = "push_notifications", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "push_notifications",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub push_notifications: Option<bool>,
     /// Supported extensions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<AgentExtension>,
     /// An extended card is offered to authenticated callers.
-    #[serde(default, alias = "extended_agent_card", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "extended_agent_card",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub extended_agent_card: Option<bool>,
 }
 

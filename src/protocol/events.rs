@@ -38,7 +38,11 @@ pub struct TaskArtifactUpdateEvent {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub append: bool,
     /// `true`: this is the artifact's last chunk.
-    #[serde(default, alias = "last_chunk", skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        default,
+        alias = "last_chunk",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub last_chunk: bool,
     /// Free-form metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]

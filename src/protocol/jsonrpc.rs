@@ -67,7 +67,10 @@ pub fn parse_request(body: &[u8]) -> Result<JsonRpcRequest, EnvelopeError> {
             });
         }
     };
-    let invalid = |reason: &str| EnvelopeError::Invalid { id: id.clone(), reason: reason.into() };
+    let invalid = |reason: &str| EnvelopeError::Invalid {
+        id: id.clone(),
+        reason: reason.into(),
+    };
     if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
         return Err(invalid("`jsonrpc` must be \"2.0\""));
     }
@@ -135,7 +138,10 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":{},"method":"m"}"#,
             br#"{"jsonrpc":"2.0","id":1,"method":"m","params":3}"#,
         ] {
-            assert!(matches!(parse_request(b), Err(EnvelopeError::Invalid { .. })), "{b:?}");
+            assert!(
+                matches!(parse_request(b), Err(EnvelopeError::Invalid { .. })),
+                "{b:?}"
+            );
         }
     }
 }

@@ -31,7 +31,11 @@ pub struct SendMessageRequest {
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
     /// Media types the client accepts in output.
-    #[serde(default, alias = "accepted_output_modes", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        alias = "accepted_output_modes",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub accepted_output_modes: Vec<String>,
     /// An inline push notification config (0.3 name: `pushNotificationConfig`).
     #[serde(
@@ -43,10 +47,18 @@ pub struct SendMessageConfiguration {
     )]
     pub task_push_notification_config: Option<serde_json::Value>,
     /// At most this many recent history messages in the result; negative is invalid.
-    #[serde(default, alias = "history_length", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "history_length",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub history_length: Option<i32>,
     /// `true`: return as soon as the task exists instead of waiting for it to settle.
-    #[serde(default, alias = "return_immediately", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "return_immediately",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub return_immediately: Option<bool>,
     /// The 0.3 form of the same choice, inverted (`blocking: false` = return at once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,7 +82,11 @@ pub struct GetTaskRequest {
     /// The task id.
     pub id: String,
     /// At most this many recent history messages; negative is invalid.
-    #[serde(default, alias = "history_length", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "history_length",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub history_length: Option<i32>,
 }
 
@@ -94,7 +110,11 @@ pub struct ListTasksRequest {
     #[serde(default, alias = "page_token", skip_serializing_if = "Option::is_none")]
     pub page_token: Option<String>,
     /// At most this many recent history messages per task; negative is invalid.
-    #[serde(default, alias = "history_length", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "history_length",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub history_length: Option<i32>,
     /// Only tasks whose status timestamp is at or after this time.
     #[serde(
@@ -105,7 +125,11 @@ pub struct ListTasksRequest {
     )]
     pub status_timestamp_after: Option<Timestamp>,
     /// Include `artifacts` (default false: the key is absent).
-    #[serde(default, alias = "include_artifacts", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "include_artifacts",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub include_artifacts: Option<bool>,
 }
 

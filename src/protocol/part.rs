@@ -53,7 +53,12 @@ impl Part {
 
     /// A part with `content` and nothing else set.
     pub fn from_content(content: PartContent) -> Self {
-        Self { content, media_type: None, filename: None, metadata: None }
+        Self {
+            content,
+            media_type: None,
+            filename: None,
+            metadata: None,
+        }
     }
 
     /// The text, if this is a text part.

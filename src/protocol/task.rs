@@ -104,7 +104,10 @@ proto_enum! {
 impl TaskState {
     /// COMPLETED, FAILED, CANCELED or REJECTED: no further transitions are allowed.
     pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Canceled | Self::Rejected)
+        matches!(
+            self,
+            Self::Completed | Self::Failed | Self::Canceled | Self::Rejected
+        )
     }
 
     /// INPUT_REQUIRED or AUTH_REQUIRED: the agent waits on the client.
@@ -141,19 +144,31 @@ pub struct TaskStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
     /// When the state was set (UTC, millisecond precision).
-    #[serde(default, with = "time::opt_millis", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "time::opt_millis",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub timestamp: Option<Timestamp>,
 }
 
 impl TaskStatus {
     /// A status with `state`, no message, stamped now.
     pub fn new(state: TaskState) -> Self {
-        Self { state, message: None, timestamp: Some(time::now()) }
+        Self {
+            state,
+            message: None,
+            timestamp: Some(time::now()),
+        }
     }
 
     /// A status with `state` and an agent message, stamped now.
     pub fn with_message(state: TaskState, message: Message) -> Self {
-        Self { state, message: Some(message), timestamp: Some(time::now()) }
+        Self {
+            state,
+            message: Some(message),
+            timestamp: Some(time::now()),
+        }
     }
 }
 
@@ -232,7 +247,11 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<String>,
     /// Tasks this message refers to.
-    #[serde(default, alias = "reference_task_ids", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        alias = "reference_task_ids",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub reference_task_ids: Vec<String>,
 }
 

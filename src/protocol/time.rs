@@ -43,9 +43,9 @@ pub mod opt_millis {
         let v: Option<String> = Option::deserialize(d)?;
         match v {
             None => Ok(None),
-            Some(s) => parse(&s)
-                .map(Some)
-                .map_err(|e| serde::de::Error::custom(format!("invalid RFC 3339 timestamp {s:?}: {e}"))),
+            Some(s) => parse(&s).map(Some).map_err(|e| {
+                serde::de::Error::custom(format!("invalid RFC 3339 timestamp {s:?}: {e}"))
+            }),
         }
     }
 }

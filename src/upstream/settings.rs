@@ -173,6 +173,67 @@ impl AgentCoreSettings {
     }
 }
 
+impl TryFrom<&crate::config::UpstreamConfig> for AgentCoreSettings {
+    type Error = UpstreamError;
+
+    /// Converts the loaded `[upstream]` section (secret files already read by the
+    /// config loader). The URLs come from
+    /// [`UpstreamConfig::invocation_url`](crate::config::UpstreamConfig::invocation_url)
+    /// and `stop_session_url` (none when it cannot be derived or
+    /// `stop_session_on_cancel` is off); timeouts are whole seconds; retry delays
+    /// keep their defaults.
+    ///
+    /// # Errors
+    /// [`UpstreamError::Settings`] when no upstream is configured or an OAuth /
+    /// bearer key the loader should have required is missing.
+    fn try_from(c: &crate::config::UpstreamConfig) -> Result<Self, Self::Error> {
+        use crate::config::{AuthKind, HttpVersion as Cfg};
+        let settings_err = |e: &dyn fmt::Display| UpstreamError::Settings(e.to_string());
+        let url = c.invocation_url().map_err(|e| settings_err(&e))?;
+        let mut s = Self::for_url(url.as_str());
+        s.stop_session_url = c.stop_session_url().ok().map(|u| u.to_string());
+        s.stop_session_on_cancel = c.stop_session_on_cancel;
+        s.http_version = match c.http_version {
+            Cfg::Auto => HttpVersion::Auto,
+            Cfg::Http2 => HttpVersion::Http2,
+            Cfg::Http1 => HttpVersion::Http1,
+        };
+        s.ca_file = c.ca_file.clone();
+        s.connect_timeout = c.connect_timeout();
+        s.read_timeout = c.read_timeout();
+        s.write_timeout = c.write_timeout();
+        s.pool_timeout = c.pool_timeout();
+        s.request_timeout = c.request_timeout();
+        s.max_stream = c.max_stream();
+        s.max_retries = c.max_retries;
+        s.include_message = c.include_message;
+        let a = &c.auth;
+        let missing =
+            |key: &str| UpstreamError::Settings(format!("upstream.auth.{key} is required"));
+        s.auth = match a.kind {
+            AuthKind::None => AuthSettings::None,
+            AuthKind::Bearer => {
+                AuthSettings::Bearer(a.token.clone().ok_or_else(|| missing("token"))?)
+            }
+            AuthKind::OAuth2 => AuthSettings::OAuth2(OAuth2Settings {
+                client_id: a.client_id.clone().ok_or_else(|| missing("client_id"))?,
+                client_secret: a
+                    .client_secret
+                    .clone()
+                    .ok_or_else(|| missing("client_secret"))?,
+                scope: a.scope.clone(),
+                endpoint: match (&a.token_url, &a.discovery_url) {
+                    (Some(t), _) => TokenEndpoint::Url(t.to_string()),
+                    (None, Some(d)) => TokenEndpoint::Discovery(d.to_string()),
+                    (None, None) => return Err(missing("token_url")),
+                },
+                refresh_before_expiry: a.refresh_before_expiry(),
+            }),
+        };
+        Ok(s)
+    }
+}
+
 /// The invocation and StopRuntimeSession URLs for an ARN (contract §1.1, §1.5).
 fn runtime_urls(arn: &str, qualifier: &str) -> Result<(String, String), UpstreamError> {
     let bad = |why: &str| {
@@ -297,6 +358,56 @@ mod tests {
             AgentCoreSettings::for_url("http://h/x").stop_session_url,
             None
         );
+    }
+
+    #[test]
+    fn converts_the_config_section() {
+        let toml = r#"
+            agent_runtime_arn = "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/agent-1"
+            qualifier = "prod"
+            http_version = "http2"
+            read_timeout_secs = 60
+            max_retries = 1
+            [auth]
+            kind = "oauth2"
+            client_id = "cid"
+            client_secret = "very-secret-value"
+            scope = "a/invoke"
+            discovery_url = "https://idp.example.com/.well-known/openid-configuration"
+            refresh_before_expiry_secs = 120
+        "#;
+        let c: crate::config::UpstreamConfig = toml::from_str(toml).unwrap();
+        let s = AgentCoreSettings::try_from(&c).unwrap();
+        assert!(
+            s.invocation_url.starts_with(
+                "https://bedrock-agentcore.us-west-2.amazonaws.com/runtimes/arn%3Aaws"
+            )
+        );
+        assert!(
+            s.invocation_url.ends_with("/invocations?qualifier=prod"),
+            "{}",
+            s.invocation_url
+        );
+        assert!(
+            s.stop_session_url
+                .as_deref()
+                .unwrap()
+                .ends_with("/stopruntimesession?qualifier=prod")
+        );
+        assert_eq!(s.http_version, HttpVersion::Http2);
+        assert_eq!(s.read_timeout, Duration::from_secs(60));
+        assert_eq!(s.max_retries, 1);
+        let AuthSettings::OAuth2(o) = &s.auth else {
+            panic!("{:?}", s.auth)
+        };
+        assert_eq!(
+            o.endpoint,
+            TokenEndpoint::Discovery(
+                "https://idp.example.com/.well-known/openid-configuration".into()
+            )
+        );
+        assert_eq!(o.refresh_before_expiry, Duration::from_secs(120));
+        assert!(AgentCoreSettings::try_from(&crate::config::UpstreamConfig::default()).is_err());
     }
 
     #[test]

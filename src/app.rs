@@ -1,0 +1,119 @@
+//! Assembling a gateway from its parts: the agent card from `[agent]` and
+//! `[server]`, the request handler over an executor and a store, and the router.
+
+use std::sync::Arc;
+
+use axum::Router;
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+use crate::executor::AgentExecutor;
+use crate::handler::{HandlerConfig, RequestHandler};
+use crate::protocol::{AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill};
+use crate::server::{self, ReadinessCheck};
+use crate::store::TaskStore;
+use crate::transport::{AppState, TransportConfig};
+
+/// The public agent card described by `config` (`[agent]`), reachable over
+/// JSON-RPC at `server.public_url`.
+pub fn agent_card(config: &Config) -> AgentCard {
+    let a = &config.agent;
+    AgentCard {
+        name: a.name.clone(),
+        description: a.description.clone(),
+        supported_interfaces: vec![AgentInterface {
+            url: config.server.public_url().to_string(),
+            protocol_binding: "JSONRPC".into(),
+            protocol_version: crate::transport::jsonrpc::PROTOCOL_VERSION.into(),
+            tenant: None,
+        }],
+        provider: a.provider.as_ref().map(|p| AgentProvider {
+            url: p.url.to_string(),
+            organization: p.organization.clone(),
+        }),
+        version: a.version.clone(),
+        documentation_url: a.documentation_url.as_ref().map(ToString::to_string),
+        capabilities: AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(false),
+            extensions: vec![],
+            extended_agent_card: Some(false),
+        },
+        security_schemes: Default::default(),
+        security_requirements: vec![],
+        default_input_modes: a.default_input_modes.clone(),
+        default_output_modes: a.default_output_modes.clone(),
+        skills: a
+            .skills
+            .iter()
+            .map(|s| AgentSkill {
+                id: s.id.clone(),
+                name: s.name.clone(),
+                description: s.description.clone(),
+                tags: s.tags.clone(),
+                examples: s.examples.clone(),
+                input_modes: s.input_modes.clone().unwrap_or_default(),
+                output_modes: s.output_modes.clone().unwrap_or_default(),
+            })
+            .collect(),
+        icon_url: None,
+    }
+}
+
+/// A gateway ready to serve: its state (handler, card, limits) and router.
+#[derive(Clone)]
+pub struct Gateway {
+    /// Shared by every route.
+    pub state: AppState,
+    /// The full router (A2A + operations).
+    pub router: Router,
+}
+
+impl Gateway {
+    /// Builds a gateway running `executor` over `store` as `config` describes.
+    /// `ready` adds a readiness condition (e.g. "a token is obtainable").
+    pub fn new(
+        config: &Config,
+        executor: Arc<dyn AgentExecutor>,
+        store: Arc<dyn TaskStore>,
+        ready: Option<ReadinessCheck>,
+    ) -> Self {
+        let handler_config = HandlerConfig {
+            max_concurrent_tasks: config.server.max_concurrent_tasks,
+            ..HandlerConfig::default()
+        };
+        let handler = RequestHandler::new(executor, store, handler_config);
+        let transport = TransportConfig {
+            max_body_bytes: usize::try_from(config.server.max_body_bytes).unwrap_or(usize::MAX),
+            sse_keepalive: config.server.sse_keepalive(),
+        };
+        let state = AppState::new(handler, agent_card(config), transport);
+        let router = server::router(state.clone(), ready);
+        Self { state, router }
+    }
+
+    /// Serves on `listener` until `shutdown` resolves; then stops accepting, gives
+    /// running tasks `server.shutdown_grace_secs` to finish, marks the rest FAILED,
+    /// and ends open streams.
+    ///
+    /// # Errors
+    /// I/O errors of the listener.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        grace: std::time::Duration,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let state = self.state.clone();
+        let stop = async move {
+            shutdown.await;
+            tracing::info!(
+                grace_secs = grace.as_secs(),
+                "shutting down: no new messages; waiting for running tasks"
+            );
+            state.handler.shutdown(grace).await;
+            state.shutdown.cancel();
+        };
+        server::serve(listener, self.router, stop).await
+    }
+}

@@ -1,0 +1,233 @@
+//! Configuration: typed, defaulted, layered and validated.
+//!
+//! Layers, later ones winning:
+//!
+//! 1. built-in defaults (the gateway runs with no file at all);
+//! 2. one TOML file (see `config.example.toml` at the repository root for every key);
+//! 3. environment variables `A2A_GATEWAY_<SECTION>__<KEY>`, `__` between levels, e.g.
+//!    `A2A_GATEWAY_SERVER__LISTEN=0.0.0.0:8080` or
+//!    `A2A_GATEWAY_UPSTREAM__AUTH__CLIENT_SECRET=...`. Names are case-insensitive. Values are
+//!    taken as text and read as numbers or booleans (`true`/`false`, `1`/`0`, `yes`/`no`,
+//!    `on`/`off`) where the key expects one; `[..]` and `{..}` values are arrays and tables.
+//!    Variables with the prefix but no `__` (such as `A2A_GATEWAY_CONFIG`, the config path)
+//!    are not config keys and are ignored here;
+//! 4. command-line overrides of dotted keys (`server.listen`).
+//!
+//! Loading refuses unknown keys, wrong types, bad URLs and ARNs, zero timeouts and
+//! inconsistent combinations with one [`ConfigError`] that names the key and the layer that
+//! set it (file and line, or variable name). Secrets are [`secrecy::SecretString`]s: `Debug`
+//! and [`Config::redacted_toml`] never show them.
+//!
+//! Loading never reads the process environment by itself: [`ConfigSources`] carries it, so
+//! tests pass maps instead of mutating the environment.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+mod agent;
+mod arn;
+mod auth;
+mod error;
+mod log;
+mod serde_util;
+mod server;
+mod sources;
+mod store;
+mod upstream;
+
+#[cfg(test)]
+mod tests;
+
+pub use agent::{AgentConfig, AgentProviderConfig, SkillConfig};
+pub use arn::{AgentRuntimeArn, ArnError};
+pub use auth::{AuthKind, UpstreamAuthConfig};
+pub use error::{ConfigError, ConfigOrigin};
+pub use log::{LogConfig, LogFormat};
+pub use server::ServerConfig;
+pub use sources::ENV_PREFIX;
+pub use store::{SqliteLocation, StoreConfig, StoreUrl, StoreUrlError};
+pub use upstream::{HttpVersion, UpstreamConfig, UpstreamKind};
+
+use error::Invalid;
+use sources::Layers;
+
+/// Environment variable naming the config file when no `--config` is given.
+pub const CONFIG_PATH_ENV: &str = "A2A_GATEWAY_CONFIG";
+
+/// Config file used when neither `--config` nor `A2A_GATEWAY_CONFIG` names one and it exists
+/// in the working directory.
+pub const DEFAULT_CONFIG_FILE: &str = "a2a-gateway.toml";
+
+/// The whole gateway configuration. Plain data: building live resources from it is the job
+/// of the modules that use it.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// `[server]`: listener, limits, TLS.
+    pub server: ServerConfig,
+    /// `[agent]`: the agent card.
+    pub agent: AgentConfig,
+    /// `[store]`: task store backend and retention.
+    pub store: StoreConfig,
+    /// `[upstream]`: the hosted runtime and its credentials.
+    pub upstream: UpstreamConfig,
+    /// `[log]`: log format and level.
+    pub log: LogConfig,
+}
+
+/// Where a [`Config`] is loaded from. Build it explicitly in tests; use
+/// [`ConfigSources::from_process`] or [`ConfigSources::discover`] in the binary.
+#[derive(Clone, Default)]
+pub struct ConfigSources {
+    /// The TOML file, if any. A file that is named but missing is an error.
+    pub file: Option<PathBuf>,
+    /// Environment variables as `(name, value)`; only `A2A_GATEWAY_*` names with `__` are
+    /// used.
+    pub env: Vec<(String, String)>,
+    /// Command-line overrides as `(dotted key, value)`, e.g. `("server.listen", "0.0.0.0:80")`.
+    /// Strings are read as numbers or booleans where the key expects one. Later entries win.
+    pub overrides: Vec<(String, toml::Value)>,
+}
+
+impl fmt::Debug for ConfigSources {
+    /// Names only: environment and override values may be secrets.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConfigSources")
+            .field("file", &self.file)
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field(
+                "overrides",
+                &self.overrides.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl ConfigSources {
+    /// `file` plus the `A2A_GATEWAY_*` variables of this process (non-UTF-8 ones skipped).
+    pub fn from_process(file: Option<PathBuf>) -> Self {
+        let env = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .filter(|(k, _)| {
+                k.get(..ENV_PREFIX.len())
+                    .is_some_and(|p| p.eq_ignore_ascii_case(ENV_PREFIX))
+            })
+            .collect();
+        ConfigSources {
+            file,
+            env,
+            overrides: Vec::new(),
+        }
+    }
+
+    /// Like [`ConfigSources::from_process`], choosing the file the way `serve` does: `cli_file`
+    /// (from `--config`), else `A2A_GATEWAY_CONFIG`, else `./a2a-gateway.toml` if it exists,
+    /// else none (defaults plus environment).
+    pub fn discover(cli_file: Option<PathBuf>) -> Self {
+        let mut sources = Self::from_process(None);
+        sources.file = resolve_config_path(cli_file, &sources.env, Path::new("."));
+        sources
+    }
+
+    /// `A2A_GATEWAY_*` variables that set no config key (no `__` after the prefix) and are
+    /// not otherwise known (`A2A_GATEWAY_CONFIG`, `A2A_GATEWAY_TEST_*`): probably typos,
+    /// worth a warning at start-up.
+    pub fn unused_env_vars(&self) -> Vec<&str> {
+        self.env
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .filter(|name| {
+                let Some(rest) = name
+                    .get(..ENV_PREFIX.len())
+                    .filter(|p| p.eq_ignore_ascii_case(ENV_PREFIX))
+                    .map(|_| &name[ENV_PREFIX.len()..])
+                else {
+                    return false;
+                };
+                let rest = rest.to_ascii_uppercase();
+                !rest.contains("__")
+                    && !name.eq_ignore_ascii_case(CONFIG_PATH_ENV)
+                    && !rest.starts_with("TEST_")
+            })
+            .collect()
+    }
+
+    /// Adds a command-line override of a dotted key (later overrides win).
+    pub fn with_override(mut self, key: impl Into<String>, value: impl Into<toml::Value>) -> Self {
+        self.overrides.push((key.into(), value.into()));
+        self
+    }
+}
+
+/// The config file `serve` uses: `cli_file`, else the `A2A_GATEWAY_CONFIG` entry of `env`,
+/// else `dir/a2a-gateway.toml` if it exists.
+pub fn resolve_config_path(
+    cli_file: Option<PathBuf>,
+    env: &[(String, String)],
+    dir: &Path,
+) -> Option<PathBuf> {
+    cli_file
+        .or_else(|| {
+            env.iter()
+                .find(|(k, v)| k.eq_ignore_ascii_case(CONFIG_PATH_ENV) && !v.is_empty())
+                .map(|(_, v)| PathBuf::from(v))
+        })
+        .or_else(|| {
+            let default = dir.join(DEFAULT_CONFIG_FILE);
+            default.is_file().then_some(default)
+        })
+}
+
+impl Config {
+    /// Loads, merges and validates the configuration, and reads `*_file` secrets.
+    pub fn load(sources: ConfigSources) -> Result<Config, ConfigError> {
+        let layers = Layers::new(&sources)?;
+        if let Some(file) = layers.file_figment() {
+            // Strict types for the file: `max_retries = "3"` there is a mistake.
+            file.extract::<Config>()
+                .map_err(|e| layers.figment_error(e))?;
+        }
+        let mut config: Config = layers
+            .figment()
+            .extract_lossy()
+            .map_err(|e| layers.figment_error(e))?;
+        config.validate().map_err(|e| layers.invalid(e))?;
+        config
+            .upstream
+            .auth
+            .load_secret_files()
+            .map_err(|e| layers.invalid(e))?;
+        Ok(config)
+    }
+
+    /// The effective configuration as TOML, every secret (and a PostgreSQL password) shown
+    /// as `***`. For `check-config`.
+    pub fn redacted_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("every config value has a TOML form")
+    }
+
+    fn validate(&self) -> Result<(), Invalid> {
+        self.server.validate()?;
+        self.agent.validate()?;
+        self.store.validate()?;
+        self.upstream.validate()?;
+        self.log.validate()
+    }
+}
+
+/// Refuses a path that is not a readable file.
+fn check_readable_file(key: &str, path: &Path) -> Result<(), Invalid> {
+    match std::fs::File::open(path).and_then(|f| f.metadata()) {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(_) => Err(Invalid::new(
+            key,
+            format!("{} is not a file", path.display()),
+        )),
+        Err(e) => Err(Invalid::new(
+            key,
+            format!("cannot read {}: {e}", path.display()),
+        )),
+    }
+}

@@ -1,0 +1,228 @@
+//! `[upstream.auth]`: how the gateway authenticates to the upstream runtime.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use reqwest::Url;
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+
+use super::error::Invalid;
+use super::serde_util::{http_url_opt, secret_opt};
+
+/// `[upstream.auth]`: credentials for the upstream.
+///
+/// After [`Config::load`](super::Config::load) the fields a kind needs are guaranteed set:
+/// for `oauth2`, `client_id`, `client_secret` (filled from `client_secret_file` when that is
+/// used) and exactly one of `token_url` / `discovery_url`; for `bearer`, `token` (filled from
+/// `token_file` when that is used). Keys that do not belong to the chosen kind are refused.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UpstreamAuthConfig {
+    /// How to authenticate. Default `none`.
+    pub kind: AuthKind,
+    /// OAuth2 client id (`oauth2`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// OAuth2 client secret (`oauth2`). Filled from `client_secret_file` at load when that
+    /// is set instead. Never printed.
+    #[serde(default, with = "secret_opt", skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<SecretString>,
+    /// File holding the OAuth2 client secret (`oauth2`); read once at load, trailing newline
+    /// removed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret_file: Option<PathBuf>,
+    /// Space-separated OAuth2 scopes to request (`oauth2`); unset requests none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// OAuth2 token endpoint (`oauth2`). Set this or `discovery_url`.
+    #[serde(
+        default,
+        with = "http_url_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub token_url: Option<Url>,
+    /// OpenID Connect discovery document whose `token_endpoint` is used (`oauth2`). Set this
+    /// or `token_url`.
+    #[serde(
+        default,
+        with = "http_url_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub discovery_url: Option<Url>,
+    /// A cached token is replaced this many seconds before it expires (`oauth2`). Default 30.
+    pub refresh_before_expiry_secs: u64,
+    /// Static bearer token (`bearer`). Filled from `token_file` at load when that is set
+    /// instead. Never printed.
+    #[serde(default, with = "secret_opt", skip_serializing_if = "Option::is_none")]
+    pub token: Option<SecretString>,
+    /// File holding the static bearer token (`bearer`); read once at load, trailing newline
+    /// removed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+}
+
+impl Default for UpstreamAuthConfig {
+    fn default() -> Self {
+        UpstreamAuthConfig {
+            kind: AuthKind::None,
+            client_id: None,
+            client_secret: None,
+            client_secret_file: None,
+            scope: None,
+            token_url: None,
+            discovery_url: None,
+            refresh_before_expiry_secs: 30,
+            token: None,
+            token_file: None,
+        }
+    }
+}
+
+/// The upstream authentication scheme.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthKind {
+    /// OAuth2 client-credentials grant (HTTP Basic client authentication), token cached.
+    #[serde(rename = "oauth2")]
+    OAuth2,
+    /// A static bearer token.
+    Bearer,
+    /// No `Authorization` header (local runtimes).
+    #[default]
+    None,
+}
+
+impl AuthKind {
+    fn name(self) -> &'static str {
+        match self {
+            AuthKind::OAuth2 => "oauth2",
+            AuthKind::Bearer => "bearer",
+            AuthKind::None => "none",
+        }
+    }
+}
+
+const KIND: &str = "upstream.auth.kind";
+
+impl UpstreamAuthConfig {
+    /// `refresh_before_expiry_secs` as a [`Duration`].
+    pub fn refresh_before_expiry(&self) -> Duration {
+        Duration::from_secs(self.refresh_before_expiry_secs)
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), Invalid> {
+        let set = |present: bool, field: &str| present.then(|| format!("upstream.auth.{field}"));
+        let oauth_keys = [
+            set(self.client_id.is_some(), "client_id"),
+            set(self.client_secret.is_some(), "client_secret"),
+            set(self.client_secret_file.is_some(), "client_secret_file"),
+            set(self.scope.is_some(), "scope"),
+            set(self.token_url.is_some(), "token_url"),
+            set(self.discovery_url.is_some(), "discovery_url"),
+        ];
+        let bearer_keys = [
+            set(self.token.is_some(), "token"),
+            set(self.token_file.is_some(), "token_file"),
+        ];
+        let foreign = |keys: &[Option<String>], belongs: &str| {
+            keys.iter().flatten().next().map(|key| {
+                Invalid::new(
+                    key.clone(),
+                    format!(
+                        "is only used when {KIND} = \"{belongs}\", but {KIND} is \"{}\"",
+                        self.kind.name()
+                    ),
+                )
+            })
+        };
+        match self.kind {
+            AuthKind::OAuth2 => {
+                if let Some(err) = foreign(&bearer_keys, "bearer") {
+                    return Err(err);
+                }
+                if self
+                    .client_id
+                    .as_deref()
+                    .is_none_or(|id| id.trim().is_empty())
+                {
+                    return Err(Invalid::because_of(
+                        "upstream.auth.client_id",
+                        KIND,
+                        "is required when upstream.auth.kind = \"oauth2\"",
+                    ));
+                }
+                one_of(
+                    self.client_secret.is_some(),
+                    self.client_secret_file.is_some(),
+                    "upstream.auth.client_secret",
+                    "upstream.auth.client_secret_file",
+                )?;
+                one_of(
+                    self.token_url.is_some(),
+                    self.discovery_url.is_some(),
+                    "upstream.auth.token_url",
+                    "upstream.auth.discovery_url",
+                )?;
+            }
+            AuthKind::Bearer => {
+                if let Some(err) = foreign(&oauth_keys, "oauth2") {
+                    return Err(err);
+                }
+                one_of(
+                    self.token.is_some(),
+                    self.token_file.is_some(),
+                    "upstream.auth.token",
+                    "upstream.auth.token_file",
+                )?;
+            }
+            AuthKind::None => {
+                if let Some(err) = foreign(&oauth_keys, "oauth2") {
+                    return Err(err);
+                }
+                if let Some(err) = foreign(&bearer_keys, "bearer") {
+                    return Err(err);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `client_secret_file` / `token_file` into `client_secret` / `token`.
+    pub(crate) fn load_secret_files(&mut self) -> Result<(), Invalid> {
+        if let Some(path) = &self.client_secret_file {
+            self.client_secret = Some(read_secret("upstream.auth.client_secret_file", path)?);
+        }
+        if let Some(path) = &self.token_file {
+            self.token = Some(read_secret("upstream.auth.token_file", path)?);
+        }
+        Ok(())
+    }
+}
+
+/// Exactly one of two alternative keys must be set (the kind asked for one of them).
+fn one_of(a: bool, b: bool, key_a: &str, key_b: &str) -> Result<(), Invalid> {
+    match (a, b) {
+        (true, false) | (false, true) => Ok(()),
+        (true, true) => Err(Invalid::new(
+            key_b,
+            format!("set either {key_a} or {key_b}, not both"),
+        )),
+        (false, false) => Err(Invalid::because_of(
+            key_a,
+            KIND,
+            format!("{key_a} or {key_b} is required for this upstream.auth.kind"),
+        )),
+    }
+}
+
+/// Reads a secret from a file, without its trailing line break.
+fn read_secret(key: &str, path: &Path) -> Result<SecretString, Invalid> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Invalid::new(key, format!("cannot read {}: {e}", path.display())))?;
+    let secret = text.trim_end_matches(['\n', '\r']);
+    if secret.is_empty() {
+        return Err(Invalid::new(key, format!("{} is empty", path.display())));
+    }
+    Ok(SecretString::from(secret))
+}

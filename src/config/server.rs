@@ -1,0 +1,129 @@
+//! `[server]`: the inbound listener, limits and TLS.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reqwest::Url;
+use serde::{Deserialize, Serialize};
+
+use super::error::{Invalid, nonzero};
+use super::serde_util::http_url_opt;
+
+/// `[server]`: where the gateway listens and how much it accepts.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Socket address to listen on. Default `127.0.0.1:8080` (local only; use `0.0.0.0:8080`
+    /// in a container).
+    pub listen: SocketAddr,
+    /// Base URL that clients use to reach the gateway, published in the agent card. When
+    /// unset, see [`ServerConfig::public_url`].
+    #[serde(
+        default,
+        with = "http_url_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub public_url: Option<Url>,
+    /// Largest accepted request body, in bytes. Default 10 MiB; larger bodies get 413.
+    pub max_body_bytes: u64,
+    /// Most tasks running at once; a new task beyond it is refused with a retryable error.
+    /// Default 1024.
+    pub max_concurrent_tasks: usize,
+    /// Interval between SSE keep-alive comments on open streams, in seconds. Default 15.
+    pub sse_keepalive_secs: u64,
+    /// PEM certificate chain for HTTPS (rustls). Set together with `tls_key_file`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key for HTTPS. Set together with `tls_cert_file`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_key_file: Option<PathBuf>,
+    /// How long a shutdown waits for in-flight requests before ending them, in seconds.
+    /// Default 30.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            public_url: None,
+            max_body_bytes: 10 * 1024 * 1024,
+            max_concurrent_tasks: 1024,
+            sse_keepalive_secs: 15,
+            tls_cert_file: None,
+            tls_key_file: None,
+            shutdown_grace_secs: 30,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// The URL published in the agent card: `public_url` when set, else derived from `listen`
+    /// (`https` when TLS is configured). An unspecified listen address (`0.0.0.0`, `::`) is
+    /// replaced by loopback, which is only right for local use: set `public_url` in production.
+    pub fn public_url(&self) -> Url {
+        if let Some(url) = &self.public_url {
+            return url.clone();
+        }
+        let scheme = if self.tls_enabled() { "https" } else { "http" };
+        let ip = match self.listen.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ip => ip,
+        };
+        let addr = SocketAddr::new(ip, self.listen.port());
+        Url::parse(&format!("{scheme}://{addr}/")).expect("a socket address is a valid URL host")
+    }
+
+    /// Whether HTTPS is configured (both TLS files set; validation refuses just one).
+    pub fn tls_enabled(&self) -> bool {
+        self.tls_cert_file.is_some() && self.tls_key_file.is_some()
+    }
+
+    /// `sse_keepalive_secs` as a [`Duration`].
+    pub fn sse_keepalive(&self) -> Duration {
+        Duration::from_secs(self.sse_keepalive_secs)
+    }
+
+    /// `shutdown_grace_secs` as a [`Duration`].
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_secs(self.shutdown_grace_secs)
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), Invalid> {
+        nonzero("server.max_body_bytes", self.max_body_bytes)?;
+        nonzero(
+            "server.max_concurrent_tasks",
+            self.max_concurrent_tasks as u64,
+        )?;
+        nonzero("server.sse_keepalive_secs", self.sse_keepalive_secs)?;
+        nonzero("server.shutdown_grace_secs", self.shutdown_grace_secs)?;
+        match (&self.tls_cert_file, &self.tls_key_file) {
+            (Some(_), None) => {
+                return Err(Invalid::because_of(
+                    "server.tls_key_file",
+                    "server.tls_cert_file",
+                    "is required when server.tls_cert_file is set (set both or neither)",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(Invalid::because_of(
+                    "server.tls_cert_file",
+                    "server.tls_key_file",
+                    "is required when server.tls_key_file is set (set both or neither)",
+                ));
+            }
+            _ => {}
+        }
+        for (key, path) in [
+            ("server.tls_cert_file", &self.tls_cert_file),
+            ("server.tls_key_file", &self.tls_key_file),
+        ] {
+            if let Some(path) = path {
+                super::check_readable_file(key, path)?;
+            }
+        }
+        Ok(())
+    }
+}

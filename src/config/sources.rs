@@ -1,0 +1,370 @@
+//! The layers under a [`Config`](super::Config): TOML file, environment, command-line
+//! overrides, and how an error is traced back to the layer that set the key.
+
+use std::path::{Path, PathBuf};
+
+use figment::error::Kind;
+use figment::value::{Dict, Map, Value};
+use figment::{Figment, Metadata, Profile, Provider};
+
+use super::ConfigSources;
+use super::error::{ConfigError, ConfigOrigin, Invalid};
+
+/// Prefix of the environment variables that set configuration keys.
+pub const ENV_PREFIX: &str = "A2A_GATEWAY_";
+
+/// Separator between levels in a variable name (`A2A_GATEWAY_UPSTREAM__AUTH__KIND`).
+const ENV_SEPARATOR: &str = "__";
+
+/// Keys whose values must never appear in an error message.
+const SECRET_KEYS: &[&str] = &["client_secret", "token", "url"];
+
+/// One figment provider per layer, with its own name in the metadata.
+struct Layer {
+    name: &'static str,
+    source: Option<figment::Source>,
+    dict: Dict,
+}
+
+impl Provider for Layer {
+    fn metadata(&self) -> Metadata {
+        let metadata = Metadata::named(self.name);
+        match &self.source {
+            Some(source) => metadata.source(source.clone()),
+            None => metadata,
+        }
+    }
+
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        Ok(Profile::Default.collect(self.dict.clone()))
+    }
+}
+
+/// The parsed config file, kept with its syntax tree to find the line of a key.
+struct FileLayer {
+    path: PathBuf,
+    text: String,
+    doc: toml_edit::ImDocument<String>,
+    dict: Dict,
+}
+
+/// One key set by an environment variable or a command-line override.
+struct Entry {
+    /// The variable name, or the dotted key of an override.
+    label: String,
+    path: Vec<String>,
+    value: Value,
+}
+
+/// All layers of one load, in precedence order (file < env < overrides).
+pub(crate) struct Layers {
+    file: Option<FileLayer>,
+    env: Vec<Entry>,
+    overrides: Vec<Entry>,
+}
+
+impl Layers {
+    pub(crate) fn new(sources: &ConfigSources) -> Result<Self, ConfigError> {
+        let file = sources.file.as_deref().map(read_file).transpose()?;
+        let mut env: Vec<Entry> = sources
+            .env
+            .iter()
+            .filter_map(|(name, value)| env_entry(name, value))
+            .collect();
+        env.sort_by(|a, b| a.label.cmp(&b.label));
+        let overrides = sources
+            .overrides
+            .iter()
+            .map(|(key, value)| override_entry(key, value))
+            .collect::<Result<_, _>>()?;
+        Ok(Layers {
+            file,
+            env,
+            overrides,
+        })
+    }
+
+    /// The file layer alone, to check its types strictly (the merged figment is extracted
+    /// leniently so that `"30"` from a variable can fill a number).
+    pub(crate) fn file_figment(&self) -> Option<Figment> {
+        self.file.as_ref().map(|file| {
+            Figment::from(Layer {
+                name: "TOML file",
+                source: Some(figment::Source::File(file.path.clone())),
+                dict: file.dict.clone(),
+            })
+        })
+    }
+
+    /// All layers merged, later ones winning.
+    pub(crate) fn figment(&self) -> Figment {
+        let mut figment = self.file_figment().unwrap_or_default();
+        let entries_dict = |entries: &[Entry]| {
+            let mut dict = Dict::new();
+            for entry in entries {
+                insert(&mut dict, &entry.path, entry.value.clone());
+            }
+            dict
+        };
+        figment = figment.merge(Layer {
+            name: "environment variable(s)",
+            source: None,
+            dict: entries_dict(&self.env),
+        });
+        figment.merge(Layer {
+            name: "command-line override(s)",
+            source: None,
+            dict: entries_dict(&self.overrides),
+        })
+    }
+
+    /// The layer that set `path` (or something above or below it), highest precedence first.
+    pub(crate) fn origin_of(&self, path: &[String]) -> ConfigOrigin {
+        let related =
+            |entry: &&Entry| path.starts_with(&entry.path) || entry.path.starts_with(path);
+        if let Some(entry) = self.overrides.iter().rev().find(related) {
+            return ConfigOrigin::Override {
+                key: entry.label.clone(),
+            };
+        }
+        if let Some(entry) = self.env.iter().rev().find(related) {
+            return ConfigOrigin::Env {
+                var: entry.label.clone(),
+            };
+        }
+        if let Some(file) = &self.file
+            && let Some(line) = file.locate(path)
+        {
+            return ConfigOrigin::File {
+                path: file.path.clone(),
+                line,
+            };
+        }
+        ConfigOrigin::Default
+    }
+
+    /// A validation failure, with the origin of its key attached.
+    pub(crate) fn invalid(&self, invalid: Invalid) -> ConfigError {
+        let origin_path: Vec<String> = invalid.origin_key.split('.').map(str::to_owned).collect();
+        ConfigError::Invalid {
+            key: invalid.key,
+            origin: self.origin_of(&origin_path),
+            message: invalid.message,
+        }
+    }
+
+    /// The first error of a figment extraction as one message naming key and origin.
+    pub(crate) fn figment_error(&self, error: figment::Error) -> ConfigError {
+        let error = error
+            .into_iter()
+            .next()
+            .expect("a figment error holds at least one");
+        let mut path = error.path.clone();
+        let mut origin_path = None;
+        let secret = path
+            .last()
+            .is_some_and(|last| SECRET_KEYS.contains(&last.as_str()));
+        let message = match &error.kind {
+            Kind::UnknownField(name, expected) => {
+                if path.last() != Some(name) {
+                    path.push(name.clone());
+                }
+                if expected.is_empty() {
+                    "unknown key".to_owned()
+                } else {
+                    format!("unknown key; expected one of: {}", expected.join(", "))
+                }
+            }
+            Kind::UnknownVariant(value, expected) => {
+                format!(
+                    "unknown value {value:?}; expected one of: {}",
+                    expected.join(", ")
+                )
+            }
+            Kind::MissingField(name) => {
+                origin_path = Some(path.clone());
+                path.push(name.to_string());
+                "is required".to_owned()
+            }
+            Kind::InvalidType(actual, expected) if !secret => {
+                format!("expected {expected}, found {actual}")
+            }
+            Kind::InvalidType(_, expected) => format!("expected {expected}"),
+            Kind::InvalidValue(actual, expected) if !secret => {
+                format!("invalid value {actual}, expected {expected}")
+            }
+            Kind::InvalidValue(_, expected) => format!("invalid value, expected {expected}"),
+            Kind::Message(message) => message.clone(),
+            other => other.to_string(),
+        };
+        let origin = self.origin_of(origin_path.as_deref().unwrap_or(&path));
+        ConfigError::Invalid {
+            key: path.join("."),
+            origin,
+            message,
+        }
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileLayer, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::ReadFile {
+        path: path.to_owned(),
+        source,
+    })?;
+    let syntax = |message: &str, offset: Option<usize>| {
+        // The parser's message can span lines; the error is one line.
+        let message = message.trim().lines().collect::<Vec<_>>().join("; ");
+        let (line, column) = offset.map_or((1, 1), |o| line_col(&text, o));
+        ConfigError::Syntax {
+            path: path.to_owned(),
+            line,
+            column,
+            message,
+        }
+    };
+    let dict: Dict =
+        toml::from_str(&text).map_err(|e| syntax(e.message(), e.span().map(|s| s.start)))?;
+    let doc = toml_edit::ImDocument::parse(text.clone())
+        .map_err(|e| syntax(e.message(), e.span().map(|s| s.start)))?;
+    Ok(FileLayer {
+        path: path.to_owned(),
+        text,
+        doc,
+        dict,
+    })
+}
+
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rfind('\n')
+        .map_or(before.len(), |nl| before.len() - nl - 1)
+        + 1;
+    (line, column)
+}
+
+impl FileLayer {
+    /// `Some(line)` when the file sets `path` (or a value where a table on `path` was
+    /// expected); `None` when the file does not mention it.
+    fn locate(&self, path: &[String]) -> Option<Option<usize>> {
+        use toml_edit::{Item, Table, Value as TomlValue};
+
+        enum Node<'a> {
+            Item(&'a Item),
+            Table(&'a Table),
+            Value(&'a TomlValue),
+        }
+
+        let mut node = Node::Table(self.doc.as_table());
+        let mut span = None;
+        for segment in path {
+            let (next, next_span) = match node {
+                Node::Table(table) | Node::Item(Item::Table(table)) => {
+                    let (key, item) = table.get_key_value(segment)?;
+                    (Node::Item(item), key.span())
+                }
+                Node::Item(Item::ArrayOfTables(array)) => {
+                    let table = array.get(segment.parse().ok()?)?;
+                    (Node::Table(table), table.span())
+                }
+                Node::Item(Item::Value(value)) | Node::Value(value) => match value {
+                    TomlValue::InlineTable(table) => {
+                        let (key, item) = table.get_key_value(segment)?;
+                        (Node::Item(item), key.span())
+                    }
+                    TomlValue::Array(array) => {
+                        let value = array.get(segment.parse().ok()?)?;
+                        (Node::Value(value), value.span())
+                    }
+                    // A scalar where a table was expected: that scalar is the culprit.
+                    _ => break,
+                },
+                Node::Item(Item::None) => return None,
+            };
+            node = next;
+            span = next_span.or(span);
+        }
+        Some(span.map(|span| line_col(&self.text, span.start).0))
+    }
+}
+
+/// A config key from an environment variable, or `None` for a variable that is not one:
+/// without the prefix, or without `__` after it (such as `A2A_GATEWAY_CONFIG`).
+fn env_entry(name: &str, value: &str) -> Option<Entry> {
+    let prefix = name.get(..ENV_PREFIX.len())?;
+    if !prefix.eq_ignore_ascii_case(ENV_PREFIX) {
+        return None;
+    }
+    let rest = &name[ENV_PREFIX.len()..];
+    if !rest.contains(ENV_SEPARATOR) {
+        return None;
+    }
+    let path = rest
+        .split(ENV_SEPARATOR)
+        .filter(|segment| !segment.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    Some(Entry {
+        label: name.to_owned(),
+        path,
+        value: env_value(value),
+    })
+}
+
+/// An environment value as a figment value.
+///
+/// Scalars stay strings, so a secret or id such as `0123` keeps its exact text; numbers and
+/// booleans are read from the string when the key expects one (lossy extraction). Arrays and
+/// tables (`["a", "b"]`, `{k = "v"}`) are parsed as figment's `Env` provider would.
+fn env_value(raw: &str) -> Value {
+    let trimmed = raw.trim_start();
+    if trimmed.starts_with('[') || trimmed.starts_with('{') {
+        raw.parse().unwrap_or_else(|never| match never {})
+    } else {
+        Value::from(raw.to_owned())
+    }
+}
+
+fn override_entry(key: &str, value: &toml::Value) -> Result<Entry, ConfigError> {
+    let invalid = |message: String| ConfigError::Invalid {
+        key: key.to_owned(),
+        origin: ConfigOrigin::Override {
+            key: key.to_owned(),
+        },
+        message,
+    };
+    let path: Vec<String> = key.split('.').map(str::to_owned).collect();
+    if path.iter().any(String::is_empty) {
+        return Err(invalid(
+            "not a dotted key such as `server.listen`".to_owned(),
+        ));
+    }
+    let value = Value::serialize(value).map_err(|e| invalid(e.to_string()))?;
+    Ok(Entry {
+        label: key.to_owned(),
+        path,
+        value,
+    })
+}
+
+/// Sets `path` in `dict` to `value`, creating tables on the way.
+fn insert(dict: &mut Dict, path: &[String], value: Value) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        dict.insert(first.clone(), value);
+        return;
+    }
+    let child = dict
+        .entry(first.clone())
+        .or_insert_with(|| Value::from(Dict::new()));
+    if !matches!(child, Value::Dict(..)) {
+        *child = Value::from(Dict::new());
+    }
+    if let Value::Dict(_, child) = child {
+        insert(child, rest, value);
+    }
+}

@@ -1,0 +1,176 @@
+//! `[store]`: where tasks are kept, and for how long.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use reqwest::Url;
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+
+use super::error::{Invalid, nonzero};
+use super::serde_util::REDACTED;
+
+/// `[store]`: the task store backend and its housekeeping.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Backend: `memory:`, `sqlite://PATH`, `sqlite::memory:` or `postgres://...`
+    /// (`postgresql://` too). Default `sqlite://a2a-gateway.db` (a file in the working
+    /// directory).
+    pub url: StoreUrl,
+    /// Days a task in a terminal state is kept before the purge deletes it. Default 30.
+    pub retention_days: u32,
+    /// Seconds an INPUT_REQUIRED task waits for the follow-up message before it is closed.
+    /// Default 86400 (one day).
+    pub input_required_ttl_secs: u64,
+    /// Seconds between purge runs. Default 300.
+    pub purge_interval_secs: u64,
+    /// Largest number of pooled database connections. Default 10.
+    pub max_connections: u32,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            url: StoreUrl::Sqlite(SqliteLocation::File(PathBuf::from("a2a-gateway.db"))),
+            retention_days: 30,
+            input_required_ttl_secs: 86_400,
+            purge_interval_secs: 300,
+            max_connections: 10,
+        }
+    }
+}
+
+impl StoreConfig {
+    /// `retention_days` as a [`Duration`].
+    pub fn retention(&self) -> Duration {
+        Duration::from_secs(u64::from(self.retention_days) * 86_400)
+    }
+
+    /// `input_required_ttl_secs` as a [`Duration`].
+    pub fn input_required_ttl(&self) -> Duration {
+        Duration::from_secs(self.input_required_ttl_secs)
+    }
+
+    /// `purge_interval_secs` as a [`Duration`].
+    pub fn purge_interval(&self) -> Duration {
+        Duration::from_secs(self.purge_interval_secs)
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), Invalid> {
+        nonzero("store.retention_days", self.retention_days.into())?;
+        nonzero(
+            "store.input_required_ttl_secs",
+            self.input_required_ttl_secs,
+        )?;
+        nonzero("store.purge_interval_secs", self.purge_interval_secs)?;
+        nonzero("store.max_connections", self.max_connections.into())?;
+        Ok(())
+    }
+}
+
+/// The parsed `store.url`.
+///
+/// `Display` (and therefore serialization) hides a PostgreSQL password as `***`; use
+/// [`StoreUrl::Postgres`]'s secret to connect.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum StoreUrl {
+    /// `memory:`: tasks live in process memory and are lost on exit (tests, demos).
+    Memory,
+    /// `sqlite://PATH` or `sqlite::memory:`.
+    Sqlite(SqliteLocation),
+    /// `postgres://...` or `postgresql://...`, the whole URL as given (it may hold a password).
+    Postgres(SecretString),
+}
+
+/// Where a SQLite database lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SqliteLocation {
+    /// A private in-memory database (`sqlite::memory:`).
+    Memory,
+    /// A database file, created if missing; relative paths are relative to the working
+    /// directory.
+    File(PathBuf),
+}
+
+/// `store.url` is not one of the accepted forms. The URL itself is not repeated, since it
+/// may hold a password.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreUrlError(String);
+
+const STORE_URL_FORMS: &str =
+    "expected `memory:`, `sqlite://PATH`, `sqlite::memory:` or `postgres://USER@HOST/DB`";
+
+impl FromStr for StoreUrl {
+    type Err = StoreUrlError;
+
+    fn from_str(raw: &str) -> Result<Self, Self::Err> {
+        let raw = raw.trim();
+        if raw == "memory:" || raw == "memory" {
+            return Ok(StoreUrl::Memory);
+        }
+        if let Some(rest) = raw.strip_prefix("sqlite:") {
+            if rest == ":memory:" || rest == "//:memory:" {
+                return Ok(StoreUrl::Sqlite(SqliteLocation::Memory));
+            }
+            let path = rest.strip_prefix("//").unwrap_or(rest);
+            if path.contains('?') {
+                return Err(StoreUrlError(
+                    "query parameters in a sqlite URL are not supported; give only the path"
+                        .to_owned(),
+                ));
+            }
+            if path.is_empty() {
+                return Err(StoreUrlError(format!(
+                    "a sqlite URL needs a path; {STORE_URL_FORMS}"
+                )));
+            }
+            return Ok(StoreUrl::Sqlite(SqliteLocation::File(PathBuf::from(path))));
+        }
+        if raw.starts_with("postgres://") || raw.starts_with("postgresql://") {
+            Url::parse(raw)
+                .map_err(|e| StoreUrlError(format!("not a valid PostgreSQL URL: {e}")))?;
+            return Ok(StoreUrl::Postgres(SecretString::from(raw)));
+        }
+        Err(StoreUrlError(format!(
+            "unsupported store URL; {STORE_URL_FORMS}"
+        )))
+    }
+}
+
+impl TryFrom<String> for StoreUrl {
+    type Error = StoreUrlError;
+
+    fn try_from(raw: String) -> Result<Self, Self::Error> {
+        raw.parse()
+    }
+}
+
+impl From<StoreUrl> for String {
+    fn from(url: StoreUrl) -> String {
+        url.to_string()
+    }
+}
+
+impl fmt::Display for StoreUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreUrl::Memory => f.write_str("memory:"),
+            StoreUrl::Sqlite(SqliteLocation::Memory) => f.write_str("sqlite::memory:"),
+            StoreUrl::Sqlite(SqliteLocation::File(path)) => {
+                write!(f, "sqlite://{}", path.display())
+            }
+            StoreUrl::Postgres(secret) => {
+                let mut url = Url::parse(secret.expose_secret()).map_err(|_| fmt::Error)?;
+                if url.password().is_some() {
+                    url.set_password(Some(REDACTED)).map_err(|_| fmt::Error)?;
+                }
+                f.write_str(url.as_str())
+            }
+        }
+    }
+}

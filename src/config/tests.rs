@@ -1,0 +1,830 @@
+//! Tests of loading, precedence, validation messages and redaction.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use secrecy::{ExposeSecret, SecretString};
+
+use super::*;
+
+const EXAMPLE: &str = include_str!("../../config.example.toml");
+const ARN: &str = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/my_agent-abc123";
+
+/// A TOML file in a fresh temporary directory (kept alive by the returned guard).
+fn file(contents: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gateway.toml");
+    std::fs::write(&path, contents).unwrap();
+    (dir, path)
+}
+
+fn sources(file: Option<&Path>, env: &[(&str, &str)]) -> ConfigSources {
+    ConfigSources {
+        file: file.map(Path::to_owned),
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        overrides: Vec::new(),
+    }
+}
+
+fn load_err(sources: ConfigSources) -> (String, ConfigError) {
+    let err = Config::load(sources).expect_err("config should be refused");
+    (err.to_string(), err)
+}
+
+fn invalid_parts(err: &ConfigError) -> (&str, &ConfigOrigin) {
+    match err {
+        ConfigError::Invalid { key, origin, .. } => (key, origin),
+        other => panic!("expected ConfigError::Invalid, got {other:?}"),
+    }
+}
+
+#[test]
+fn defaults_load_with_no_sources() {
+    let config = Config::load(ConfigSources::default()).unwrap();
+    assert_eq!(config.server.listen.to_string(), "127.0.0.1:8080");
+    assert_eq!(
+        config.server.public_url().as_str(),
+        "http://127.0.0.1:8080/"
+    );
+    assert_eq!(config.server.max_body_bytes, 10 * 1024 * 1024);
+    assert_eq!(config.server.sse_keepalive_secs, 15);
+    assert_eq!(config.server.shutdown_grace_secs, 30);
+    assert_eq!(config.agent.skills.len(), 1);
+    assert_eq!(config.agent.default_input_modes, ["text/plain"]);
+    assert!(matches!(
+        &config.store.url,
+        StoreUrl::Sqlite(SqliteLocation::File(p)) if p == Path::new("a2a-gateway.db")
+    ));
+    assert_eq!(config.store.retention_days, 30);
+    assert_eq!(config.upstream.kind, UpstreamKind::AgentCore);
+    assert_eq!(config.upstream.qualifier, "DEFAULT");
+    assert_eq!(config.upstream.http_version, HttpVersion::Auto);
+    assert_eq!(config.upstream.request_timeout_secs, 900);
+    assert_eq!(config.upstream.max_stream_secs, 3600);
+    assert_eq!(config.upstream.auth.kind, AuthKind::None);
+    assert_eq!(config.upstream.auth.refresh_before_expiry_secs, 30);
+    assert!(config.upstream.stop_session_on_cancel);
+    assert_eq!(config.log.format, LogFormat::Pretty);
+    assert_eq!(config.log.level, "info");
+}
+
+#[test]
+fn example_file_loads_and_states_the_defaults() {
+    let (_dir, path) = file(EXAMPLE);
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    assert_eq!(
+        config.redacted_toml(),
+        Config::default().redacted_toml(),
+        "config.example.toml must state exactly the built-in defaults"
+    );
+}
+
+/// Every key of every section, optional ones included: a struct literal per section (no
+/// `..Default::default()`), so adding a field fails to compile here until it is listed.
+fn fully_populated() -> Config {
+    let secret = || Some(SecretString::from("x"));
+    Config {
+        server: ServerConfig {
+            listen: "127.0.0.1:1".parse().unwrap(),
+            public_url: Some("https://a.example/".parse().unwrap()),
+            max_body_bytes: 1,
+            max_concurrent_tasks: 1,
+            sse_keepalive_secs: 1,
+            tls_cert_file: Some("c".into()),
+            tls_key_file: Some("k".into()),
+            shutdown_grace_secs: 1,
+        },
+        agent: AgentConfig {
+            name: "n".into(),
+            description: "d".into(),
+            version: "v".into(),
+            provider: Some(AgentProviderConfig {
+                organization: "o".into(),
+                url: "https://o.example/".parse().unwrap(),
+            }),
+            documentation_url: Some("https://d.example/".parse().unwrap()),
+            default_input_modes: vec!["text/plain".into()],
+            default_output_modes: vec!["text/plain".into()],
+            skills: vec![SkillConfig {
+                id: "i".into(),
+                name: "n".into(),
+                description: "d".into(),
+                tags: vec![],
+                examples: vec![],
+                input_modes: Some(vec![]),
+                output_modes: Some(vec![]),
+            }],
+        },
+        store: StoreConfig {
+            url: StoreUrl::Memory,
+            retention_days: 1,
+            input_required_ttl_secs: 1,
+            purge_interval_secs: 1,
+            max_connections: 1,
+        },
+        upstream: UpstreamConfig {
+            kind: UpstreamKind::AgentCore,
+            agent_runtime_arn: Some(ARN.parse().unwrap()),
+            qualifier: "q".into(),
+            url: Some("http://127.0.0.1:1/invocations".parse().unwrap()),
+            http_version: HttpVersion::Http2,
+            ca_file: Some("ca".into()),
+            connect_timeout_secs: 1,
+            read_timeout_secs: 1,
+            write_timeout_secs: 1,
+            pool_timeout_secs: 1,
+            request_timeout_secs: 1,
+            max_stream_secs: 1,
+            max_retries: 1,
+            include_message: true,
+            stop_session_on_cancel: true,
+            auth: UpstreamAuthConfig {
+                kind: AuthKind::OAuth2,
+                client_id: Some("c".into()),
+                client_secret: secret(),
+                client_secret_file: Some("f".into()),
+                scope: Some("s".into()),
+                token_url: Some("https://t.example/".parse().unwrap()),
+                discovery_url: Some("https://t.example/".parse().unwrap()),
+                refresh_before_expiry_secs: 1,
+                token: secret(),
+                token_file: Some("f".into()),
+            },
+        },
+        log: LogConfig {
+            format: LogFormat::Json,
+            level: "debug".into(),
+        },
+    }
+}
+
+/// `(section, key)` pairs of a TOML value: `("upstream.auth", "kind")`; arrays of tables
+/// contribute their element keys under the array's own section name.
+fn keys_of(value: &toml::Value, section: &str, out: &mut Vec<(String, String)>) {
+    let Some(table) = value.as_table() else {
+        return;
+    };
+    for (key, value) in table {
+        let child = if section.is_empty() {
+            key.clone()
+        } else {
+            format!("{section}.{key}")
+        };
+        match value {
+            toml::Value::Table(_) => keys_of(value, &child, out),
+            toml::Value::Array(items)
+                if items.iter().all(toml::Value::is_table) && !items.is_empty() =>
+            {
+                for item in items {
+                    keys_of(item, &child, out);
+                }
+            }
+            _ => out.push((section.to_owned(), key.clone())),
+        }
+    }
+}
+
+/// `(section, key)` pairs written in the example, set or commented out (`# key = ...`).
+fn keys_in_example() -> Vec<(String, String)> {
+    let mut section = String::new();
+    let mut out = Vec::new();
+    for line in EXAMPLE.lines() {
+        let line = line.trim().trim_start_matches('#').trim();
+        if let Some(header) = line.strip_prefix('[') {
+            section = header.trim_matches(['[', ']']).to_owned();
+        } else if let Some((key, _)) = line.split_once('=') {
+            let key = key.trim();
+            if !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+                out.push((section.clone(), key.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn example_documents_every_key() {
+    let value = toml::Value::try_from(fully_populated()).unwrap();
+    let mut keys = Vec::new();
+    keys_of(&value, "", &mut keys);
+    assert!(keys.len() > 50, "walked too few keys: {keys:?}");
+    let documented = keys_in_example();
+    let missing: Vec<_> = keys
+        .iter()
+        .filter(|k| !documented.contains(k))
+        .map(|(s, k)| format!("{s}.{k}"))
+        .collect();
+    assert!(missing.is_empty(), "config.example.toml lacks: {missing:?}");
+}
+
+#[test]
+fn env_beats_file_and_override_beats_env() {
+    let (_dir, path) = file("[server]\nlisten = \"127.0.0.1:1111\"\n[upstream]\nmax_retries = 7\n");
+    let env = [("A2A_GATEWAY_SERVER__LISTEN", "127.0.0.1:2222")];
+
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    assert_eq!(config.server.listen.port(), 1111);
+
+    let config = Config::load(sources(Some(&path), &env)).unwrap();
+    assert_eq!(config.server.listen.port(), 2222);
+    assert_eq!(
+        config.upstream.max_retries, 7,
+        "file keys the env leaves alone stay"
+    );
+
+    let config =
+        Config::load(sources(Some(&path), &env).with_override("server.listen", "127.0.0.1:3333"))
+            .unwrap();
+    assert_eq!(config.server.listen.port(), 3333);
+}
+
+#[test]
+fn env_values_are_read_by_the_type_they_fill() {
+    let config = Config::load(sources(
+        None,
+        &[
+            ("A2A_GATEWAY_UPSTREAM__MAX_RETRIES", "5"),
+            ("A2A_GATEWAY_UPSTREAM__INCLUDE_MESSAGE", "true"),
+            ("a2a_gateway_log__format", "json"),
+            ("A2A_GATEWAY_UPSTREAM__QUALIFIER", "0123"),
+            ("A2A_GATEWAY_AGENT__VERSION", "1.0"),
+            (
+                "A2A_GATEWAY_AGENT__DEFAULT_INPUT_MODES",
+                r#"["text/plain", "application/json"]"#,
+            ),
+            ("A2A_GATEWAY_CONFIG", "/not/a/config/key.toml"),
+            ("A2A_GATEWAY_TEST_POSTGRES_URL", "postgres://x@y/z"),
+            ("HOME", "/root"),
+        ],
+    ))
+    .unwrap();
+    assert_eq!(config.upstream.max_retries, 5);
+    assert!(config.upstream.include_message);
+    assert_eq!(config.log.format, LogFormat::Json);
+    assert_eq!(
+        config.upstream.qualifier, "0123",
+        "digits stay text for text keys"
+    );
+    assert_eq!(config.agent.version, "1.0");
+    assert_eq!(
+        config.agent.default_input_modes,
+        ["text/plain", "application/json"]
+    );
+}
+
+#[test]
+fn unknown_key_in_file_names_key_file_and_line() {
+    let (_dir, path) = file("[server]\nlisten = \"127.0.0.1:8080\"\nlisten_port = 9\n");
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    let (key, origin) = invalid_parts(&err);
+    assert_eq!(key, "server.listen_port");
+    assert_eq!(
+        origin,
+        &ConfigOrigin::File {
+            path: path.clone(),
+            line: Some(3)
+        }
+    );
+    assert!(message.contains("`server.listen_port`"), "{message}");
+    assert!(
+        message.contains(&format!("{} line 3", path.display())),
+        "{message}"
+    );
+    assert!(message.contains("unknown key"), "{message}");
+}
+
+#[test]
+fn unknown_section_in_env_names_the_variable() {
+    let (message, err) = load_err(sources(None, &[("A2A_GATEWAY_SERVR__LISTEN", "x")]));
+    let (key, origin) = invalid_parts(&err);
+    assert_eq!(key, "servr");
+    assert_eq!(
+        origin,
+        &ConfigOrigin::Env {
+            var: "A2A_GATEWAY_SERVR__LISTEN".into()
+        }
+    );
+    assert!(message.contains("A2A_GATEWAY_SERVR__LISTEN"), "{message}");
+}
+
+#[test]
+fn wrong_type_in_env_names_the_variable() {
+    let (message, err) = load_err(sources(
+        None,
+        &[("A2A_GATEWAY_SERVER__MAX_BODY_BYTES", "lots")],
+    ));
+    assert_eq!(invalid_parts(&err).0, "server.max_body_bytes");
+    assert!(
+        message.contains("environment variable A2A_GATEWAY_SERVER__MAX_BODY_BYTES"),
+        "{message}"
+    );
+
+    let (message, _) = load_err(sources(
+        None,
+        &[("A2A_GATEWAY_SERVER__LISTEN", "localhost")],
+    ));
+    assert!(message.contains("`server.listen`"), "{message}");
+    assert!(message.contains("A2A_GATEWAY_SERVER__LISTEN"), "{message}");
+}
+
+#[test]
+fn wrong_type_in_file_is_refused_even_if_it_would_parse() {
+    let (_dir, path) = file("[upstream]\nmax_retries = \"3\"\n");
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    assert_eq!(invalid_parts(&err).0, "upstream.max_retries");
+    assert!(message.contains("line 2"), "{message}");
+}
+
+#[test]
+fn toml_syntax_error_names_file_and_line() {
+    let (_dir, path) = file("[server]\nlisten = \n");
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    assert!(
+        matches!(err, ConfigError::Syntax { line: 2, .. }),
+        "{err:?}"
+    );
+    assert!(message.contains(&path.display().to_string()), "{message}");
+}
+
+#[test]
+fn missing_config_file_is_an_error() {
+    let (message, err) = load_err(sources(Some(Path::new("/nonexistent/gw.toml")), &[]));
+    assert!(matches!(err, ConfigError::ReadFile { .. }));
+    assert!(message.contains("/nonexistent/gw.toml"), "{message}");
+}
+
+#[test]
+fn zero_timeouts_are_refused() {
+    let (message, err) = load_err(sources(
+        None,
+        &[("A2A_GATEWAY_UPSTREAM__CONNECT_TIMEOUT_SECS", "0")],
+    ));
+    assert_eq!(invalid_parts(&err).0, "upstream.connect_timeout_secs");
+    assert!(message.contains("greater than 0"), "{message}");
+    assert!(
+        message.contains("A2A_GATEWAY_UPSTREAM__CONNECT_TIMEOUT_SECS"),
+        "{message}"
+    );
+
+    let (_dir, path) = file("[server]\n\nsse_keepalive_secs = 0\n");
+    let (_, err) = load_err(sources(Some(&path), &[]));
+    let (key, origin) = invalid_parts(&err);
+    assert_eq!(key, "server.sse_keepalive_secs");
+    assert!(
+        matches!(origin, ConfigOrigin::File { line: Some(3), .. }),
+        "{origin:?}"
+    );
+}
+
+#[test]
+fn override_errors_name_the_override() {
+    let (message, err) =
+        load_err(ConfigSources::default().with_override("store.max_connections", 0));
+    assert_eq!(
+        invalid_parts(&err).1,
+        &ConfigOrigin::Override {
+            key: "store.max_connections".into()
+        }
+    );
+    assert!(message.contains("command-line override"), "{message}");
+}
+
+#[test]
+fn tls_cert_without_key_is_refused() {
+    let (_dir, path) = file("[server]\ntls_cert_file = \"/etc/cert.pem\"\n");
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    let (key, origin) = invalid_parts(&err);
+    assert_eq!(key, "server.tls_key_file");
+    assert!(
+        matches!(origin, ConfigOrigin::File { line: Some(2), .. }),
+        "{origin:?}"
+    );
+    assert!(message.contains("tls_cert_file"), "{message}");
+}
+
+#[test]
+fn oauth2_requires_its_keys() {
+    let (_dir, path) = file("[upstream.auth]\nkind = \"oauth2\"\n");
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    let (key, origin) = invalid_parts(&err);
+    assert_eq!(key, "upstream.auth.client_id");
+    assert!(
+        matches!(origin, ConfigOrigin::File { line: Some(2), .. }),
+        "{origin:?}"
+    );
+    assert!(message.contains("oauth2"), "{message}");
+
+    let env = [
+        ("A2A_GATEWAY_UPSTREAM__AUTH__KIND", "oauth2"),
+        ("A2A_GATEWAY_UPSTREAM__AUTH__CLIENT_ID", "id"),
+        ("A2A_GATEWAY_UPSTREAM__AUTH__CLIENT_SECRET", "s"),
+    ];
+    let (message, err) = load_err(sources(None, &env));
+    assert_eq!(invalid_parts(&err).0, "upstream.auth.token_url");
+    assert!(message.contains("discovery_url"), "{message}");
+}
+
+#[test]
+fn client_secret_and_its_file_together_are_refused() {
+    let (_dir, path) = file(
+        "[upstream.auth]\nkind = \"oauth2\"\nclient_id = \"id\"\nclient_secret_file = \"/x\"\ntoken_url = \"https://t.example/token\"\n",
+    );
+    let (message, err) = load_err(sources(
+        Some(&path),
+        &[("A2A_GATEWAY_UPSTREAM__AUTH__CLIENT_SECRET", "hunter2")],
+    ));
+    let (key, origin) = invalid_parts(&err);
+    assert_eq!(key, "upstream.auth.client_secret_file");
+    assert!(
+        matches!(origin, ConfigOrigin::File { line: Some(4), .. }),
+        "{origin:?}"
+    );
+    assert!(message.contains("not both"), "{message}");
+    assert!(!message.contains("hunter2"));
+}
+
+#[test]
+fn keys_of_another_auth_kind_are_refused() {
+    let (message, err) = load_err(sources(
+        None,
+        &[("A2A_GATEWAY_UPSTREAM__AUTH__CLIENT_ID", "id")],
+    ));
+    assert_eq!(invalid_parts(&err).0, "upstream.auth.client_id");
+    assert!(message.contains("\"none\""), "{message}");
+}
+
+#[test]
+fn secrets_are_read_from_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret_path = dir.path().join("secret");
+    let mut f = std::fs::File::create(&secret_path).unwrap();
+    writeln!(f, "s3cr3t value").unwrap();
+    let token_path = dir.path().join("token");
+    std::fs::write(&token_path, "tok\r\n").unwrap();
+
+    let config = Config::load(sources(
+        None,
+        &[
+            ("A2A_GATEWAY_UPSTREAM__AUTH__KIND", "oauth2"),
+            ("A2A_GATEWAY_UPSTREAM__AUTH__CLIENT_ID", "id"),
+            (
+                "A2A_GATEWAY_UPSTREAM__AUTH__CLIENT_SECRET_FILE",
+                secret_path.to_str().unwrap(),
+            ),
+            (
+                "A2A_GATEWAY_UPSTREAM__AUTH__DISCOVERY_URL",
+                "https://idp.example/.well-known/openid-configuration",
+            ),
+        ],
+    ))
+    .unwrap();
+    let secret = config.upstream.auth.client_secret.as_ref().unwrap();
+    assert_eq!(secret.expose_secret(), "s3cr3t value");
+
+    let config = Config::load(sources(
+        None,
+        &[
+            ("A2A_GATEWAY_UPSTREAM__AUTH__KIND", "bearer"),
+            (
+                "A2A_GATEWAY_UPSTREAM__AUTH__TOKEN_FILE",
+                token_path.to_str().unwrap(),
+            ),
+        ],
+    ))
+    .unwrap();
+    assert_eq!(
+        config.upstream.auth.token.as_ref().unwrap().expose_secret(),
+        "tok"
+    );
+}
+
+#[test]
+fn unreadable_secret_file_names_the_key() {
+    let (message, err) = load_err(sources(
+        None,
+        &[
+            ("A2A_GATEWAY_UPSTREAM__AUTH__KIND", "bearer"),
+            (
+                "A2A_GATEWAY_UPSTREAM__AUTH__TOKEN_FILE",
+                "/nonexistent/token",
+            ),
+        ],
+    ));
+    assert_eq!(invalid_parts(&err).0, "upstream.auth.token_file");
+    assert!(
+        message.contains("A2A_GATEWAY_UPSTREAM__AUTH__TOKEN_FILE"),
+        "{message}"
+    );
+    assert!(message.contains("/nonexistent/token"), "{message}");
+}
+
+#[test]
+fn debug_and_redacted_output_never_show_secrets() {
+    const SECRET: &str = "hunter2-client-secret";
+    const DB_PASSWORD: &str = "db-pa55word";
+    let (_dir, path) = file(&format!(
+        "[store]\nurl = \"postgres://gw:{DB_PASSWORD}@127.0.0.1:5432/test\"\n"
+    ));
+    let config = Config::load(sources(
+        Some(&path),
+        &[
+            ("A2A_GATEWAY_UPSTREAM__AUTH__KIND", "oauth2"),
+            ("A2A_GATEWAY_UPSTREAM__AUTH__CLIENT_ID", "id"),
+            ("A2A_GATEWAY_UPSTREAM__AUTH__CLIENT_SECRET", SECRET),
+            (
+                "A2A_GATEWAY_UPSTREAM__AUTH__TOKEN_URL",
+                "https://idp.example/token",
+            ),
+        ],
+    ))
+    .unwrap();
+    let debug = format!("{config:?} {config:#?}");
+    let redacted = config.redacted_toml();
+    for text in [&debug, &redacted] {
+        assert!(!text.contains(SECRET), "secret leaked: {text}");
+        assert!(!text.contains(DB_PASSWORD), "password leaked: {text}");
+    }
+    assert!(redacted.contains("client_secret = \"***\""), "{redacted}");
+    assert!(
+        redacted.contains("postgres://gw:***@127.0.0.1:5432/test"),
+        "{redacted}"
+    );
+    let StoreUrl::Postgres(url) = &config.store.url else {
+        panic!("expected postgres")
+    };
+    assert!(
+        url.expose_secret().contains(DB_PASSWORD),
+        "the real URL is kept"
+    );
+
+    let sources = sources(None, &[("A2A_GATEWAY_UPSTREAM__AUTH__TOKEN", SECRET)]);
+    assert!(!format!("{sources:?}").contains(SECRET));
+}
+
+#[test]
+fn redacted_toml_loads_back() {
+    let (_dir, path) = file(&Config::default().redacted_toml());
+    Config::load(sources(Some(&path), &[])).unwrap();
+}
+
+#[test]
+fn arn_derives_the_agentcore_urls() {
+    let config = Config::load(sources(
+        None,
+        &[("A2A_GATEWAY_UPSTREAM__AGENT_RUNTIME_ARN", ARN)],
+    ))
+    .unwrap();
+    let arn = config.upstream.agent_runtime_arn.as_ref().unwrap();
+    assert_eq!(arn.region(), "us-east-1");
+    assert_eq!(arn.account_id(), "123456789012");
+    assert_eq!(arn.runtime_id(), "my_agent-abc123");
+    assert_eq!(
+        config.upstream.invocation_url().unwrap().as_str(),
+        "https://bedrock-agentcore.us-east-1.amazonaws.com/runtimes/arn%3Aaws%3Abedrock-agentcore%3Aus-east-1%3A123456789012%3Aruntime%2Fmy_agent-abc123/invocations?qualifier=DEFAULT"
+    );
+    assert_eq!(
+        config.upstream.stop_session_url().unwrap().as_str(),
+        "https://bedrock-agentcore.us-east-1.amazonaws.com/runtimes/arn%3Aaws%3Abedrock-agentcore%3Aus-east-1%3A123456789012%3Aruntime%2Fmy_agent-abc123/stopruntimesession?qualifier=DEFAULT"
+    );
+}
+
+#[test]
+fn arn_partitions_and_qualifier_encoding() {
+    let mut upstream = UpstreamConfig {
+        agent_runtime_arn: Some(
+            "arn:aws-cn:bedrock-agentcore:cn-north-1:123456789012:runtime/a"
+                .parse()
+                .unwrap(),
+        ),
+        qualifier: "v 1&x".into(),
+        ..UpstreamConfig::default()
+    };
+    assert_eq!(
+        upstream.invocation_url().unwrap().as_str(),
+        "https://bedrock-agentcore.cn-north-1.amazonaws.com.cn/runtimes/arn%3Aaws-cn%3Abedrock-agentcore%3Acn-north-1%3A123456789012%3Aruntime%2Fa/invocations?qualifier=v%201%26x"
+    );
+    upstream.agent_runtime_arn = Some(
+        "arn:aws-us-gov:bedrock-agentcore:us-gov-west-1:123456789012:runtime/b"
+            .parse()
+            .unwrap(),
+    );
+    assert!(
+        upstream
+            .invocation_url()
+            .unwrap()
+            .as_str()
+            .starts_with("https://bedrock-agentcore.us-gov-west-1.amazonaws.com/")
+    );
+}
+
+#[test]
+fn malformed_arns_are_refused_naming_the_key() {
+    for bad in [
+        "my_agent-abc123",
+        "arn:aws:bedrock:us-east-1:123456789012:runtime/x",
+        "arn:aws:bedrock-agentcore:us-east-1:12345:runtime/x",
+        "arn:aws:bedrock-agentcore:us-east-1:123456789012:agent/x",
+        "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/",
+        "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/a/b",
+        "arn:gcp:bedrock-agentcore:us-east-1:123456789012:runtime/x",
+        "arn:aws:bedrock-agentcore:US-EAST-1:123456789012:runtime/x",
+    ] {
+        let (_dir, path) = file(&format!("[upstream]\nagent_runtime_arn = \"{bad}\"\n"));
+        let (message, err) = load_err(sources(Some(&path), &[]));
+        let (key, origin) = invalid_parts(&err);
+        assert_eq!(key, "upstream.agent_runtime_arn", "{bad}");
+        assert!(
+            matches!(origin, ConfigOrigin::File { line: Some(2), .. }),
+            "{origin:?}"
+        );
+        assert!(message.contains("runtime/ID"), "{message}");
+    }
+}
+
+#[test]
+fn url_replaces_the_derived_one() {
+    let config = Config::load(sources(
+        None,
+        &[
+            ("A2A_GATEWAY_UPSTREAM__AGENT_RUNTIME_ARN", ARN),
+            (
+                "A2A_GATEWAY_UPSTREAM__URL",
+                "http://127.0.0.1:9000/invocations",
+            ),
+        ],
+    ))
+    .unwrap();
+    assert_eq!(
+        config.upstream.invocation_url().unwrap().as_str(),
+        "http://127.0.0.1:9000/invocations"
+    );
+    assert_eq!(
+        config.upstream.stop_session_url().unwrap().as_str(),
+        "http://127.0.0.1:9000/stopruntimesession"
+    );
+
+    // An encoded ARN in a custom URL stays encoded once.
+    let upstream = UpstreamConfig {
+        url: Some(
+            "https://vpce.example/runtimes/arn%3Aaws/invocations?qualifier=DEFAULT"
+                .parse()
+                .unwrap(),
+        ),
+        ..UpstreamConfig::default()
+    };
+    assert_eq!(
+        upstream.stop_session_url().unwrap().as_str(),
+        "https://vpce.example/runtimes/arn%3Aaws/stopruntimesession?qualifier=DEFAULT"
+    );
+}
+
+#[test]
+fn url_that_cannot_derive_stop_session_is_refused_unless_stop_is_off() {
+    let env = [("A2A_GATEWAY_UPSTREAM__URL", "http://127.0.0.1:9000/invoke")];
+    let (message, err) = load_err(sources(None, &env));
+    assert_eq!(invalid_parts(&err).0, "upstream.url");
+    assert!(message.contains("stop_session_on_cancel"), "{message}");
+
+    let config =
+        Config::load(sources(None, &env).with_override("upstream.stop_session_on_cancel", false))
+            .unwrap();
+    assert!(config.upstream.invocation_url().is_ok());
+    assert!(matches!(
+        config.upstream.stop_session_url(),
+        Err(ConfigError::NoStopSessionUrl)
+    ));
+}
+
+#[test]
+fn no_upstream_is_allowed_at_load_but_not_for_a_url() {
+    let config = Config::load(ConfigSources::default()).unwrap();
+    let err = config.upstream.invocation_url().unwrap_err();
+    assert!(matches!(err, ConfigError::NoUpstream));
+    assert!(err.to_string().contains("upstream.agent_runtime_arn"));
+}
+
+#[test]
+fn bad_urls_are_refused() {
+    for (var, value) in [
+        ("A2A_GATEWAY_SERVER__PUBLIC_URL", "not a url"),
+        ("A2A_GATEWAY_SERVER__PUBLIC_URL", "ftp://x.example/"),
+        ("A2A_GATEWAY_UPSTREAM__URL", "localhost:9000/invocations"),
+    ] {
+        let (message, _) = load_err(sources(None, &[(var, value)]));
+        assert!(message.contains(var), "{message}");
+        assert!(message.contains("URL"), "{message}");
+    }
+}
+
+#[test]
+fn store_urls_parse() {
+    let parse = |s: &str| s.parse::<StoreUrl>();
+    assert!(matches!(parse("memory:"), Ok(StoreUrl::Memory)));
+    assert!(matches!(
+        parse("sqlite::memory:"),
+        Ok(StoreUrl::Sqlite(SqliteLocation::Memory))
+    ));
+    assert!(matches!(
+        parse("sqlite:///var/lib/gw.db"),
+        Ok(StoreUrl::Sqlite(SqliteLocation::File(p))) if p == Path::new("/var/lib/gw.db")
+    ));
+    assert!(matches!(
+        parse("sqlite://data/gw.db"),
+        Ok(StoreUrl::Sqlite(SqliteLocation::File(p))) if p == Path::new("data/gw.db")
+    ));
+    assert!(matches!(
+        parse("postgresql://u@h/db"),
+        Ok(StoreUrl::Postgres(_))
+    ));
+    for bad in [
+        "mysql://x",
+        "sqlite://",
+        "sqlite://a.db?mode=rwc",
+        "postgres://u:p@[bad",
+    ] {
+        assert!(parse(bad).is_err(), "{bad}");
+    }
+    let err = parse("postgres://u:topsecret@[bad")
+        .unwrap_err()
+        .to_string();
+    assert!(!err.contains("topsecret"), "{err}");
+
+    let (message, _) = load_err(sources(None, &[("A2A_GATEWAY_STORE__URL", "redis://x")]));
+    assert!(message.contains("A2A_GATEWAY_STORE__URL"), "{message}");
+}
+
+#[test]
+fn skills_from_a_file_replace_the_default_and_are_checked() {
+    let (_dir, path) = file(
+        "[[agent.skills]]\nid = \"a\"\nname = \"A\"\ndescription = \"does a\"\n\n[[agent.skills]]\nname = \"B\"\ndescription = \"does b\"\n",
+    );
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    let (key, origin) = invalid_parts(&err);
+    assert_eq!(key, "agent.skills.1.id");
+    assert!(matches!(origin, ConfigOrigin::File { .. }), "{origin:?}");
+    assert!(message.contains("required"), "{message}");
+
+    let (_dir, path) =
+        file("[[agent.skills]]\nid = \"a\"\nname = \"A\"\ndescription = \"does a\"\n");
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    assert_eq!(config.agent.skills.len(), 1);
+    assert_eq!(config.agent.skills[0].id, "a");
+}
+
+#[test]
+fn bad_log_level_is_refused() {
+    let (message, _) = load_err(sources(None, &[("A2A_GATEWAY_LOG__LEVEL", "a2a=[")]));
+    assert!(message.contains("`log.level`"), "{message}");
+}
+
+#[test]
+fn public_url_derivation() {
+    let mut server = ServerConfig {
+        listen: "0.0.0.0:9000".parse().unwrap(),
+        ..ServerConfig::default()
+    };
+    assert_eq!(server.public_url().as_str(), "http://127.0.0.1:9000/");
+    server.public_url = Some("https://agents.example.com/a2a".parse().unwrap());
+    assert_eq!(
+        server.public_url().as_str(),
+        "https://agents.example.com/a2a"
+    );
+}
+
+#[test]
+fn config_path_resolution_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = vec![(CONFIG_PATH_ENV.to_owned(), "/from/env.toml".to_owned())];
+    assert_eq!(
+        resolve_config_path(Some("/cli.toml".into()), &env, dir.path()),
+        Some(PathBuf::from("/cli.toml"))
+    );
+    assert_eq!(
+        resolve_config_path(None, &env, dir.path()),
+        Some(PathBuf::from("/from/env.toml"))
+    );
+    assert_eq!(resolve_config_path(None, &[], dir.path()), None);
+    std::fs::write(dir.path().join(DEFAULT_CONFIG_FILE), "").unwrap();
+    assert_eq!(
+        resolve_config_path(None, &[], dir.path()),
+        Some(dir.path().join(DEFAULT_CONFIG_FILE))
+    );
+}
+
+#[test]
+fn unused_env_vars_are_reported() {
+    let sources = sources(
+        None,
+        &[
+            ("A2A_GATEWAY_CONFIG", "/x.toml"),
+            ("A2A_GATEWAY_TEST_POSTGRES_URL", "postgres://x@y/z"),
+            ("A2A_GATEWAY_SERVER__LISTEN", "127.0.0.1:1"),
+            ("A2A_GATEWAY_SERVER_LISTEN", "127.0.0.1:1"),
+            ("PATH", "/bin"),
+        ],
+    );
+    assert_eq!(sources.unused_env_vars(), ["A2A_GATEWAY_SERVER_LISTEN"]);
+}

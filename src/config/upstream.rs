@@ -1,0 +1,218 @@
+//! `[upstream]`: the hosted agent runtime the gateway forwards to.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reqwest::Url;
+use serde::{Deserialize, Serialize};
+
+use super::arn::AgentRuntimeArn;
+use super::auth::UpstreamAuthConfig;
+use super::error::{ConfigError, Invalid, nonzero};
+use super::serde_util::http_url_opt;
+
+/// `[upstream]`: where each A2A message is forwarded and how.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UpstreamConfig {
+    /// Kind of runtime. Default and only value: `agentcore`.
+    pub kind: UpstreamKind,
+    /// The AgentCore runtime ARN; the invocation URL is derived from it (see
+    /// [`UpstreamConfig::invocation_url`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_runtime_arn: Option<AgentRuntimeArn>,
+    /// Runtime endpoint qualifier sent as `?qualifier=`. Default `DEFAULT`.
+    pub qualifier: String,
+    /// Full invocation URL that replaces the derived one (a local runtime, a VPC endpoint).
+    /// With `stop_session_on_cancel`, its path must end in `/invocations`.
+    #[serde(
+        default,
+        with = "http_url_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub url: Option<Url>,
+    /// HTTP version towards the upstream. Default `auto`.
+    pub http_version: HttpVersion,
+    /// Extra PEM root certificate(s) trusted for the upstream and the token endpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+    /// Seconds to establish a connection (TCP + TLS). Default 10.
+    pub connect_timeout_secs: u64,
+    /// Longest silence between bytes of the reply, in seconds. Default 900.
+    pub read_timeout_secs: u64,
+    /// Seconds to send the request. Default 30.
+    pub write_timeout_secs: u64,
+    /// Seconds to wait for a pooled connection. Default 10.
+    pub pool_timeout_secs: u64,
+    /// Seconds a JSON (non-streamed) reply may take in total. Default 900 (15 minutes).
+    pub request_timeout_secs: u64,
+    /// Seconds a streamed (SSE) reply may take in total. Default 3600.
+    pub max_stream_secs: u64,
+    /// Retries for 429, retryable 409 and 500/502/503/504, only before any reply byte.
+    /// Default 3; 0 disables retries.
+    pub max_retries: u32,
+    /// Also send the whole A2A message, `taskId` and `contextId` in the request body, so the
+    /// upstream agent can read file and data parts. Default false.
+    pub include_message: bool,
+    /// On CancelTask, also stop the upstream runtime session. Default true.
+    pub stop_session_on_cancel: bool,
+    /// Credentials for the upstream.
+    pub auth: UpstreamAuthConfig,
+}
+
+impl Default for UpstreamConfig {
+    fn default() -> Self {
+        UpstreamConfig {
+            kind: UpstreamKind::AgentCore,
+            agent_runtime_arn: None,
+            qualifier: "DEFAULT".to_owned(),
+            url: None,
+            http_version: HttpVersion::Auto,
+            ca_file: None,
+            connect_timeout_secs: 10,
+            read_timeout_secs: 900,
+            write_timeout_secs: 30,
+            pool_timeout_secs: 10,
+            request_timeout_secs: 900,
+            max_stream_secs: 3600,
+            max_retries: 3,
+            include_message: false,
+            stop_session_on_cancel: true,
+            auth: UpstreamAuthConfig::default(),
+        }
+    }
+}
+
+/// The kind of upstream runtime.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum UpstreamKind {
+    /// Amazon Bedrock AgentCore Runtime (or anything speaking its invocation contract).
+    #[default]
+    #[serde(rename = "agentcore")]
+    AgentCore,
+}
+
+/// HTTP version used towards the upstream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HttpVersion {
+    /// HTTP/2 when TLS ALPN offers it, else HTTP/1.1 (always HTTP/1.1 on plain `http`).
+    #[default]
+    Auto,
+    /// HTTP/2 only (prior knowledge on plain `http`).
+    Http2,
+    /// HTTP/1.1 only.
+    Http1,
+}
+
+/// Last path segment of an invocation URL, replaced to reach the stop-session action.
+const INVOCATIONS: &str = "invocations";
+const STOP_SESSION: &str = "stopruntimesession";
+
+impl UpstreamConfig {
+    /// The URL each message is POSTed to: `url` when set, else
+    /// `https://bedrock-agentcore.{region}.amazonaws.com/runtimes/{percent-encoded ARN}/invocations?qualifier={qualifier}`.
+    ///
+    /// Errors with [`ConfigError::NoUpstream`] when neither is set (allowed at load so that
+    /// `demo` can fill `url` itself).
+    pub fn invocation_url(&self) -> Result<Url, ConfigError> {
+        self.action_url(INVOCATIONS)
+    }
+
+    /// The URL that stops a runtime session on cancel: as [`UpstreamConfig::invocation_url`]
+    /// with `/stopruntimesession` in place of `/invocations` (for `url` too).
+    pub fn stop_session_url(&self) -> Result<Url, ConfigError> {
+        self.action_url(STOP_SESSION)
+    }
+
+    fn action_url(&self, action: &str) -> Result<Url, ConfigError> {
+        if let Some(url) = &self.url {
+            if action == INVOCATIONS {
+                return Ok(url.clone());
+            }
+            return replace_last_segment(url, action).ok_or(ConfigError::NoStopSessionUrl);
+        }
+        let arn = self
+            .agent_runtime_arn
+            .as_ref()
+            .ok_or(ConfigError::NoUpstream)?;
+        Ok(Url::parse(&arn.action_url(action, &self.qualifier))
+            .expect("a checked ARN and an encoded qualifier make a valid URL"))
+    }
+
+    /// `connect_timeout_secs` as a [`Duration`].
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_secs(self.connect_timeout_secs)
+    }
+
+    /// `read_timeout_secs` as a [`Duration`].
+    pub fn read_timeout(&self) -> Duration {
+        Duration::from_secs(self.read_timeout_secs)
+    }
+
+    /// `write_timeout_secs` as a [`Duration`].
+    pub fn write_timeout(&self) -> Duration {
+        Duration::from_secs(self.write_timeout_secs)
+    }
+
+    /// `pool_timeout_secs` as a [`Duration`].
+    pub fn pool_timeout(&self) -> Duration {
+        Duration::from_secs(self.pool_timeout_secs)
+    }
+
+    /// `request_timeout_secs` as a [`Duration`].
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_secs)
+    }
+
+    /// `max_stream_secs` as a [`Duration`].
+    pub fn max_stream(&self) -> Duration {
+        Duration::from_secs(self.max_stream_secs)
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), Invalid> {
+        if self.qualifier.trim().is_empty() {
+            return Err(Invalid::new("upstream.qualifier", "must not be empty"));
+        }
+        for (key, value) in [
+            ("upstream.connect_timeout_secs", self.connect_timeout_secs),
+            ("upstream.read_timeout_secs", self.read_timeout_secs),
+            ("upstream.write_timeout_secs", self.write_timeout_secs),
+            ("upstream.pool_timeout_secs", self.pool_timeout_secs),
+            ("upstream.request_timeout_secs", self.request_timeout_secs),
+            ("upstream.max_stream_secs", self.max_stream_secs),
+        ] {
+            nonzero(key, value)?;
+        }
+        if let Some(url) = &self.url
+            && self.stop_session_on_cancel
+            && replace_last_segment(url, STOP_SESSION).is_none()
+        {
+            return Err(Invalid::new(
+                "upstream.url",
+                format!(
+                    "path must end in /{INVOCATIONS} so the /{STOP_SESSION} URL can be derived \
+                     (or set upstream.stop_session_on_cancel = false)"
+                ),
+            ));
+        }
+        if let Some(path) = &self.ca_file {
+            super::check_readable_file("upstream.ca_file", path)?;
+        }
+        self.auth.validate()
+    }
+}
+
+/// `url` with its last path segment `invocations` replaced by `action`; `None` when the path
+/// does not end in `invocations`.
+fn replace_last_segment(url: &Url, action: &str) -> Option<Url> {
+    // String surgery rather than `path_segments_mut`, which would encode `%` again in a path
+    // that already holds a percent-encoded ARN.
+    let base = url.path().strip_suffix(INVOCATIONS)?;
+    if !base.ends_with('/') {
+        return None;
+    }
+    let mut out = url.clone();
+    out.set_path(&format!("{base}{action}"));
+    Some(out)
+}

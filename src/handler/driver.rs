@@ -1,0 +1,646 @@
+//! The task driver: one tokio task per active task, the single writer of its event
+//! log. It runs the executor for each message in turn (messages to a live task are
+//! queued, never run concurrently), validates and persists every executor event
+//! before publishing it on the task's bus, handles cancel, and leaves no run
+//! without a final state.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::Inner;
+use crate::error::A2aError;
+use crate::executor::{EventQueue, ExecutorError, RequestContext, new_agent_text_message};
+use crate::protocol::{
+    Message, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent, time,
+};
+use crate::store::{Scope, StoredEvent, projection};
+
+/// How long an idle driver with live subscribers waits before re-checking whether
+/// it may exit.
+const IDLE_RECHECK: Duration = Duration::from_secs(5);
+/// How long `AgentExecutor::cancel` may take before the run is aborted anyway.
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(crate) type TaskKey = (Scope, String);
+
+/// A command to a task's driver.
+pub(crate) enum Command {
+    Run(Box<Run>),
+    Cancel(oneshot::Sender<Result<Task, A2aError>>),
+}
+
+/// One message to process.
+pub(crate) struct Run {
+    pub ctx: RequestContext,
+    pub permit: OwnedSemaphorePermit,
+    pub reply: oneshot::Sender<Result<RunStart, A2aError>>,
+}
+
+/// What a caller of SendMessage gets once the run has produced its first event.
+pub(crate) enum RunStart {
+    /// A Message-only response; nothing is stored.
+    Message(Message),
+    /// The task exists: its snapshot at `seq`, and the bus subscribed before `seq`
+    /// was published. `fresh`: the snapshot is this run's first event.
+    Task {
+        snapshot: Task,
+        seq: u64,
+        events: broadcast::Receiver<Arc<StoredEvent>>,
+        fresh: bool,
+    },
+}
+
+/// The handle kept in the registry.
+#[derive(Clone)]
+pub(crate) struct Handle {
+    pub cmd: mpsc::UnboundedSender<Command>,
+    pub bus: broadcast::Sender<Arc<StoredEvent>>,
+}
+
+pub(crate) struct Driver {
+    inner: Arc<Inner>,
+    key: TaskKey,
+    rx: mpsc::UnboundedReceiver<Command>,
+    bus: broadcast::Sender<Arc<StoredEvent>>,
+    task: Option<Task>,
+    seq: u64,
+    pending: VecDeque<Run>,
+    /// Set when the store failed: the driver stops writing.
+    broken: bool,
+}
+
+/// Why the executor's run ended, for the failure reason.
+enum Outcome {
+    Returned,
+    Failed(String),
+    Panicked(String),
+}
+
+struct Running {
+    ctx: RequestContext,
+    queue: EventQueue,
+    events: mpsc::Receiver<StreamResponse>,
+    exec: JoinHandle<Result<(), ExecutorError>>,
+    reply: Option<oneshot::Sender<Result<RunStart, A2aError>>>,
+    sub: Option<broadcast::Receiver<Arc<StoredEvent>>>,
+    message_only: bool,
+    closed: bool,
+}
+
+impl Driver {
+    /// Starts a driver for `key` and returns its handle. `known_new`: the task does
+    /// not exist yet (skip loading it).
+    pub(crate) fn spawn(inner: Arc<Inner>, key: TaskKey, known_new: bool) -> Handle {
+        let (cmd, rx) = mpsc::unbounded_channel();
+        let (bus, _) = broadcast::channel(inner.config.subscriber_buffer.max(1));
+        let handle = Handle {
+            cmd,
+            bus: bus.clone(),
+        };
+        let driver = Driver {
+            inner,
+            key,
+            rx,
+            bus,
+            task: None,
+            seq: 0,
+            pending: VecDeque::new(),
+            broken: false,
+        };
+        tokio::spawn(driver.main(known_new));
+        handle
+    }
+
+    async fn main(mut self, known_new: bool) {
+        if !known_new {
+            match self.inner.store.get(&self.key.0, &self.key.1).await {
+                Ok(Some(rec)) => {
+                    self.task = Some(rec.task);
+                    self.seq = rec.last_seq;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(task.id = %self.key.1, error = %e, "cannot load task");
+                    self.broken = true;
+                }
+            }
+        }
+        loop {
+            let cmd = if let Some(run) = self.pending.pop_front() {
+                Command::Run(Box::new(run))
+            } else if let Ok(cmd) = self.rx.try_recv() {
+                cmd
+            } else {
+                if self.may_exit() && self.unregister() {
+                    return;
+                }
+                tokio::select! {
+                    cmd = self.rx.recv() => match cmd {
+                        Some(cmd) => cmd,
+                        None => return,
+                    },
+                    _ = tokio::time::sleep(IDLE_RECHECK) => continue,
+                }
+            };
+            match cmd {
+                Command::Run(run) => self.run(*run).await,
+                Command::Cancel(reply) => {
+                    let r = self.cancel_idle().await;
+                    let _ = reply.send(r);
+                }
+            }
+        }
+    }
+
+    fn may_exit(&self) -> bool {
+        self.broken
+            || self
+                .task
+                .as_ref()
+                .is_none_or(|t| t.status.state.is_terminal())
+            || self.bus.receiver_count() == 0
+    }
+
+    /// Removes this driver from the registry unless commands are waiting. Commands
+    /// sent through a stale handle afterwards fail, and their senders retry.
+    fn unregister(&mut self) -> bool {
+        let mut reg = self
+            .inner
+            .registry
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if !self.rx.is_empty() {
+            return false;
+        }
+        if reg
+            .get(&self.key)
+            .is_some_and(|h| h.bus.same_channel(&self.bus))
+        {
+            reg.remove(&self.key);
+        }
+        self.rx.close();
+        true
+    }
+
+    fn scope(&self) -> &Scope {
+        &self.key.0
+    }
+
+    fn task_id(&self) -> &str {
+        &self.key.1
+    }
+
+    fn state(&self) -> Option<TaskState> {
+        self.task.as_ref().map(|t| t.status.state)
+    }
+
+    /// Persists one event as the next sequence number, folds it into the snapshot
+    /// and publishes it. The store write comes first: no subscriber sees an event
+    /// that is not durable.
+    async fn persist(&mut self, event: StreamResponse) -> Result<(), A2aError> {
+        if self.broken {
+            return Err(A2aError::internal(
+                "task driver stopped after a store failure",
+            ));
+        }
+        let seq = self.seq + 1;
+        if let Err(e) = self
+            .inner
+            .store
+            .append(self.scope(), self.task_id(), seq, &event)
+            .await
+        {
+            self.broken = true;
+            return Err(A2aError::internal(format!(
+                "persisting event {seq} of task {}: {e}",
+                self.task_id()
+            )));
+        }
+        self.task = projection::apply(self.task.take(), &event);
+        self.seq = seq;
+        let _ = self.bus.send(Arc::new(StoredEvent { seq, event }));
+        Ok(())
+    }
+
+    fn status_event(&self, state: TaskState, text: &str) -> StreamResponse {
+        let ctx_id = self
+            .task
+            .as_ref()
+            .map(|t| t.context_id.clone())
+            .unwrap_or_default();
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: self.task_id().to_owned(),
+            context_id: ctx_id.clone(),
+            status: TaskStatus::with_message(
+                state,
+                new_agent_text_message(text, Some(&ctx_id), Some(self.task_id())),
+            ),
+            metadata: None,
+        })
+    }
+
+    async fn run(&mut self, run: Run) {
+        let Run {
+            mut ctx,
+            permit,
+            reply,
+        } = run;
+        if self.broken {
+            let _ = reply.send(Err(A2aError::internal(
+                "task driver stopped after a store failure",
+            )));
+            return;
+        }
+        if let Some(state) = self.state().filter(|s| s.is_terminal()) {
+            let _ = reply.send(Err(A2aError::UnsupportedOperation(format!(
+                "task {} is in terminal state {state} and accepts no more messages",
+                self.task_id()
+            ))));
+            return;
+        }
+        ctx.current_task = self.task.clone();
+        let mut reply = Some(reply);
+        let mut sub = Some(self.bus.subscribe());
+        if self.task.is_some() {
+            // A follow-up: record the user's message in the log, then hand the caller
+            // the snapshot that contains it.
+            if let Err(e) = self
+                .persist(StreamResponse::Message(ctx.message.clone()))
+                .await
+            {
+                send_once(&mut reply, Err(e));
+                return;
+            }
+            let start = RunStart::Task {
+                snapshot: self.task.clone().expect("task exists"),
+                seq: self.seq,
+                events: sub.take().expect("subscribed"),
+                fresh: false,
+            };
+            send_once(&mut reply, Ok(start));
+        }
+
+        let (queue, events) = EventQueue::bounded(self.inner.config.event_queue_capacity);
+        let exec = {
+            let executor = self.inner.executor.clone();
+            let (ctx, queue) = (ctx.clone(), queue.clone());
+            tokio::spawn(async move { executor.execute(ctx, queue).await })
+        };
+        let mut r = Running {
+            ctx,
+            queue,
+            events,
+            exec,
+            reply,
+            sub,
+            message_only: false,
+            closed: false,
+        };
+        let outcome = self.drive(&mut r).await;
+        drop(permit);
+        let Some(outcome) = outcome else { return }; // canceled or shut down: already final
+        self.finish(&mut r, outcome).await;
+    }
+
+    /// Processes executor events until the executor returns (`Some(outcome)`) or the
+    /// run is canceled or shut down (`None`).
+    async fn drive(&mut self, r: &mut Running) -> Option<Outcome> {
+        let shutdown = self.inner.shutdown.clone();
+        let mut outcome = None;
+        loop {
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled(), if outcome.is_none() => {
+                    self.abort(r, TaskState::Failed, "the gateway shut down before the task finished; send the message again").await;
+                    return None;
+                }
+                cmd = self.rx.recv(), if outcome.is_none() => match cmd {
+                    Some(Command::Run(run)) => self.pending.push_back(*run),
+                    Some(Command::Cancel(reply)) => {
+                        let result = self.cancel_running(r).await;
+                        let _ = reply.send(result);
+                        return None;
+                    }
+                    None => {}
+                },
+                ev = r.events.recv() => match ev {
+                    Some(ev) => self.on_event(r, ev).await,
+                    None => {
+                        if let Some(o) = outcome.take() {
+                            return Some(o);
+                        }
+                        // All queue handles dropped; wait for the executor itself.
+                        let res = (&mut r.exec).await;
+                        return Some(outcome_of(res));
+                    }
+                },
+                res = &mut r.exec, if outcome.is_none() => {
+                    outcome = Some(outcome_of(res));
+                    // Take what the executor queued, then stop accepting more.
+                    r.events.close();
+                    r.closed = true;
+                }
+            }
+        }
+    }
+
+    async fn on_event(&mut self, r: &mut Running, ev: StreamResponse) {
+        if self.broken {
+            return;
+        }
+        if r.message_only {
+            tracing::warn!(task.id = %self.task_id(), "event after a Message-only response rejected");
+            return;
+        }
+        if let StreamResponse::Message(mut m) = ev {
+            if self.task.is_none() {
+                // Message-only response: nothing is stored.
+                m.context_id.get_or_insert_with(|| r.ctx.context_id.clone());
+                m.task_id = None;
+                r.message_only = true;
+                send_once(&mut r.reply, Ok(RunStart::Message(m)));
+                r.events.close();
+                r.closed = true;
+            } else {
+                tracing::warn!(task.id = %self.task_id(), "a Message event in a task's lifecycle is rejected; use a status message");
+            }
+            return;
+        }
+        if ev.task_id() != Some(self.task_id()) {
+            tracing::warn!(task.id = %self.task_id(), event.task_id = ?ev.task_id(), "event for another task rejected");
+            return;
+        }
+        if let Some(state) = self.state().filter(|s| s.is_terminal()) {
+            tracing::warn!(task.id = %self.task_id(), %state, "event after a terminal state rejected");
+            return;
+        }
+        if self.task.is_none() {
+            let first = match ev {
+                StreamResponse::Task(t) => self.first_task(t, &r.ctx),
+                other => {
+                    // Lenient: a first status or artifact event implies the task.
+                    let implied =
+                        self.first_task(crate::executor::new_task(&r.ctx.message), &r.ctx);
+                    if let Err(e) = self.persist(implied).await {
+                        self.fail_start(r, e);
+                        return;
+                    }
+                    self.announce(r);
+                    other
+                }
+            };
+            if let Err(e) = self.persist(normalize(first, &r.ctx)).await {
+                self.fail_start(r, e);
+                return;
+            }
+            self.announce(r);
+        } else if let Err(e) = self.persist(normalize(ev, &r.ctx)).await {
+            tracing::error!(task.id = %self.task_id(), error = %e, "event lost to a store failure; stopping the run");
+            r.exec.abort();
+            return;
+        }
+        if self.state().is_some_and(TaskState::is_terminal) && !r.closed {
+            r.events.close();
+            r.closed = true;
+        }
+    }
+
+    /// Sends the caller the snapshot after this run's first event.
+    fn announce(&mut self, r: &mut Running) {
+        if let (Some(tx), Some(sub)) = (r.reply.take(), r.sub.take()) {
+            let start = RunStart::Task {
+                snapshot: self.task.clone().expect("created"),
+                seq: self.seq,
+                events: sub,
+                fresh: true,
+            };
+            let _ = tx.send(Ok(start));
+        }
+    }
+
+    fn fail_start(&mut self, r: &mut Running, e: A2aError) {
+        r.exec.abort();
+        send_once(&mut r.reply, Err(e));
+    }
+
+    /// The creating Task, with the server's ids and the user's message in history.
+    fn first_task(&self, mut t: Task, ctx: &RequestContext) -> StreamResponse {
+        t.id = self.task_id().to_owned();
+        t.context_id = ctx.context_id.clone();
+        if t.status.timestamp.is_none() {
+            t.status.timestamp = Some(time::now());
+        }
+        let hist = t.history.get_or_insert_with(Vec::new);
+        if !hist.iter().any(|m| m.message_id == ctx.message.message_id) {
+            hist.insert(0, ctx.message.clone());
+        }
+        StreamResponse::Task(t)
+    }
+
+    /// After the executor returned: leaves the task in a final or interrupted state.
+    async fn finish(&mut self, r: &mut Running, outcome: Outcome) {
+        // Drain events the executor queued before returning.
+        while let Ok(ev) = r.events.try_recv() {
+            self.on_event(r, ev).await;
+        }
+        if r.message_only || self.broken {
+            return;
+        }
+        let reason = match outcome {
+            Outcome::Returned => "the agent finished without reporting a final state".to_owned(),
+            Outcome::Failed(e) => format!("the agent failed: {e}"),
+            Outcome::Panicked(e) => format!("the agent crashed: {e}"),
+        };
+        if self.task.is_none() {
+            let implied = self.first_task(crate::executor::new_task(&r.ctx.message), &r.ctx);
+            if let Err(e) = self.persist(implied).await {
+                send_once(&mut r.reply, Err(e));
+                return;
+            }
+            self.announce(r);
+        }
+        if !self.state().is_some_and(TaskState::is_settled) {
+            tracing::warn!(task.id = %self.task_id(), %reason, "run ended without a final state; failing the task");
+            let ev = self.status_event(TaskState::Failed, &reason);
+            if let Err(e) = self.persist(ev).await {
+                tracing::error!(task.id = %self.task_id(), error = %e, "cannot record the failure");
+            }
+        }
+    }
+
+    /// Stops a running executor and records `state` (FAILED on shutdown).
+    async fn abort(&mut self, r: &mut Running, state: TaskState, reason: &str) {
+        r.ctx.cancellation.cancel();
+        r.exec.abort();
+        r.events.close();
+        while let Ok(ev) = r.events.try_recv() {
+            self.on_event(r, ev).await;
+        }
+        if self.task.is_none() {
+            send_once(
+                &mut r.reply,
+                Err(A2aError::Unavailable("the gateway is shutting down".into())),
+            );
+            return;
+        }
+        if !self.state().is_some_and(TaskState::is_terminal) {
+            let ev = self.status_event(state, reason);
+            if let Err(e) = self.persist(ev).await {
+                tracing::error!(task.id = %self.task_id(), error = %e, "cannot record the abort");
+            }
+        }
+    }
+
+    /// CancelTask while the executor runs: signal, call `cancel`, abort, record CANCELED.
+    async fn cancel_running(&mut self, r: &mut Running) -> Result<Task, A2aError> {
+        r.ctx.cancellation.cancel();
+        let mut cancel = {
+            let executor = self.inner.executor.clone();
+            let (ctx, queue) = (r.ctx.clone(), r.queue.clone());
+            tokio::spawn(async move { executor.cancel(ctx, queue).await })
+        };
+        let deadline = tokio::time::sleep(CANCEL_TIMEOUT);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                res = &mut cancel => {
+                    if let Err(e) = outcome_err(res) {
+                        tracing::warn!(task.id = %self.task_id(), error = %e, "executor cancel failed");
+                    }
+                    break;
+                }
+                Some(ev) = r.events.recv() => self.on_event(r, ev).await,
+                _ = &mut deadline => {
+                    tracing::warn!(task.id = %self.task_id(), "executor cancel timed out");
+                    cancel.abort();
+                    break;
+                }
+            }
+        }
+        self.abort(r, TaskState::Canceled, "canceled by the client")
+            .await;
+        self.task
+            .clone()
+            .ok_or_else(|| A2aError::TaskNotFound(self.task_id().to_owned()))
+    }
+
+    /// CancelTask on a task with no run in progress.
+    async fn cancel_idle(&mut self) -> Result<Task, A2aError> {
+        let Some(task) = self.task.clone() else {
+            return Err(A2aError::TaskNotFound(self.task_id().to_owned()));
+        };
+        if task.status.state.is_terminal() {
+            return Err(A2aError::TaskNotCancelable(format!(
+                "task {} is already {}",
+                task.id, task.status.state
+            )));
+        }
+        let (queue, mut events) = EventQueue::bounded(self.inner.config.event_queue_capacity);
+        let last_message = task
+            .history()
+            .iter()
+            .rev()
+            .find(|m| m.role == crate::protocol::Role::User)
+            .cloned();
+        let message = last_message.unwrap_or_else(|| crate::executor::new_user_text_message(""));
+        let mut ctx = RequestContext::new(
+            message,
+            task.id.clone(),
+            task.context_id.clone(),
+            crate::executor::CallContext::new(&self.key.0.tenant, &self.key.0.owner),
+        );
+        ctx.current_task = Some(task);
+        ctx.cancellation.cancel();
+        let executor = self.inner.executor.clone();
+        let cancel = tokio::spawn(async move { executor.cancel(ctx, queue).await });
+        let res = tokio::time::timeout(CANCEL_TIMEOUT, cancel).await;
+        events.close();
+        while let Ok(ev) = events.try_recv() {
+            if ev.task_id() == Some(self.task_id())
+                && !matches!(ev, StreamResponse::Message(_))
+                && !self.state().is_some_and(TaskState::is_terminal)
+            {
+                self.persist(ev).await?;
+            }
+        }
+        match res {
+            Ok(res) => {
+                if let Err(e) = outcome_err(res) {
+                    tracing::warn!(task.id = %self.task_id(), error = %e, "executor cancel failed");
+                }
+            }
+            Err(_) => tracing::warn!(task.id = %self.task_id(), "executor cancel timed out"),
+        }
+        if !self.state().is_some_and(TaskState::is_terminal) {
+            let ev = self.status_event(TaskState::Canceled, "canceled by the client");
+            self.persist(ev).await?;
+        }
+        Ok(self.task.clone().expect("task exists"))
+    }
+}
+
+/// Answers a caller once; a caller that went away is ignored.
+fn send_once<T>(slot: &mut Option<oneshot::Sender<T>>, value: T) {
+    if let Some(tx) = slot.take() {
+        let _ = tx.send(value);
+    }
+}
+
+/// Fills ids and timestamps the executor left out.
+fn normalize(mut ev: StreamResponse, ctx: &RequestContext) -> StreamResponse {
+    match &mut ev {
+        StreamResponse::StatusUpdate(e) => {
+            if e.status.timestamp.is_none() {
+                e.status.timestamp = Some(time::now());
+            }
+            if e.context_id.is_empty() {
+                e.context_id = ctx.context_id.clone();
+            }
+        }
+        StreamResponse::ArtifactUpdate(e) => {
+            if e.context_id.is_empty() {
+                e.context_id = ctx.context_id.clone();
+            }
+        }
+        StreamResponse::Task(t) => {
+            if t.status.timestamp.is_none() {
+                t.status.timestamp = Some(time::now());
+            }
+        }
+        StreamResponse::Message(_) => {}
+    }
+    ev
+}
+
+fn panic_text(e: tokio::task::JoinError) -> String {
+    if e.is_cancelled() {
+        return "the run was aborted".into();
+    }
+    let payload = e.into_panic();
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
+}
+
+fn outcome_of(res: Result<Result<(), ExecutorError>, tokio::task::JoinError>) -> Outcome {
+    match res {
+        Ok(Ok(())) => Outcome::Returned,
+        Ok(Err(e)) => Outcome::Failed(e.to_string()),
+        Err(e) => Outcome::Panicked(panic_text(e)),
+    }
+}
+
+fn outcome_err(
+    res: Result<Result<(), ExecutorError>, tokio::task::JoinError>,
+) -> Result<(), String> {
+    match outcome_of(res) {
+        Outcome::Returned => Ok(()),
+        Outcome::Failed(e) | Outcome::Panicked(e) => Err(e),
+    }
+}

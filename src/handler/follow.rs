@@ -1,0 +1,121 @@
+//! Following a task's event log: live events from the task's broadcast bus, with
+//! gaps (a lagging subscriber, a late subscription, a resume from a cursor) filled
+//! from the store. A subscriber never silently skips an event: every sequence
+//! number after the starting point is delivered once, in order.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::error::A2aError;
+use crate::store::{Scope, StoredEvent, TaskStore};
+
+/// Events read from the store per refill.
+const REFILL_BATCH: usize = 512;
+
+/// A cursor over one task's events with `seq > last_seq`.
+pub(crate) struct Follow {
+    store: Arc<dyn TaskStore>,
+    scope: Scope,
+    task_id: String,
+    last_seq: u64,
+    live: Option<broadcast::Receiver<Arc<StoredEvent>>>,
+    backlog: VecDeque<StoredEvent>,
+    needs_fill: bool,
+    more_in_store: bool,
+}
+
+impl Follow {
+    /// Follows events after `after`. `live` is the task's bus (subscribed before
+    /// `after` was read, so nothing falls between), or `None` to replay the store only.
+    /// `fill_first`: read the store before waiting on live events (a resume).
+    pub(crate) fn new(
+        store: Arc<dyn TaskStore>,
+        scope: Scope,
+        task_id: String,
+        after: u64,
+        live: Option<broadcast::Receiver<Arc<StoredEvent>>>,
+        fill_first: bool,
+    ) -> Self {
+        Self {
+            store,
+            scope,
+            task_id,
+            last_seq: after,
+            live,
+            backlog: VecDeque::new(),
+            needs_fill: fill_first,
+            more_in_store: false,
+        }
+    }
+
+    async fn refill(&mut self) -> Result<bool, A2aError> {
+        let events = self
+            .store
+            .events_after(&self.scope, &self.task_id, self.last_seq, REFILL_BATCH)
+            .await
+            .map_err(A2aError::internal)?;
+        let got = !events.is_empty();
+        self.more_in_store = events.len() == REFILL_BATCH;
+        self.backlog.extend(events);
+        Ok(got)
+    }
+
+    /// The next event, `None` when the task's bus closed (the task finished or went
+    /// idle) and the store holds nothing newer.
+    pub(crate) async fn next(&mut self) -> Option<Result<StoredEvent, A2aError>> {
+        loop {
+            if self.needs_fill {
+                self.needs_fill = false;
+                if let Err(e) = self.refill().await {
+                    return Some(Err(e));
+                }
+            }
+            if let Some(e) = self.backlog.pop_front() {
+                if e.seq <= self.last_seq {
+                    continue;
+                }
+                if e.seq != self.last_seq + 1 {
+                    // The store is the source of truth; a hole here would be a bug.
+                    tracing::warn!(task.id = %self.task_id, expected = self.last_seq + 1, got = e.seq, "event log gap");
+                }
+                if self.backlog.is_empty() && self.more_in_store {
+                    self.needs_fill = true;
+                }
+                self.last_seq = e.seq;
+                return Some(Ok(e));
+            }
+            let Some(live) = self.live.as_mut() else {
+                match self.refill().await {
+                    Ok(true) => continue,
+                    Ok(false) => return None,
+                    Err(e) => return Some(Err(e)),
+                }
+            };
+            match live.recv().await {
+                Ok(e) => {
+                    if e.seq <= self.last_seq {
+                        continue;
+                    }
+                    if e.seq == self.last_seq + 1 {
+                        self.last_seq = e.seq;
+                        return Some(Ok((*e).clone()));
+                    }
+                    // Missed events (late subscription): read them from the store.
+                    self.needs_fill = true;
+                }
+                Err(RecvError::Lagged(n)) => {
+                    tracing::debug!(task.id = %self.task_id, skipped = n, "subscriber lagged; catching up from the store");
+                    self.needs_fill = true;
+                }
+                Err(RecvError::Closed) => {
+                    // Everything published was persisted first; drain what is left.
+                    self.live = None;
+                    self.needs_fill = true;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,733 @@
+//! The request handler: A2A protocol semantics of every operation (spec §3.1),
+//! independent of any transport. It owns the task lifecycle rules, the task store,
+//! the event log and fan-out to subscribers, and runs executors. It knows nothing of
+//! HTTP and nothing of any upstream.
+
+mod driver;
+mod follow;
+
+use std::collections::{HashMap, VecDeque};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::sync::{Semaphore, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::A2aError;
+use crate::executor::{AgentExecutor, CallContext, RequestContext, new_id};
+use crate::protocol::{
+    AgentCard, CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, Message,
+    Role, SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
+    TaskState,
+};
+use crate::store::{PageCursor, Scope, TaskQuery, TaskStore};
+
+use driver::{Command, Driver, Handle, Run, RunStart, TaskKey};
+use follow::Follow;
+
+/// One event of a response stream with its position in the task's event log
+/// (`None` for a Message-only response). Transports send `seq` as the SSE `id:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SequencedEvent {
+    /// The task's event sequence number.
+    pub seq: Option<u64>,
+    /// The event.
+    pub event: StreamResponse,
+}
+
+/// A response stream: ends after the last event it should carry (a Message, a
+/// terminal state, or INPUT_REQUIRED), or with one final error.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<SequencedEvent, A2aError>> + Send>>;
+
+/// Handler limits and capabilities.
+#[derive(Debug, Clone)]
+pub struct HandlerConfig {
+    /// Offer SendStreamingMessage and SubscribeToTask (`capabilities.streaming`).
+    pub streaming: bool,
+    /// The extended agent card, when `capabilities.extendedAgentCard` is true.
+    pub extended_agent_card: Option<AgentCard>,
+    /// Whether the public card sets `capabilities.extendedAgentCard`.
+    pub extended_agent_card_enabled: bool,
+    /// Most executor runs at once; more are refused with a retryable error.
+    pub max_concurrent_tasks: usize,
+    /// Capacity of each run's [`EventQueue`](crate::EventQueue), in events.
+    pub event_queue_capacity: usize,
+    /// Live events buffered per subscriber before it falls back to reading the store.
+    pub subscriber_buffer: usize,
+}
+
+impl Default for HandlerConfig {
+    fn default() -> Self {
+        Self {
+            streaming: true,
+            extended_agent_card: None,
+            extended_agent_card_enabled: false,
+            max_concurrent_tasks: 1024,
+            event_queue_capacity: crate::executor::EventQueue::DEFAULT_CAPACITY,
+            subscriber_buffer: 256,
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) executor: Arc<dyn AgentExecutor>,
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) config: HandlerConfig,
+    pub(crate) registry: Mutex<HashMap<TaskKey, Handle>>,
+    pub(crate) permits: Arc<Semaphore>,
+    pub(crate) shutdown: CancellationToken,
+    /// Set by [`RequestHandler::shutdown`]: new messages are refused.
+    pub(crate) closing: std::sync::atomic::AtomicBool,
+}
+
+/// The transport-independent A2A request handler. Cheap to clone.
+#[derive(Clone)]
+pub struct RequestHandler {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for RequestHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestHandler")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+const DEFAULT_PAGE_SIZE: i32 = 50;
+const MAX_PAGE_SIZE: i32 = 100;
+
+fn history_length(v: Option<i32>) -> Result<Option<u32>, A2aError> {
+    match v {
+        Some(n) if n < 0 => Err(A2aError::InvalidParams(format!(
+            "historyLength must be 0 or more, got {n}"
+        ))),
+        Some(n) => Ok(Some(n as u32)),
+        None => Ok(None),
+    }
+}
+
+fn non_empty(s: &Option<String>) -> Option<&str> {
+    s.as_deref().filter(|s| !s.is_empty())
+}
+
+impl RequestHandler {
+    /// A handler running `executor` over `store`.
+    pub fn new(
+        executor: Arc<dyn AgentExecutor>,
+        store: Arc<dyn TaskStore>,
+        config: HandlerConfig,
+    ) -> Self {
+        let permits = Arc::new(Semaphore::new(config.max_concurrent_tasks.max(1)));
+        Self {
+            inner: Arc::new(Inner {
+                executor,
+                store,
+                config,
+                registry: Mutex::new(HashMap::new()),
+                permits,
+                shutdown: CancellationToken::new(),
+                closing: std::sync::atomic::AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// The task store.
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.inner.store
+    }
+
+    /// Executor runs in progress.
+    pub fn active_runs(&self) -> usize {
+        self.inner.config.max_concurrent_tasks.max(1) - self.inner.permits.available_permits()
+    }
+
+    fn handle(&self, key: &TaskKey, known_new: bool) -> Handle {
+        let mut reg = self
+            .inner
+            .registry
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(h) = reg.get(key).filter(|h| !h.cmd.is_closed()) {
+            return h.clone();
+        }
+        let h = Driver::spawn(self.inner.clone(), key.clone(), known_new);
+        reg.insert(key.clone(), h.clone());
+        h
+    }
+
+    fn validate_message(message: &Message) -> Result<(), A2aError> {
+        if message.message_id.is_empty() {
+            return Err(A2aError::InvalidParams(
+                "message.messageId is required".into(),
+            ));
+        }
+        if message.role != Role::User {
+            return Err(A2aError::InvalidParams(format!(
+                "message.role must be ROLE_USER, got {}",
+                message.role
+            )));
+        }
+        if message.parts.is_empty() {
+            return Err(A2aError::InvalidParams(
+                "message.parts must contain at least one part".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Validates a send, resolves its task and context, and starts (or queues) the
+    /// run. Returns what the run produced first.
+    async fn start(
+        &self,
+        call: &CallContext,
+        req: SendMessageRequest,
+    ) -> Result<RunStart, A2aError> {
+        if self
+            .inner
+            .closing
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Err(A2aError::Unavailable("the gateway is shutting down".into()));
+        }
+        let SendMessageRequest {
+            mut message,
+            configuration,
+            metadata,
+            ..
+        } = req;
+        Self::validate_message(&message)?;
+        if let Some(c) = &configuration {
+            history_length(c.history_length)?;
+            if c.task_push_notification_config.is_some() {
+                return Err(A2aError::PushNotificationNotSupported);
+            }
+        }
+        let scope = Scope::from(call);
+        let (task_id, context_id, known_new) = match non_empty(&message.task_id) {
+            Some(task_id) => {
+                let rec = self
+                    .inner
+                    .store
+                    .get(&scope, task_id)
+                    .await
+                    .map_err(A2aError::internal)?
+                    .ok_or_else(|| A2aError::TaskNotFound(task_id.to_owned()))?;
+                if let Some(ctx) = non_empty(&message.context_id)
+                    && ctx != rec.task.context_id
+                {
+                    return Err(A2aError::InvalidParams(format!(
+                        "message.contextId {ctx:?} does not match the context of task {task_id}"
+                    )));
+                }
+                if rec.task.status.state.is_terminal() {
+                    return Err(A2aError::UnsupportedOperation(format!(
+                        "task {task_id} is in terminal state {} and accepts no more messages",
+                        rec.task.status.state
+                    )));
+                }
+                (task_id.to_owned(), rec.task.context_id, false)
+            }
+            None => (
+                new_id(),
+                non_empty(&message.context_id)
+                    .map(str::to_owned)
+                    .unwrap_or_else(new_id),
+                true,
+            ),
+        };
+        message.task_id = Some(task_id.clone());
+        message.context_id = Some(context_id.clone());
+
+        let mut related = Vec::new();
+        for id in &message.reference_task_ids {
+            if let Ok(Some(rec)) = self.inner.store.get(&scope, id).await {
+                related.push(rec.task);
+            }
+        }
+        let mut ctx = RequestContext::new(message, task_id.clone(), context_id, call.clone());
+        ctx.related_tasks = related;
+        ctx.configuration = configuration;
+        ctx.metadata = metadata;
+        ctx.cancellation = self.inner.shutdown.child_token();
+
+        let key = (scope, task_id);
+        let mut known_new = known_new;
+        for _ in 0..3 {
+            let permit = self
+                .inner
+                .permits
+                .clone()
+                .try_acquire_owned()
+                .map_err(|_| {
+                    A2aError::Unavailable(format!(
+                        "{} tasks are running, the configured maximum; retry later",
+                        self.inner.config.max_concurrent_tasks
+                    ))
+                })?;
+            let (tx, rx) = oneshot::channel();
+            let handle = self.handle(&key, known_new);
+            known_new = false;
+            let run = Run {
+                ctx: ctx.clone(),
+                permit,
+                reply: tx,
+            };
+            if handle.cmd.send(Command::Run(Box::new(run))).is_err() {
+                continue; // the driver just went idle and exited; start a new one
+            }
+            match rx.await {
+                Ok(r) => return r,
+                Err(_) => continue,
+            }
+        }
+        Err(A2aError::internal(
+            "task driver unavailable after three attempts",
+        ))
+    }
+
+    /// SendMessage (spec §3.1.1): blocks until the task is terminal or interrupted
+    /// and returns it with all artifacts, or returns at once with
+    /// `configuration.returnImmediately`. A Message-only reply is returned as is.
+    ///
+    /// # Errors
+    /// InvalidParams (bad message, negative historyLength, contextId mismatch),
+    /// TaskNotFound, UnsupportedOperation (terminal task), PushNotificationNotSupported
+    /// (inline push config), Unavailable (too many running tasks), Internal.
+    pub async fn send_message(
+        &self,
+        call: &CallContext,
+        req: SendMessageRequest,
+    ) -> Result<SendMessageResponse, A2aError> {
+        let immediate = req
+            .configuration
+            .as_ref()
+            .is_some_and(|c| c.returns_immediately());
+        let hl = history_length(req.configuration.as_ref().and_then(|c| c.history_length))?;
+        let (snapshot, seq, events, fresh) = match self.start(call, req).await? {
+            RunStart::Message(m) => return Ok(SendMessageResponse::Message(m)),
+            RunStart::Task {
+                snapshot,
+                seq,
+                events,
+                fresh,
+            } => (snapshot, seq, events, fresh),
+        };
+        let scope = Scope::from(call);
+        let mut task = snapshot;
+        let settled_now = fresh && task.status.state.is_settled();
+        if !immediate && !settled_now {
+            let mut follow = Follow::new(
+                self.inner.store.clone(),
+                scope.clone(),
+                task.id.clone(),
+                seq,
+                Some(events),
+                false,
+            );
+            while let Some(ev) = follow.next().await {
+                if ev?.event.state().is_some_and(TaskState::is_settled) {
+                    break;
+                }
+            }
+            task = self
+                .inner
+                .store
+                .get(&scope, &task.id)
+                .await
+                .map_err(A2aError::internal)?
+                .map(|r| r.task)
+                .unwrap_or(task);
+        }
+        task.apply_history_length(hl);
+        Ok(SendMessageResponse::Task(task))
+    }
+
+    /// SendStreamingMessage (spec §3.1.2): the Task first (or a single Message), then
+    /// its status and artifact updates; ends after a terminal state or
+    /// INPUT_REQUIRED, stays open through AUTH_REQUIRED.
+    ///
+    /// # Errors
+    /// As [`send_message`](Self::send_message), plus UnsupportedOperation when
+    /// streaming is not offered. Errors after the first event end the stream.
+    pub async fn send_streaming_message(
+        &self,
+        call: &CallContext,
+        req: SendMessageRequest,
+    ) -> Result<EventStream, A2aError> {
+        if !self.inner.config.streaming {
+            return Err(A2aError::UnsupportedOperation(
+                "streaming is not supported by this agent".into(),
+            ));
+        }
+        let hl = history_length(req.configuration.as_ref().and_then(|c| c.history_length))?;
+        match self.start(call, req).await? {
+            RunStart::Message(m) => {
+                let one = SequencedEvent {
+                    seq: None,
+                    event: StreamResponse::Message(m),
+                };
+                Ok(Box::pin(futures::stream::iter([Ok(one)])))
+            }
+            RunStart::Task {
+                mut snapshot,
+                seq,
+                events,
+                fresh,
+            } => {
+                snapshot.apply_history_length(hl);
+                let follow = Follow::new(
+                    self.inner.store.clone(),
+                    Scope::from(call),
+                    snapshot.id.clone(),
+                    seq,
+                    Some(events),
+                    false,
+                );
+                Ok(task_stream(Some((snapshot, seq)), fresh, follow))
+            }
+        }
+    }
+
+    /// GetTask (spec §3.1.3).
+    ///
+    /// # Errors
+    /// TaskNotFound (also for another caller's task), InvalidParams (negative
+    /// historyLength), Internal.
+    pub async fn get_task(
+        &self,
+        call: &CallContext,
+        req: GetTaskRequest,
+    ) -> Result<Task, A2aError> {
+        let hl = history_length(req.history_length)?;
+        let mut task = self
+            .inner
+            .store
+            .get(&Scope::from(call), &req.id)
+            .await
+            .map_err(A2aError::internal)?
+            .ok_or(A2aError::TaskNotFound(req.id))?
+            .task;
+        task.apply_history_length(hl);
+        Ok(task)
+    }
+
+    /// ListTasks (spec §3.1.4): the caller's tasks, newest status first, keyset-paged.
+    ///
+    /// # Errors
+    /// InvalidParams (pageSize outside 1..=100, bad pageToken, negative
+    /// historyLength), Internal.
+    pub async fn list_tasks(
+        &self,
+        call: &CallContext,
+        req: ListTasksRequest,
+    ) -> Result<ListTasksResponse, A2aError> {
+        let page_size = req.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
+        if !(1..=MAX_PAGE_SIZE).contains(&page_size) {
+            return Err(A2aError::InvalidParams(format!(
+                "pageSize must be between 1 and {MAX_PAGE_SIZE}, got {page_size}"
+            )));
+        }
+        let cursor = match non_empty(&req.page_token) {
+            None => None,
+            Some(t) => Some(PageCursor::decode(t).ok_or_else(|| {
+                A2aError::InvalidParams("pageToken is not a token this server issued".into())
+            })?),
+        };
+        let query = TaskQuery {
+            context_id: non_empty(&req.context_id).map(str::to_owned),
+            status: req.status.filter(|s| *s != TaskState::Unspecified),
+            status_timestamp_after: req.status_timestamp_after,
+            page_size: page_size as usize,
+            cursor,
+            include_artifacts: req.include_artifacts.unwrap_or(false),
+            history_length: history_length(req.history_length)?,
+        };
+        let page = self
+            .inner
+            .store
+            .list(&Scope::from(call), &query)
+            .await
+            .map_err(A2aError::internal)?;
+        Ok(ListTasksResponse {
+            tasks: page.tasks,
+            next_page_token: page.next.map(|c| c.encode()).unwrap_or_default(),
+            page_size,
+            total_size: i32::try_from(page.total).unwrap_or(i32::MAX),
+        })
+    }
+
+    /// CancelTask (spec §3.1.5): calls the executor's `cancel`, aborts the run and
+    /// leaves the task CANCELED. Repeating it on the canceled task answers
+    /// TaskNotCancelable every time.
+    ///
+    /// # Errors
+    /// TaskNotFound, TaskNotCancelable (terminal task), Internal.
+    pub async fn cancel_task(
+        &self,
+        call: &CallContext,
+        req: CancelTaskRequest,
+    ) -> Result<Task, A2aError> {
+        let scope = Scope::from(call);
+        let rec = self
+            .inner
+            .store
+            .get(&scope, &req.id)
+            .await
+            .map_err(A2aError::internal)?
+            .ok_or_else(|| A2aError::TaskNotFound(req.id.clone()))?;
+        if rec.task.status.state.is_terminal() {
+            return Err(A2aError::TaskNotCancelable(format!(
+                "task {} is already {}",
+                req.id, rec.task.status.state
+            )));
+        }
+        let key = (scope, req.id.clone());
+        for _ in 0..3 {
+            let (tx, rx) = oneshot::channel();
+            if self
+                .handle(&key, false)
+                .cmd
+                .send(Command::Cancel(tx))
+                .is_err()
+            {
+                continue;
+            }
+            if let Ok(r) = rx.await {
+                return r;
+            }
+        }
+        Err(A2aError::internal(
+            "task driver unavailable after three attempts",
+        ))
+    }
+
+    /// SubscribeToTask (spec §3.1.6): the current Task snapshot, then live events.
+    ///
+    /// With `last_event_id` (the SSE `Last-Event-ID` of a dropped stream), the
+    /// snapshot is skipped and every event after that sequence number is replayed
+    /// from the store, in order and exactly once, followed by live events. A resume
+    /// of a task that ended after `last_event_id` replays up to its final event.
+    ///
+    /// # Errors
+    /// TaskNotFound; UnsupportedOperation when streaming is off or the task is
+    /// terminal (and, with `last_event_id`, nothing newer is left to replay).
+    pub async fn subscribe_to_task(
+        &self,
+        call: &CallContext,
+        req: SubscribeToTaskRequest,
+        last_event_id: Option<u64>,
+    ) -> Result<EventStream, A2aError> {
+        if !self.inner.config.streaming {
+            return Err(A2aError::UnsupportedOperation(
+                "streaming is not supported by this agent".into(),
+            ));
+        }
+        let scope = Scope::from(call);
+        let rec = self
+            .inner
+            .store
+            .get(&scope, &req.id)
+            .await
+            .map_err(A2aError::internal)?
+            .ok_or_else(|| A2aError::TaskNotFound(req.id.clone()))?;
+        let terminal = rec.task.status.state.is_terminal();
+        let resumable = last_event_id.is_some_and(|n| n < rec.last_seq);
+        if terminal && !resumable {
+            return Err(A2aError::UnsupportedOperation(format!(
+                "task {} is already {}; use GetTask",
+                req.id, rec.task.status.state
+            )));
+        }
+        let key = (scope.clone(), req.id.clone());
+        let live = (!terminal).then(|| self.handle(&key, false).bus.subscribe());
+        if let Some(after) = last_event_id {
+            let follow = Follow::new(self.inner.store.clone(), scope, req.id, after, live, true);
+            return Ok(task_stream(None, false, follow));
+        }
+        // Read the snapshot after subscribing so that nothing falls between.
+        let rec = self
+            .inner
+            .store
+            .get(&scope, &req.id)
+            .await
+            .map_err(A2aError::internal)?
+            .ok_or_else(|| A2aError::TaskNotFound(req.id.clone()))?;
+        let follow = Follow::new(
+            self.inner.store.clone(),
+            scope,
+            req.id,
+            rec.last_seq,
+            live,
+            false,
+        );
+        Ok(task_stream(Some((rec.task, rec.last_seq)), true, follow))
+    }
+
+    /// The four push-notification config operations: not supported while the card
+    /// says `pushNotifications: false`.
+    ///
+    /// # Errors
+    /// Always PushNotificationNotSupported.
+    pub fn push_notification_config(&self) -> Result<(), A2aError> {
+        Err(A2aError::PushNotificationNotSupported)
+    }
+
+    /// GetExtendedAgentCard (spec §3.1.11).
+    ///
+    /// # Errors
+    /// UnsupportedOperation when the card does not offer it,
+    /// ExtendedAgentCardNotConfigured when it does but none is configured.
+    pub fn get_extended_agent_card(&self, _call: &CallContext) -> Result<AgentCard, A2aError> {
+        if !self.inner.config.extended_agent_card_enabled {
+            return Err(A2aError::UnsupportedOperation(
+                "this agent offers no extended agent card".into(),
+            ));
+        }
+        self.inner
+            .config
+            .extended_agent_card
+            .clone()
+            .ok_or(A2aError::ExtendedAgentCardNotConfigured)
+    }
+
+    /// Marks every SUBMITTED or WORKING task in the store FAILED with the reason
+    /// "interrupted by a gateway restart". Call once at start-up, before serving,
+    /// on a store no other running instance uses. Returns how many were marked.
+    ///
+    /// # Errors
+    /// Internal on a store failure.
+    pub async fn recover_interrupted(&self) -> Result<usize, A2aError> {
+        let mut n = 0;
+        loop {
+            let batch = self
+                .inner
+                .store
+                .unsettled(256)
+                .await
+                .map_err(A2aError::internal)?;
+            if batch.is_empty() {
+                return Ok(n);
+            }
+            for (scope, id) in batch {
+                let Some(rec) = self
+                    .inner
+                    .store
+                    .get(&scope, &id)
+                    .await
+                    .map_err(A2aError::internal)?
+                else {
+                    continue;
+                };
+                let ctx = rec.task.context_id.clone();
+                let ev = StreamResponse::StatusUpdate(crate::protocol::TaskStatusUpdateEvent {
+                    task_id: id.clone(),
+                    context_id: ctx.clone(),
+                    status: crate::protocol::TaskStatus::with_message(
+                        TaskState::Failed,
+                        crate::executor::new_agent_text_message(
+                            "interrupted by a gateway restart",
+                            Some(&ctx),
+                            Some(&id),
+                        ),
+                    ),
+                    metadata: None,
+                });
+                self.inner
+                    .store
+                    .append(&scope, &id, rec.last_seq + 1, &ev)
+                    .await
+                    .map_err(A2aError::internal)?;
+                tracing::warn!(task.id = %id, "task interrupted by a gateway restart marked FAILED");
+                n += 1;
+            }
+        }
+    }
+
+    /// Stops accepting messages, waits up to `grace` for running executors, then
+    /// aborts the rest, marking their tasks FAILED ("the gateway shut down before
+    /// the task finished"). Open streams end after their final event.
+    pub async fn shutdown(&self, grace: Duration) {
+        let max = self.inner.config.max_concurrent_tasks.max(1) as u32;
+        let all = self.inner.permits.clone();
+        // New runs are refused from now on; running ones get `grace`.
+        self.inner
+            .closing
+            .store(true, std::sync::atomic::Ordering::Release);
+        let _ = tokio::time::timeout(grace, all.acquire_many(max)).await;
+        self.inner.shutdown.cancel();
+        // Give drivers a moment to record the abort.
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.inner.permits.acquire_many(max))
+            .await;
+    }
+}
+
+/// Builds a response stream: the optional snapshot, then followed events, ending
+/// after a terminal state or INPUT_REQUIRED. `end_on_snapshot`: the snapshot's own
+/// state may end the stream (it is not an older state of a task being continued).
+fn task_stream(
+    snapshot: Option<(Task, u64)>,
+    end_on_snapshot: bool,
+    follow: Follow,
+) -> EventStream {
+    struct State {
+        first: VecDeque<SequencedEvent>,
+        follow: Follow,
+        done: bool,
+        end_on_first: bool,
+    }
+    let ends = |ev: &StreamResponse| {
+        ev.state()
+            .is_some_and(|s| s.is_terminal() || s == TaskState::InputRequired)
+    };
+    let first: VecDeque<SequencedEvent> = snapshot
+        .into_iter()
+        .map(|(t, seq)| SequencedEvent {
+            seq: Some(seq),
+            event: StreamResponse::Task(t),
+        })
+        .collect();
+    let state = State {
+        first,
+        follow,
+        done: false,
+        end_on_first: end_on_snapshot,
+    };
+    Box::pin(futures::stream::unfold(state, move |mut st| async move {
+        if st.done {
+            return None;
+        }
+        if let Some(ev) = st.first.pop_front() {
+            if st.end_on_first && ends(&ev.event) {
+                st.done = true;
+            }
+            return Some((Ok(ev), st));
+        }
+        loop {
+            match st.follow.next().await? {
+                Err(e) => {
+                    st.done = true;
+                    return Some((Err(e), st));
+                }
+                Ok(stored) => {
+                    // User messages recorded in the log are history, not stream events.
+                    if matches!(stored.event, StreamResponse::Message(_)) {
+                        continue;
+                    }
+                    if ends(&stored.event) {
+                        st.done = true;
+                    }
+                    return Some((
+                        Ok(SequencedEvent {
+                            seq: Some(stored.seq),
+                            event: stored.event,
+                        }),
+                        st,
+                    ));
+                }
+            }
+        }
+    }))
+}

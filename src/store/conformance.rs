@@ -1,0 +1,462 @@
+//! The store conformance suite: every [`TaskStore`] backend must pass [`run_all`]
+//! unchanged. Each check uses fresh random tenants and ids, so the suite can run
+//! repeatedly against the same database.
+
+use chrono::Duration;
+
+use super::{PageCursor, Scope, StoreError, TaskQuery, TaskStore};
+use crate::executor::{new_agent_text_message, new_id, new_user_text_message};
+use crate::protocol::time::{self, Timestamp};
+use crate::protocol::{
+    Artifact, Part, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent,
+};
+
+/// Runs every check against `store`. Panics on the first failure.
+pub async fn run_all(store: &dyn TaskStore) {
+    create_get_and_replay(store).await;
+    sequence_conflicts(store).await;
+    scope_isolation(store).await;
+    artifact_chunks_project(store).await;
+    list_filters_and_shapes(store).await;
+    list_paging_equal_timestamps_and_inserts(store).await;
+    unsettled_lists_running_tasks(store).await;
+}
+
+fn fresh_scope() -> Scope {
+    Scope::new(format!("tenant-{}", new_id()), "alice")
+}
+
+/// A SUBMITTED task with one user message, its status stamped `at`.
+pub fn task_at(id: &str, context_id: &str, at: Timestamp) -> Task {
+    let mut msg = new_user_text_message("hello");
+    msg.task_id = Some(id.into());
+    msg.context_id = Some(context_id.into());
+    Task {
+        id: id.into(),
+        context_id: context_id.into(),
+        status: TaskStatus {
+            state: TaskState::Submitted,
+            message: None,
+            timestamp: Some(at),
+        },
+        artifacts: None,
+        history: Some(vec![msg]),
+        metadata: None,
+    }
+}
+
+fn status(id: &str, ctx: &str, state: TaskState, at: Timestamp) -> StreamResponse {
+    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: id.into(),
+        context_id: ctx.into(),
+        status: TaskStatus {
+            state,
+            message: Some(new_agent_text_message(
+                format!("now {state}"),
+                Some(ctx),
+                Some(id),
+            )),
+            timestamp: Some(at),
+        },
+        metadata: None,
+    })
+}
+
+fn chunk(id: &str, ctx: &str, text: &str, append: bool, last: bool) -> StreamResponse {
+    StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+        task_id: id.into(),
+        context_id: ctx.into(),
+        artifact: Artifact {
+            artifact_id: "out".into(),
+            name: Some("result".into()),
+            description: None,
+            parts: vec![Part::text(text)],
+            metadata: None,
+            extensions: vec![],
+        },
+        append,
+        last_chunk: last,
+        metadata: None,
+    })
+}
+
+async fn create_get_and_replay(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let id = new_id();
+    let now = time::now();
+    assert!(store.get(&scope, &id).await.unwrap().is_none());
+    let events = vec![
+        StreamResponse::Task(task_at(&id, "ctx", now)),
+        status(&id, "ctx", TaskState::Working, now),
+        chunk(&id, "ctx", "Hello", false, false),
+        status(&id, "ctx", TaskState::Completed, now),
+    ];
+    for (i, e) in events.iter().enumerate() {
+        store.append(&scope, &id, i as u64 + 1, e).await.unwrap();
+    }
+    let rec = store.get(&scope, &id).await.unwrap().expect("task exists");
+    assert_eq!(rec.last_seq, 4);
+    assert_eq!(rec.task.status.state, TaskState::Completed);
+    assert_eq!(rec.task.status.timestamp, Some(now));
+    assert_eq!(rec.task.artifacts().len(), 1);
+    // user message + two status messages
+    assert_eq!(rec.task.history().len(), 3);
+    let replay = store.events_after(&scope, &id, 0, 100).await.unwrap();
+    assert_eq!(
+        replay.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    assert_eq!(
+        replay.iter().map(|e| e.event.clone()).collect::<Vec<_>>(),
+        events
+    );
+    let tail = store.events_after(&scope, &id, 2, 1).await.unwrap();
+    assert_eq!(tail.len(), 1);
+    assert_eq!(tail[0].seq, 3);
+    assert!(
+        store
+            .events_after(&scope, &id, 4, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn sequence_conflicts(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let id = new_id();
+    let now = time::now();
+    let created = StreamResponse::Task(task_at(&id, "ctx", now));
+    assert!(matches!(
+        store
+            .append(&scope, &id, 1, &status(&id, "ctx", TaskState::Working, now))
+            .await,
+        Err(StoreError::InvalidEvent(_))
+    ));
+    assert!(matches!(
+        store
+            .append(&scope, &id, 2, &status(&id, "ctx", TaskState::Working, now))
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    store.append(&scope, &id, 1, &created).await.unwrap();
+    assert!(matches!(
+        store.append(&scope, &id, 1, &created).await,
+        Err(StoreError::Conflict { .. })
+    ));
+    assert!(matches!(
+        store
+            .append(&scope, &id, 3, &status(&id, "ctx", TaskState::Working, now))
+            .await,
+        Err(StoreError::Conflict { .. })
+    ));
+    store
+        .append(&scope, &id, 2, &status(&id, "ctx", TaskState::Working, now))
+        .await
+        .unwrap();
+    assert_eq!(store.get(&scope, &id).await.unwrap().unwrap().last_seq, 2);
+}
+
+async fn scope_isolation(store: &dyn TaskStore) {
+    let tenant = format!("tenant-{}", new_id());
+    let alice = Scope::new(&tenant, "alice");
+    let bob = Scope::new(&tenant, "bob");
+    let alice_elsewhere = Scope::new(format!("other-{}", new_id()), "alice");
+    let id = new_id();
+    let now = time::now();
+    store
+        .append(
+            &alice,
+            &id,
+            1,
+            &StreamResponse::Task(task_at(&id, "ctx", now)),
+        )
+        .await
+        .unwrap();
+    for other in [&bob, &alice_elsewhere] {
+        assert!(store.get(other, &id).await.unwrap().is_none());
+        assert!(
+            store
+                .events_after(other, &id, 0, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let page = store
+            .list(
+                other,
+                &TaskQuery {
+                    page_size: 100,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert!(page.tasks.iter().all(|t| t.id != id));
+        assert!(matches!(
+            store
+                .append(other, &id, 2, &status(&id, "ctx", TaskState::Working, now))
+                .await,
+            Err(StoreError::NotFound(_))
+        ));
+    }
+    // The same id may exist independently in another scope.
+    store
+        .append(
+            &bob,
+            &id,
+            1,
+            &StreamResponse::Task(task_at(&id, "bob-ctx", now)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get(&alice, &id)
+            .await
+            .unwrap()
+            .unwrap()
+            .task
+            .context_id,
+        "ctx"
+    );
+    assert_eq!(
+        store.get(&bob, &id).await.unwrap().unwrap().task.context_id,
+        "bob-ctx"
+    );
+}
+
+async fn artifact_chunks_project(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let id = new_id();
+    let now = time::now();
+    store
+        .append(
+            &scope,
+            &id,
+            1,
+            &StreamResponse::Task(task_at(&id, "ctx", now)),
+        )
+        .await
+        .unwrap();
+    let pieces = ["Hel", "lo, ", "wörld", "!"];
+    for (i, p) in pieces.iter().enumerate() {
+        let e = chunk(&id, "ctx", p, i > 0, i == pieces.len() - 1);
+        store.append(&scope, &id, i as u64 + 2, &e).await.unwrap();
+    }
+    let task = store.get(&scope, &id).await.unwrap().unwrap().task;
+    assert_eq!(task.artifacts().len(), 1);
+    let parts = &task.artifacts()[0].parts;
+    assert_eq!(
+        parts.len(),
+        1,
+        "appended plain text chunks merge into one part"
+    );
+    assert_eq!(parts[0].as_text(), Some("Hello, wörld!"));
+    // A non-append update with the same id replaces the artifact.
+    store
+        .append(&scope, &id, 6, &chunk(&id, "ctx", "new", false, true))
+        .await
+        .unwrap();
+    let task = store.get(&scope, &id).await.unwrap().unwrap().task;
+    assert_eq!(task.artifacts()[0].parts[0].as_text(), Some("new"));
+}
+
+async fn list_filters_and_shapes(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let base = time::now();
+    let mut ids = Vec::new();
+    for i in 0..5i64 {
+        let id = new_id();
+        let ctx = if i % 2 == 0 { "even" } else { "odd" };
+        let at = base + Duration::milliseconds(i * 10);
+        store
+            .append(&scope, &id, 1, &StreamResponse::Task(task_at(&id, ctx, at)))
+            .await
+            .unwrap();
+        store
+            .append(&scope, &id, 2, &chunk(&id, ctx, "x", false, true))
+            .await
+            .unwrap();
+        if i == 4 {
+            store
+                .append(&scope, &id, 3, &status(&id, ctx, TaskState::Completed, at))
+                .await
+                .unwrap();
+        }
+        ids.push(id);
+    }
+    let q = |f: fn(&mut TaskQuery)| {
+        let mut q = TaskQuery {
+            page_size: 50,
+            ..Default::default()
+        };
+        f(&mut q);
+        q
+    };
+    let all = store.list(&scope, &q(|_| {})).await.unwrap();
+    assert_eq!(all.total, 5);
+    assert!(all.next.is_none());
+    let order: Vec<&str> = all.tasks.iter().map(|t| t.id.as_str()).collect();
+    let expected: Vec<&str> = ids.iter().rev().map(String::as_str).collect();
+    assert_eq!(order, expected, "newest status first");
+    assert!(
+        all.tasks.iter().all(|t| t.artifacts.is_none()),
+        "artifacts absent unless asked"
+    );
+    assert!(
+        all.tasks.iter().all(|t| !t.history().is_empty()),
+        "history kept by default"
+    );
+
+    let with = store
+        .list(&scope, &q(|q| q.include_artifacts = true))
+        .await
+        .unwrap();
+    assert!(with.tasks.iter().all(|t| t.artifacts().len() == 1));
+    let no_hist = store
+        .list(&scope, &q(|q| q.history_length = Some(0)))
+        .await
+        .unwrap();
+    assert!(no_hist.tasks.iter().all(|t| t.history.is_none()));
+
+    let odd = store
+        .list(&scope, &q(|q| q.context_id = Some("odd".into())))
+        .await
+        .unwrap();
+    assert_eq!(odd.total, 2);
+    assert!(odd.tasks.iter().all(|t| t.context_id == "odd"));
+    let done = store
+        .list(&scope, &q(|q| q.status = Some(TaskState::Completed)))
+        .await
+        .unwrap();
+    assert_eq!(
+        done.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
+        vec![ids[4].clone()]
+    );
+    let any = store
+        .list(&scope, &q(|q| q.status = Some(TaskState::Unspecified)))
+        .await
+        .unwrap();
+    assert_eq!(any.total, 5);
+    let mut recent = q(|_| {});
+    recent.status_timestamp_after = Some(base + Duration::milliseconds(20));
+    let recent = store.list(&scope, &recent).await.unwrap();
+    assert_eq!(recent.total, 3, "status timestamp at or after the bound");
+}
+
+async fn list_paging_equal_timestamps_and_inserts(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let at = time::now();
+    let mut ids: Vec<String> = (0..7).map(|_| new_id()).collect();
+    for id in &ids {
+        store
+            .append(&scope, id, 1, &StreamResponse::Task(task_at(id, "ctx", at)))
+            .await
+            .unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<PageCursor> = None;
+    let mut pages = 0;
+    loop {
+        let q = TaskQuery {
+            page_size: 3,
+            cursor: cursor.clone(),
+            ..Default::default()
+        };
+        let page = store.list(&scope, &q).await.unwrap();
+        pages += 1;
+        if pages == 1 {
+            // A task inserted between pages, newer than everything: it belongs before
+            // the cursor and must not disturb the following pages.
+            let late = new_id();
+            let newer = at + Duration::seconds(1);
+            store
+                .append(
+                    &scope,
+                    &late,
+                    1,
+                    &StreamResponse::Task(task_at(&late, "ctx", newer)),
+                )
+                .await
+                .unwrap();
+            // And one with the same timestamp whose id sorts before every other id:
+            // it also belongs before the cursor when the cursor is past it.
+            let early = format!("0000-{}", new_id());
+            store
+                .append(
+                    &scope,
+                    &early,
+                    1,
+                    &StreamResponse::Task(task_at(&early, "ctx", at)),
+                )
+                .await
+                .unwrap();
+            ids.push(early);
+        }
+        seen.extend(page.tasks.iter().map(|t| t.id.clone()));
+        match page.next {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+        assert!(pages < 10, "paging does not terminate");
+    }
+    let mut dedup = seen.clone();
+    dedup.sort();
+    dedup.dedup();
+    assert_eq!(dedup.len(), seen.len(), "no task twice: {seen:?}");
+    for id in ids.iter().take(7) {
+        assert!(seen.contains(id), "task {id} missing from pages {seen:?}");
+    }
+}
+
+async fn unsettled_lists_running_tasks(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let now = time::now();
+    let running = new_id();
+    let done = new_id();
+    let waiting = new_id();
+    for id in [&running, &done, &waiting] {
+        store
+            .append(
+                &scope,
+                id,
+                1,
+                &StreamResponse::Task(task_at(id, "ctx", now)),
+            )
+            .await
+            .unwrap();
+    }
+    store
+        .append(
+            &scope,
+            &running,
+            2,
+            &status(&running, "ctx", TaskState::Working, now),
+        )
+        .await
+        .unwrap();
+    store
+        .append(
+            &scope,
+            &done,
+            2,
+            &status(&done, "ctx", TaskState::Completed, now),
+        )
+        .await
+        .unwrap();
+    store
+        .append(
+            &scope,
+            &waiting,
+            2,
+            &status(&waiting, "ctx", TaskState::InputRequired, now),
+        )
+        .await
+        .unwrap();
+    let found = store.unsettled(100_000).await.unwrap();
+    assert!(found.contains(&(scope.clone(), running.clone())));
+    assert!(!found.contains(&(scope.clone(), done.clone())));
+    assert!(!found.contains(&(scope.clone(), waiting.clone())));
+}

@@ -1,0 +1,225 @@
+//! In-process task store (tests, demos, `store.url = "memory:"`). Nothing survives
+//! a restart.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use super::{
+    PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    projection,
+};
+use crate::protocol::{StreamResponse, Task, TaskState};
+
+#[derive(Debug)]
+struct Entry {
+    task: Task,
+    events: Vec<StoredEvent>,
+}
+
+/// A [`TaskStore`] in process memory, behind one mutex.
+#[derive(Debug, Default)]
+pub struct MemoryTaskStore {
+    tasks: Mutex<HashMap<(Scope, String), Entry>>,
+}
+
+impl MemoryTaskStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Scope, String), Entry>> {
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+pub(crate) fn status_millis(task: &Task) -> i64 {
+    task.status
+        .timestamp
+        .map(|t| t.timestamp_millis())
+        .unwrap_or(0)
+}
+
+/// Shapes a stored snapshot for a ListTasks page.
+pub(crate) fn shape_for_list(mut task: Task, query: &TaskQuery) -> Task {
+    if !query.include_artifacts {
+        task.artifacts = None;
+    }
+    task.apply_history_length(query.history_length);
+    task
+}
+
+/// Whether a snapshot passes the ListTasks filters (not the cursor).
+pub(crate) fn matches(task: &Task, query: &TaskQuery) -> bool {
+    query
+        .context_id
+        .as_ref()
+        .is_none_or(|c| &task.context_id == c)
+        && query
+            .status
+            .is_none_or(|s| s == TaskState::Unspecified || task.status.state == s)
+        && query
+            .status_timestamp_after
+            .is_none_or(|t| status_millis(task) >= t.timestamp_millis())
+}
+
+#[async_trait]
+impl TaskStore for MemoryTaskStore {
+    async fn append(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        seq: u64,
+        event: &StreamResponse,
+    ) -> Result<(), StoreError> {
+        let mut tasks = self.lock();
+        let key = (scope.clone(), task_id.to_owned());
+        match tasks.get_mut(&key) {
+            None if seq == 1 => {
+                let task = projection::apply(None, event).ok_or_else(|| {
+                    StoreError::InvalidEvent("the first event of a task must be a Task".into())
+                })?;
+                tasks.insert(
+                    key,
+                    Entry {
+                        task,
+                        events: vec![StoredEvent {
+                            seq,
+                            event: event.clone(),
+                        }],
+                    },
+                );
+                Ok(())
+            }
+            None => Err(StoreError::NotFound(task_id.to_owned())),
+            Some(entry) => {
+                let expected = entry.events.len() as u64 + 1;
+                if seq != expected {
+                    return Err(StoreError::Conflict {
+                        task_id: task_id.to_owned(),
+                        expected,
+                        got: seq,
+                    });
+                }
+                let cur = std::mem::replace(&mut entry.task, placeholder());
+                entry.task = projection::apply(Some(cur), event).expect("existing task");
+                entry.events.push(StoredEvent {
+                    seq,
+                    event: event.clone(),
+                });
+                Ok(())
+            }
+        }
+    }
+
+    async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let tasks = self.lock();
+        Ok(tasks
+            .get(&(scope.clone(), task_id.to_owned()))
+            .map(|e| TaskRecord {
+                task: e.task.clone(),
+                last_seq: e.events.len() as u64,
+            }))
+    }
+
+    async fn events_after(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let tasks = self.lock();
+        Ok(tasks
+            .get(&(scope.clone(), task_id.to_owned()))
+            .map(|e| {
+                e.events
+                    .iter()
+                    .skip(after as usize)
+                    .take(limit)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        let tasks = self.lock();
+        let mut hits: Vec<(i64, &Task)> = tasks
+            .iter()
+            .filter(|((s, _), e)| s == scope && matches(&e.task, query))
+            .map(|(_, e)| (status_millis(&e.task), &e.task))
+            .collect();
+        let total = hits.len() as u64;
+        hits.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
+        let start = match &query.cursor {
+            None => 0,
+            Some(c) => hits
+                .iter()
+                .position(|(m, t)| c.is_before(*m, &t.id))
+                .unwrap_or(hits.len()),
+        };
+        let page: Vec<(i64, &Task)> = hits[start..]
+            .iter()
+            .take(query.page_size)
+            .cloned()
+            .collect();
+        let more = start + page.len() < hits.len();
+        let next = if more {
+            page.last().map(|(m, t)| PageCursor {
+                status_millis: *m,
+                id: t.id.clone(),
+            })
+        } else {
+            None
+        };
+        Ok(TaskPage {
+            tasks: page
+                .into_iter()
+                .map(|(_, t)| shape_for_list(t.clone(), query))
+                .collect(),
+            next,
+            total,
+        })
+    }
+
+    async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError> {
+        let tasks = self.lock();
+        Ok(tasks
+            .iter()
+            .filter(|(_, e)| {
+                matches!(
+                    e.task.status.state,
+                    TaskState::Submitted | TaskState::Working
+                )
+            })
+            .take(limit)
+            .map(|((s, id), _)| (s.clone(), id.clone()))
+            .collect())
+    }
+}
+
+fn placeholder() -> Task {
+    Task {
+        id: String::new(),
+        context_id: String::new(),
+        status: crate::protocol::TaskStatus {
+            state: TaskState::Unspecified,
+            message: None,
+            timestamp: None,
+        },
+        artifacts: None,
+        history: None,
+        metadata: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[tokio::test]
+    async fn conformance() {
+        super::super::conformance::run_all(&super::MemoryTaskStore::new()).await;
+    }
+}

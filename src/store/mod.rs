@@ -1,0 +1,186 @@
+//! Task storage shaped around an append-only event log per task.
+//!
+//! Every event a task goes through (its creation as a `Task`, status updates,
+//! artifact updates, and user messages that continue it) is appended with a
+//! per-task sequence number starting at 1. The task snapshot is a projection of the
+//! log ([`projection::apply`]). Every key includes the caller's [`Scope`]
+//! (tenant, owner): a task of another caller is indistinguishable from a missing one.
+
+mod cursor;
+pub mod memory;
+pub mod projection;
+
+#[cfg(any(test, feature = "test-util"))]
+pub mod conformance;
+
+pub use cursor::PageCursor;
+pub use memory::MemoryTaskStore;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::executor::CallContext;
+use crate::protocol::time::Timestamp;
+use crate::protocol::{StreamResponse, Task, TaskState};
+
+/// The caller boundary every store operation is confined to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Scope {
+    /// Tenant (`""` for the default tenant).
+    pub tenant: String,
+    /// Caller identity.
+    pub owner: String,
+}
+
+impl Scope {
+    /// The scope of `tenant` and `owner`.
+    pub fn new(tenant: impl Into<String>, owner: impl Into<String>) -> Self {
+        Self {
+            tenant: tenant.into(),
+            owner: owner.into(),
+        }
+    }
+}
+
+impl From<&CallContext> for Scope {
+    fn from(c: &CallContext) -> Self {
+        Self::new(&c.tenant, &c.owner)
+    }
+}
+
+/// One entry of a task's event log.
+///
+/// `event` is a `Task` (creation, seq 1, or a full replacement), a `statusUpdate`, an
+/// `artifactUpdate`, or a `message`: a user message appended to the history of an
+/// existing task (never sent to stream subscribers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredEvent {
+    /// Per-task sequence number, 1-based, without gaps.
+    pub seq: u64,
+    /// The event.
+    pub event: StreamResponse,
+}
+
+/// A task snapshot and the sequence number of the last event folded into it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    /// The snapshot, with full history and artifacts.
+    pub task: Task,
+    /// The last applied event's sequence number.
+    pub last_seq: u64,
+}
+
+/// Filters and paging of a ListTasks call, already validated.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TaskQuery {
+    /// Only this context.
+    pub context_id: Option<String>,
+    /// Only this state.
+    pub status: Option<TaskState>,
+    /// Only tasks whose status timestamp is at or after this time.
+    pub status_timestamp_after: Option<Timestamp>,
+    /// Page size, 1..=100.
+    pub page_size: usize,
+    /// Start after this position (exclusive).
+    pub cursor: Option<PageCursor>,
+    /// Keep artifacts in the returned tasks (otherwise `artifacts` is `None`).
+    pub include_artifacts: bool,
+    /// Apply `historyLength` to each task.
+    pub history_length: Option<u32>,
+}
+
+/// One page of ListTasks, ordered by (status timestamp desc, id asc).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskPage {
+    /// The tasks.
+    pub tasks: Vec<Task>,
+    /// The cursor of the last task when more may follow.
+    pub next: Option<PageCursor>,
+    /// Tasks matching the filters over all pages.
+    pub total: u64,
+}
+
+/// A store failure. Its text is logged, never sent to clients.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// `seq` was not the next sequence number (another writer appended first), or a
+    /// task with this id already exists.
+    #[error("event sequence conflict on task {task_id}: expected {expected}, got {got}")]
+    Conflict {
+        /// The task.
+        task_id: String,
+        /// The next free sequence number.
+        expected: u64,
+        /// The number offered.
+        got: u64,
+    },
+    /// An append to a task that does not exist in this scope (seq > 1).
+    #[error("task {0} does not exist")]
+    NotFound(String),
+    /// The first event of a task was not a `Task`.
+    #[error("invalid event: {0}")]
+    InvalidEvent(String),
+    /// The database failed.
+    #[error("database error: {0}")]
+    Backend(String),
+}
+
+/// Persistent task state (see the module docs). Implementations: [`MemoryTaskStore`],
+/// SQLite and PostgreSQL. All run the same [`conformance`] suite.
+#[async_trait]
+pub trait TaskStore: Send + Sync + 'static {
+    /// Appends `event` as number `seq` of the task's log and updates the snapshot,
+    /// atomically. `seq == 1` creates the task and `event` must be a `Task`.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when `seq` is not the next number,
+    /// [`StoreError::NotFound`] for `seq > 1` on an unknown task,
+    /// [`StoreError::InvalidEvent`] for a first event that is not a `Task`,
+    /// [`StoreError::Backend`] on database failure.
+    async fn append(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        seq: u64,
+        event: &StreamResponse,
+    ) -> Result<(), StoreError>;
+
+    /// The snapshot of a task, or `None` when it does not exist in this scope.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure.
+    async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// Up to `limit` events with `seq > after`, in order. Empty for an unknown task.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure.
+    async fn events_after(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// One page of the scope's tasks matching `query`.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure.
+    async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError>;
+
+    /// Tasks of every scope in SUBMITTED or WORKING state (for recovery after a
+    /// restart), at most `limit`.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure.
+    async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError>;
+
+    /// Whether the store answers (for readiness checks).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when it does not.
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,24 @@
+//! Logging set-up with `tracing`: pretty or JSON lines; `RUST_LOG` overrides the
+//! configured level.
+
+use tracing_subscriber::EnvFilter;
+
+use crate::config::{LogConfig, LogFormat};
+
+/// Installs the global subscriber. Safe to call more than once (later calls are
+/// ignored).
+pub fn init(config: &LogConfig) {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.level));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match config.format {
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .try_init(),
+        LogFormat::Pretty => builder.compact().try_init(),
+    };
+}

@@ -1,0 +1,62 @@
+//! Transport adapters: turn HTTP requests into [`RequestHandler`] calls and render
+//! results and errors back. Only this module (and `server`) knows HTTP.
+//!
+//! - [`jsonrpc`]: the JSON-RPC 2.0 binding (spec §9) at `POST /`.
+//! - [`sse`]: rendering of response streams as `text/event-stream`.
+//! - [`agent_card`]: `GET /.well-known/agent-card.json` with ETag and caching.
+
+pub mod agent_card;
+pub mod jsonrpc;
+pub mod sse;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+use tokio_util::sync::CancellationToken;
+
+use crate::handler::RequestHandler;
+use agent_card::CardDocument;
+
+/// Transport limits.
+#[derive(Debug, Clone)]
+pub struct TransportConfig {
+    /// Largest accepted request body in bytes; larger bodies get HTTP 413 without
+    /// being read whole.
+    pub max_body_bytes: usize,
+    /// Interval between SSE keep-alive comment lines.
+    pub sse_keepalive: Duration,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 10 * 1024 * 1024,
+            sse_keepalive: Duration::from_secs(15),
+        }
+    }
+}
+
+/// What the HTTP routes share. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    /// The protocol handler.
+    pub handler: RequestHandler,
+    /// The public agent card, pre-rendered.
+    pub card: Arc<CardDocument>,
+    /// Limits.
+    pub config: Arc<TransportConfig>,
+    /// Cancelled at shutdown: open streams end cleanly.
+    pub shutdown: CancellationToken,
+}
+
+/// The A2A routes: `POST /` (JSON-RPC) and the agent card at
+/// `/.well-known/agent-card.json` (also the pre-1.0 `/.well-known/agent.json`).
+pub fn a2a_routes(state: AppState) -> Router {
+    Router::new()
+        .route("/", post(jsonrpc::handle))
+        .route("/.well-known/agent-card.json", get(agent_card::handle))
+        .route("/.well-known/agent.json", get(agent_card::handle))
+        .with_state(state)
+}

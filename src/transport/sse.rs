@@ -1,0 +1,70 @@
+//! Response streams as Server-Sent Events (spec §9.4.2): every event is
+//! `id: <task event sequence number>` and
+//! `data: {"jsonrpc":"2.0","id":<request id>,"result":<StreamResponse>}`; an error
+//! after the first event is one final `error` event, then the stream closes.
+//! Keep-alive comment lines are sent while the stream is idle.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt};
+use tokio_util::sync::CancellationToken;
+
+use crate::handler::{EventStream, SequencedEvent};
+use crate::protocol::jsonrpc::{self, RequestId};
+
+fn event_for(id: &RequestId, item: Result<SequencedEvent, crate::A2aError>) -> Event {
+    match item {
+        Ok(SequencedEvent { seq, event }) => {
+            let body = jsonrpc::success(id, &event);
+            let mut ev = Event::default().data(body.to_string());
+            if let Some(seq) = seq {
+                ev = ev.id(seq.to_string());
+            }
+            ev
+        }
+        Err(e) => {
+            Event::default().data(jsonrpc::failure(Some(id), &e.to_error_object()).to_string())
+        }
+    }
+}
+
+/// Renders `first` (already taken from the stream, so that an error before it can
+/// be a plain JSON-RPC response) and the rest of `rest` as SSE. The stream also
+/// ends when `shutdown` is cancelled.
+pub fn render(
+    id: RequestId,
+    first: SequencedEvent,
+    rest: EventStream,
+    keepalive: Duration,
+    shutdown: CancellationToken,
+) -> Response {
+    let first_ev = event_for(&id, Ok(first));
+    let rest = rest.map(move |item| event_for(&id, item));
+    let events = futures::stream::once(async move { first_ev })
+        .chain(rest)
+        .take_until(async move { shutdown.cancelled_owned().await })
+        .map(Ok::<_, Infallible>);
+    sse_response(events, keepalive)
+}
+
+fn sse_response(
+    events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+    keepalive: Duration,
+) -> Response {
+    let mut resp = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(keepalive))
+        .into_response();
+    // Proxies (nginx) must not buffer the stream.
+    resp.headers_mut().insert(
+        "x-accel-buffering",
+        axum::http::HeaderValue::from_static("no"),
+    );
+    resp.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-cache"),
+    );
+    resp
+}
