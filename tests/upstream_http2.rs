@@ -40,58 +40,86 @@ impl Drop for DropFlag {
 
 async fn invocations(State(seen): State<Seen>, req: Request) -> Response {
     seen.versions.lock().unwrap().push(req.version());
-    let body = axum::body::to_bytes(req.into_body(), 1 << 20).await.unwrap();
-    let prompt = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["prompt"].as_str().unwrap().to_owned();
+    let body = axum::body::to_bytes(req.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let prompt = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["prompt"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     if prompt == "stall" {
         let flag = DropFlag(seen.stream_dropped.clone());
-        let s = futures::stream::once(async { Ok::<_, Infallible>(Bytes::from_static(b"data: \"first\"\n\n")) })
-            .chain(futures::stream::pending())
-            .map(move |x| {
-                let _keep = &flag;
-                x
-            });
-        return Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(s)).unwrap();
+        let s = futures::stream::once(async {
+            Ok::<_, Infallible>(Bytes::from_static(b"data: \"first\"\n\n"))
+        })
+        .chain(futures::stream::pending())
+        .map(move |x| {
+            let _keep = &flag;
+            x
+        });
+        return Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(Body::from_stream(s))
+            .unwrap();
     }
     Response::builder()
         .header("content-type", "application/json")
-        .body(Body::from(serde_json::to_vec(&format!("echo: {prompt}")).unwrap()))
+        .body(Body::from(
+            serde_json::to_vec(&format!("echo: {prompt}")).unwrap(),
+        ))
         .unwrap()
 }
 
 fn app(seen: Seen) -> Router {
-    Router::new().route("/invocations", post(invocations)).with_state(seen)
+    Router::new()
+        .route("/invocations", post(invocations))
+        .with_state(seen)
 }
 
 /// A TLS server (ALPN h2 + http/1.1) on 127.0.0.1:0; returns its URL and a CA file.
 async fn tls_server(seen: Seen) -> (String, tempfile::TempDir) {
-    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    let cert =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("ca.pem"), cert.cert.pem()).unwrap();
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
-    let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.cert.der().clone()], key)
-        .unwrap();
+    let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .unwrap();
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("https://127.0.0.1:{}/invocations", listener.local_addr().unwrap().port());
+    let url = format!(
+        "https://127.0.0.1:{}/invocations",
+        listener.local_addr().unwrap().port()
+    );
     let router = app(seen);
     tokio::spawn(async move {
         loop {
-            let Ok((tcp, _)) = listener.accept().await else { return };
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
             let acceptor = acceptor.clone();
             let router = router.clone();
             tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else { return };
-                let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    router.clone().oneshot(req.map(Body::new))
-                });
-                let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-                    .serve_connection(hyper_util::rt::TokioIo::new(tls), svc)
-                    .await;
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let svc = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        router.clone().oneshot(req.map(Body::new))
+                    },
+                );
+                let _ = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .serve_connection(hyper_util::rt::TokioIo::new(tls), svc)
+                .await;
             });
         }
     });
@@ -123,7 +151,10 @@ async fn tls_auto_negotiates_http2_by_alpn() {
     assert_eq!(out.text(), "echo: hi");
     let out = run(&exec(&url, HttpVersion::Http2, Some(&ca)), ctx("again")).await;
     assert_eq!(out.final_state(), TaskState::Completed, "{}", out.reason());
-    assert_eq!(*seen.versions.lock().unwrap(), [Version::HTTP_2, Version::HTTP_2]);
+    assert_eq!(
+        *seen.versions.lock().unwrap(),
+        [Version::HTTP_2, Version::HTTP_2]
+    );
 }
 
 #[tokio::test]
@@ -141,7 +172,11 @@ async fn tls_without_the_ca_file_fails_readably() {
     let out = run(&exec(&url, HttpVersion::Auto, None), ctx("hi")).await;
     assert_eq!(out.final_state(), TaskState::Failed);
     let r = out.reason();
-    assert!(r.starts_with("could not connect to the AgentCore runtime") && r.to_lowercase().contains("certificate"), "{r}");
+    assert!(
+        r.starts_with("could not connect to the AgentCore runtime")
+            && r.to_lowercase().contains("certificate"),
+        "{r}"
+    );
 }
 
 #[tokio::test]
@@ -152,7 +187,10 @@ async fn plain_http_h2c_prior_knowledge_when_http2() {
     assert_eq!(out.final_state(), TaskState::Completed, "{}", out.reason());
     let out = run(&exec(&url, HttpVersion::Auto, None), ctx("hi")).await;
     assert_eq!(out.final_state(), TaskState::Completed, "{}", out.reason());
-    assert_eq!(*seen.versions.lock().unwrap(), [Version::HTTP_2, Version::HTTP_11]);
+    assert_eq!(
+        *seen.versions.lock().unwrap(),
+        [Version::HTTP_2, Version::HTTP_11]
+    );
 }
 
 #[tokio::test]
@@ -171,14 +209,21 @@ async fn cancel_resets_the_http2_stream_within_a_second() {
     }
     let t0 = Instant::now();
     c.cancellation().cancel();
-    tokio::time::timeout(Duration::from_secs(1), running).await.unwrap().unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(1), running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     let deadline = t0 + Duration::from_secs(1);
     loop {
         if let Some(at) = *seen.stream_dropped.lock().unwrap() {
             assert!(at - t0 < Duration::from_secs(1));
             break;
         }
-        assert!(Instant::now() < deadline, "the server still streams after cancel");
+        assert!(
+            Instant::now() < deadline,
+            "the server still streams after cancel"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(*seen.versions.lock().unwrap(), [Version::HTTP_2]);

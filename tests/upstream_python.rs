@@ -35,13 +35,20 @@ fn python() -> Option<PathBuf> {
         "{} cannot import bedrock_agentcore (set A2A_GATEWAY_TEST_PYTHON to a python with `pip install bedrock-agentcore`)",
         py.display()
     );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true: {note}");
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true: {note}"
+    );
     eprintln!("skipped: {note}");
     None
 }
 
 async fn start_agent(py: &PathBuf) -> (Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/upstream_agent.py");
     let child = Command::new(py)
         .arg(script)
@@ -61,7 +68,10 @@ async fn start_agent(py: &PathBuf) -> (Child, String) {
             assert_eq!(body["status"], "Healthy");
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "the Python agent did not answer /ping within 30 s");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the Python agent did not answer /ping within 30 s"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     (child, format!("{base}/invocations"))
@@ -78,7 +88,16 @@ async fn bedrock_agentcore_app_replies_translate() {
 
     // dict -> JSON object -> its `response` text, one last chunk.
     let out = run(&e, ctx("dict")).await;
-    assert_eq!(out.states(), [TaskState::Submitted, TaskState::Working, TaskState::Completed], "{}", out.reason());
+    assert_eq!(
+        out.states(),
+        [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::Completed
+        ],
+        "{}",
+        out.reason()
+    );
     assert_eq!(out.text(), "from a dict");
     assert!(out.chunks()[0].last);
 
@@ -104,12 +123,20 @@ async fn bedrock_agentcore_app_replies_translate() {
     let out = run(&e, ctx("raise")).await;
     assert_eq!(out.final_state(), TaskState::Failed);
     assert_eq!(out.text(), "partial ");
-    assert_eq!(out.reason(), "the agent failed: ValueError: boom mid-stream");
+    assert_eq!(
+        out.reason(),
+        "the agent failed: ValueError: boom mid-stream"
+    );
 
     // Raising before output: HTTP 500 {"error": ...}, retried, then a readable failure.
     let out = run(&e, ctx("raise-now")).await;
     assert_eq!(out.final_state(), TaskState::Failed);
-    assert!(out.reason().starts_with("AgentCore runtime answered HTTP 500: refused before any output"), "{}", out.reason());
+    assert!(
+        out.reason()
+            .starts_with("AgentCore runtime answered HTTP 500: refused before any output"),
+        "{}",
+        out.reason()
+    );
 
     // Control object in a JSON reply.
     let out = run(&e, ctx("input")).await;
