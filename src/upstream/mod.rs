@@ -50,8 +50,9 @@ use sink::{ReplySink, SinkError};
 pub const SESSION_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-session-id";
 /// Largest error body read from a non-2xx answer.
 const MAX_ERROR_BODY: usize = 64 * 1024;
-/// StopRuntimeSession must finish within this (after connecting).
-const STOP_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// StopRuntimeSession (token included) must finish within this: inside the request
+/// handler's 10 s budget for `AgentExecutor::cancel`.
+const STOP_SESSION_TIMEOUT: Duration = Duration::from_secs(8);
 
 enum Auth {
     None,
@@ -196,7 +197,7 @@ impl AgentCoreExecutor {
                 .post(&url)
                 .header(http::header::CONTENT_TYPE, "application/json")
                 .header(SESSION_HEADER, session)
-                .timeout(self.inner.settings.connect_timeout + STOP_SESSION_TIMEOUT);
+                .timeout(STOP_SESSION_TIMEOUT);
             if let Some(t) = &token {
                 rb = rb.bearer_auth(t.expose_secret());
             }
@@ -502,7 +503,15 @@ impl AgentExecutor for AgentCoreExecutor {
         let updater = TaskUpdater::from_context(&context, queue);
         let _ = updater.cancel(None).await;
         if self.inner.settings.stop_session_on_cancel {
-            match self.stop_session(&session).await {
+            let stopped = tokio::time::timeout(STOP_SESSION_TIMEOUT, self.stop_session(&session))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(UpstreamError::Send(format!(
+                        "StopRuntimeSession did not finish within {} s",
+                        STOP_SESSION_TIMEOUT.as_secs()
+                    )))
+                });
+            match stopped {
                 Ok(()) => {
                     tracing::info!(task.id = %context.task_id, upstream.session = %session, "stopped the runtime session")
                 }
