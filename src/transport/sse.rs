@@ -42,7 +42,12 @@ pub fn render(
     shutdown: CancellationToken,
 ) -> Response {
     let first_ev = event_for(&id, Ok(first));
-    let rest = rest.map(move |item| event_for(&id, item));
+    // Lives as long as the response body: counts the stream in `a2a_open_streams`.
+    let guard = crate::ops::OpenStreamGuard::new();
+    let rest = rest.map(move |item| {
+        let _ = &guard;
+        event_for(&id, item)
+    });
     let events = futures::stream::once(async move { first_ev })
         .chain(rest)
         .take_until(async move { shutdown.cancelled_owned().await })
