@@ -13,6 +13,7 @@
 //! - [`ops`]: `/metrics`; [`tls`]: HTTPS with rustls.
 //! - [`cli`]: the `a2a-gateway` commands; [`demo`]: the local stand-ins `demo` runs.
 
+pub mod agents;
 pub mod app;
 pub mod cli;
 pub mod config;

@@ -131,3 +131,39 @@ pub async fn shutdown_signal() {
         _ = term => {}
     }
 }
+
+/// Serves `executor` on `listen` with an in-memory store and a card naming that
+/// address, until SIGINT or SIGTERM. Used by the examples.
+///
+/// # Errors
+/// When the address cannot be bound.
+pub async fn serve_example(
+    executor: Arc<dyn crate::executor::AgentExecutor>,
+    name: &str,
+    description: &str,
+    skills: Vec<AgentSkill>,
+    listen: std::net::SocketAddr,
+) -> std::io::Result<()> {
+    let listener = TcpListener::bind(listen).await?;
+    let addr = listener.local_addr()?;
+    let url = format!("http://{addr}/");
+    let store = Arc::new(crate::store::MemoryTaskStore::new());
+    let handler = RequestHandler::new(executor, store, crate::handler::HandlerConfig::default());
+    let state = AppState::new(
+        handler,
+        simple_card(name, description, &url, skills),
+        TransportConfig::default(),
+    );
+    let app = router(state.clone(), None);
+    tracing::info!(%url, "serving {name}");
+    println!("{name} listening on {url}");
+    serve(listener, app, async move {
+        shutdown_signal().await;
+        state
+            .handler
+            .shutdown(std::time::Duration::from_secs(5))
+            .await;
+        state.shutdown.cancel();
+    })
+    .await
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every check and test of a2a-gateway on a fresh machine:
+#   - a Python venv (.venv) with the real peers: the official A2A SDK client and the
+#     bedrock-agentcore runtime app (tests/python/requirements.txt);
+#   - formatting and clippy;
+#   - the Rust unit and integration tests, PostgreSQL ones against
+#     $A2A_GATEWAY_TEST_POSTGRES_URL (default: the local server at 127.0.0.1:5432).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! .venv/bin/python -c 'import a2a, bedrock_agentcore, pytest' 2>/dev/null; then
+  echo "== creating .venv with the Python test peers"
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --upgrade pip
+  .venv/bin/pip install --quiet -r tests/python/requirements.txt
+fi
+export A2A_GATEWAY_TEST_PYTHON="$PWD/.venv/bin/python"
+export A2A_GATEWAY_TEST_POSTGRES_URL="${A2A_GATEWAY_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --all-targets --all-features -- -D warnings
+echo "== cargo test"
+cargo test --all-features --no-fail-fast

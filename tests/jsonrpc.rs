@@ -1,0 +1,351 @@
+//! The JSON-RPC binding over real sockets: the malformed-request table with exact
+//! error codes (and no HTTP 500 or panic for any of them), id echoing,
+//! notifications, versions, content types, body limits, streams and the card.
+
+use std::sync::Arc;
+
+use a2a_gateway::executor::{
+    AgentExecutor, EventQueue, ExecutorError, RequestContext, TaskUpdater,
+};
+use a2a_gateway::protocol::Part;
+use a2a_gateway::server;
+use a2a_gateway::store::MemoryTaskStore;
+use a2a_gateway::transport::{AppState, TransportConfig};
+use a2a_gateway::{HandlerConfig, RequestHandler};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+/// Echoes the user's text as one artifact, then completes.
+struct Echo;
+
+#[async_trait]
+impl AgentExecutor for Echo {
+    async fn execute(&self, ctx: RequestContext, queue: EventQueue) -> Result<(), ExecutorError> {
+        let u = TaskUpdater::from_context(&ctx, queue);
+        if ctx.current_task.is_none() {
+            u.submit().await?;
+        }
+        u.start_work(None).await?;
+        u.add_artifact(
+            vec![Part::text(format!("echo: {}", ctx.user_input()))],
+            None,
+            Some("result".into()),
+            false,
+            true,
+        )
+        .await?;
+        u.complete(None).await?;
+        Ok(())
+    }
+}
+
+struct Server {
+    url: String,
+    client: reqwest::Client,
+}
+
+async fn start(max_body_bytes: usize) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let url = format!("http://{addr}/");
+    let handler = RequestHandler::new(
+        Arc::new(Echo),
+        Arc::new(MemoryTaskStore::new()),
+        HandlerConfig::default(),
+    );
+    let card = server::simple_card("echo", "echoes", &url, vec![]);
+    let state = AppState::new(
+        handler,
+        card,
+        TransportConfig {
+            max_body_bytes,
+            ..Default::default()
+        },
+    );
+    let app = server::router(state, None);
+    tokio::spawn(server::serve(listener, app, futures::future::pending()));
+    Server {
+        url,
+        client: reqwest::Client::new(),
+    }
+}
+
+impl Server {
+    async fn raw(
+        &self,
+        body: impl Into<reqwest::Body>,
+        content_type: Option<&str>,
+    ) -> (u16, String) {
+        let mut req = self.client.post(&self.url).body(body);
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.text().await.unwrap())
+    }
+
+    async fn call(&self, body: Value) -> Value {
+        let (status, text) = self.raw(body.to_string(), Some("application/json")).await;
+        assert_eq!(status, 200, "{text}");
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+fn message(text: &str) -> Value {
+    json!({"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+#[tokio::test]
+async fn malformed_requests_get_exact_codes_and_never_500() {
+    let s = start(1 << 20).await;
+    let send = |params: Value| json!({"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": params});
+    let table: Vec<(&str, String, i64)> = vec![
+        ("not json", "{".into(), -32700),
+        ("empty body", "".into(), -32700),
+        ("batch", json!([{"jsonrpc": "2.0", "id": 1, "method": "GetTask"}]).to_string(), -32600),
+        ("empty batch", "[]".into(), -32600),
+        ("scalar", "42".into(), -32600),
+        ("no jsonrpc", json!({"id": 1, "method": "GetTask"}).to_string(), -32600),
+        ("jsonrpc 1.0", json!({"jsonrpc": "1.0", "id": 1, "method": "GetTask"}).to_string(), -32600),
+        ("method not string", json!({"jsonrpc": "2.0", "id": 1, "method": 5}).to_string(), -32600),
+        ("id object", json!({"jsonrpc": "2.0", "id": {}, "method": "GetTask"}).to_string(), -32600),
+        ("params scalar", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": 1}).to_string(), -32600),
+        ("unknown method", json!({"jsonrpc": "2.0", "id": 1, "method": "Nope"}).to_string(), -32601),
+        ("0.3 method", json!({"jsonrpc": "2.0", "id": 1, "method": "message/send"}).to_string(), -32601),
+        ("no params", json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage"}).to_string(), -32602),
+        ("params array", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": []}).to_string(), -32602),
+        ("missing messageId", send(json!({"message": {"role": "ROLE_USER", "parts": [{"text": "x"}]}})).to_string(), -32602),
+        ("empty messageId", send(json!({"message": {"messageId": "", "role": "ROLE_USER", "parts": [{"text": "x"}]}})).to_string(), -32602),
+        ("missing role", send(json!({"message": {"messageId": "m", "parts": [{"text": "x"}]}})).to_string(), -32602),
+        ("agent role", send(json!({"message": {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "x"}]}})).to_string(), -32602),
+        ("bad role", send(json!({"message": {"messageId": "m", "role": "ROLE_BOSS", "parts": [{"text": "x"}]}})).to_string(), -32602),
+        ("missing parts", send(json!({"message": {"messageId": "m", "role": "ROLE_USER"}})).to_string(), -32602),
+        ("empty parts", send(json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}})).to_string(), -32602),
+        ("part with two kinds", send(json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x", "url": "y"}]}})).to_string(), -32602),
+        ("parts wrong type", send(json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": "x"}})).to_string(), -32602),
+        ("negative historyLength", send(json!({"message": message("x"), "configuration": {"historyLength": -1}})).to_string(), -32602),
+        ("unknown taskId", send(json!({"message": {"messageId": "m", "role": "ROLE_USER", "taskId": "nope", "parts": [{"text": "x"}]}})).to_string(), -32001),
+        ("inline push config", send(json!({"message": message("x"), "configuration": {"taskPushNotificationConfig": {"url": "https://x"}}})).to_string(), -32003),
+        ("GetTask no id", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {}}).to_string(), -32602),
+        ("GetTask id number", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": 5}}).to_string(), -32602),
+        ("GetTask unknown", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}).to_string(), -32001),
+        ("GetTask negative history", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x", "historyLength": -2}}).to_string(), -32602),
+        ("ListTasks pageSize 0", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 0}}).to_string(), -32602),
+        ("ListTasks pageSize 101", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 101}}).to_string(), -32602),
+        ("ListTasks bad token", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageToken": "garbage"}}).to_string(), -32602),
+        ("ListTasks bad status", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"status": "DONE"}}).to_string(), -32602),
+        ("ListTasks bad timestamp", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"statusTimestampAfter": "yesterday"}}).to_string(), -32602),
+        ("CancelTask unknown", json!({"jsonrpc": "2.0", "id": 1, "method": "CancelTask", "params": {"id": "nope"}}).to_string(), -32001),
+        ("Subscribe unknown", json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": "nope"}}).to_string(), -32001),
+        ("push config create", json!({"jsonrpc": "2.0", "id": 1, "method": "CreateTaskPushNotificationConfig", "params": {"taskId": "t", "url": "https://x"}}).to_string(), -32003),
+        ("push config list", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTaskPushNotificationConfigs", "params": {"taskId": "t"}}).to_string(), -32003),
+        ("extended card", json!({"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard"}).to_string(), -32004),
+    ];
+    for (name, body, code) in table {
+        let (status, text) = s.raw(body, Some("application/json")).await;
+        assert_eq!(status, 200, "{name}: HTTP {status} {text}");
+        let v: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{name}: not JSON ({e}): {text}"));
+        assert_eq!(v["jsonrpc"], "2.0", "{name}");
+        assert_eq!(v["error"]["code"], code, "{name}: {text}");
+        assert!(v.get("result").is_none(), "{name}");
+        let info = &v["error"]["data"][0];
+        assert_eq!(info["domain"], "a2a-protocol.org", "{name}");
+        assert!(info["reason"].is_string(), "{name}");
+    }
+    // The server is still healthy after all of that.
+    let ok = s
+        .call(send(json!({"message": message("still here")})))
+        .await;
+    assert_eq!(
+        ok["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+}
+
+#[tokio::test]
+async fn id_comes_back_with_its_exact_type() {
+    let s = start(1 << 20).await;
+    for id in [json!(1), json!("abc"), json!(null), json!(-3), json!(1.5)] {
+        let v = s
+            .call(json!({"jsonrpc": "2.0", "id": id, "method": "GetTask", "params": {"id": "x"}}))
+            .await;
+        assert_eq!(v["id"], id);
+        assert!(v.as_object().unwrap().contains_key("id"));
+    }
+    // A parse error has no readable id: null.
+    let (_, text) = s.raw("{", Some("application/json")).await;
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!(v["id"].is_null() && v.as_object().unwrap().contains_key("id"));
+}
+
+#[tokio::test]
+async fn notification_gets_no_body() {
+    let s = start(1 << 20).await;
+    let (status, text) = s
+        .raw(
+            json!({"jsonrpc": "2.0", "method": "GetTask", "params": {"id": "x"}}).to_string(),
+            Some("application/json"),
+        )
+        .await;
+    assert_eq!(status, 204);
+    assert!(text.is_empty());
+}
+
+#[tokio::test]
+async fn version_header_and_content_type_and_body_limit() {
+    let s = start(4096).await;
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}).to_string();
+    for (v, code) in [
+        ("1.0", -32001),
+        ("0.3", -32009),
+        ("2.0", -32009),
+        ("1.0.1", -32009),
+    ] {
+        let resp = s
+            .client
+            .post(&s.url)
+            .header("content-type", "application/json")
+            .header("A2A-Version", v)
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        let v: Value = resp.json().await.unwrap();
+        assert_eq!(v["error"]["code"], code);
+    }
+    let resp = s
+        .client
+        .post(format!("{}?A2A-Version=0.3", s.url))
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.json::<Value>().await.unwrap()["error"]["code"], -32009);
+
+    let (status, text) = s.raw(body.clone(), Some("text/plain")).await;
+    assert_eq!(status, 415, "{text}");
+    assert!(text.contains("Content-Type"));
+    let (status, _) = s
+        .raw(body.clone(), Some("application/json; charset=utf-8"))
+        .await;
+    assert_eq!(status, 200);
+
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{{"id":"{}"}}}}"#,
+        "x".repeat(5000)
+    );
+    let (status, text) = s.raw(big, Some("application/json")).await;
+    assert_eq!(status, 413, "{text}");
+    // Chunked (no Content-Length) oversized body is refused too.
+    let chunks = futures::stream::iter((0..10).map(|_| Ok::<_, std::io::Error>(vec![b' '; 1000])));
+    let (status, _) = s
+        .raw(reqwest::Body::wrap_stream(chunks), Some("application/json"))
+        .await;
+    assert_eq!(status, 413);
+}
+
+#[tokio::test]
+async fn blocking_send_then_get_and_list() {
+    let s = start(1 << 20).await;
+    let v = s.call(json!({"jsonrpc": "2.0", "id": "a", "method": "SendMessage", "params": {"message": message("hi")}})).await;
+    let task = &v["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "echo: hi");
+    assert!(task["status"]["timestamp"].as_str().unwrap().ends_with('Z'));
+    let id = task["id"].as_str().unwrap();
+    let got = s.call(json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": id, "historyLength": 0}})).await;
+    assert!(got["result"].get("history").is_none());
+    let list = s
+        .call(json!({"jsonrpc": "2.0", "id": 3, "method": "ListTasks", "params": {}}))
+        .await;
+    let r = &list["result"];
+    assert_eq!(r["nextPageToken"], "");
+    assert_eq!(r["pageSize"], 50);
+    assert_eq!(r["totalSize"], 1);
+    assert!(
+        r["tasks"][0].get("artifacts").is_none(),
+        "artifacts absent unless includeArtifacts"
+    );
+}
+
+#[tokio::test]
+async fn streaming_send_is_sse_with_ids_and_ends_after_terminal() {
+    let s = start(1 << 20).await;
+    let resp = s
+        .client
+        .post(&s.url)
+        .header("content-type", "application/json")
+        .body(json!({"jsonrpc": "2.0", "id": 9, "method": "SendStreamingMessage", "params": {"message": message("yo")}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let text = resp.text().await.unwrap();
+    let mut ids = Vec::new();
+    let mut kinds = Vec::new();
+    for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
+        let mut data = None;
+        for line in block.lines() {
+            if let Some(v) = line.strip_prefix("id:") {
+                ids.push(v.trim().parse::<u64>().unwrap());
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data = Some(v.trim().to_owned());
+            }
+        }
+        let v: Value = serde_json::from_str(&data.unwrap()).unwrap();
+        assert_eq!(v["id"], 9);
+        kinds.push(
+            v["result"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .next()
+                .unwrap()
+                .clone(),
+        );
+    }
+    assert_eq!(
+        kinds,
+        ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]
+    );
+    assert_eq!(ids, [1, 2, 3, 4]);
+}
+
+#[tokio::test]
+async fn agent_card_has_etag_and_honours_if_none_match() {
+    let s = start(1 << 20).await;
+    let url = format!("{}.well-known/agent-card.json", s.url);
+    let resp = s.client.get(&url).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let etag = resp.headers()["etag"].to_str().unwrap().to_owned();
+    assert!(
+        resp.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("max-age")
+    );
+    let card: Value = resp.json().await.unwrap();
+    assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
+    assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
+    assert_eq!(card["supportedInterfaces"][0]["url"], s.url);
+    assert_eq!(card["capabilities"]["streaming"], true);
+    let resp = s
+        .client
+        .get(&url)
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 304);
+    let resp = s
+        .client
+        .get(&url)
+        .header("if-none-match", "\"other\"")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+}
