@@ -54,6 +54,9 @@ pub fn install_metrics() -> Option<PrometheusHandle> {
             match builder.install_recorder() {
                 Ok(handle) => {
                     describe();
+                    // Present from the first scrape, before any stream opened.
+                    metrics::gauge!(OPEN_STREAMS).set(0.0);
+                    metrics::gauge!(ACTIVE_TASKS).set(0.0);
                     Some(handle)
                 }
                 Err(e) => {
