@@ -148,7 +148,7 @@ fn main() {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let url = format!("http://{}/", listener.local_addr().unwrap());
             let handler = RequestHandler::new(
-                Arc::new(HelloWorldAgentExecutor::default()),
+                Arc::new(HelloWorldAgentExecutor::new()),
                 store,
                 HandlerConfig::default(),
             );

@@ -6,6 +6,7 @@
 //! - [`executor`]: the executor API: [`AgentExecutor`], [`RequestContext`],
 //!   [`EventQueue`], [`TaskUpdater`].
 //! - [`store`]: the [`TaskStore`] trait (event log + snapshot) and its backends.
+//! - [`upstream`]: the AgentCore proxy executor ([`upstream::AgentCoreExecutor`]).
 //! - [`handler`]: [`RequestHandler`], the protocol semantics (no HTTP inside).
 //! - [`transport`]: the JSON-RPC binding, SSE rendering, the agent card.
 //! - [`server`], [`app`]: HTTP server assembly; a [`app::Gateway`] from [`Config`].
@@ -28,6 +29,7 @@ pub mod store;
 pub mod telemetry;
 pub mod tls;
 pub mod transport;
+pub mod upstream;
 
 pub use config::Config;
 pub use error::A2aError;

@@ -1,0 +1,297 @@
+//! The HTTP client: building it (HTTP version, extra CA roots, connect timeout,
+//! HTTP/2 keep-alive), sending one request with the pool / write / read-until-headers
+//! time limits, and the retry policy (jittered exponential backoff honouring
+//! `Retry-After`, runtime contract §1.3 and §6 "design rules").
+
+use std::path::Path;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use futures::Stream;
+use http::HeaderValue;
+use rand::Rng;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::errors::{TimeoutKind, UpstreamError};
+use super::settings::HttpVersion;
+
+/// `User-Agent` sent to the runtime and the token endpoint.
+pub const USER_AGENT: &str = concat!("a2a-gateway/", env!("CARGO_PKG_VERSION"));
+
+/// HTTP/2 PING interval on open connections: detects a dead connection during the
+/// long silences of an agent that thinks for minutes.
+const H2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
+/// How long a PING may stay unanswered before the connection is considered dead.
+const H2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+/// TCP keep-alive on upstream sockets.
+const TCP_KEEP_ALIVE: Duration = Duration::from_secs(60);
+/// Idle pooled connections are closed after this.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Request bodies are handed to the connection in pieces of this size, so the write
+/// time limit follows the actual progress of a large body.
+const WRITE_CHUNK: usize = 64 * 1024;
+
+/// Builds a rustls-only reqwest client for `version`, trusting the built-in web PKI
+/// roots plus the certificates in `ca_file` (PEM, one or more). No redirects are
+/// followed (a redirected POST would be a new, unplanned invocation).
+///
+/// # Errors
+/// [`UpstreamError::Settings`] when `ca_file` cannot be read or holds no certificate.
+pub fn build_client(
+    version: HttpVersion,
+    ca_file: Option<&Path>,
+    connect_timeout: Duration,
+) -> Result<reqwest::Client, UpstreamError> {
+    let mut b = reqwest::Client::builder()
+        .use_rustls_tls()
+        .user_agent(USER_AGENT)
+        .connect_timeout(connect_timeout)
+        .tcp_nodelay(true)
+        .tcp_keepalive(TCP_KEEP_ALIVE)
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .http2_keep_alive_interval(H2_KEEP_ALIVE_INTERVAL)
+        .http2_keep_alive_timeout(H2_KEEP_ALIVE_TIMEOUT)
+        .http2_keep_alive_while_idle(true);
+    b = match version {
+        HttpVersion::Auto => b,
+        HttpVersion::Http2 => b.http2_prior_knowledge(),
+        HttpVersion::Http1 => b.http1_only(),
+    };
+    if let Some(path) = ca_file {
+        let pem = std::fs::read(path).map_err(|e| {
+            UpstreamError::Settings(format!(
+                "upstream.ca_file `{}` cannot be read: {e}",
+                path.display()
+            ))
+        })?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+            UpstreamError::Settings(format!(
+                "upstream.ca_file `{}` is not PEM: {e}",
+                path.display()
+            ))
+        })?;
+        if certs.is_empty() {
+            return Err(UpstreamError::Settings(format!(
+                "upstream.ca_file `{}` holds no certificate",
+                path.display()
+            )));
+        }
+        for c in certs {
+            b = b.add_root_certificate(c);
+        }
+    }
+    b.build().map_err(|e| {
+        UpstreamError::Settings(format!(
+            "cannot build the HTTP client: {}",
+            super::errors::describe(&e)
+        ))
+    })
+}
+
+/// The time limits of one attempt up to the reply headers.
+#[derive(Debug, Clone, Copy)]
+pub struct SendTimeouts {
+    /// Connecting (also enforced inside reqwest); named when a connect times out.
+    pub connect: Duration,
+    /// Waiting for a usable connection, beyond `connect`.
+    pub pool: Duration,
+    /// Sending the request once the connection is ready.
+    pub write: Duration,
+    /// Waiting for the reply headers after the request was sent.
+    pub read: Duration,
+}
+
+/// Sends `request` (whose body is `body`, JSON) and waits for the reply headers,
+/// enforcing each phase's limit:
+/// 1. until the connection starts taking the body: `connect + pool`;
+/// 2. until the whole body was handed to the connection: `write`;
+/// 3. until the reply headers arrive: `read`.
+///
+/// Dropping the returned future (or the response) drops the connection or resets
+/// the HTTP/2 stream.
+///
+/// # Errors
+/// [`UpstreamError::Timeout`] naming the phase, or the classified transport error.
+pub async fn send(
+    request: reqwest::RequestBuilder,
+    body: Bytes,
+    timeouts: SendTimeouts,
+) -> Result<reqwest::Response, UpstreamError> {
+    let (started_tx, mut started_rx) = oneshot::channel();
+    let (written_tx, mut written_rx) = oneshot::channel();
+    let probe = WriteProbe {
+        body,
+        started: Some(started_tx),
+        written: Some(written_tx),
+    };
+    let request = request
+        .header(http::header::CONTENT_LENGTH, probe.body.len())
+        .body(reqwest::Body::wrap_stream(probe));
+    let fut = request.send();
+    tokio::pin!(fut);
+    let mut phase = TimeoutKind::Pool;
+    let mut deadline = Instant::now() + timeouts.connect + timeouts.pool;
+    loop {
+        tokio::select! {
+            biased;
+            r = &mut fut => return r.map_err(|e| UpstreamError::from_send(&e, timeouts.connect)),
+            _ = &mut started_rx, if phase == TimeoutKind::Pool => {
+                phase = TimeoutKind::Write;
+                deadline = Instant::now() + timeouts.write;
+            }
+            _ = &mut written_rx, if phase == TimeoutKind::Write => {
+                phase = TimeoutKind::Read;
+                deadline = Instant::now() + timeouts.read;
+            }
+            () = tokio::time::sleep_until(deadline) => {
+                let after = match phase {
+                    TimeoutKind::Pool => timeouts.pool,
+                    TimeoutKind::Write => timeouts.write,
+                    _ => timeouts.read,
+                };
+                return Err(UpstreamError::Timeout { kind: phase, after });
+            }
+        }
+    }
+}
+
+/// A request body that reports when the connection starts pulling it and when the
+/// last piece was handed over.
+struct WriteProbe {
+    body: Bytes,
+    started: Option<oneshot::Sender<()>>,
+    written: Option<oneshot::Sender<()>>,
+}
+
+impl Stream for WriteProbe {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if let Some(tx) = self.started.take() {
+            let _ = tx.send(());
+        }
+        if self.body.is_empty() {
+            if let Some(tx) = self.written.take() {
+                let _ = tx.send(());
+            }
+            return Poll::Ready(None);
+        }
+        let n = self.body.len().min(WRITE_CHUNK);
+        let piece = self.body.split_to(n);
+        if self.body.is_empty() {
+            // The connection may not poll again once it has Content-Length bytes.
+            if let Some(tx) = self.written.take() {
+                let _ = tx.send(());
+            }
+        }
+        Poll::Ready(Some(Ok(piece)))
+    }
+}
+
+/// When and how often to retry an attempt that failed before any reply byte.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// Delay before the first retry (before jitter); doubles per retry.
+    pub base_delay: Duration,
+    /// Longest delay, and longest `Retry-After` honoured.
+    pub max_delay: Duration,
+}
+
+impl RetryPolicy {
+    /// The delay before retry number `retry` (1-based): `Retry-After` when the runtime
+    /// sent one, else `base · 2^(retry-1)` capped at `max_delay`, with "equal jitter"
+    /// (uniform in the upper half). `None` when `Retry-After` asks for longer than
+    /// `max_delay` (waiting that long inside a task is worse than failing it).
+    pub fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Option<Duration> {
+        if let Some(ra) = retry_after {
+            return (ra <= self.max_delay).then_some(ra);
+        }
+        let exp = self
+            .base_delay
+            .saturating_mul(1u32 << retry.saturating_sub(1).min(20))
+            .min(self.max_delay);
+        let half = exp / 2;
+        let jitter = rand::rng().random_range(0..=half.as_millis() as u64);
+        Some(half + Duration::from_millis(jitter))
+    }
+}
+
+/// Parses `Retry-After`: delay-seconds or an HTTP-date (relative to `now`; a date in
+/// the past is zero).
+pub fn parse_retry_after(value: &HeaderValue, now: DateTime<Utc>) -> Option<Duration> {
+    let s = value.to_str().ok()?.trim();
+    if let Ok(secs) = s.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when = DateTime::parse_from_rfc2822(s).ok()?.with_timezone(&Utc);
+    Some((when - now).to_std().unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_forms() {
+        let now = DateTime::parse_from_rfc3339("2025-01-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(
+            parse_retry_after(&HeaderValue::from_static("3"), now),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            parse_retry_after(
+                &HeaderValue::from_static("Wed, 01 Jan 2025 00:00:05 GMT"),
+                now
+            ),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            parse_retry_after(
+                &HeaderValue::from_static("Tue, 31 Dec 2024 00:00:05 GMT"),
+                now
+            ),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            parse_retry_after(&HeaderValue::from_static("soon"), now),
+            None
+        );
+    }
+
+    #[test]
+    fn backoff_grows_with_jitter_and_honours_retry_after() {
+        let p = RetryPolicy {
+            max_retries: 3,
+            base_delay: Duration::from_millis(200),
+            max_delay: Duration::from_secs(2),
+        };
+        for _ in 0..100 {
+            let d1 = p.delay(1, None).unwrap();
+            assert!(
+                d1 >= Duration::from_millis(100) && d1 <= Duration::from_millis(200),
+                "{d1:?}"
+            );
+            let d3 = p.delay(3, None).unwrap();
+            assert!(
+                d3 >= Duration::from_millis(400) && d3 <= Duration::from_millis(800),
+                "{d3:?}"
+            );
+            let d9 = p.delay(9, None).unwrap();
+            assert!(d9 <= Duration::from_secs(2));
+        }
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(1))),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(p.delay(1, Some(Duration::from_secs(60))), None);
+    }
+}

@@ -1,0 +1,436 @@
+//! Upstream failures as readable reasons (runtime contract §1.3, §6).
+//!
+//! Every [`UpstreamError`] ends up as the FAILED reason of a task, so its `Display`
+//! text is written for the person reading the task: what failed, the HTTP status,
+//! the runtime's `x-amzn-ErrorType` and `message`, and which setting to change for a
+//! timeout. It never contains a token or a client secret: error bodies are reduced to
+//! their `message` field (or a one-line excerpt) and any occurrence of the bearer
+//! token in them is replaced with `[redacted]` before the error is built.
+
+use std::fmt;
+use std::time::Duration;
+
+use http::HeaderMap;
+use serde_json::Value;
+
+use super::token::TokenError;
+
+/// The longest excerpt of a non-JSON error body kept in a reason, in characters.
+const BODY_EXCERPT_CHARS: usize = 300;
+
+/// Which configured time limit fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutKind {
+    /// Opening the TCP (and TLS) connection took longer than `connect_timeout_secs`.
+    Connect,
+    /// Getting a usable connection (beyond connecting) took longer than `pool_timeout_secs`.
+    Pool,
+    /// Sending the request took longer than `write_timeout_secs`.
+    Write,
+    /// The reply was silent for longer than `read_timeout_secs`.
+    Read,
+    /// A JSON reply did not finish within `request_timeout_secs` (15 minutes by default).
+    Request,
+    /// A streamed reply did not finish within `max_stream_secs`.
+    Stream,
+}
+
+impl TimeoutKind {
+    /// The configuration key that sets this limit.
+    pub fn setting(self) -> &'static str {
+        match self {
+            Self::Connect => "connect_timeout_secs",
+            Self::Pool => "pool_timeout_secs",
+            Self::Write => "write_timeout_secs",
+            Self::Read => "read_timeout_secs",
+            Self::Request => "request_timeout_secs",
+            Self::Stream => "max_stream_secs",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Self::Connect => "connecting to the AgentCore runtime took too long",
+            Self::Pool => "waiting for a connection to the AgentCore runtime took too long",
+            Self::Write => "sending the request to the AgentCore runtime took too long",
+            Self::Read => "the AgentCore runtime sent nothing for too long",
+            Self::Request => "the AgentCore runtime's JSON reply did not finish in time",
+            Self::Stream => "the AgentCore runtime's streamed reply did not finish in time",
+        }
+    }
+}
+
+/// A non-2xx answer from the runtime (contract §1.3), reduced to what is safe to show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusError {
+    /// The HTTP status code.
+    pub status: u16,
+    /// The exception name from `x-amzn-ErrorType` (the part before any `:`), if sent.
+    pub error_type: Option<String>,
+    /// The body's `message` (or `Message`, `error`, JSON-RPC `error.message`), or a
+    /// one-line excerpt of a text body; `None` for an empty or HTML body.
+    pub message: Option<String>,
+    /// The runtime's `x-amzn-RequestId`, for the runtime operator's logs.
+    pub request_id: Option<String>,
+    /// Whether the body was an HTML page (a proxy or load balancer answered).
+    pub html: bool,
+    /// `Retry-After`, when sent and parseable.
+    pub retry_after: Option<Duration>,
+}
+
+impl StatusError {
+    /// Builds the error from a response's status, headers and body. `token` (the
+    /// bearer token sent) is redacted from anything kept from the body.
+    pub fn from_response(
+        status: u16,
+        headers: &HeaderMap,
+        body: &[u8],
+        token: Option<&str>,
+    ) -> Self {
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+        };
+        let error_type = header("x-amzn-errortype")
+            .and_then(|v| v.split(':').next())
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned);
+        let request_id = header("x-amzn-requestid").map(str::to_owned);
+        let content_type = header("content-type").unwrap_or("").to_ascii_lowercase();
+        let text = String::from_utf8_lossy(body);
+        let trimmed = text.trim();
+        let html = content_type.starts_with("text/html")
+            || trimmed
+                .get(..15)
+                .is_some_and(|s| s.eq_ignore_ascii_case("<!doctype html>"))
+            || trimmed
+                .get(..5)
+                .is_some_and(|s| s.eq_ignore_ascii_case("<html"));
+        let message = if html || trimmed.is_empty() {
+            None
+        } else if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
+            json_message(&v).or_else(|| Some(excerpt(trimmed)))
+        } else {
+            Some(excerpt(trimmed))
+        };
+        let message = message.map(|m| redact(&m, token));
+        let retry_after = headers
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| super::client::parse_retry_after(v, chrono::Utc::now()));
+        Self {
+            status,
+            error_type,
+            message,
+            request_id,
+            html,
+            retry_after,
+        }
+    }
+
+    /// Whether the runtime contract allows retrying this answer (before any reply
+    /// byte): 429, 500, 502, 503, 504 and 409 `RetryableConflictException`.
+    pub fn is_retryable(&self) -> bool {
+        match self.status {
+            429 | 500 | 502 | 503 | 504 => true,
+            409 => {
+                self.error_type.as_deref() == Some("RetryableConflictException")
+                    || self
+                        .message
+                        .as_deref()
+                        .is_some_and(|m| m.to_ascii_lowercase().contains("please retry"))
+            }
+            _ => false,
+        }
+    }
+
+    fn hint(&self) -> Option<&'static str> {
+        Some(match self.status {
+            400 => "the runtime rejected the request as invalid",
+            401 => "the runtime did not accept the bearer token",
+            403 => {
+                "access denied: check the runtime's inbound authorizer (OAuth vs SigV4), allowed clients and scopes"
+            }
+            404 => "check agent_runtime_arn, qualifier or url",
+            409 => "the runtime session is busy",
+            424 => {
+                "the agent's container failed, crashed or did not start in time; see the agent's own logs"
+            }
+            429 => "throttled by the runtime",
+            402 => "a runtime quota is exhausted",
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for StatusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AgentCore runtime answered HTTP {}", self.status)?;
+        if let Some(t) = &self.error_type {
+            write!(f, " {t}")?;
+        }
+        match (&self.message, self.html) {
+            (Some(m), _) => write!(f, ": {m}")?,
+            (None, true) => f.write_str(" with an HTML page instead of an agent reply")?,
+            (None, false) => {}
+        }
+        if let Some(h) = self.hint() {
+            write!(f, " ({h})")?;
+        }
+        if let Some(id) = &self.request_id {
+            write!(f, " [request id {id}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why an invocation failed. The `Display` text is the task's FAILED reason.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpstreamError {
+    /// No bearer token could be had.
+    #[error("{0}")]
+    Token(#[from] TokenError),
+    /// The runtime answered with a non-2xx status.
+    #[error("{0}")]
+    Status(Box<StatusError>),
+    /// A configured time limit fired.
+    #[error("{} (no progress after {}; setting `{}`)", .kind.what(), fmt_duration(*.after), .kind.setting())]
+    Timeout {
+        /// Which limit.
+        kind: TimeoutKind,
+        /// The configured limit.
+        after: Duration,
+    },
+    /// The connection could not be opened (refused, DNS, TLS).
+    #[error("could not connect to the AgentCore runtime: {0}")]
+    Connect(String),
+    /// The request failed before any reply arrived (connection closed, protocol error).
+    #[error("the request to the AgentCore runtime failed before a reply arrived: {0}")]
+    Send(String),
+    /// The reply broke off (reset, truncated body) after it had started.
+    #[error(
+        "the AgentCore runtime's reply broke off after {bytes} bytes ({reason}); the partial output is not a complete answer"
+    )]
+    Broken {
+        /// Reply body bytes received before the break.
+        bytes: u64,
+        /// The transport's description of the break.
+        reason: String,
+    },
+    /// The agent reported an error (the SDK's trailing `{"error", "error_type"}` frame,
+    /// or a `fail` control object).
+    #[error("the agent failed: {message}")]
+    Agent {
+        /// The agent's message, prefixed with its exception class when known.
+        message: String,
+    },
+    /// A 2xx reply with an empty body, or one that is an HTML page.
+    #[error("the AgentCore runtime answered HTTP {status} {what} instead of an agent reply")]
+    BadReply {
+        /// The HTTP status.
+        status: u16,
+        /// `with an empty body` or `with an HTML page`.
+        what: &'static str,
+    },
+    /// The reply is not well-formed (invalid UTF-8 in an SSE stream).
+    #[error("the AgentCore runtime's reply is malformed: {0}")]
+    Malformed(String),
+    /// A JSON reply was larger than the runtime's 100 MB response limit.
+    #[error("the AgentCore runtime's reply exceeded {limit} bytes")]
+    TooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The agent sent a malformed control object (see `docs/upstream-contract.md`).
+    #[error("the agent sent an invalid control object: {0}")]
+    Control(String),
+    /// The executor's settings are unusable (bad URL, unreadable CA file).
+    #[error("invalid upstream settings: {0}")]
+    Settings(String),
+}
+
+impl UpstreamError {
+    /// A non-2xx answer.
+    pub fn status(e: StatusError) -> Self {
+        Self::Status(Box::new(e))
+    }
+
+    /// Classifies a reqwest error raised before any reply byte.
+    pub(crate) fn from_send(e: &reqwest::Error, connect_timeout: Duration) -> Self {
+        if e.is_connect() {
+            if e.is_timeout() || chain_mentions(e, "timed out") {
+                return Self::Timeout {
+                    kind: TimeoutKind::Connect,
+                    after: connect_timeout,
+                };
+            }
+            return Self::Connect(describe(e));
+        }
+        Self::Send(describe(e))
+    }
+}
+
+/// A reqwest/hyper error as one line: the innermost causes, without the URL.
+pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        let s = match err.downcast_ref::<reqwest::Error>() {
+            Some(r) => {
+                // reqwest's own text may carry the URL; keep its kind only.
+                let r = r.to_string();
+                r.split(" for url (").next().unwrap_or(&r).to_owned()
+            }
+            None => err.to_string(),
+        };
+        if !s.is_empty() && !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+        cur = err.source();
+    }
+    parts.join(": ")
+}
+
+fn chain_mentions(e: &(dyn std::error::Error + 'static), needle: &str) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if err.to_string().to_ascii_lowercase().contains(needle) {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+/// Human form of a limit: `900 s`, `250 ms`.
+pub(crate) fn fmt_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 && d.as_secs() > 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+/// The message of a JSON error body: restJson1 `message`/`Message`, the container's
+/// `{"error": "..."}`, or JSON-RPC `{"error": {"message": ...}}`.
+fn json_message(v: &Value) -> Option<String> {
+    let obj = v.as_object()?;
+    for key in ["message", "Message", "error_description"] {
+        if let Some(Value::String(s)) = obj.get(key) {
+            return Some(excerpt(s));
+        }
+    }
+    match obj.get("error") {
+        Some(Value::String(s)) => Some(excerpt(s)),
+        Some(Value::Object(e)) => e.get("message").and_then(Value::as_str).map(excerpt),
+        _ => None,
+    }
+}
+
+/// One line of at most [`BODY_EXCERPT_CHARS`] characters.
+fn excerpt(s: &str) -> String {
+    let one_line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= BODY_EXCERPT_CHARS {
+        one_line
+    } else {
+        let mut out: String = one_line.chars().take(BODY_EXCERPT_CHARS).collect();
+        out.push('…');
+        out
+    }
+}
+
+/// Replaces every occurrence of `secret` in `text` with `[redacted]`.
+pub(crate) fn redact(text: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(s) if s.len() >= 4 => text.replace(s, "[redacted]"),
+        _ => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn runtime_client_error_is_readable() {
+        let h = headers(&[
+            (
+                "x-amzn-ErrorType",
+                "RuntimeClientError:http://internal.amazon.com/coral/",
+            ),
+            ("x-amzn-RequestId", "req-1"),
+            ("content-type", "application/json"),
+        ]);
+        let body = br#"{"message":"Runtime initialization time exceeded. Please make sure that initialization completes in 30s."}"#;
+        let e = StatusError::from_response(424, &h, body, None);
+        assert_eq!(e.error_type.as_deref(), Some("RuntimeClientError"));
+        let s = e.to_string();
+        assert!(
+            s.starts_with(
+                "AgentCore runtime answered HTTP 424 RuntimeClientError: Runtime initialization"
+            ),
+            "{s}"
+        );
+        assert!(s.contains("[request id req-1]"), "{s}");
+        assert!(!e.is_retryable());
+    }
+
+    #[test]
+    fn html_body_is_not_dumped() {
+        let h = headers(&[("content-type", "text/html; charset=utf-8")]);
+        let e = StatusError::from_response(
+            502,
+            &h,
+            b"<html><body>Bad gateway <script>...</script></body></html>",
+            None,
+        );
+        assert_eq!(e.message, None);
+        assert!(e.to_string().contains("HTML page"), "{e}");
+        assert!(e.is_retryable());
+    }
+
+    #[test]
+    fn conflict_retryable_only_when_marked() {
+        let h = headers(&[("x-amzn-ErrorType", "RetryableConflictException")]);
+        assert!(StatusError::from_response(409, &h, b"{}", None).is_retryable());
+        let h = headers(&[("x-amzn-ErrorType", "ConflictException")]);
+        assert!(!StatusError::from_response(409, &h, b"{}", None).is_retryable());
+        assert!(!StatusError::from_response(400, &HeaderMap::new(), b"", None).is_retryable());
+    }
+
+    #[test]
+    fn token_echoed_in_body_is_redacted() {
+        let e = StatusError::from_response(
+            401,
+            &HeaderMap::new(),
+            b"bad token abc.def.ghi",
+            Some("abc.def.ghi"),
+        );
+        assert_eq!(e.message.as_deref(), Some("bad token [redacted]"));
+    }
+
+    #[test]
+    fn timeout_names_its_setting() {
+        let e = UpstreamError::Timeout {
+            kind: TimeoutKind::Read,
+            after: Duration::from_millis(300),
+        };
+        assert_eq!(
+            e.to_string(),
+            "the AgentCore runtime sent nothing for too long (no progress after 300 ms; setting `read_timeout_secs`)"
+        );
+    }
+}

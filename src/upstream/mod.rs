@@ -1,0 +1,526 @@
+//! The AgentCore proxy executor: forwards each A2A message to an Amazon Bedrock
+//! AgentCore Runtime invocation URL and turns the reply into A2A task events.
+//!
+//! The wire contract it follows is `shared/docs/agentcore-runtime.md` ("the runtime
+//! contract", sections cited as §n); what upstream agents can rely on is
+//! `docs/upstream-contract.md`.
+//!
+//! - [`settings`]: [`AgentCoreSettings`], plain values.
+//! - [`client`]: the reqwest client, per-phase time limits, retry policy.
+//! - [`token`] / [`oauth`]: bearer-token cache (single flight) and the
+//!   client-credentials source.
+//! - [`session`]: runtime session ids and the per-session lock.
+//! - [`reply`]: JSON / SSE reply → [`reply::UpstreamEvent`]s; [`control`]: the
+//!   control vocabulary; [`sink`]: events → A2A task events.
+//! - [`errors`]: readable failure reasons.
+
+pub mod client;
+pub mod control;
+pub mod errors;
+pub mod oauth;
+pub mod reply;
+pub mod session;
+pub mod settings;
+pub mod sink;
+pub mod token;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream;
+use rand::Rng;
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::json;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::executor::{AgentExecutor, ExecutorError, RequestContext, TaskUpdater};
+
+pub use errors::{StatusError, TimeoutKind, UpstreamError};
+pub use settings::{AgentCoreSettings, AuthSettings, HttpVersion, OAuth2Settings, TokenEndpoint};
+pub use token::{TokenCache, TokenError, TokenSource};
+
+use client::{RetryPolicy, SendTimeouts};
+use session::SessionLocks;
+use sink::{ReplySink, SinkError};
+
+/// The request and response header carrying the runtime session id (contract §1.1).
+pub const SESSION_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-session-id";
+/// Largest error body read from a non-2xx answer.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// StopRuntimeSession (token included) must finish within this: inside the request
+/// handler's 10 s budget for `AgentExecutor::cancel`.
+const STOP_SESSION_TIMEOUT: Duration = Duration::from_secs(8);
+
+enum Auth {
+    None,
+    /// A cached token; `refetch` when a 401 may be cured by a new token (OAuth).
+    Token {
+        cache: Arc<TokenCache>,
+        refetch: bool,
+    },
+}
+
+struct Inner {
+    settings: AgentCoreSettings,
+    http: reqwest::Client,
+    auth: Auth,
+    sessions: SessionLocks,
+}
+
+/// The AgentCore proxy executor (an [`AgentExecutor`]). Cheap to clone.
+///
+/// For each message: SUBMITTED (new task) → WORKING → the reply as artifact chunks →
+/// COMPLETED, or FAILED with a readable reason, or the state a control object asks
+/// for (INPUT_REQUIRED, AUTH_REQUIRED, REJECTED). Invocations of one runtime session
+/// run one at a time. Cancel drops the in-flight request at once (the handler's
+/// cancellation token), publishes CANCELED and, when configured, calls
+/// StopRuntimeSession.
+#[derive(Clone)]
+pub struct AgentCoreExecutor {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for AgentCoreExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentCoreExecutor")
+            .field("settings", &self.inner.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentCoreExecutor {
+    /// Builds the executor: the HTTP client (HTTP version, CA file, connect timeout),
+    /// and for OAuth a token cache over a client-credentials source that uses a
+    /// client with the same CA roots. Does no network I/O.
+    ///
+    /// # Errors
+    /// [`UpstreamError::Settings`] for an unreadable `ca_file` or an invalid URL.
+    pub fn new(settings: AgentCoreSettings) -> Result<Self, UpstreamError> {
+        reqwest::Url::parse(&settings.invocation_url).map_err(|e| {
+            UpstreamError::Settings(format!(
+                "upstream.url `{}` is not a valid URL: {e}",
+                settings.invocation_url
+            ))
+        })?;
+        let http = client::build_client(
+            settings.http_version,
+            settings.ca_file.as_deref(),
+            settings.connect_timeout,
+        )?;
+        let auth = match &settings.auth {
+            AuthSettings::None => Auth::None,
+            AuthSettings::Bearer(t) => Auth::Token {
+                cache: Arc::new(TokenCache::new(
+                    Arc::new(token::StaticToken::new(t.clone())),
+                    Duration::ZERO,
+                )),
+                refetch: false,
+            },
+            AuthSettings::OAuth2(o) => {
+                let token_http = client::build_client(
+                    HttpVersion::Auto,
+                    settings.ca_file.as_deref(),
+                    settings.connect_timeout,
+                )?;
+                let source = Arc::new(oauth::OAuthClientCredentials::new(o, token_http));
+                Auth::Token {
+                    cache: Arc::new(TokenCache::new(source, o.refresh_before_expiry)),
+                    refetch: true,
+                }
+            }
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                settings,
+                http,
+                auth,
+                sessions: SessionLocks::default(),
+            }),
+        })
+    }
+
+    /// Like [`new`](Self::new), but tokens come from `source` (cached with
+    /// `refresh_before`, refetched once on a 401) whatever `settings.auth` says.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn with_token_source(
+        settings: AgentCoreSettings,
+        source: Arc<dyn TokenSource>,
+        refresh_before: Duration,
+    ) -> Result<Self, UpstreamError> {
+        let mut me = Self::new(AgentCoreSettings {
+            auth: AuthSettings::None,
+            ..settings.clone()
+        })?;
+        let inner = Arc::get_mut(&mut me.inner).expect("fresh executor");
+        inner.settings.auth = settings.auth;
+        inner.auth = Auth::Token {
+            cache: Arc::new(TokenCache::new(source, refresh_before)),
+            refetch: true,
+        };
+        Ok(me)
+    }
+
+    /// The settings in use.
+    pub fn settings(&self) -> &AgentCoreSettings {
+        &self.inner.settings
+    }
+
+    /// The runtime session id used for `context` (contract §1.1; see [`session`]).
+    pub fn session_for(context: &RequestContext) -> String {
+        session::session_id(
+            &context.call_context.tenant,
+            &context.call_context.owner,
+            &context.context_id,
+        )
+    }
+
+    /// Calls StopRuntimeSession for `session` (contract §1.5). A 404 ("not found or
+    /// already terminated") counts as done; a 401 refetches the token once.
+    ///
+    /// # Errors
+    /// Any other failure, readable.
+    pub async fn stop_session(&self, session: &str) -> Result<(), UpstreamError> {
+        let Some(url) = self.inner.settings.stop_session_url.clone() else {
+            return Ok(());
+        };
+        let mut refetched = false;
+        loop {
+            let token = self.inner.token().await?;
+            let mut rb = self
+                .inner
+                .http
+                .post(&url)
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .header(SESSION_HEADER, session)
+                .timeout(STOP_SESSION_TIMEOUT);
+            if let Some(t) = &token {
+                rb = rb.bearer_auth(t.expose_secret());
+            }
+            let resp =
+                rb.body("{}").send().await.map_err(|e| {
+                    UpstreamError::from_send(&e, self.inner.settings.connect_timeout)
+                })?;
+            let status = resp.status().as_u16();
+            if resp.status().is_success() || status == 404 {
+                return Ok(());
+            }
+            if status == 401
+                && !refetched
+                && let (
+                    Some(t),
+                    Auth::Token {
+                        cache,
+                        refetch: true,
+                    },
+                ) = (&token, &self.inner.auth)
+            {
+                cache.invalidate(t);
+                refetched = true;
+                continue;
+            }
+            let headers = resp.headers().clone();
+            let body = resp.bytes().await.unwrap_or_default();
+            let tok = token.as_ref().map(|t| t.expose_secret());
+            return Err(UpstreamError::status(StatusError::from_response(
+                status, &headers, &body, tok,
+            )));
+        }
+    }
+}
+
+impl Inner {
+    async fn token(&self) -> Result<Option<SecretString>, UpstreamError> {
+        match &self.auth {
+            Auth::None => Ok(None),
+            Auth::Token { cache, .. } => Ok(Some(cache.get().await?)),
+        }
+    }
+
+    fn payload(&self, ctx: &RequestContext) -> Bytes {
+        let mut p = json!({
+            "prompt": ctx.user_input(),
+            "actor_id": format!("user-{}", ctx.context_id),
+        });
+        if self.settings.include_message {
+            p["message"] = serde_json::to_value(&ctx.message).unwrap_or_default();
+            p["taskId"] = json!(ctx.task_id);
+            p["contextId"] = json!(ctx.context_id);
+        }
+        Bytes::from(serde_json::to_vec(&p).expect("JSON payload"))
+    }
+
+    /// One invocation with retries (only before any reply byte). Returns the 2xx
+    /// response and when its attempt started.
+    async fn invoke(
+        &self,
+        session: &str,
+        payload: Bytes,
+    ) -> Result<(reqwest::Response, Instant), UpstreamError> {
+        let s = &self.settings;
+        let policy = RetryPolicy {
+            max_retries: s.max_retries,
+            base_delay: s.retry_base_delay,
+            max_delay: s.retry_max_delay,
+        };
+        let timeouts = SendTimeouts {
+            connect: s.connect_timeout,
+            pool: s.pool_timeout,
+            write: s.write_timeout,
+            read: s.read_timeout,
+        };
+        let mut retries = 0u32;
+        let mut refetched = false;
+        loop {
+            let token = self.token().await?;
+            let traceparent = new_traceparent();
+            let mut rb = self
+                .http
+                .post(&s.invocation_url)
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .header(http::header::ACCEPT, "text/event-stream, application/json")
+                .header(SESSION_HEADER, session)
+                .header("traceparent", &traceparent);
+            if let Some(t) = &token {
+                rb = rb.bearer_auth(t.expose_secret());
+            }
+            let started = Instant::now();
+            let err = match client::send(rb, payload.clone(), timeouts).await {
+                Ok(resp) if resp.status().is_success() => {
+                    tracing::info!(
+                        upstream.status = resp.status().as_u16(),
+                        upstream.request_id = header(&resp, "x-amzn-requestid").unwrap_or("-"),
+                        upstream.session = header(&resp, SESSION_HEADER).unwrap_or("-"),
+                        upstream.version = ?resp.version(),
+                        traceparent = %traceparent,
+                        duration_ms = started.elapsed().as_millis() as u64,
+                        "the runtime accepted the invocation"
+                    );
+                    return Ok((resp, started));
+                }
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    let headers = resp.headers().clone();
+                    let body = read_error_body(resp, s.read_timeout).await;
+                    let e = StatusError::from_response(
+                        status,
+                        &headers,
+                        &body,
+                        token.as_ref().map(|t| t.expose_secret()),
+                    );
+                    tracing::warn!(
+                        upstream.status = status,
+                        upstream.error_type = e.error_type.as_deref().unwrap_or("-"),
+                        upstream.request_id = e.request_id.as_deref().unwrap_or("-"),
+                        traceparent = %traceparent,
+                        "the runtime refused the invocation"
+                    );
+                    if status == 401
+                        && !refetched
+                        && let (
+                            Some(t),
+                            Auth::Token {
+                                cache,
+                                refetch: true,
+                            },
+                        ) = (&token, &self.auth)
+                    {
+                        cache.invalidate(t);
+                        refetched = true;
+                        continue;
+                    }
+                    let retry_after = e.retry_after;
+                    if e.is_retryable() {
+                        (UpstreamError::status(e), retry_after)
+                    } else {
+                        return Err(UpstreamError::status(e));
+                    }
+                }
+                // Nothing was sent: safe to retry.
+                Err(
+                    e @ (UpstreamError::Connect(_)
+                    | UpstreamError::Timeout {
+                        kind: TimeoutKind::Connect | TimeoutKind::Pool,
+                        ..
+                    }),
+                ) => (e, None),
+                Err(e) => return Err(e),
+            };
+            let (e, retry_after) = err;
+            if retries >= policy.max_retries {
+                return Err(e);
+            }
+            let Some(delay) = policy.delay(retries + 1, retry_after) else {
+                return Err(e);
+            };
+            retries += 1;
+            tracing::warn!(retry = retries, delay_ms = delay.as_millis() as u64, reason = %e, "retrying the invocation");
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// Invokes and publishes the reply. Runs under the session lock.
+    async fn run(
+        &self,
+        ctx: &RequestContext,
+        updater: &TaskUpdater,
+        session: &str,
+    ) -> Result<(), SinkError> {
+        let _turn = self.sessions.lock(session).await;
+        let (resp, started) = self.invoke(session, self.payload(ctx)).await?;
+        let status = resp.status().as_u16();
+        let content_type = header(&resp, "content-type").unwrap_or("").to_owned();
+        let body = reply::body_stream(resp, self.settings.read_timeout);
+        let mut sink = ReplySink::new(updater);
+        if content_type
+            .to_ascii_lowercase()
+            .starts_with("text/event-stream")
+        {
+            let deadline = started + self.settings.max_stream;
+            match tokio::time::timeout_at(deadline, sink.consume(reply::sse_events(body))).await {
+                Ok(r) => r?,
+                Err(_) => {
+                    return Err(UpstreamError::Timeout {
+                        kind: TimeoutKind::Stream,
+                        after: self.settings.max_stream,
+                    }
+                    .into());
+                }
+            }
+        } else {
+            let deadline = started + self.settings.request_timeout;
+            let whole = match tokio::time::timeout_at(
+                deadline,
+                reply::read_whole_reply(status, &content_type, body),
+            )
+            .await
+            {
+                Ok(r) => r?,
+                Err(_) => {
+                    return Err(UpstreamError::Timeout {
+                        kind: TimeoutKind::Request,
+                        after: self.settings.request_timeout,
+                    }
+                    .into());
+                }
+            };
+            sink.consume(stream::iter(whole.map(Ok))).await?;
+        }
+        tracing::info!(
+            chunks = sink.chunks(),
+            duration_ms = started.elapsed().as_millis() as u64,
+            "the reply is complete"
+        );
+        Ok(())
+    }
+}
+
+fn header<'a>(resp: &'a reqwest::Response, name: &str) -> Option<&'a str> {
+    resp.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+async fn read_error_body(resp: reqwest::Response, read_timeout: Duration) -> Vec<u8> {
+    use futures::StreamExt;
+    let mut body = reply::body_stream(resp, read_timeout);
+    let mut buf = Vec::new();
+    while let Some(Ok(chunk)) = body.next().await {
+        buf.extend_from_slice(&chunk);
+        if buf.len() >= MAX_ERROR_BODY {
+            buf.truncate(MAX_ERROR_BODY);
+            break;
+        }
+    }
+    buf
+}
+
+/// A W3C `traceparent` with a random trace and span id, sampled.
+fn new_traceparent() -> String {
+    let mut rng = rand::rng();
+    let trace: u128 = rng.random_range(1..=u128::MAX);
+    let span: u64 = rng.random_range(1..=u64::MAX);
+    format!("00-{trace:032x}-{span:016x}-01")
+}
+
+#[async_trait]
+impl AgentExecutor for AgentCoreExecutor {
+    async fn execute(
+        &self,
+        context: RequestContext,
+        queue: crate::executor::EventQueue,
+    ) -> Result<(), ExecutorError> {
+        let session = Self::session_for(&context);
+        let span = tracing::info_span!(
+            "upstream",
+            task.id = %context.task_id,
+            context.id = %context.context_id,
+            upstream.session = %session,
+        );
+        let updater = TaskUpdater::from_context(&context, queue);
+        let cancel = context.cancellation().clone();
+        let inner = self.inner.clone();
+        async move {
+            let work = async {
+                if context.current_task.is_none() {
+                    updater.submit().await?;
+                }
+                updater.start_work(None).await?;
+                inner.run(&context, &updater, &session).await
+            };
+            let outcome = tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    tracing::info!("canceled; the upstream request is dropped");
+                    return Ok(());
+                }
+                r = work => r,
+            };
+            match outcome {
+                Ok(()) | Err(SinkError::Closed) => Ok(()),
+                Err(SinkError::Upstream(e)) => {
+                    tracing::warn!(reason = %e, "the task failed");
+                    // The queue may be closed already; the handler fails the task then.
+                    let _ = updater
+                        .failed(Some(updater.new_agent_text(e.to_string())))
+                        .await;
+                    Ok(())
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn cancel(
+        &self,
+        context: RequestContext,
+        queue: crate::executor::EventQueue,
+    ) -> Result<(), ExecutorError> {
+        let session = Self::session_for(&context);
+        let updater = TaskUpdater::from_context(&context, queue);
+        let _ = updater.cancel(None).await;
+        if self.inner.settings.stop_session_on_cancel {
+            let stopped = tokio::time::timeout(STOP_SESSION_TIMEOUT, self.stop_session(&session))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(UpstreamError::Send(format!(
+                        "StopRuntimeSession did not finish within {} s",
+                        STOP_SESSION_TIMEOUT.as_secs()
+                    )))
+                });
+            match stopped {
+                Ok(()) => {
+                    tracing::info!(task.id = %context.task_id, upstream.session = %session, "stopped the runtime session")
+                }
+                Err(e) => {
+                    tracing::warn!(task.id = %context.task_id, upstream.session = %session, reason = %e, "StopRuntimeSession failed");
+                    return Err(Box::new(e));
+                }
+            }
+        }
+        Ok(())
+    }
+}

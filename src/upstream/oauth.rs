@@ -1,0 +1,346 @@
+//! OAuth 2.0 client-credentials token source (runtime contract §2.2), using the
+//! `oauth2` crate: HTTP Basic client authentication, `grant_type=client_credentials`,
+//! optional space-separated `scope`. The token endpoint is configured directly or
+//! read once from an OIDC discovery document (`token_endpoint`) and cached.
+//!
+//! `expires_in` is read leniently and deliberately (documented in
+//! `docs/upstream-contract.md`):
+//!
+//! | `expires_in` | lifetime used |
+//! |---|---|
+//! | positive integer, float, or a string holding one | that many seconds (at most 7 days) |
+//! | missing or `null` | [`DEFAULT_TOKEN_LIFETIME`] (300 s) |
+//! | `0`, negative, or anything else | [`DEFAULT_TOKEN_LIFETIME`], with a warning |
+//!
+//! Failures become a [`TokenError`] that names the endpoint, its HTTP status and the
+//! OAuth `error` code, never the secret or a token.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use oauth2::basic::{
+    BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse,
+    BasicTokenType,
+};
+use oauth2::{
+    AccessToken, AuthType, ClientId, ClientSecret, HttpClientError, RefreshToken,
+    RequestTokenError, Scope, StandardRevocableToken, TokenResponse, TokenUrl,
+};
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::settings::{OAuth2Settings, TokenEndpoint};
+use super::token::{FetchedToken, TokenError, TokenSource};
+
+/// Lifetime assumed when `expires_in` is missing or unusable.
+pub const DEFAULT_TOKEN_LIFETIME: Duration = Duration::from_secs(300);
+/// Longest lifetime believed, whatever `expires_in` says.
+pub const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(7 * 86_400);
+/// One token exchange (including discovery) must finish within this.
+pub const TOKEN_FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The token response, with `expires_in` kept as raw JSON so that strings and
+/// garbage can be handled deliberately (the standard response type rejects them).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LenientTokenResponse {
+    access_token: AccessToken,
+    #[serde(default = "bearer")]
+    token_type: BasicTokenType,
+    #[serde(default)]
+    expires_in: Option<Value>,
+    #[serde(default)]
+    refresh_token: Option<RefreshToken>,
+    #[serde(skip)]
+    scopes: Option<Vec<Scope>>,
+}
+
+fn bearer() -> BasicTokenType {
+    BasicTokenType::Bearer
+}
+
+impl TokenResponse for LenientTokenResponse {
+    type TokenType = BasicTokenType;
+
+    fn access_token(&self) -> &AccessToken {
+        &self.access_token
+    }
+
+    fn token_type(&self) -> &BasicTokenType {
+        &self.token_type
+    }
+
+    fn expires_in(&self) -> Option<Duration> {
+        interpret_expires_in(self.expires_in.as_ref()).ok()
+    }
+
+    fn refresh_token(&self) -> Option<&RefreshToken> {
+        self.refresh_token.as_ref()
+    }
+
+    fn scopes(&self) -> Option<&Vec<Scope>> {
+        self.scopes.as_ref()
+    }
+}
+
+/// Reads `expires_in`: `Ok(lifetime)` for a positive number (or numeric string),
+/// `Err(why)` otherwise (the caller then uses [`DEFAULT_TOKEN_LIFETIME`]).
+pub fn interpret_expires_in(v: Option<&Value>) -> Result<Duration, &'static str> {
+    let secs = match v {
+        None | Some(Value::Null) => return Err("missing"),
+        Some(Value::Number(n)) => n.as_f64().ok_or("not a number")?,
+        Some(Value::String(s)) => s
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| "a non-numeric string")?,
+        Some(_) => return Err("not a number"),
+    };
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err("zero or negative");
+    }
+    Ok(Duration::from_secs_f64(
+        secs.min(MAX_TOKEN_LIFETIME.as_secs_f64()),
+    ))
+}
+
+type OAuthClient = oauth2::Client<
+    BasicErrorResponse,
+    LenientTokenResponse,
+    BasicTokenIntrospectionResponse,
+    StandardRevocableToken,
+    BasicRevocationErrorResponse,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointSet,
+>;
+
+/// Fetches tokens with the client-credentials grant. No caching of tokens here
+/// (that is [`TokenCache`](super::token::TokenCache)); only the discovered token
+/// endpoint is cached.
+pub struct OAuthClientCredentials {
+    http: reqwest::Client,
+    client_id: String,
+    client_secret: SecretString,
+    scopes: Vec<String>,
+    endpoint: TokenEndpoint,
+    discovered: tokio::sync::OnceCell<String>,
+}
+
+impl fmt::Debug for OAuthClientCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthClientCredentials")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"[redacted]")
+            .field("scopes", &self.scopes)
+            .field("endpoint", &self.endpoint)
+            .finish()
+    }
+}
+
+impl OAuthClientCredentials {
+    /// A token source for `settings`, sending with `http` (which carries the CA roots
+    /// and connect timeout).
+    pub fn new(settings: &OAuth2Settings, http: reqwest::Client) -> Self {
+        Self {
+            http,
+            client_id: settings.client_id.clone(),
+            client_secret: settings.client_secret.clone(),
+            scopes: settings
+                .scope
+                .as_deref()
+                .unwrap_or("")
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect(),
+            endpoint: settings.endpoint.clone(),
+            discovered: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    async fn token_url(&self) -> Result<String, TokenError> {
+        match &self.endpoint {
+            TokenEndpoint::Url(u) => Ok(u.clone()),
+            TokenEndpoint::Discovery(d) => self
+                .discovered
+                .get_or_try_init(|| self.discover(d))
+                .await
+                .cloned(),
+        }
+    }
+
+    async fn discover(&self, url: &str) -> Result<String, TokenError> {
+        let fail =
+            |what: String| TokenError::new(format!("OAuth discovery document {url}: {what}"));
+        let resp = self
+            .http
+            .get(url)
+            .header(http::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|e| fail(format!("unreachable: {}", super::errors::describe(&e))))?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(fail(format!("answered HTTP {}", status.as_u16())));
+        }
+        let doc: Value = resp.json().await.map_err(|_| fail("is not JSON".into()))?;
+        match doc.get("token_endpoint").and_then(Value::as_str) {
+            Some(t) if t.starts_with("https://") || t.starts_with("http://") => {
+                tracing::info!(
+                    discovery_url = url,
+                    token_endpoint = t,
+                    "discovered the OAuth token endpoint"
+                );
+                Ok(t.to_owned())
+            }
+            _ => Err(fail("has no `token_endpoint` URL".into())),
+        }
+    }
+
+    async fn exchange(&self) -> Result<FetchedToken, TokenError> {
+        let url = self.token_url().await?;
+        let token_url = TokenUrl::new(url.clone())
+            .map_err(|_| TokenError::new(format!("token endpoint `{url}` is not a valid URL")))?;
+        let client: OAuthClient = oauth2::Client::new(ClientId::new(self.client_id.clone()))
+            .set_client_secret(ClientSecret::new(
+                self.client_secret.expose_secret().to_owned(),
+            ))
+            .set_auth_type(AuthType::BasicAuth)
+            .set_token_uri(token_url);
+        let status = Arc::new(Mutex::new(None::<u16>));
+        let http = self.http.clone();
+        let seen = status.clone();
+        let send = move |req: oauth2::HttpRequest| {
+            let http = http.clone();
+            let seen = seen.clone();
+            async move {
+                let req = reqwest::Request::try_from(req)
+                    .map_err(|e| HttpClientError::Reqwest(Box::new(e)))?;
+                let resp = http
+                    .execute(req)
+                    .await
+                    .map_err(|e| HttpClientError::Reqwest(Box::new(e)))?;
+                *seen.lock().expect("status lock") = Some(resp.status().as_u16());
+                let mut b = http::Response::builder().status(resp.status());
+                for (k, v) in resp.headers() {
+                    b = b.header(k, v);
+                }
+                let body = resp
+                    .bytes()
+                    .await
+                    .map_err(|e| HttpClientError::Reqwest(Box::new(e)))?;
+                b.body(body.to_vec()).map_err(HttpClientError::Http)
+            }
+        };
+        let result = client
+            .exchange_client_credentials()
+            .add_scopes(self.scopes.iter().cloned().map(Scope::new))
+            .request_async(&send)
+            .await;
+        let status = *status.lock().expect("status lock");
+        let at = |what: String| {
+            let status = status
+                .map(|s| format!("HTTP {s}"))
+                .unwrap_or_else(|| "no answer".into());
+            TokenError::new(format!("token endpoint {url} failed ({status}): {what}"))
+        };
+        match result {
+            Ok(resp) => {
+                let lifetime = match interpret_expires_in(resp.expires_in.as_ref()) {
+                    Ok(l) => l,
+                    Err(why) => {
+                        tracing::warn!(
+                            token_endpoint = %url,
+                            expires_in = why,
+                            default_secs = DEFAULT_TOKEN_LIFETIME.as_secs(),
+                            "token response has no usable expires_in; assuming the default lifetime"
+                        );
+                        DEFAULT_TOKEN_LIFETIME
+                    }
+                };
+                if resp.access_token.secret().is_empty() {
+                    return Err(at("the token response has an empty access_token".into()));
+                }
+                tracing::debug!(token_endpoint = %url, lifetime_secs = lifetime.as_secs(), "fetched an access token");
+                Ok(FetchedToken {
+                    token: SecretString::from(resp.access_token.secret().clone()),
+                    lifetime: Some(lifetime),
+                })
+            }
+            Err(RequestTokenError::ServerResponse(e)) => {
+                let mut what = format!("OAuth error `{}`", e.error());
+                if let Some(d) = e.error_description() {
+                    what.push_str(&format!(": {}", d.chars().take(200).collect::<String>()));
+                }
+                Err(at(what))
+            }
+            Err(RequestTokenError::Request(e)) => Err(TokenError::new(format!(
+                "token endpoint {url} unreachable: {}",
+                super::errors::describe(&e)
+            ))),
+            Err(RequestTokenError::Parse(e, _body)) => {
+                // Only the field path and the kind of problem: serde's text may quote values.
+                let inner = e.inner();
+                let what = if inner.is_syntax() || inner.is_eof() {
+                    "the response is not JSON".to_owned()
+                } else if inner.to_string().starts_with("missing field") {
+                    format!(
+                        "the token response lacks `{}`",
+                        missing_field(&inner.to_string())
+                    )
+                } else {
+                    format!(
+                        "the token response has an unexpected value at `{}`",
+                        e.path()
+                    )
+                };
+                Err(at(what))
+            }
+            Err(RequestTokenError::Other(s)) => Err(at(s)),
+        }
+    }
+}
+
+fn missing_field(msg: &str) -> String {
+    msg.split('`')
+        .nth(1)
+        .unwrap_or("a required field")
+        .to_owned()
+}
+
+#[async_trait]
+impl TokenSource for OAuthClientCredentials {
+    async fn fetch(&self) -> Result<FetchedToken, TokenError> {
+        match tokio::time::timeout(TOKEN_FETCH_TIMEOUT, self.exchange()).await {
+            Ok(r) => r,
+            Err(_) => Err(TokenError::new(format!(
+                "the token endpoint did not answer within {} s",
+                TOKEN_FETCH_TIMEOUT.as_secs()
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn expires_in_is_read_deliberately() {
+        let d = |v: Value| interpret_expires_in(Some(&v));
+        assert_eq!(d(json!(3600)), Ok(Duration::from_secs(3600)));
+        assert_eq!(d(json!("3600")), Ok(Duration::from_secs(3600)));
+        assert_eq!(d(json!(59.5)), Ok(Duration::from_millis(59_500)));
+        assert_eq!(d(json!(10_000_000)), Ok(MAX_TOKEN_LIFETIME));
+        assert!(d(json!(0)).is_err());
+        assert!(d(json!(-5)).is_err());
+        assert!(d(json!("soon")).is_err());
+        assert!(d(json!({"a": 1})).is_err());
+        assert!(d(Value::Null).is_err());
+        assert!(interpret_expires_in(None).is_err());
+    }
+}

@@ -1,0 +1,462 @@
+//! Translates the runtime's reply (runtime contract §1.2 and §4 "Gateway translation
+//! rules") into a stream of typed [`UpstreamEvent`]s.
+//!
+//! - `text/event-stream`: parsed with `eventsource-stream` (frames split at any byte
+//!   and multi-byte UTF-8 split across reads come out exactly); each `data` payload
+//!   is classified by [`classify_frame`].
+//! - anything else: the whole body (at most 100 MB) is read and classified by
+//!   [`classify_json_reply`]; a `text/plain` body is the text; an HTML page or an
+//!   empty body is an error.
+//!
+//! The body stream carries the read (idle) timeout; a transport error after the
+//! first byte is [`UpstreamError::Broken`], never a clean end.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::stream::{self, BoxStream, StreamExt};
+use serde_json::Value;
+
+use super::control::{self, Control};
+use super::errors::{TimeoutKind, UpstreamError};
+
+/// The runtime's response size limit (contract §1.4); a JSON reply may not exceed it.
+pub const MAX_JSON_REPLY_BYTES: u64 = 100 * 1024 * 1024;
+
+/// One thing the upstream agent said.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpstreamEvent {
+    /// A piece of streamed text, to append exactly as sent.
+    Text(String),
+    /// A complete answer (`{"message": {"content": [{"text"}]}}`, `{"result": …}`,
+    /// or the JSON reply's text). Used only when no [`Text`](Self::Text) came.
+    FinalText(String),
+    /// JSON that is neither text nor control: forwarded as a `data` part.
+    Data(Value),
+    /// Token usage metadata (`event.metadata.usage`); logged, not forwarded.
+    Usage(Value),
+    /// A control object (see [`control`]).
+    Control(Control),
+    /// `[DONE]`: the agent says the stream is over.
+    Done,
+}
+
+/// Classification state across the frames of one stream.
+#[derive(Debug, Default)]
+pub struct FrameState {
+    /// Strands `event.contentBlockDelta` frames were seen: the parallel `data`
+    /// frames of the same text are then skipped (no doubled answer).
+    strands_deltas: bool,
+}
+
+/// Classifies one SSE `data` payload (already joined across `data:` lines).
+///
+/// # Errors
+/// [`UpstreamError::Agent`] for the SDK's `{"error", "error_type"}` frame;
+/// [`UpstreamError::Control`] for a malformed control object.
+pub fn classify_frame(
+    data: &str,
+    state: &mut FrameState,
+) -> Result<Option<UpstreamEvent>, UpstreamError> {
+    if data.trim() == "[DONE]" {
+        return Ok(Some(UpstreamEvent::Done));
+    }
+    let Ok(value) = serde_json::from_str::<Value>(data) else {
+        // Not JSON: the raw text is the delta.
+        return Ok(Some(UpstreamEvent::Text(data.to_owned())));
+    };
+    let obj = match value {
+        Value::String(s) => return Ok(Some(UpstreamEvent::Text(s))),
+        Value::Null => return Ok(None),
+        Value::Object(ref o) => o,
+        other => return Ok(Some(UpstreamEvent::Data(other))),
+    };
+    if let Some(c) = control::parse(&value) {
+        return c
+            .map(|c| Some(UpstreamEvent::Control(c)))
+            .map_err(UpstreamError::Control);
+    }
+    if let Some(e) = agent_error(obj) {
+        return Err(e);
+    }
+    if let Some(event) = obj.get("event").and_then(Value::as_object) {
+        if let Some(t) = pointer_str(&value, "/event/contentBlockDelta/delta/text") {
+            state.strands_deltas = true;
+            return Ok(Some(UpstreamEvent::Text(t.to_owned())));
+        }
+        if let Some(u) = value.pointer("/event/metadata/usage") {
+            return Ok(Some(UpstreamEvent::Usage(u.clone())));
+        }
+        // Other model-stream bookkeeping (messageStart, contentBlockStop, …).
+        let _ = event;
+        return Ok(None);
+    }
+    if let Some(Value::String(d)) = obj.get("data") {
+        return Ok((!state.strands_deltas).then(|| UpstreamEvent::Text(d.clone())));
+    }
+    for key in ["text", "delta", "content", "response", "output"] {
+        if let Some(Value::String(s)) = obj.get(key) {
+            return Ok(Some(UpstreamEvent::Text(s.clone())));
+        }
+    }
+    if let Some(t) = pointer_str(&value, "/delta/text") {
+        return Ok(Some(UpstreamEvent::Text(t.to_owned())));
+    }
+    if let Some(m) = obj.get("message")
+        && let Some(t) = texts(m.get("content").unwrap_or(m))
+    {
+        return Ok(Some(UpstreamEvent::FinalText(t)));
+    }
+    if let Some(r) = obj.get("result")
+        && let Some(t) = extract_text(r, 0)
+    {
+        return Ok(Some(UpstreamEvent::FinalText(t)));
+    }
+    Ok(Some(UpstreamEvent::Data(value)))
+}
+
+/// Classifies a whole (non-SSE) JSON reply.
+///
+/// # Errors
+/// As [`classify_frame`].
+pub fn classify_json_reply(value: Value) -> Result<Option<UpstreamEvent>, UpstreamError> {
+    match &value {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(UpstreamEvent::FinalText(s.clone()))),
+        Value::Object(obj) => {
+            if let Some(c) = control::parse(&value) {
+                return c
+                    .map(|c| Some(UpstreamEvent::Control(c)))
+                    .map_err(UpstreamError::Control);
+            }
+            if let Some(e) = agent_error(obj) {
+                return Err(e);
+            }
+            Ok(Some(match extract_text(&value, 0) {
+                Some(t) => UpstreamEvent::FinalText(t),
+                None => UpstreamEvent::Data(value),
+            }))
+        }
+        _ => Ok(Some(UpstreamEvent::Data(value))),
+    }
+}
+
+/// `{"error": …, "error_type": …}`: the SDK's mid-stream failure frame.
+fn agent_error(obj: &serde_json::Map<String, Value>) -> Option<UpstreamError> {
+    let (Some(err), Some(kind)) = (obj.get("error"), obj.get("error_type")) else {
+        return None;
+    };
+    let err = match err {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let message = match kind.as_str() {
+        Some(k) if !k.is_empty() => format!("{k}: {err}"),
+        _ => err,
+    };
+    Some(UpstreamError::Agent { message })
+}
+
+fn pointer_str<'a>(v: &'a Value, p: &str) -> Option<&'a str> {
+    v.pointer(p).and_then(Value::as_str)
+}
+
+/// The text of the nested reply shapes (contract §4 rule 4, as LiteLLM's
+/// `_parse_json_response`): strings; objects with `response`, `result`, `text`,
+/// `output`, `content`, `message`, `parts`, `artifacts`; lists of those.
+fn extract_text(v: &Value, depth: u8) -> Option<String> {
+    if depth > 5 {
+        return None;
+    }
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(_) => texts(v),
+        Value::Object(o) => {
+            for key in [
+                "response",
+                "result",
+                "text",
+                "output",
+                "content",
+                "message",
+                "parts",
+                "artifacts",
+            ] {
+                if let Some(t) = o.get(key).and_then(|x| extract_text(x, depth + 1)) {
+                    return Some(t);
+                }
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
+/// The concatenated text of a list of `{"text": …}` / strings / nested parts, or of
+/// a single such value.
+fn texts(v: &Value) -> Option<String> {
+    match v {
+        Value::Array(items) => {
+            let found: Vec<String> = items.iter().filter_map(|i| extract_text(i, 3)).collect();
+            (!found.is_empty()).then(|| found.concat())
+        }
+        other => extract_text(other, 3),
+    }
+}
+
+/// The reply body as a stream of byte chunks, each within `read_timeout` of the
+/// previous one. A transport error becomes [`UpstreamError::Broken`] (with the bytes
+/// received so far), silence [`UpstreamError::Timeout`]; both end the stream.
+pub fn body_stream(
+    resp: reqwest::Response,
+    read_timeout: Duration,
+) -> BoxStream<'static, Result<Bytes, UpstreamError>> {
+    let inner = resp.bytes_stream().boxed();
+    stream::unfold(Some((inner, 0u64)), move |state| async move {
+        let (mut inner, received) = state?;
+        match tokio::time::timeout(read_timeout, inner.next()).await {
+            Err(_) => Some((
+                Err(UpstreamError::Timeout {
+                    kind: TimeoutKind::Read,
+                    after: read_timeout,
+                }),
+                None,
+            )),
+            Ok(None) => None,
+            Ok(Some(Ok(chunk))) => {
+                let received = received + chunk.len() as u64;
+                Some((Ok(chunk), Some((inner, received))))
+            }
+            Ok(Some(Err(e))) => Some((
+                Err(UpstreamError::Broken {
+                    bytes: received,
+                    reason: super::errors::describe(&e),
+                }),
+                None,
+            )),
+        }
+    })
+    .boxed()
+}
+
+/// Parses an SSE body into upstream events (stopping after `[DONE]` or the first error).
+pub fn sse_events(
+    body: BoxStream<'static, Result<Bytes, UpstreamError>>,
+) -> BoxStream<'static, Result<UpstreamEvent, UpstreamError>> {
+    let mut state = FrameState::default();
+    let mut finished = false;
+    body.eventsource()
+        .filter_map(move |item| {
+            let out = if finished {
+                None
+            } else {
+                match item {
+                    Ok(ev) => classify_frame(&ev.data, &mut state).transpose(),
+                    Err(EventStreamError::Transport(e)) => Some(Err(e)),
+                    Err(EventStreamError::Utf8(e)) => Some(Err(UpstreamError::Malformed(format!(
+                        "the event stream is not UTF-8: {e}"
+                    )))),
+                    Err(EventStreamError::Parser(e)) => Some(Err(UpstreamError::Malformed(
+                        format!("the event stream is not valid SSE: {e}"),
+                    ))),
+                }
+            };
+            if matches!(out, Some(Err(_)) | Some(Ok(UpstreamEvent::Done))) {
+                finished = true;
+            }
+            futures::future::ready(out)
+        })
+        .boxed()
+}
+
+/// Reads a whole non-SSE body (at most [`MAX_JSON_REPLY_BYTES`]) and classifies it
+/// according to its content type.
+///
+/// # Errors
+/// Transport errors and timeouts from `body`, [`UpstreamError::TooLarge`],
+/// [`UpstreamError::BadReply`] for an empty body or an HTML page, and the errors of
+/// [`classify_json_reply`].
+pub async fn read_whole_reply(
+    status: u16,
+    content_type: &str,
+    mut body: BoxStream<'static, Result<Bytes, UpstreamError>>,
+) -> Result<Option<UpstreamEvent>, UpstreamError> {
+    let mut buf = BytesMut::new();
+    while let Some(chunk) = body.next().await {
+        buf.extend_from_slice(&chunk?);
+        if buf.len() as u64 > MAX_JSON_REPLY_BYTES {
+            return Err(UpstreamError::TooLarge {
+                limit: MAX_JSON_REPLY_BYTES,
+            });
+        }
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(UpstreamError::BadReply {
+            status,
+            what: "with an empty body",
+        });
+    }
+    let ct = content_type.to_ascii_lowercase();
+    let looks_html = trimmed
+        .get(..5)
+        .is_some_and(|s| s.eq_ignore_ascii_case("<html"))
+        || trimmed
+            .get(..9)
+            .is_some_and(|s| s.eq_ignore_ascii_case("<!doctype"));
+    if ct.starts_with("text/html") || (looks_html && !ct.contains("json")) {
+        return Err(UpstreamError::BadReply {
+            status,
+            what: "with an HTML page",
+        });
+    }
+    if ct.starts_with("text/plain") {
+        return Ok(Some(UpstreamEvent::FinalText(text.into_owned())));
+    }
+    match serde_json::from_str::<Value>(trimmed) {
+        Ok(v) => classify_json_reply(v),
+        Err(_) => {
+            tracing::warn!(
+                content_type,
+                bytes = buf.len(),
+                "the reply is not JSON; using it as text"
+            );
+            Ok(Some(UpstreamEvent::FinalText(text.into_owned())))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn frame(s: &str) -> Result<Option<UpstreamEvent>, UpstreamError> {
+        classify_frame(s, &mut FrameState::default())
+    }
+
+    #[test]
+    fn frame_shapes() {
+        use UpstreamEvent::*;
+        assert_eq!(frame(r#""Hel""#).unwrap(), Some(Text("Hel".into())));
+        assert_eq!(
+            frame("plain words").unwrap(),
+            Some(Text("plain words".into()))
+        );
+        assert_eq!(frame("[DONE]").unwrap(), Some(Done));
+        assert_eq!(
+            frame(r#"{"event": {"contentBlockDelta": {"delta": {"text": "x"}}}}"#).unwrap(),
+            Some(Text("x".into()))
+        );
+        assert_eq!(
+            frame(r#"{"event": {"messageStart": {"role": "assistant"}}}"#).unwrap(),
+            None
+        );
+        assert!(matches!(
+            frame(r#"{"event": {"metadata": {"usage": {"inputTokens": 3}}}}"#).unwrap(),
+            Some(Usage(_))
+        ));
+        assert_eq!(frame(r#"{"data": "d"}"#).unwrap(), Some(Text("d".into())));
+        assert_eq!(frame(r#"{"delta": "z"}"#).unwrap(), Some(Text("z".into())));
+        assert_eq!(
+            frame(
+                r#"{"message": {"role": "assistant", "content": [{"text": "a"}, {"text": "b"}]}}"#
+            )
+            .unwrap(),
+            Some(FinalText("ab".into()))
+        );
+        assert_eq!(
+            frame(r#"{"result": "done"}"#).unwrap(),
+            Some(FinalText("done".into()))
+        );
+        assert_eq!(
+            frame(r#"{"step": 1}"#).unwrap(),
+            Some(Data(json!({"step": 1})))
+        );
+        assert_eq!(frame("42").unwrap(), Some(Data(json!(42))));
+        assert!(matches!(
+            frame(r#"{"a2a_control": "status", "text": "…"}"#).unwrap(),
+            Some(Control(_))
+        ));
+    }
+
+    #[test]
+    fn strands_data_frames_not_doubled() {
+        let mut st = FrameState::default();
+        let e = classify_frame(
+            r#"{"event": {"contentBlockDelta": {"delta": {"text": "x"}}}}"#,
+            &mut st,
+        )
+        .unwrap();
+        assert_eq!(e, Some(UpstreamEvent::Text("x".into())));
+        assert_eq!(classify_frame(r#"{"data": "x"}"#, &mut st).unwrap(), None);
+    }
+
+    #[test]
+    fn agent_error_frame_fails() {
+        let e = frame(r#"{"error": "boom", "error_type": "ValueError", "message": "An error occurred during streaming"}"#)
+            .unwrap_err();
+        assert_eq!(e.to_string(), "the agent failed: ValueError: boom");
+        // An ordinary dict with an `error` key alone is data, not a failure.
+        assert!(matches!(
+            frame(r#"{"error": "none found"}"#).unwrap(),
+            Some(UpstreamEvent::Data(_))
+        ));
+    }
+
+    #[test]
+    fn json_reply_shapes() {
+        use UpstreamEvent::*;
+        let c = |v: Value| classify_json_reply(v).unwrap();
+        assert_eq!(
+            c(json!("The answer is 42")),
+            Some(FinalText("The answer is 42".into()))
+        );
+        assert_eq!(c(json!({"response": "r"})), Some(FinalText("r".into())));
+        assert_eq!(
+            c(json!({"result": {"content": [{"text": "a"}, {"text": "b"}]}})),
+            Some(FinalText("ab".into()))
+        );
+        assert_eq!(
+            c(
+                json!({"jsonrpc": "2.0", "result": {"message": {"parts": [{"kind": "text", "text": "p"}]}}})
+            ),
+            Some(FinalText("p".into()))
+        );
+        assert_eq!(
+            c(json!({"response": [{"text": "s1"}, {"text": "s2"}]})),
+            Some(FinalText("s1s2".into()))
+        );
+        assert_eq!(
+            c(json!({"temperature": 21})),
+            Some(Data(json!({"temperature": 21})))
+        );
+        assert_eq!(c(json!([1, 2])), Some(Data(json!([1, 2]))));
+        assert_eq!(c(Value::Null), None);
+    }
+
+    #[tokio::test]
+    async fn sse_split_at_every_byte_is_exact() {
+        let raw = "data: \"h\u{e9}\u{1f600}\"\n\n: comment\nevent: x\ndata: {\"delta\": \"\u{4e16}\"}\r\n\r\ndata: line1\ndata: line2\n\n";
+        let bytes = raw.as_bytes().to_vec();
+        let body = stream::iter(bytes.into_iter().map(|b| Ok(Bytes::from(vec![b])))).boxed();
+        let events: Vec<_> = sse_events(body).collect().await;
+        let texts: Vec<String> = events
+            .into_iter()
+            .map(|e| match e.unwrap() {
+                UpstreamEvent::Text(t) => t,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            vec![
+                "h\u{e9}\u{1f600}".to_owned(),
+                "\u{4e16}".into(),
+                "line1\nline2".into()
+            ]
+        );
+    }
+}

@@ -1,0 +1,204 @@
+//! [`ReplySink`]: turns [`UpstreamEvent`]s into A2A task events through a
+//! [`TaskUpdater`] (runtime contract §4 rule 3).
+//!
+//! Text and data arrive in the main artifact `response` as they come: the first
+//! chunk with `append: false`, later ones with `append: true`; at a clean end a final
+//! empty text chunk carries `lastChunk: true` (a reply that is one piece, like a JSON
+//! reply, is a single chunk with `lastChunk: true`), then COMPLETED.
+
+use futures::{Stream, StreamExt};
+
+use crate::executor::{QueueClosed, TaskUpdater};
+use crate::protocol::Part;
+
+use super::control::Control;
+use super::errors::UpstreamError;
+use super::reply::UpstreamEvent;
+
+/// The name of the artifact that carries the agent's reply.
+pub const REPLY_ARTIFACT_NAME: &str = "response";
+
+/// Why translating stopped early.
+#[derive(Debug)]
+pub enum SinkError {
+    /// The upstream failed (the task must end FAILED with this reason).
+    Upstream(UpstreamError),
+    /// The handler stopped accepting events.
+    Closed,
+}
+
+impl From<QueueClosed> for SinkError {
+    fn from(_: QueueClosed) -> Self {
+        Self::Closed
+    }
+}
+
+impl From<UpstreamError> for SinkError {
+    fn from(e: UpstreamError) -> Self {
+        Self::Upstream(e)
+    }
+}
+
+/// Publishes one task's reply.
+#[derive(Debug)]
+pub struct ReplySink<'a> {
+    updater: &'a TaskUpdater,
+    reply_id: Option<String>,
+    text_seen: bool,
+    pending_final: Option<String>,
+    chunks: u64,
+}
+
+impl<'a> ReplySink<'a> {
+    /// A sink publishing through `updater`.
+    pub fn new(updater: &'a TaskUpdater) -> Self {
+        Self {
+            updater,
+            reply_id: None,
+            text_seen: false,
+            pending_final: None,
+            chunks: 0,
+        }
+    }
+
+    /// Number of reply chunks published so far.
+    pub fn chunks(&self) -> u64 {
+        self.chunks
+    }
+
+    /// Consumes `events` to its end and publishes the final state: COMPLETED at a
+    /// clean end (or `[DONE]`), or the state a control object asked for.
+    ///
+    /// # Errors
+    /// [`SinkError::Upstream`] for an upstream error or a `fail` control (the caller
+    /// publishes FAILED); [`SinkError::Closed`] when the queue closed.
+    pub async fn consume<S>(&mut self, mut events: S) -> Result<(), SinkError>
+    where
+        S: Stream<Item = Result<UpstreamEvent, UpstreamError>> + Unpin,
+    {
+        while let Some(ev) = events.next().await {
+            match ev? {
+                UpstreamEvent::Text(t) => {
+                    self.text_seen = true;
+                    self.pending_final = None;
+                    if !t.is_empty() {
+                        self.chunk(Part::text(t)).await?;
+                    }
+                }
+                UpstreamEvent::FinalText(t) => {
+                    if !self.text_seen {
+                        self.pending_final = Some(t);
+                    }
+                }
+                UpstreamEvent::Data(v) => self.chunk(Part::data(v)).await?,
+                UpstreamEvent::Usage(u) => tracing::debug!(usage = %u, "upstream token usage"),
+                UpstreamEvent::Done => break,
+                UpstreamEvent::Control(c) => {
+                    if self.control(c).await? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        self.close_reply().await?;
+        self.updater.complete(None).await?;
+        Ok(())
+    }
+
+    /// Handles a control object; `true` when it ended the task's turn.
+    async fn control(&mut self, c: Control) -> Result<bool, SinkError> {
+        let u = self.updater;
+        match c {
+            Control::Status { text } => u.start_work(Some(u.new_agent_text(text))).await?,
+            Control::Artifact {
+                name,
+                artifact_id,
+                parts,
+                append,
+                last_chunk,
+            } => {
+                u.add_artifact(parts, artifact_id, name, append, last_chunk)
+                    .await?;
+            }
+            Control::InputRequired { text } => {
+                self.close_reply().await?;
+                u.requires_input(Some(u.new_agent_text(text))).await?;
+                return Ok(true);
+            }
+            Control::AuthRequired { text } => {
+                self.close_reply().await?;
+                u.requires_auth(Some(u.new_agent_text(text))).await?;
+                return Ok(true);
+            }
+            Control::Reject { text } => {
+                self.close_reply().await?;
+                u.reject(text.map(|t| u.new_agent_text(t))).await?;
+                return Ok(true);
+            }
+            Control::Fail { text } => {
+                return Err(SinkError::Upstream(UpstreamError::Agent {
+                    message: text
+                        .unwrap_or_else(|| "the agent reported a failure without a reason".into()),
+                }));
+            }
+        }
+        Ok(false)
+    }
+
+    async fn chunk(&mut self, part: Part) -> Result<(), SinkError> {
+        self.flush_final(false).await?;
+        let first = self.reply_id.is_none();
+        let name = first.then(|| REPLY_ARTIFACT_NAME.to_owned());
+        let id = self
+            .updater
+            .add_artifact(vec![part], self.reply_id.clone(), name, !first, false)
+            .await?;
+        self.reply_id = Some(id);
+        self.chunks += 1;
+        Ok(())
+    }
+
+    /// Publishes a buffered final answer (when no text was streamed).
+    async fn flush_final(&mut self, last: bool) -> Result<bool, SinkError> {
+        let Some(t) = self.pending_final.take() else {
+            return Ok(false);
+        };
+        let first = self.reply_id.is_none();
+        let name = first.then(|| REPLY_ARTIFACT_NAME.to_owned());
+        let id = self
+            .updater
+            .add_artifact(
+                vec![Part::text(t)],
+                self.reply_id.clone(),
+                name,
+                !first,
+                last,
+            )
+            .await?;
+        self.reply_id = Some(id);
+        self.chunks += 1;
+        Ok(true)
+    }
+
+    /// Marks the reply artifact complete (`lastChunk: true`).
+    async fn close_reply(&mut self) -> Result<(), SinkError> {
+        if self.reply_id.is_none() {
+            // One piece: the final answer alone, in a single last chunk.
+            self.flush_final(true).await?;
+            return Ok(());
+        }
+        if self.flush_final(true).await? {
+            return Ok(());
+        }
+        self.updater
+            .add_artifact(
+                vec![Part::text("")],
+                self.reply_id.clone(),
+                None,
+                true,
+                true,
+            )
+            .await?;
+        Ok(())
+    }
+}

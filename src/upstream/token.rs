@@ -1,0 +1,417 @@
+//! The bearer-token cache: when to fetch a token, separate from how (runtime
+//! contract §2.3, pitfalls §6 #1).
+//!
+//! - A token is reused until `refresh_before` before it expires; its lifetime is
+//!   counted from the moment the fetch **started** (conservative).
+//! - Single flight: any number of concurrent [`TokenCache::get`] calls on an empty or
+//!   stale cache cause exactly one [`TokenSource::fetch`]; the others wait for it.
+//! - A failed fetch starts a short backoff (1 s, doubling per consecutive failure, at
+//!   most 30 s) shared by all callers: during it they get the same error without a
+//!   new request, so a failing token endpoint is not hammered. If the previous token
+//!   has not actually expired yet, it is still returned.
+//! - [`TokenCache::invalidate`] drops a token the upstream rejected (401).
+//!
+//! Time is `tokio::time::Instant`, so tests drive it with paused time.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use secrecy::{ExposeSecret, SecretString};
+use tokio::time::Instant;
+
+/// First backoff after a failed fetch.
+pub const FAILURE_BACKOFF_INITIAL: Duration = Duration::from_secs(1);
+/// Longest backoff after consecutive failed fetches.
+pub const FAILURE_BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// Why no token could be had. The text names the endpoint and its HTTP status or
+/// OAuth error code; never the client secret or a token. Cheap to clone, because
+/// every caller waiting on one failed fetch gets the same error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct TokenError {
+    reason: String,
+}
+
+impl TokenError {
+    /// An error with the given reason (which must not contain secrets).
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+        }
+    }
+
+    /// The reason text.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+/// A freshly fetched token.
+pub struct FetchedToken {
+    /// The bearer token.
+    pub token: SecretString,
+    /// How long it is valid from the start of the fetch; `None`: it does not expire
+    /// (a static token).
+    pub lifetime: Option<Duration>,
+}
+
+impl fmt::Debug for FetchedToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FetchedToken")
+            .field("token", &"[redacted]")
+            .field("lifetime", &self.lifetime)
+            .finish()
+    }
+}
+
+/// How to fetch a token (one HTTP exchange, no caching).
+#[async_trait]
+pub trait TokenSource: Send + Sync + fmt::Debug + 'static {
+    /// Fetches a new token.
+    ///
+    /// # Errors
+    /// A [`TokenError`] naming the endpoint and what it answered.
+    async fn fetch(&self) -> Result<FetchedToken, TokenError>;
+}
+
+struct Cached {
+    token: SecretString,
+    /// From here on, `get` fetches a new token.
+    refresh_at: Instant,
+    /// When the token really expires (`None`: never).
+    expires_at: Option<Instant>,
+}
+
+struct Failure {
+    error: TokenError,
+    retry_at: Instant,
+    consecutive: u32,
+}
+
+#[derive(Default)]
+struct State {
+    current: Option<Cached>,
+    failure: Option<Failure>,
+}
+
+/// A cached bearer token in front of a [`TokenSource`]. Share it with `Arc`.
+pub struct TokenCache {
+    source: Arc<dyn TokenSource>,
+    refresh_before: Duration,
+    state: Mutex<State>,
+    /// Held (across `.await`) by the one caller that fetches.
+    fetch: tokio::sync::Mutex<()>,
+}
+
+impl fmt::Debug for TokenCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenCache")
+            .field("source", &self.source)
+            .field("refresh_before", &self.refresh_before)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenCache {
+    /// A cache over `source` that refreshes `refresh_before` ahead of expiry. A token
+    /// whose whole lifetime is not longer than `refresh_before` is refreshed at half
+    /// its lifetime instead (so it is used at least once per fetch and the endpoint is
+    /// not called on every request).
+    pub fn new(source: Arc<dyn TokenSource>, refresh_before: Duration) -> Self {
+        Self {
+            source,
+            refresh_before,
+            state: Mutex::new(State::default()),
+            fetch: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// A valid token: the cached one while fresh, else one new fetch shared by all
+    /// concurrent callers.
+    ///
+    /// # Errors
+    /// The fetch's [`TokenError`] (also returned, without a new fetch, to every caller
+    /// during the backoff that follows a failure), unless an unexpired older token
+    /// can still be used.
+    pub async fn get(&self) -> Result<SecretString, TokenError> {
+        if let Some(t) = self.fresh(Instant::now()) {
+            return Ok(t);
+        }
+        let _single_flight = self.fetch.lock().await;
+        let now = Instant::now();
+        if let Some(t) = self.fresh(now) {
+            return Ok(t);
+        }
+        if let Some(err) = self.backing_off(now) {
+            return self.unexpired(now).ok_or(err);
+        }
+        let started = Instant::now();
+        match self.source.fetch().await {
+            Ok(fetched) => {
+                let (refresh_at, expires_at) = match fetched.lifetime {
+                    None => (None, None),
+                    Some(life) => {
+                        let ahead = if life > self.refresh_before {
+                            life - self.refresh_before
+                        } else {
+                            life / 2
+                        };
+                        (Some(started + ahead), Some(started + life))
+                    }
+                };
+                let token = fetched.token.clone();
+                let mut st = self.state.lock().expect("token state lock");
+                st.failure = None;
+                st.current = Some(Cached {
+                    token: fetched.token,
+                    // A token without expiry is refreshed only when invalidated.
+                    refresh_at: refresh_at.unwrap_or_else(far_future),
+                    expires_at,
+                });
+                Ok(token)
+            }
+            Err(error) => {
+                let now = Instant::now();
+                let mut st = self.state.lock().expect("token state lock");
+                let consecutive = st.failure.as_ref().map_or(0, |f| f.consecutive) + 1;
+                let backoff = FAILURE_BACKOFF_INITIAL
+                    .saturating_mul(1u32 << (consecutive - 1).min(16))
+                    .min(FAILURE_BACKOFF_MAX);
+                tracing::warn!(
+                    error = %error,
+                    backoff_ms = backoff.as_millis() as u64,
+                    "token fetch failed; callers get this error until the backoff ends"
+                );
+                st.failure = Some(Failure {
+                    error: error.clone(),
+                    retry_at: now + backoff,
+                    consecutive,
+                });
+                drop(st);
+                self.unexpired(now).ok_or(error)
+            }
+        }
+    }
+
+    /// Drops `rejected` if it is still the cached token (the upstream answered 401),
+    /// so the next [`get`](Self::get) fetches. A newer token is left alone.
+    pub fn invalidate(&self, rejected: &SecretString) {
+        let mut st = self.state.lock().expect("token state lock");
+        if st
+            .current
+            .as_ref()
+            .is_some_and(|c| c.token.expose_secret() == rejected.expose_secret())
+        {
+            st.current = None;
+        }
+    }
+
+    fn fresh(&self, now: Instant) -> Option<SecretString> {
+        let st = self.state.lock().expect("token state lock");
+        st.current
+            .as_ref()
+            .filter(|c| now < c.refresh_at)
+            .map(|c| c.token.clone())
+    }
+
+    /// The cached token if it has not actually expired (used while refreshing fails).
+    fn unexpired(&self, now: Instant) -> Option<SecretString> {
+        let st = self.state.lock().expect("token state lock");
+        st.current
+            .as_ref()
+            .filter(|c| c.expires_at.is_none_or(|e| now < e))
+            .map(|c| c.token.clone())
+    }
+
+    fn backing_off(&self, now: Instant) -> Option<TokenError> {
+        let st = self.state.lock().expect("token state lock");
+        st.failure.as_ref().filter(|f| now < f.retry_at).map(|f| {
+            let left = f.retry_at - now;
+            TokenError::new(format!(
+                "{} (token endpoint failing; next attempt in {})",
+                f.error.reason,
+                super::errors::fmt_duration(Duration::from_secs(left.as_secs().max(1)))
+            ))
+        })
+    }
+}
+
+fn far_future() -> Instant {
+    // About 30 years: `Instant + Duration` must not overflow.
+    Instant::now() + Duration::from_secs(86_400 * 365 * 30)
+}
+
+/// A [`TokenSource`] that always returns the same token (`auth.kind = "bearer"`).
+pub struct StaticToken(SecretString);
+
+impl StaticToken {
+    /// Wraps a configured token.
+    pub fn new(token: SecretString) -> Self {
+        Self(token)
+    }
+}
+
+impl fmt::Debug for StaticToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StaticToken([redacted])")
+    }
+}
+
+#[async_trait]
+impl TokenSource for StaticToken {
+    async fn fetch(&self) -> Result<FetchedToken, TokenError> {
+        Ok(FetchedToken {
+            token: self.0.clone(),
+            lifetime: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[derive(Debug)]
+    struct Counting {
+        calls: AtomicUsize,
+        lifetime: Option<Duration>,
+        fail: bool,
+        delay: Duration,
+    }
+
+    #[async_trait]
+    impl TokenSource for Counting {
+        async fn fetch(&self) -> Result<FetchedToken, TokenError> {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+            tokio::time::sleep(self.delay).await;
+            if self.fail {
+                return Err(TokenError::new("token endpoint answered HTTP 503"));
+            }
+            Ok(FetchedToken {
+                token: SecretString::from(format!("tok-{n}")),
+                lifetime: self.lifetime,
+            })
+        }
+    }
+
+    fn source(lifetime: Option<Duration>, fail: bool) -> Arc<Counting> {
+        Arc::new(Counting {
+            calls: AtomicUsize::new(0),
+            lifetime,
+            fail,
+            delay: Duration::from_millis(50),
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn refreshes_exactly_once_at_margin_before_expiry() {
+        let src = source(Some(Duration::from_secs(3600)), false);
+        let cache = TokenCache::new(src.clone(), Duration::from_secs(30));
+        assert_eq!(cache.get().await.unwrap().expose_secret(), "tok-1");
+        // The fetch took 50 ms of (paused) time; the token counts from its start.
+        let start = Instant::now() - Duration::from_millis(50);
+        tokio::time::sleep_until(start + Duration::from_secs(3570) - Duration::from_millis(1))
+            .await;
+        for _ in 0..5 {
+            assert_eq!(cache.get().await.unwrap().expose_secret(), "tok-1");
+        }
+        assert_eq!(src.calls.load(Ordering::SeqCst), 1);
+        tokio::time::sleep_until(start + Duration::from_secs(3570)).await;
+        let mut handles = Vec::new();
+        let cache = Arc::new(cache);
+        for _ in 0..20 {
+            let c = cache.clone();
+            handles.push(tokio::spawn(async move {
+                c.get().await.unwrap().expose_secret().to_owned()
+            }));
+        }
+        for h in handles {
+            assert_eq!(h.await.unwrap(), "tok-2");
+        }
+        assert_eq!(src.calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn hundred_concurrent_gets_on_cold_cache_fetch_once() {
+        let src = source(Some(Duration::from_secs(3600)), false);
+        let cache = Arc::new(TokenCache::new(src.clone(), Duration::from_secs(30)));
+        let gets = (0..100).map(|_| {
+            let c = cache.clone();
+            tokio::spawn(async move { c.get().await.map(|t| t.expose_secret().to_owned()) })
+        });
+        for r in futures::future::join_all(gets).await {
+            assert_eq!(r.unwrap().unwrap(), "tok-1");
+        }
+        assert_eq!(src.calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn short_lifetime_refreshes_at_half() {
+        let src = source(Some(Duration::from_secs(20)), false);
+        let cache = TokenCache::new(src.clone(), Duration::from_secs(30));
+        cache.get().await.unwrap();
+        tokio::time::advance(Duration::from_secs(9)).await;
+        cache.get().await.unwrap();
+        assert_eq!(src.calls.load(Ordering::SeqCst), 1);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        cache.get().await.unwrap();
+        assert_eq!(src.calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failures_back_off_for_everyone() {
+        let src = source(Some(Duration::from_secs(3600)), true);
+        let cache = Arc::new(TokenCache::new(src.clone(), Duration::from_secs(30)));
+        let gets = (0..50).map(|_| {
+            let c = cache.clone();
+            tokio::spawn(async move { c.get().await })
+        });
+        for r in futures::future::join_all(gets).await {
+            let e = r.unwrap().unwrap_err();
+            assert!(e.reason().contains("HTTP 503"), "{e}");
+        }
+        assert_eq!(src.calls.load(Ordering::SeqCst), 1);
+        tokio::time::advance(Duration::from_millis(500)).await;
+        let e = cache.get().await.unwrap_err();
+        assert!(e.reason().contains("next attempt in"), "{e}");
+        assert_eq!(src.calls.load(Ordering::SeqCst), 1);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        cache.get().await.unwrap_err();
+        assert_eq!(src.calls.load(Ordering::SeqCst), 2);
+        // Second failure: 2 s backoff.
+        tokio::time::advance(Duration::from_millis(1500)).await;
+        cache.get().await.unwrap_err();
+        assert_eq!(src.calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn invalidate_forces_one_refetch() {
+        let src = source(Some(Duration::from_secs(3600)), false);
+        let cache = TokenCache::new(src.clone(), Duration::from_secs(30));
+        let t1 = cache.get().await.unwrap();
+        cache.invalidate(&t1);
+        let t2 = cache.get().await.unwrap();
+        assert_eq!(t2.expose_secret(), "tok-2");
+        // A stale invalidation (of t1) does not drop t2.
+        cache.invalidate(&t1);
+        assert_eq!(cache.get().await.unwrap().expose_secret(), "tok-2");
+        assert_eq!(src.calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn debug_hides_tokens() {
+        let f = FetchedToken {
+            token: SecretString::from("s3cr3t-token"),
+            lifetime: None,
+        };
+        assert!(!format!("{f:?}").contains("s3cr3t"));
+        assert!(
+            !format!("{:?}", StaticToken::new(SecretString::from("s3cr3t-token")))
+                .contains("s3cr3t")
+        );
+    }
+}

@@ -1,0 +1,65 @@
+"""A real AgentCore runtime peer for the gateway's upstream tests.
+
+BedrockAgentCoreApp (PyPI `bedrock-agentcore`) serves /invocations and /ping exactly
+as a hosted agent does. The prompt selects the reply shape:
+
+  dict       -> JSON object            string  -> JSON string literal
+  sync       -> sync generator (SSE)   async   -> async generator (SSE)
+  raise      -> async generator raising mid-stream (trailing error frame)
+  raise-now  -> exception before any output (HTTP 500)
+  input      -> control object asking for input
+  session    -> the runtime session id the app saw (from the session header)
+
+Usage: python upstream_agent.py PORT
+"""
+
+import asyncio
+import sys
+
+from bedrock_agentcore.runtime import BedrockAgentCoreApp
+
+app = BedrockAgentCoreApp()
+
+
+def sync_gen():
+    yield "Hel"
+    yield "lo, "
+    yield {"event": {"contentBlockDelta": {"delta": {"text": "w\u00f6rld \U0001F600"}}}}
+
+
+async def async_gen():
+    for piece in ["one ", "two ", "three"]:
+        await asyncio.sleep(0.01)
+        yield piece
+
+
+async def raising():
+    yield "partial "
+    await asyncio.sleep(0.01)
+    raise ValueError("boom mid-stream")
+
+
+@app.entrypoint
+def invoke(payload, context):
+    prompt = payload.get("prompt", "")
+    if prompt == "dict":
+        return {"response": "from a dict", "actor": payload.get("actor_id")}
+    if prompt == "string":
+        return "The answer is 42"
+    if prompt == "sync":
+        return sync_gen()
+    if prompt == "async":
+        return async_gen()
+    if prompt == "raise":
+        return raising()
+    if prompt == "raise-now":
+        raise RuntimeError("refused before any output")
+    if prompt == "input":
+        return {"a2a_control": "input_required", "text": "Which city?"}
+    if prompt == "session":
+        return context.session_id
+    return {"echo": payload}
+
+
+if __name__ == "__main__":
+    app.run(port=int(sys.argv[1]), host="127.0.0.1")

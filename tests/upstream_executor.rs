@@ -1,0 +1,984 @@
+//! The AgentCore executor against controllable fakes on 127.0.0.1:0: reply
+//! translation, faults, retries, time limits, tokens, sessions, control objects,
+//! cancel, and that no secret reaches logs or task events.
+
+mod upstream_common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use a2a_gateway::executor::{AgentExecutor, EventQueue};
+use a2a_gateway::protocol::{StreamResponse, TaskState};
+use a2a_gateway::upstream::{
+    AgentCoreExecutor, AgentCoreSettings, AuthSettings, OAuth2Settings, TokenEndpoint,
+};
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
+use base64::Engine;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use upstream_common::*;
+
+const SECRET: &str = "cl1ent-s3cret-DO-NOT-LOG";
+
+fn settings(url: &str) -> AgentCoreSettings {
+    let mut s = AgentCoreSettings::for_url(url);
+    s.retry_base_delay = Duration::from_millis(10);
+    s.read_timeout = Duration::from_secs(10);
+    s
+}
+
+fn exec(s: AgentCoreSettings) -> AgentCoreExecutor {
+    AgentCoreExecutor::new(s).expect("executor")
+}
+
+/// A counting OAuth token endpoint (and discovery document) on 127.0.0.1:0.
+struct TokenFake {
+    base: String,
+    calls: Arc<AtomicUsize>,
+    discovery_calls: Arc<AtomicUsize>,
+    /// (status, body); `{n}` in the body becomes the call number.
+    reply: Arc<Mutex<(u16, String)>>,
+    basic_ok: Arc<AtomicUsize>,
+}
+
+#[derive(Clone)]
+struct TokenState {
+    calls: Arc<AtomicUsize>,
+    discovery_calls: Arc<AtomicUsize>,
+    reply: Arc<Mutex<(u16, String)>>,
+    basic_ok: Arc<AtomicUsize>,
+    base: String,
+}
+
+async fn token_fake(body: &str) -> TokenFake {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let st = TokenState {
+        calls: Arc::default(),
+        discovery_calls: Arc::default(),
+        reply: Arc::new(Mutex::new((200, body.to_owned()))),
+        basic_ok: Arc::default(),
+        base: base.clone(),
+    };
+    async fn token(
+        State(st): State<TokenState>,
+        headers: HeaderMap,
+        form: String,
+    ) -> (StatusCode, [(&'static str, &'static str); 1], String) {
+        let n = st.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let want = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("cid:{SECRET}"))
+        );
+        if headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(want.as_str())
+            && form.contains("grant_type=client_credentials")
+            && form.contains("scope=invoke")
+        {
+            st.basic_ok.fetch_add(1, Ordering::SeqCst);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let (status, body) = st.reply.lock().unwrap().clone();
+        (
+            StatusCode::from_u16(status).unwrap(),
+            [("content-type", "application/json")],
+            body.replace("{n}", &n.to_string()),
+        )
+    }
+    async fn discovery(State(st): State<TokenState>) -> axum::Json<Value> {
+        st.discovery_calls.fetch_add(1, Ordering::SeqCst);
+        axum::Json(
+            json!({"issuer": st.base, "token_endpoint": format!("{}/oauth2/token", st.base)}),
+        )
+    }
+    let app = Router::new()
+        .route("/oauth2/token", post(token))
+        .route("/.well-known/openid-configuration", get(discovery))
+        .with_state(st.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    TokenFake {
+        base,
+        calls: st.calls,
+        discovery_calls: st.discovery_calls,
+        reply: st.reply,
+        basic_ok: st.basic_ok,
+    }
+}
+
+fn oauth(endpoint: TokenEndpoint) -> AuthSettings {
+    AuthSettings::OAuth2(OAuth2Settings {
+        client_id: "cid".into(),
+        client_secret: SecretString::from(SECRET),
+        scope: Some("invoke".into()),
+        endpoint,
+        refresh_before_expiry: Duration::from_secs(30),
+    })
+}
+
+#[tokio::test]
+async fn json_string_reply_is_one_last_chunk_and_request_follows_contract() {
+    let up = raw_server(|_, _| vec![Step::Write(json_response(r#""The answer is 42""#))]).await;
+    let out = run(
+        &exec(settings(&up.url)),
+        ctx_in("ctx-1", "alice", "What is it?"),
+    )
+    .await;
+    assert_eq!(
+        out.states(),
+        [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::Completed
+        ]
+    );
+    let chunks = out.chunks();
+    assert_eq!(chunks.len(), 1);
+    assert_eq!(
+        chunks[0],
+        Chunk {
+            name: Some("response".into()),
+            append: false,
+            last: true,
+            text: "The answer is 42".into()
+        }
+    );
+
+    let req = &up.requests()[0];
+    assert_eq!(req.line, "POST /invocations HTTP/1.1");
+    assert_eq!(req.header("content-type"), Some("application/json"));
+    assert_eq!(
+        req.header("accept"),
+        Some("text/event-stream, application/json")
+    );
+    assert!(
+        req.header("user-agent")
+            .unwrap()
+            .starts_with("a2a-gateway/")
+    );
+    assert!(req.header("authorization").is_none());
+    let session = req
+        .header("x-amzn-bedrock-agentcore-runtime-session-id")
+        .unwrap();
+    assert!((33..=100).contains(&session.len()), "{session}");
+    let tp = req.header("traceparent").unwrap();
+    assert!(
+        tp.len() == 55 && tp.starts_with("00-") && tp.ends_with("-01"),
+        "{tp}"
+    );
+    assert_eq!(
+        req.json(),
+        json!({"prompt": "What is it?", "actor_id": "user-ctx-1"})
+    );
+}
+
+#[tokio::test]
+async fn object_and_data_replies() {
+    let up = raw_server(|n, _| {
+        vec![Step::Write(json_response(match n {
+            0 => r#"{"result": {"content": [{"text": "from "}, {"text": "strands"}]}}"#,
+            _ => r#"{"temperature": 21}"#,
+        }))]
+    })
+    .await;
+    let e = exec(settings(&up.url));
+    let out = run(&e, ctx("a")).await;
+    assert_eq!(out.text(), "from strands");
+    assert_eq!(out.final_state(), TaskState::Completed);
+    let out = run(&e, ctx("b")).await;
+    assert_eq!(out.text(), r#"<data {"temperature":21}>"#);
+    assert_eq!(out.final_state(), TaskState::Completed);
+}
+
+#[tokio::test]
+async fn include_message_sends_the_whole_message() {
+    let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
+    let mut s = settings(&up.url);
+    s.include_message = true;
+    let c = ctx_in("ctx-m", "alice", "hi");
+    let (task_id, message_id) = (c.task_id.clone(), c.message.message_id.clone());
+    run(&exec(s), c).await;
+    let body = up.requests()[0].json();
+    assert_eq!(body["taskId"], json!(task_id));
+    assert_eq!(body["contextId"], json!("ctx-m"));
+    assert_eq!(body["message"]["messageId"], json!(message_id));
+    assert_eq!(body["message"]["parts"][0]["text"], json!("hi"));
+}
+
+#[tokio::test]
+async fn sse_one_byte_writes_keep_utf8_and_chunks_exact() {
+    // Multi-byte characters, a Strands delta, a comment, CRLF framing.
+    let body = "data: \"Gr\u{fc}\u{df}e \"\n\n: keep-alive\n\ndata: {\"event\": {\"contentBlockDelta\": {\"delta\": {\"text\": \"\u{1f600} \u{4e16}\u{754c}\"}}}}\r\n\r\ndata: \"!\"\n\n";
+    let wire = sse_bytewise_chunks(body.as_bytes());
+    let up =
+        raw_server(move |_, _| vec![Step::Write(sse_head()), Step::WriteBytewise(wire.clone())])
+            .await;
+    let out = run(&exec(settings(&up.url)), ctx("stream")).await;
+    assert_eq!(out.final_state(), TaskState::Completed, "{}", out.reason());
+    assert_eq!(out.text(), "Gr\u{fc}\u{df}e \u{1f600} \u{4e16}\u{754c}!");
+    let chunks = out.chunks();
+    assert_eq!(chunks.len(), 4);
+    assert!(!chunks[0].append && !chunks[0].last && chunks[0].name.as_deref() == Some("response"));
+    assert!(chunks[1..].iter().all(|c| c.append));
+    assert!(chunks[..3].iter().all(|c| !c.last));
+    assert_eq!(
+        chunks[3],
+        Chunk {
+            name: None,
+            append: true,
+            last: true,
+            text: String::new()
+        }
+    );
+    assert_eq!(out.artifact_ids().len(), 1);
+}
+
+#[tokio::test]
+async fn sse_frames_split_at_chosen_bytes() {
+    let body = "data: \"\u{e9}t\u{e9}\"\n\ndata: {\"data\": \"\u{1f680}\"}\n\n";
+    let bytes = body.as_bytes().to_vec();
+    for split in 1..bytes.len() {
+        let (a, b) = (bytes[..split].to_vec(), bytes[split..].to_vec());
+        let up = raw_server(move |_, _| {
+            vec![
+                Step::Write(sse_head()),
+                Step::Write(chunk(&a)),
+                Step::Sleep(Duration::from_millis(2)),
+                Step::Write(chunk(&b)),
+                Step::Write(end_chunks()),
+            ]
+        })
+        .await;
+        let out = run(&exec(settings(&up.url)), ctx("s")).await;
+        assert_eq!(out.text(), "\u{e9}t\u{e9}\u{1f680}", "split at {split}");
+        assert_eq!(out.final_state(), TaskState::Completed);
+    }
+}
+
+#[tokio::test]
+async fn sse_final_message_used_only_without_deltas_and_done_ends() {
+    let up = raw_server(|n, _| {
+        vec![Step::Write(match n {
+            0 => sse_response(&[
+                r#"{"event": {"messageStart": {"role": "assistant"}}}"#,
+                r#"{"message": {"role": "assistant", "content": [{"text": "whole answer"}]}}"#,
+                r#"{"event": {"metadata": {"usage": {"totalTokens": 9}}}}"#,
+            ]),
+            _ => sse_response(&[
+                r#""a""#,
+                r#""b""#,
+                r#"{"message": {"content": [{"text": "ab"}]}}"#,
+                "[DONE]",
+                r#""ignored""#,
+            ]),
+        })]
+    })
+    .await;
+    let e = exec(settings(&up.url));
+    let out = run(&e, ctx("x")).await;
+    assert_eq!(out.text(), "whole answer");
+    assert_eq!(out.chunks().len(), 1);
+    assert!(out.chunks()[0].last);
+    let out = run(&e, ctx("y")).await;
+    assert_eq!(out.text(), "ab");
+    assert_eq!(out.final_state(), TaskState::Completed);
+}
+
+#[tokio::test]
+async fn agent_error_frame_fails_the_task() {
+    let up = raw_server(|_, _| {
+        vec![Step::Write(sse_response(&[
+            r#""partial ""#,
+            r#"{"error": "database unreachable", "error_type": "ConnectionError", "message": "An error occurred during streaming"}"#,
+        ]))]
+    })
+    .await;
+    let out = run(&exec(settings(&up.url)), ctx("x")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert_eq!(
+        out.reason(),
+        "the agent failed: ConnectionError: database unreachable"
+    );
+    assert!(!out.states().contains(&TaskState::Completed));
+}
+
+#[tokio::test]
+async fn reset_mid_stream_fails_never_completes() {
+    let up = raw_server(|_, _| {
+        let mut head = sse_head();
+        head.extend(chunk(b"data: \"partial\"\n\n"));
+        vec![
+            Step::Write(head),
+            Step::Sleep(Duration::from_millis(50)),
+            Step::Reset,
+        ]
+    })
+    .await;
+    let out = run(&exec(settings(&up.url)), ctx("x")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert_eq!(out.text(), "partial");
+    assert!(out.reason().contains("broke off"), "{}", out.reason());
+    assert!(!out.states().contains(&TaskState::Completed));
+    assert!(out.chunks().iter().all(|c| !c.last));
+}
+
+#[tokio::test]
+async fn truncated_chunked_body_fails() {
+    let up = raw_server(|_, _| {
+        let mut head = sse_head();
+        head.extend(chunk(b"data: \"partial\"\n\n"));
+        vec![Step::Write(head), Step::Close]
+    })
+    .await;
+    let out = run(&exec(settings(&up.url)), ctx("x")).await;
+    assert_eq!(out.final_state(), TaskState::Failed, "{:?}", out.states());
+    assert!(out.reason().contains("broke off"), "{}", out.reason());
+}
+
+#[tokio::test]
+async fn truncated_json_body_fails() {
+    let up = raw_server(|_, _| {
+        let mut r = response(
+            200,
+            &[("content-type", "application/json")],
+            br#""complete answer""#,
+        );
+        r.truncate(r.len() - 5);
+        vec![Step::Write(r), Step::Close]
+    })
+    .await;
+    let out = run(&exec(settings(&up.url)), ctx("x")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert!(out.chunks().is_empty());
+}
+
+#[tokio::test]
+async fn stall_past_read_timeout_fails_naming_the_setting() {
+    let up = raw_server(|_, _| {
+        let mut head = sse_head();
+        head.extend(chunk(b"data: \"a\"\n\n"));
+        vec![Step::Write(head), Step::Sleep(Duration::from_secs(5))]
+    })
+    .await;
+    let mut s = settings(&up.url);
+    s.read_timeout = Duration::from_millis(300);
+    let t0 = Instant::now();
+    let out = run(&exec(s), ctx("x")).await;
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert!(
+        out.reason().contains("read_timeout_secs"),
+        "{}",
+        out.reason()
+    );
+}
+
+#[tokio::test]
+async fn silence_before_headers_is_a_read_timeout_and_stream_cap_applies() {
+    let up = raw_server(|n, _| match n {
+        0 => vec![Step::Sleep(Duration::from_secs(5))],
+        _ => {
+            // Keeps sending within the read timeout, but never ends.
+            let mut steps = vec![Step::Write(sse_head())];
+            for _ in 0..100 {
+                steps.push(Step::Write(chunk(b"data: \".\"\n\n")));
+                steps.push(Step::Sleep(Duration::from_millis(100)));
+            }
+            steps
+        }
+    })
+    .await;
+    let mut s = settings(&up.url);
+    s.read_timeout = Duration::from_millis(300);
+    s.max_stream = Duration::from_millis(800);
+    let e = exec(s);
+    let out = run(&e, ctx("x")).await;
+    assert!(
+        out.reason().contains("read_timeout_secs"),
+        "{}",
+        out.reason()
+    );
+    let out = run(&e, ctx("y")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert!(out.reason().contains("max_stream_secs"), "{}", out.reason());
+    assert!(out.text().starts_with('.'));
+}
+
+#[tokio::test]
+async fn too_many_requests_then_success_retries_once_honouring_retry_after() {
+    let up = raw_server(|n, _| {
+        vec![Step::Write(match n {
+            0 => response(
+                429,
+                &[
+                    ("x-amzn-ErrorType", "ThrottlingException"),
+                    ("retry-after", "1"),
+                ],
+                br#"{"message":"Rate exceeded"}"#,
+            ),
+            _ => json_response(r#""ok""#),
+        })]
+    })
+    .await;
+    let out = run(&exec(settings(&up.url)), ctx("x")).await;
+    assert_eq!(out.final_state(), TaskState::Completed);
+    let reqs = up.requests();
+    assert_eq!(reqs.len(), 2);
+    let gap = reqs[1].at - reqs[0].at;
+    assert!(gap >= Duration::from_millis(950), "{gap:?}");
+    // Same session on the retry.
+    assert_eq!(
+        reqs[0].header("x-amzn-bedrock-agentcore-runtime-session-id"),
+        reqs[1].header("x-amzn-bedrock-agentcore-runtime-session-id")
+    );
+}
+
+#[tokio::test]
+async fn retryable_statuses_retry_at_most_max_retries() {
+    let up = raw_server(|_, _| {
+        vec![Step::Write(response(
+            409,
+            &[(
+                "x-amzn-ErrorType",
+                "RetryableConflictException:http://internal.amazon.com/coral/",
+            )],
+            br#"{"message":"Session operation in progress, please retry"}"#,
+        ))]
+    })
+    .await;
+    let out = run(&exec(settings(&up.url)), ctx("x")).await;
+    assert_eq!(up.count(), 4);
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert!(
+        out.reason()
+            .contains("HTTP 409 RetryableConflictException: Session operation in progress"),
+        "{}",
+        out.reason()
+    );
+}
+
+#[tokio::test]
+async fn runtime_client_error_424_is_readable_and_not_retried() {
+    let up = raw_server(|_, _| {
+        vec![Step::Write(response(
+            424,
+            &[("x-amzn-ErrorType", "RuntimeClientError"), ("x-amzn-RequestId", "r-424"), ("content-type", "application/json")],
+            br#"{"message":"Runtime initialization time exceeded. Please make sure that initialization completes in 30s."}"#,
+        ))]
+    })
+    .await;
+    let out = run(&exec(settings(&up.url)), ctx("x")).await;
+    assert_eq!(up.count(), 1);
+    assert_eq!(out.final_state(), TaskState::Failed);
+    let r = out.reason();
+    assert!(r.starts_with("AgentCore runtime answered HTTP 424 RuntimeClientError: Runtime initialization time exceeded"), "{r}");
+    assert!(r.contains("r-424"), "{r}");
+}
+
+#[tokio::test]
+async fn html_error_page_and_html_or_empty_200() {
+    let html = b"<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>";
+    let up = raw_server(move |n, _| {
+        vec![Step::Write(match n {
+            0 | 1 => response(502, &[("content-type", "text/html")], html),
+            2 => response(200, &[("content-type", "text/html")], html),
+            _ => response(200, &[("content-type", "application/json")], b""),
+        })]
+    })
+    .await;
+    let mut s = settings(&up.url);
+    s.max_retries = 1;
+    let e = exec(s);
+    let out = run(&e, ctx("x")).await;
+    assert_eq!(up.count(), 2);
+    assert_eq!(
+        out.reason(),
+        "AgentCore runtime answered HTTP 502 with an HTML page instead of an agent reply"
+    );
+    let out = run(&e, ctx("y")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert!(out.reason().contains("HTML page"), "{}", out.reason());
+    let out = run(&e, ctx("z")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert!(out.reason().contains("empty body"), "{}", out.reason());
+}
+
+#[tokio::test]
+async fn unreachable_upstream_fails_with_connect_reason() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/invocations", listener.local_addr().unwrap());
+    drop(listener);
+    let mut s = settings(&url);
+    s.max_retries = 1;
+    let out = run(&exec(s), ctx("x")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert!(
+        out.reason()
+            .starts_with("could not connect to the AgentCore runtime"),
+        "{}",
+        out.reason()
+    );
+}
+
+#[tokio::test]
+async fn control_vocabulary() {
+    let up = raw_server(|_, _| {
+        vec![Step::Write(sse_response(&[
+            r#"{"a2a_control": "status", "text": "Looking up flights"}"#,
+            r#""Found 2 flights. ""#,
+            r#"{"a2a_control": "artifact", "name": "flights.json", "data": {"count": 2}}"#,
+            r#"{"a2a_control": "input_required", "text": "Which one?"}"#,
+        ]))]
+    })
+    .await;
+    let e = exec(settings(&up.url));
+    let c1 = ctx_in("trip", "alice", "book a flight");
+    let out = run(&e, c1).await;
+    assert_eq!(
+        out.states(),
+        [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::Working,
+            TaskState::InputRequired
+        ]
+    );
+    assert_eq!(out.reason(), "Which one?");
+    let status_texts: Vec<String> = out
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            StreamResponse::StatusUpdate(s) => s
+                .status
+                .message
+                .as_ref()
+                .and_then(|m| m.parts[0].as_text())
+                .map(str::to_owned),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(status_texts, ["Looking up flights", "Which one?"]);
+    let chunks = out.chunks();
+    assert_eq!(chunks[0].text, "Found 2 flights. ");
+    assert_eq!(chunks[1].name.as_deref(), Some("flights.json"));
+    assert_eq!(chunks[1].text, r#"<data {"count":2}>"#);
+    assert!(chunks[2].last && chunks[2].append);
+    // The follow-up on the same context reaches the same runtime session.
+    let mut c2 = ctx_in("trip", "alice", "the first");
+    c2.current_task = Some(a2a_gateway::executor::new_task(&c2.message));
+    let out2 = run(&e, c2).await;
+    assert_eq!(
+        out2.states()[0],
+        TaskState::Working,
+        "no second SUBMITTED for a follow-up"
+    );
+    let reqs = up.requests();
+    let sid = |i: usize| {
+        reqs[i]
+            .header("x-amzn-bedrock-agentcore-runtime-session-id")
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(sid(0), sid(1));
+}
+
+#[tokio::test]
+async fn reject_and_fail_controls() {
+    let up = raw_server(|n, _| {
+        vec![Step::Write(match n {
+            0 => json_response(r#"{"a2a_control": "reject", "text": "not my job"}"#),
+            1 => sse_response(&[r#"{"a2a_control": "fail", "text": "quota gone"}"#]),
+            _ => sse_response(&[r#"{"a2a_control": "explode"}"#]),
+        })]
+    })
+    .await;
+    let e = exec(settings(&up.url));
+    let out = run(&e, ctx("a")).await;
+    assert_eq!(out.final_state(), TaskState::Rejected);
+    assert_eq!(out.reason(), "not my job");
+    let out = run(&e, ctx("b")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert_eq!(out.reason(), "the agent failed: quota gone");
+    let out = run(&e, ctx("c")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert!(
+        out.reason()
+            .contains("unknown `a2a_control` kind `explode`"),
+        "{}",
+        out.reason()
+    );
+}
+
+#[tokio::test]
+async fn sessions_differ_per_caller_and_one_invocation_per_session() {
+    let up = raw_server(|_, _| {
+        vec![
+            Step::Sleep(Duration::from_millis(150)),
+            Step::Write(json_response(r#""ok""#)),
+        ]
+    })
+    .await;
+    let e = exec(settings(&up.url));
+    let runs = (0..3).map(|i| {
+        let e = e.clone();
+        async move { run(&e, ctx_in("shared", "alice", &format!("m{i}"))).await }
+    });
+    for out in futures::future::join_all(runs).await {
+        assert_eq!(out.final_state(), TaskState::Completed);
+    }
+    let reqs = up.requests();
+    // Each invocation arrived only after the previous reply (150 ms) was over.
+    for w in reqs.windows(2) {
+        assert!(
+            w[1].at - w[0].at >= Duration::from_millis(140),
+            "same session ran concurrently"
+        );
+    }
+    let sid = |i: usize| {
+        reqs[i]
+            .header("x-amzn-bedrock-agentcore-runtime-session-id")
+            .unwrap()
+            .to_owned()
+    };
+    assert!(sid(0) == sid(1) && sid(1) == sid(2));
+    // Another caller's context of the same id: another session, not serialised.
+    let t0 = Instant::now();
+    let (a, b) = tokio::join!(
+        run(&e, ctx_in("shared", "bob", "m")),
+        run(&e, ctx_in("other", "bob", "m"))
+    );
+    assert_eq!(
+        (a.final_state(), b.final_state()),
+        (TaskState::Completed, TaskState::Completed)
+    );
+    assert!(
+        t0.elapsed() < Duration::from_millis(290),
+        "different sessions ran one after the other"
+    );
+    let reqs = up.requests();
+    assert_ne!(
+        reqs[3]
+            .header("x-amzn-bedrock-agentcore-runtime-session-id")
+            .unwrap(),
+        sid(0)
+    );
+}
+
+#[tokio::test]
+async fn cancel_drops_the_request_stops_the_session_and_ignores_later_output() {
+    let up = raw_server(|_, req| {
+        if req.line.contains("/stopruntimesession") {
+            return vec![Step::Write(response(
+                404,
+                &[("x-amzn-ErrorType", "ResourceNotFoundException")],
+                b"{}",
+            ))];
+        }
+        let mut head = sse_head();
+        head.extend(chunk(b"data: \"first\"\n\n"));
+        vec![Step::Write(head), Step::AwaitClientClose]
+    })
+    .await;
+    let e = exec(settings(&up.url));
+    let c = ctx_in("cancel-me", "alice", "long job");
+    let (queue, mut rx) = EventQueue::bounded(64);
+    let e2 = e.clone();
+    let c2 = c.clone();
+    let q2 = queue.clone();
+    let running = tokio::spawn(async move { e2.execute(c2, q2).await });
+    // Wait for the first chunk.
+    loop {
+        match rx.recv().await.expect("event") {
+            StreamResponse::ArtifactUpdate(_) => break,
+            _ => continue,
+        }
+    }
+    let t0 = Instant::now();
+    c.cancellation().cancel();
+    e.cancel(c.clone(), queue.clone())
+        .await
+        .expect("cancel ok (404 counts as done)");
+    tokio::time::timeout(Duration::from_secs(1), running)
+        .await
+        .expect("execute returns promptly")
+        .unwrap()
+        .unwrap();
+    drop(queue);
+    let mut rest = Vec::new();
+    while let Some(ev) = rx.recv().await {
+        rest.push(ev);
+    }
+    let states: Vec<TaskState> = rest
+        .iter()
+        .filter_map(|e| match e {
+            StreamResponse::StatusUpdate(s) => Some(s.status.state),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(states, [TaskState::Canceled], "{rest:?}");
+    // The upstream saw the connection go away within a second.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let closed = up.client_closed.lock().unwrap().clone();
+    assert_eq!(closed.len(), 1);
+    assert!(closed[0] - t0 < Duration::from_secs(1));
+    let reqs = up.requests();
+    let stop = reqs
+        .iter()
+        .find(|r| r.line.contains("/stopruntimesession"))
+        .expect("StopRuntimeSession called");
+    assert_eq!(
+        stop.header("x-amzn-bedrock-agentcore-runtime-session-id"),
+        reqs[0].header("x-amzn-bedrock-agentcore-runtime-session-id")
+    );
+}
+
+// ---------------------------------------------------------------- tokens
+
+async fn bearer_upstream() -> (String, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let up = raw_server(move |_, req| {
+        let auth = req.header("authorization").unwrap_or("").to_owned();
+        s2.lock().unwrap().push(auth.clone());
+        if auth == "Bearer tok-1" || auth == "Bearer stale" {
+            vec![Step::Write(response(
+                401,
+                &[
+                    ("x-amzn-ErrorType", "UnauthorizedException"),
+                    ("www-authenticate", "Bearer"),
+                ],
+                br#"{"message":"Invalid token"}"#,
+            ))]
+        } else {
+            vec![Step::Write(json_response(r#""ok""#))]
+        }
+    })
+    .await;
+    (up.url.clone(), seen)
+}
+
+#[tokio::test]
+async fn upstream_401_refetches_the_token_once_and_retries() {
+    let tok =
+        token_fake(r#"{"access_token": "tok-{n}", "token_type": "Bearer", "expires_in": 3600}"#)
+            .await;
+    let (url, seen) = bearer_upstream().await;
+    let mut s = settings(&url);
+    s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+    let e = exec(s);
+    let out = run(&e, ctx("x")).await;
+    assert_eq!(out.final_state(), TaskState::Completed, "{}", out.reason());
+    assert_eq!(*seen.lock().unwrap(), ["Bearer tok-1", "Bearer tok-2"]);
+    assert_eq!(tok.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        tok.basic_ok.load(Ordering::SeqCst),
+        2,
+        "HTTP Basic client auth + grant + scope"
+    );
+    // The new token is reused.
+    run(&e, ctx("y")).await;
+    assert_eq!(tok.calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn second_401_and_static_bearer_401_fail() {
+    let tok = token_fake(r#"{"access_token": "tok-1", "expires_in": 3600}"#).await;
+    let (url, seen) = bearer_upstream().await;
+    let mut s = settings(&url);
+    s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+    let out = run(&exec(s), ctx("x")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert!(
+        out.reason().contains("HTTP 401 UnauthorizedException"),
+        "{}",
+        out.reason()
+    );
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    let mut s = settings(&url);
+    s.auth = AuthSettings::Bearer(SecretString::from("stale"));
+    let out = run(&exec(s), ctx("x")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        3,
+        "no retry with a static token"
+    );
+    assert!(!out.reason().contains("stale"));
+}
+
+#[tokio::test]
+async fn hundred_concurrent_sends_on_a_cold_cache_make_one_token_request() {
+    let tok =
+        token_fake(r#"{"access_token": "tok-{n}", "token_type": "Bearer", "expires_in": 3600}"#)
+            .await;
+    let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
+    let mut s = settings(&up.url);
+    s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+    let e = exec(s);
+    let runs = (0..100).map(|i| {
+        let e = e.clone();
+        async move { run(&e, ctx(&format!("m{i}"))).await }
+    });
+    for out in futures::future::join_all(runs).await {
+        assert_eq!(out.final_state(), TaskState::Completed, "{}", out.reason());
+    }
+    assert_eq!(tok.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(up.count(), 100);
+    assert!(
+        up.requests()
+            .iter()
+            .all(|r| r.header("authorization") == Some("Bearer tok-1"))
+    );
+}
+
+#[tokio::test]
+async fn discovery_document_is_fetched_once() {
+    let tok = token_fake(r#"{"access_token": "tok-{n}", "expires_in": "3600"}"#).await;
+    let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
+    let mut s = settings(&up.url);
+    s.auth = oauth(TokenEndpoint::Discovery(format!(
+        "{}/.well-known/openid-configuration",
+        tok.base
+    )));
+    let e = exec(s);
+    for i in 0..3 {
+        let out = run(&e, ctx(&format!("{i}"))).await;
+        assert_eq!(out.final_state(), TaskState::Completed, "{}", out.reason());
+    }
+    assert_eq!(tok.discovery_calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        tok.calls.load(Ordering::SeqCst),
+        1,
+        "string expires_in \"3600\" is honoured"
+    );
+}
+
+#[tokio::test]
+async fn failing_token_endpoint_fails_tasks_with_clear_reasons() {
+    let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
+    // Down.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}/oauth2/token", dead.local_addr().unwrap());
+    drop(dead);
+    let mut s = settings(&up.url);
+    s.auth = oauth(TokenEndpoint::Url(dead_url.clone()));
+    let out = run(&exec(s), ctx("x")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert!(
+        out.reason()
+            .starts_with(&format!("token endpoint {dead_url} unreachable")),
+        "{}",
+        out.reason()
+    );
+
+    // invalid_client, garbage, and a missing access_token.
+    let tok = token_fake(
+        r#"{"error": "invalid_client", "error_description": "Client authentication failed"}"#,
+    )
+    .await;
+    tok.reply.lock().unwrap().0 = 401;
+    let mut s = settings(&up.url);
+    s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+    let e = exec(s);
+    let out = run(&e, ctx("x")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    let r = out.reason();
+    assert!(
+        r.contains("(HTTP 401)") && r.contains("invalid_client"),
+        "{r}"
+    );
+    assert!(!r.contains(SECRET));
+    // During the shared backoff nobody calls the endpoint again.
+    let runs = (0..10).map(|_| {
+        let e = e.clone();
+        async move { run(&e, ctx("y")).await }
+    });
+    for out in futures::future::join_all(runs).await {
+        assert_eq!(out.final_state(), TaskState::Failed);
+        assert!(out.reason().contains("next attempt in"), "{}", out.reason());
+    }
+    assert_eq!(tok.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(up.count(), 0);
+
+    for (status, body, want) in [
+        (200, "<html>oops</html>", "(HTTP 200)"),
+        (200, r#"{"token_type": "Bearer"}"#, "lacks `access_token`"),
+        (503, "", "(HTTP 503)"),
+    ] {
+        let tok = token_fake(body).await;
+        tok.reply.lock().unwrap().0 = status;
+        let mut s = settings(&up.url);
+        s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+        let out = run(&exec(s), ctx("x")).await;
+        assert_eq!(out.final_state(), TaskState::Failed);
+        assert!(out.reason().contains(want), "{want}: {}", out.reason());
+    }
+}
+
+// ---------------------------------------------------------------- secrets in logs
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn no_secret_or_token_in_logs_or_events() {
+    const TOKEN: &str = "eyJhbGciOiJSUzI1NiJ9.SECRET-ACCESS-TOKEN.sig";
+    let capture = Capture::default();
+    let w = capture.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || w.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let tok = token_fake(&format!(
+        r#"{{"access_token": "{TOKEN}", "expires_in": 3600}}"#
+    ))
+    .await;
+    // The upstream rejects the token and echoes it back in its error body.
+    let up = raw_server(|_, req| {
+        let auth = req.header("authorization").unwrap_or("").to_owned();
+        vec![Step::Write(response(
+            403,
+            &[("x-amzn-ErrorType", "AccessDeniedException")],
+            format!(r#"{{"message":"token {auth} not accepted"}}"#).as_bytes(),
+        ))]
+    })
+    .await;
+    let mut s = settings(&up.url);
+    s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+    let e = exec(s);
+    tracing::info!(executor = ?e, "built");
+    let out = run(&e, ctx("x")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert!(out.reason().contains("[redacted]"), "{}", out.reason());
+    // Then the token endpoint fails, echoing nothing useful.
+    tok.reply.lock().unwrap().0 = 500;
+    let c = ctx("y");
+    e.cancel(c, EventQueue::bounded(4).0).await.ok();
+
+    let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("the runtime refused the invocation"),
+        "logs captured: {logs}"
+    );
+    assert!(!logs.contains(SECRET), "client secret in logs");
+    assert!(!logs.contains("SECRET-ACCESS-TOKEN"), "token in logs");
+    let events = serde_json::to_string(&out.events).unwrap();
+    assert!(!events.contains(SECRET) && !events.contains("SECRET-ACCESS-TOKEN"));
+    assert!(!format!("{e:?}").contains(SECRET));
+}
