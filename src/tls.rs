@@ -105,6 +105,8 @@ pub async fn serve_tls(
                 }
             },
         };
+        // Small JSON replies and SSE frames must not wait for Nagle's algorithm.
+        let _ = tcp.set_nodelay(true);
         let acceptor = acceptor.clone();
         let app = app.clone();
         let builder = builder.clone();

@@ -231,6 +231,10 @@ fn demo_starts_and_send_gets_a_streamed_answer() {
         &[],
     );
     assert!(demo_dir.is_dir(), "the demo creates its directory");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !demo.logs().contains("gateway: http") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(demo.logs().contains("LOCAL STAND-IN"), "{}", demo.logs());
 
     let out = run(

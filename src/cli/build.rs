@@ -3,8 +3,8 @@
 //! SEAMS (filled in as the other branches land):
 //! - [`build_store`]: `memory:` today; SQLite and PostgreSQL through
 //!   `store::open_store(url, max_connections)` once the `stores` branch is merged.
-//! - [`build_executor`]: a temporary forwarder ([`super::interim`]) today; the real
-//!   `upstream::AgentCoreExecutor` once the `upstream` branch is merged.
+//! - [`build_executor`]: the AgentCore executor; a readiness check ("a token is
+//!   obtainable") once the executor exposes one.
 
 use std::sync::Arc;
 
@@ -12,6 +12,7 @@ use crate::config::{Config, StoreUrl};
 use crate::executor::AgentExecutor;
 use crate::server::ReadinessCheck;
 use crate::store::{MemoryTaskStore, TaskStore};
+use crate::upstream::{AgentCoreExecutor, AgentCoreSettings};
 
 use super::CliError;
 
@@ -40,9 +41,9 @@ pub async fn build_store(config: &Config) -> Result<Arc<dyn TaskStore>, CliError
 pub fn build_executor(
     config: &Config,
 ) -> Result<(Arc<dyn AgentExecutor>, Option<ReadinessCheck>), CliError> {
-    // SEAM(upstream): replace with `AgentCoreExecutor::new(settings_from(&config.upstream))`
-    // and its token readiness check.
-    let url = config.upstream.invocation_url()?;
-    let executor = super::interim::InterimForwarder::new(&config.upstream, url)?;
+    let settings = AgentCoreSettings::try_from(&config.upstream)?;
+    let executor = AgentCoreExecutor::new(settings)?;
+    // SEAM(readiness): `/readyz` should also check that a token is obtainable for
+    // `oauth2`; the executor does not expose its token cache for that yet.
     Ok((Arc::new(executor), None))
 }

@@ -6,7 +6,6 @@
 
 mod build;
 mod demo;
-mod interim;
 mod send;
 mod serve;
 
