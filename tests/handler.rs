@@ -1555,3 +1555,107 @@ async fn release_review_agent_can_be_canceled_while_reviewing() {
     assert_eq!(done.status.state, TaskState::Canceled);
     assert!(done.artifacts().is_empty());
 }
+
+// ---------------------------------------------------------------------------
+// Regressions
+// ---------------------------------------------------------------------------
+
+/// A store whose next `get` reads the snapshot, then waits at a gate before
+/// answering: a caller acting on a snapshot that has since gone stale.
+struct StaleGetStore {
+    inner: MemoryTaskStore,
+    hold: Mutex<Option<(Arc<Semaphore>, oneshot::Sender<()>)>>,
+}
+
+#[async_trait]
+impl TaskStore for StaleGetStore {
+    async fn append(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        seq: u64,
+        event: &StreamResponse,
+    ) -> Result<(), StoreError> {
+        self.inner.append(scope, task_id, seq, event).await
+    }
+    async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let snapshot = self.inner.get(scope, task_id).await;
+        let hold = self.hold.lock().unwrap().take();
+        if let Some((gate, reached)) = hold {
+            let _ = reached.send(());
+            pass(&gate).await;
+        }
+        snapshot
+    }
+    async fn events_after(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.inner.events_after(scope, task_id, after, limit).await
+    }
+    async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        self.inner.list(scope, query).await
+    }
+    async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError> {
+        self.inner.unsettled(limit).await
+    }
+}
+
+#[tokio::test]
+async fn cancel_racing_completion_answers_task_not_cancelable() {
+    let (tx, mut started) = mpsc::unbounded_channel();
+    let work = Arc::new(Semaphore::new(0));
+    let linger = Arc::new(Semaphore::new(0));
+    let (w, l) = (work.clone(), linger.clone());
+    let exec = scripted(move |ctx, q| {
+        let (tx, w, l) = (tx.clone(), w.clone(), l.clone());
+        async move {
+            let up = TaskUpdater::from_context(&ctx, q);
+            up.submit().await?;
+            up.start_work(None).await?;
+            let _ = tx.send(());
+            pass(&w).await;
+            up.complete(None).await?;
+            pass(&l).await; // cleanup after COMPLETED
+            Ok(())
+        }
+    });
+    let cancels = exec.cancels.clone();
+    let store = Arc::new(StaleGetStore {
+        inner: MemoryTaskStore::new(),
+        hold: Mutex::new(None),
+    });
+    let h = RequestHandler::new(Arc::new(exec), store.clone(), HandlerConfig::default());
+    let t = send_task(&h, &anon(), immediate(text("go"))).await;
+    within(started.recv()).await.unwrap();
+    let watch = subscribe(&h, &t.id).await;
+
+    let get_gate = Arc::new(Semaphore::new(0));
+    let (reached_tx, reached) = oneshot::channel();
+    *store.hold.lock().unwrap() = Some((get_gate.clone(), reached_tx));
+    let h2 = h.clone();
+    let id = t.id.clone();
+    let cancel = tokio::spawn(async move { h2.cancel_task(&anon(), cancel_req(&id)).await });
+    within(reached).await.unwrap(); // CancelTask read WORKING
+    work.add_permits(1);
+    drain(watch).await; // COMPLETED is stored
+    get_gate.add_permits(1);
+    let r = within(cancel).await.unwrap();
+    assert!(
+        matches!(r, Err(A2aError::TaskNotCancelable(_))),
+        "a completed task is not cancelable: {r:?}"
+    );
+    assert_eq!(
+        cancels.load(Ordering::SeqCst),
+        0,
+        "executor cancel not called"
+    );
+    linger.add_permits(1);
+    assert_eq!(
+        get(&h, &anon(), &t.id).await.status.state,
+        TaskState::Completed
+    );
+}
