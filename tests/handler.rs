@@ -1560,6 +1560,23 @@ async fn release_review_agent_can_be_canceled_while_reviewing() {
 // Regressions
 // ---------------------------------------------------------------------------
 
+#[tokio::test]
+async fn return_immediately_on_a_follow_up_shows_the_new_run_not_the_old_interruption() {
+    let h = handler(ReleaseReviewAgentExecutor::with_review_delay(
+        Duration::from_secs(3600),
+    ));
+    let t = send_task(&h, &anon(), req(text("review"))).await;
+    assert_eq!(t.status.state, TaskState::InputRequired);
+    let t2 = send_task(&h, &anon(), immediate(follow_up(&t, "api@1.2.3"))).await;
+    assert!(
+        matches!(t2.status.state, TaskState::Submitted | TaskState::Working),
+        "returnImmediately answers with the task in SUBMITTED/WORKING, got {}",
+        t2.status.state
+    );
+    assert_eq!(t2.history().len(), 4, "user, ask, user, reviewing");
+    h.cancel_task(&anon(), cancel_req(&t.id)).await.unwrap();
+}
+
 /// A store whose next `get` reads the snapshot, then waits at a gate before
 /// answering: a caller acting on a snapshot that has since gone stale.
 struct StaleGetStore {

@@ -318,7 +318,10 @@ impl RequestHandler {
         let scope = Scope::from(call);
         let mut task = snapshot;
         let settled_now = fresh && task.status.state.is_settled();
-        if !immediate && !settled_now {
+        // A follow-up's snapshot still shows the state before this message (often
+        // INPUT_REQUIRED): with returnImmediately, wait for the run's first state.
+        let wait = if immediate { !fresh } else { !settled_now };
+        if wait {
             let mut follow = Follow::new(
                 self.inner.store.clone(),
                 scope.clone(),
@@ -328,7 +331,11 @@ impl RequestHandler {
                 false,
             );
             while let Some(ev) = follow.next().await {
-                if ev?.event.state().is_some_and(TaskState::is_settled) {
+                if ev?
+                    .event
+                    .state()
+                    .is_some_and(|s| immediate || s.is_settled())
+                {
                     break;
                 }
             }
