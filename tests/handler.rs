@@ -1676,3 +1676,37 @@ async fn cancel_racing_completion_answers_task_not_cancelable() {
         TaskState::Completed
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_and_subscriptions_to_an_idle_task_never_race_its_driver_exiting() {
+    let exec = scripted(|ctx, q| async move {
+        let up = TaskUpdater::from_context(&ctx, q);
+        if ctx.current_task.is_none() {
+            up.submit().await?;
+            up.requires_auth(None).await?;
+        } else {
+            up.complete(None).await?;
+        }
+        Ok(())
+    });
+    let h = handler(exec);
+    // A multi-thread runtime lets a freshly spawned driver of an idle task run
+    // (and decide to exit) before the command or subscription reaches it.
+    for i in 0..300 {
+        let t = send_task(&h, &anon(), req(text("go"))).await;
+        if i % 3 == 2 {
+            let c = within(h.cancel_task(&anon(), cancel_req(&t.id))).await;
+            assert_eq!(c.expect("cancel").status.state, TaskState::Canceled);
+            continue;
+        }
+        let s = subscribe(&h, &t.id).await;
+        send_task(&h, &anon(), req(follow_up(&t, "granted"))).await;
+        let evs = drain(s).await;
+        assert_eq!(
+            state(evs.last().unwrap()),
+            Some(TaskState::Completed),
+            "the subscription ended early: {:?}",
+            kinds(&evs)
+        );
+    }
+}

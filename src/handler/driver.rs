@@ -173,7 +173,8 @@ impl Driver {
             .registry
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if !self.rx.is_empty() {
+        // Re-checked under the lock that senders and subscribers hold.
+        if !self.rx.is_empty() || !self.may_exit() {
             return false;
         }
         if reg
