@@ -3,8 +3,8 @@
 //! SEAMS (filled in as the other branches land):
 //! - [`build_store`]: `memory:` today; SQLite and PostgreSQL through
 //!   `store::open_store(url, max_connections)` once the `stores` branch is merged.
-//! - [`build_executor`]: the AgentCore executor; a readiness check ("a token is
-//!   obtainable") once the executor exposes one.
+//! - [`build_executor`]: the AgentCore executor and its readiness check ("a token
+//!   is obtainable").
 
 use std::sync::Arc;
 
@@ -43,7 +43,10 @@ pub fn build_executor(
 ) -> Result<(Arc<dyn AgentExecutor>, Option<ReadinessCheck>), CliError> {
     let settings = AgentCoreSettings::try_from(&config.upstream)?;
     let executor = AgentCoreExecutor::new(settings)?;
-    // SEAM(readiness): `/readyz` should also check that a token is obtainable for
-    // `oauth2`; the executor does not expose its token cache for that yet.
-    Ok((Arc::new(executor), None))
+    let probe = executor.clone();
+    let ready: ReadinessCheck = Arc::new(move || {
+        let probe = probe.clone();
+        Box::pin(async move { probe.token_ready().await })
+    });
+    Ok((Arc::new(executor), Some(ready)))
 }

@@ -165,6 +165,22 @@ impl AgentCoreExecutor {
         Ok(me)
     }
 
+    /// Readiness: whether a token is obtainable (the cached one, or one fetch through
+    /// the shared single-flight cache). Always `Ok` without authentication.
+    ///
+    /// # Errors
+    /// The token endpoint's failure as a readable reason (never the secret).
+    pub async fn token_ready(&self) -> Result<(), String> {
+        match &self.inner.auth {
+            Auth::None => Ok(()),
+            Auth::Token { cache, .. } => cache
+                .get()
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("no upstream token: {}", e.reason())),
+        }
+    }
+
     /// The settings in use.
     pub fn settings(&self) -> &AgentCoreSettings {
         &self.inner.settings
@@ -291,6 +307,7 @@ impl Inner {
             let started = Instant::now();
             let err = match client::send(rb, payload.clone(), timeouts).await {
                 Ok(resp) if resp.status().is_success() => {
+                    record_upstream(resp.status().as_str(), started.elapsed());
                     tracing::info!(
                         upstream.status = resp.status().as_u16(),
                         upstream.request_id = header(&resp, "x-amzn-requestid").unwrap_or("-"),
@@ -303,6 +320,7 @@ impl Inner {
                     return Ok((resp, started));
                 }
                 Ok(resp) => {
+                    record_upstream(resp.status().as_str(), started.elapsed());
                     let status = resp.status().as_u16();
                     let headers = resp.headers().clone();
                     let body = read_error_body(resp, s.read_timeout).await;
@@ -347,8 +365,14 @@ impl Inner {
                         kind: TimeoutKind::Connect | TimeoutKind::Pool,
                         ..
                     }),
-                ) => (e, None),
-                Err(e) => return Err(e),
+                ) => {
+                    record_upstream("error", started.elapsed());
+                    (e, None)
+                }
+                Err(e) => {
+                    record_upstream("error", started.elapsed());
+                    return Err(e);
+                }
             };
             let (e, retry_after) = err;
             if retries >= policy.max_retries {
@@ -358,6 +382,8 @@ impl Inner {
                 return Err(e);
             };
             retries += 1;
+            metrics::counter!("a2a_upstream_retries_total", "reason" => retry_reason(&e))
+                .increment(1);
             tracing::warn!(retry = retries, delay_ms = delay.as_millis() as u64, reason = %e, "retrying the invocation");
             tokio::time::sleep(delay).await;
         }
@@ -522,5 +548,24 @@ impl AgentExecutor for AgentCoreExecutor {
             }
         }
         Ok(())
+    }
+}
+
+/// Records one invocation attempt: `a2a_upstream_responses_total{status}` and
+/// `a2a_upstream_request_duration_seconds{status}` (time to the reply headers;
+/// `status` is the HTTP code, or `error` when no reply came).
+fn record_upstream(status: &str, elapsed: std::time::Duration) {
+    let status = status.to_owned();
+    metrics::counter!("a2a_upstream_responses_total", "status" => status.clone()).increment(1);
+    metrics::histogram!("a2a_upstream_request_duration_seconds", "status" => status)
+        .record(elapsed.as_secs_f64());
+}
+
+/// The bounded `reason` label of `a2a_upstream_retries_total`.
+fn retry_reason(e: &UpstreamError) -> &'static str {
+    match e {
+        UpstreamError::Connect(_) => "connect",
+        UpstreamError::Timeout { .. } => "timeout",
+        _ => "status",
     }
 }

@@ -5,7 +5,6 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use secrecy::SecretString;
 
 use super::errors::UpstreamError;
@@ -140,9 +139,21 @@ impl AgentCoreSettings {
     /// # Errors
     /// [`UpstreamError::Settings`] naming `agent_runtime_arn` when the ARN is malformed.
     pub fn for_runtime_arn(arn: &str, qualifier: Option<&str>) -> Result<Self, UpstreamError> {
-        let (invocation_url, stop_url) = runtime_urls(arn, qualifier.unwrap_or("DEFAULT"))?;
-        let mut s = Self::for_url(invocation_url);
-        s.stop_session_url = Some(stop_url);
+        let parsed: crate::config::AgentRuntimeArn = arn.parse().map_err(|e| {
+            UpstreamError::Settings(format!("upstream.agent_runtime_arn `{arn}`: {e}"))
+        })?;
+        let qualifier = qualifier.unwrap_or("DEFAULT");
+        if qualifier.is_empty()
+            || !qualifier
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(UpstreamError::Settings(format!(
+                "upstream.qualifier `{qualifier}` must be an endpoint name ([A-Za-z0-9_-])"
+            )));
+        }
+        let mut s = Self::for_url(parsed.action_url("invocations", qualifier));
+        s.stop_session_url = Some(parsed.action_url("stopruntimesession", qualifier));
         Ok(s)
     }
 
@@ -234,61 +245,6 @@ impl TryFrom<&crate::config::UpstreamConfig> for AgentCoreSettings {
     }
 }
 
-/// The invocation and StopRuntimeSession URLs for an ARN (contract §1.1, §1.5).
-fn runtime_urls(arn: &str, qualifier: &str) -> Result<(String, String), UpstreamError> {
-    let bad = |why: &str| {
-        UpstreamError::Settings(format!(
-            "upstream.agent_runtime_arn `{arn}` is not an AgentCore runtime ARN \
-             (arn:aws:bedrock-agentcore:REGION:ACCOUNT:runtime/ID): {why}"
-        ))
-    };
-    let fields: Vec<&str> = arn.splitn(6, ':').collect();
-    if fields.len() != 6 || fields[0] != "arn" {
-        return Err(bad("expected 6 `:`-separated fields starting with `arn`"));
-    }
-    let (partition, service, region, account, resource) =
-        (fields[1], fields[2], fields[3], fields[4], fields[5]);
-    let domain = match partition {
-        "aws" | "aws-us-gov" => "amazonaws.com",
-        "aws-cn" => "amazonaws.com.cn",
-        _ => return Err(bad("unknown partition")),
-    };
-    if service != "bedrock-agentcore" {
-        return Err(bad("service is not bedrock-agentcore"));
-    }
-    if region.is_empty()
-        || !region
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
-        return Err(bad("missing or invalid region"));
-    }
-    if account.len() != 12 || !account.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad("account is not 12 digits"));
-    }
-    match resource.strip_prefix("runtime/") {
-        Some(id) if !id.is_empty() && !id.contains('/') => {}
-        _ => return Err(bad("resource is not runtime/ID")),
-    }
-    if qualifier.is_empty()
-        || !qualifier
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        return Err(UpstreamError::Settings(format!(
-            "upstream.qualifier `{qualifier}` must be an endpoint name ([A-Za-z0-9_-])"
-        )));
-    }
-    let base = format!(
-        "https://bedrock-agentcore.{region}.{domain}/runtimes/{}",
-        utf8_percent_encode(arn, NON_ALPHANUMERIC)
-    );
-    Ok((
-        format!("{base}/invocations?qualifier={qualifier}"),
-        format!("{base}/stopruntimesession?qualifier={qualifier}"),
-    ))
-}
-
 fn stop_url_for(invocation_url: &str) -> Option<String> {
     let (path, query) = match invocation_url.split_once('?') {
         Some((p, q)) => (p, Some(q)),
@@ -314,7 +270,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             s.invocation_url,
-            "https://bedrock-agentcore.eu-west-1.amazonaws.com/runtimes/arn%3Aaws%3Abedrock%2Dagentcore%3Aeu%2Dwest%2D1%3A123456789012%3Aruntime%2Fmy%5Fagent%2DAbC123/invocations?qualifier=DEFAULT"
+            "https://bedrock-agentcore.eu-west-1.amazonaws.com/runtimes/arn%3Aaws%3Abedrock-agentcore%3Aeu-west-1%3A123456789012%3Aruntime%2Fmy_agent-AbC123/invocations?qualifier=DEFAULT"
         );
         assert!(
             s.stop_session_url

@@ -149,7 +149,10 @@ impl TokenCache {
             return self.unexpired(now).ok_or(err);
         }
         let started = Instant::now();
-        match self.source.fetch().await {
+        let result = self.source.fetch().await;
+        let outcome = if result.is_ok() { "ok" } else { "error" };
+        metrics::counter!("a2a_upstream_token_fetches_total", "outcome" => outcome).increment(1);
+        match result {
             Ok(fetched) => {
                 let (refresh_at, expires_at) = match fetched.lifetime {
                     None => (None, None),
