@@ -6,9 +6,11 @@ use super::{MemoryTaskStore, PostgresTaskStore, SqliteTaskStore, StoreError, Tas
 
 /// Opens the task store named by `url` and runs its pending migrations:
 ///
-/// - `memory:`: in process memory (nothing survives a restart);
+/// - `memory:` (or `memory`): in process memory (nothing survives a restart);
 /// - `sqlite://path/to/file.db` (or `sqlite:path`): a SQLite file in WAL mode,
-///   created if missing; `sqlite::memory:` for a private in-memory SQLite database;
+///   created if missing, the path taken literally as `[store] url` parses it
+///   ([`crate::config::StoreUrl`]); `sqlite::memory:` for a private in-memory SQLite
+///   database;
 /// - `postgres://…` or `postgresql://…`: PostgreSQL.
 ///
 /// `max_connections` bounds the pool (for SQLite: the reader connections; writes go
@@ -20,12 +22,15 @@ use super::{MemoryTaskStore, PostgresTaskStore, SqliteTaskStore, StoreError, Tas
 /// message never repeats the URL (it may hold a password).
 pub async fn open_store(url: &str, max_connections: u32) -> Result<Arc<dyn TaskStore>, StoreError> {
     let url = url.trim();
+    if url == "memory" {
+        return Ok(Arc::new(MemoryTaskStore::new()));
+    }
     let scheme = url
         .split_once(':')
         .map(|(s, _)| s.to_ascii_lowercase())
         .unwrap_or_default();
     match scheme.as_str() {
-        "memory" => Ok(Arc::new(MemoryTaskStore::new())),
+        "memory" if url == "memory:" => Ok(Arc::new(MemoryTaskStore::new())),
         "sqlite" => Ok(Arc::new(SqliteTaskStore::open(url, max_connections).await?)),
         "postgres" | "postgresql" => Ok(Arc::new(
             PostgresTaskStore::open(url, max_connections).await?,

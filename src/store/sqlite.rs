@@ -15,6 +15,7 @@
 //! `sqlite::memory:` uses a single connection for everything (each SQLite connection
 //! would otherwise see its own empty database), kept open for the store's lifetime.
 
+use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -51,22 +52,40 @@ pub struct SqliteTaskStore {
 }
 
 impl SqliteTaskStore {
-    /// Opens the database at a `sqlite:` URL (`sqlite://path/to/file.db`, created if
-    /// missing, or `sqlite::memory:`), with up to `max_connections` reader
-    /// connections besides the writer, and runs pending migrations.
+    /// Opens the database at a `sqlite:` URL, read as `[store] url` is:
+    /// `sqlite://PATH` or `sqlite:PATH` (a file, created if missing; the path is
+    /// taken literally, without percent-decoding or query parameters) or
+    /// `sqlite::memory:`. Up to `max_connections` reader connections run beside the
+    /// writer. Runs pending migrations.
     ///
     /// # Errors
     /// [`StoreError::Backend`] for a malformed URL, a database that cannot be opened,
     /// a failed migration, or a database migrated by a newer build (refused).
     pub async fn open(url: &str, max_connections: u32) -> Result<Self, StoreError> {
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(|e| StoreError::Backend(format!("invalid SQLite store URL: {e}")))?;
-        let in_memory = url.starts_with("sqlite::memory:") || url.contains("mode=memory");
-        if in_memory {
-            Self::open_in_memory(options).await
-        } else {
-            Self::open_file(options, max_connections).await
+        let rest = url
+            .trim()
+            .strip_prefix("sqlite:")
+            .ok_or_else(|| StoreError::Backend("a SQLite store URL starts with sqlite:".into()))?;
+        if rest == ":memory:" || rest == "//:memory:" {
+            let options = SqliteConnectOptions::from_str("sqlite::memory:").map_err(db)?;
+            return Self::open_in_memory(options).await;
         }
+        let path = rest.strip_prefix("//").unwrap_or(rest);
+        if path.is_empty() || path.contains('?') {
+            return Err(StoreError::Backend(
+                "a SQLite store URL is sqlite://PATH (no query parameters) or sqlite::memory:".into(),
+            ));
+        }
+        Self::open_path(Path::new(path), max_connections).await
+    }
+
+    /// Opens (creating if missing) the database file at `path` with up to
+    /// `max_readers` reader connections, and runs pending migrations.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub async fn open_path(path: &Path, max_readers: u32) -> Result<Self, StoreError> {
+        Self::open_file(SqliteConnectOptions::new().filename(path), max_readers).await
     }
 
     /// Opens a database file with these options (created if missing, WAL), with up
