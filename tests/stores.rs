@@ -11,6 +11,7 @@ use std::future::Future;
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use a2a_gateway::executor::new_id;
 use a2a_gateway::protocol::time;
@@ -23,7 +24,7 @@ use a2a_gateway::store::{
     projection,
 };
 use sqlx::Row;
-use sqlx::postgres::{PgConnectOptions, PgPool};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 // ---------------------------------------------------------------- shared checks
 
@@ -145,17 +146,27 @@ where
         worst = worst.max(pending);
     }
     let (last, art_seq, _, _) = bookkeeping(scope.clone(), id.clone()).await;
-    assert!(art_seq > 2 && art_seq <= last, "compacted during the stream");
+    assert!(
+        art_seq > 2 && art_seq <= last,
+        "compacted during the stream"
+    );
     assert!(worst > 0, "not every chunk compacts");
     let got: Option<Task> = store.get(&scope, &id).await.unwrap().map(|r| r.task);
     assert_eq!(got, expected);
     let done = status(&id, TaskState::Completed);
     store.append(&scope, &id, 2503, &done).await.unwrap();
     let (last, art_seq, art_bytes, pending) = bookkeeping(scope.clone(), id.clone()).await;
-    assert_eq!((last, art_seq, pending), (2503, 2503, 0), "settling compacts");
+    assert_eq!(
+        (last, art_seq, pending),
+        (2503, 2503, 0),
+        "settling compacts"
+    );
     assert!(art_bytes > 2500 * piece.len() as i64);
     let expected = projection::apply(expected, &done);
-    assert_eq!(store.get(&scope, &id).await.unwrap().map(|r| r.task), expected);
+    assert_eq!(
+        store.get(&scope, &id).await.unwrap().map(|r| r.task),
+        expected
+    );
 }
 
 // ---------------------------------------------------------------- SQLite
@@ -195,9 +206,18 @@ async fn sqlite_file_passes_conformance_and_survives_reopen() {
 
     let store = open_store(&url, 4).await.unwrap();
     let after = store.get(&scope, &id).await.unwrap().unwrap();
-    assert_eq!(after, before, "the completed task is intact after reopening");
-    assert_eq!(after.task.artifacts()[0].parts[0].as_text(), Some("Hello, world"));
-    assert_eq!(store.events_after(&scope, &id, 0, 10).await.unwrap().len(), 5);
+    assert_eq!(
+        after, before,
+        "the completed task is intact after reopening"
+    );
+    assert_eq!(
+        after.task.artifacts()[0].parts[0].as_text(),
+        Some("Hello, world")
+    );
+    assert_eq!(
+        store.events_after(&scope, &id, 0, 10).await.unwrap().len(),
+        5
+    );
 }
 
 #[tokio::test]
@@ -307,9 +327,13 @@ where
     let Some(url) = postgres_url(test) else {
         return;
     };
-    let admin = PgPool::connect(&url).await.unwrap_or_else(|e| {
-        panic!("PostgreSQL at A2A_GATEWAY_TEST_POSTGRES_URL is unreachable: {e}")
-    });
+    let admin = PgPoolOptions::new()
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(&url)
+        .await
+        .unwrap_or_else(|e| {
+            panic!("PostgreSQL at A2A_GATEWAY_TEST_POSTGRES_URL is unreachable: {e}")
+        });
     let name = format!("a2a_test_{}", new_id().replace('-', ""));
     sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{name}\"")))
         .execute(&admin)
@@ -368,8 +392,7 @@ async fn postgres_refuses_a_database_from_a_newer_build() {
         store.close().await;
         let err = PostgresTaskStore::connect_with(schema.options(), 1)
             .await
-            .err()
-            .expect("refused");
+            .expect_err("refused");
         let text = err.to_string();
         assert!(
             text.contains("99990101000000") && text.contains("newer a2a-gateway"),

@@ -476,11 +476,11 @@ async fn long_artifact_stream_projects(store: &dyn TaskStore) {
     let text = "0123456789abcdef".repeat(8);
     for i in 0..1500usize {
         let mut e = chunk(&id, "ctx", &format!("{i}:{text}"), i > 0, false);
-        if i % 7 == 3 {
-            if let StreamResponse::ArtifactUpdate(a) = &mut e {
-                a.artifact.artifact_id = "side".into();
-                a.append = i > 3;
-            }
+        if i % 7 == 3
+            && let StreamResponse::ArtifactUpdate(a) = &mut e
+        {
+            a.artifact.artifact_id = "side".into();
+            a.append = i > 3;
         }
         events.push(e);
         if i == 700 {

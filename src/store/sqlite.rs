@@ -73,7 +73,8 @@ impl SqliteTaskStore {
         let path = rest.strip_prefix("//").unwrap_or(rest);
         if path.is_empty() || path.contains('?') {
             return Err(StoreError::Backend(
-                "a SQLite store URL is sqlite://PATH (no query parameters) or sqlite::memory:".into(),
+                "a SQLite store URL is sqlite://PATH (no query parameters) or sqlite::memory:"
+                    .into(),
             ));
         }
         Self::open_path(Path::new(path), max_connections).await
