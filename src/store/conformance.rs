@@ -4,7 +4,7 @@
 
 use chrono::Duration;
 
-use super::{PageCursor, Scope, StoreError, TaskQuery, TaskStore};
+use super::{PageCursor, Scope, StoreError, TaskQuery, TaskStore, projection};
 use crate::executor::{new_agent_text_message, new_id, new_user_text_message};
 use crate::protocol::time::{self, Timestamp};
 use crate::protocol::{
@@ -21,6 +21,9 @@ pub async fn run_all(store: &dyn TaskStore) {
     list_filters_and_shapes(store).await;
     list_paging_equal_timestamps_and_inserts(store).await;
     unsettled_lists_running_tasks(store).await;
+    long_artifact_stream_projects(store).await;
+    purge_removes_old_terminal_tasks(store).await;
+    expired_input_required_lists_old_waiting_tasks(store).await;
 }
 
 fn fresh_scope() -> Scope {
@@ -459,4 +462,212 @@ async fn unsettled_lists_running_tasks(store: &dyn TaskStore) {
     assert!(found.contains(&(scope.clone(), running.clone())));
     assert!(!found.contains(&(scope.clone(), done.clone())));
     assert!(!found.contains(&(scope.clone(), waiting.clone())));
+}
+
+/// Many chunks of two artifacts interleaved with status updates, a full replacement
+/// and a `Task` event carrying artifacts: the snapshot equals the shared fold at every
+/// point checked (backends that materialize artifacts lazily must agree).
+async fn long_artifact_stream_projects(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let id = new_id();
+    let now = time::now();
+    let mut events = vec![StreamResponse::Task(task_at(&id, "ctx", now))];
+    events.push(status(&id, "ctx", TaskState::Working, now));
+    let text = "0123456789abcdef".repeat(8);
+    for i in 0..1500usize {
+        let mut e = chunk(&id, "ctx", &format!("{i}:{text}"), i > 0, false);
+        if i % 7 == 3
+            && let StreamResponse::ArtifactUpdate(a) = &mut e
+        {
+            a.artifact.artifact_id = "side".into();
+            a.append = i > 3;
+        }
+        events.push(e);
+        if i == 700 {
+            events.push(status(&id, "ctx", TaskState::Working, now));
+            events.push(StreamResponse::Message(new_user_text_message(
+                "more please",
+            )));
+        }
+        if i == 900 {
+            let mut t = task_at(&id, "ctx", now);
+            t.status.state = TaskState::Working;
+            t.artifacts = Some(vec![Artifact {
+                artifact_id: "extra".into(),
+                name: None,
+                description: None,
+                parts: vec![Part::text("from a task event")],
+                metadata: None,
+                extensions: vec![],
+            }]);
+            events.push(StreamResponse::Task(t));
+        }
+        if i == 1200 {
+            events.push(chunk(&id, "ctx", "restart", false, false));
+        }
+    }
+    events.push(status(&id, "ctx", TaskState::Completed, now));
+    let checkpoints = [1usize, 2, 50, 703, 904, 1300, events.len()];
+    let mut expected: Option<crate::protocol::Task> = None;
+    for (i, e) in events.iter().enumerate() {
+        store.append(&scope, &id, i as u64 + 1, e).await.unwrap();
+        expected = projection::apply(expected, e);
+        if checkpoints.contains(&(i + 1)) {
+            let rec = store.get(&scope, &id).await.unwrap().unwrap();
+            assert_eq!(rec.last_seq, i as u64 + 1);
+            assert_eq!(
+                Some(&rec.task),
+                expected.as_ref(),
+                "snapshot after event {}",
+                i + 1
+            );
+        }
+    }
+    let page = store
+        .list(
+            &scope,
+            &TaskQuery {
+                page_size: 10,
+                include_artifacts: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        page.tasks.first(),
+        expected.as_ref(),
+        "ListTasks with artifacts agrees with GetTask"
+    );
+    let replay = store.events_after(&scope, &id, 0, 100_000).await.unwrap();
+    assert_eq!(replay.len(), events.len());
+    assert!(replay.iter().zip(&events).all(|(s, e)| &s.event == e));
+}
+
+fn long_ago() -> Timestamp {
+    // 2001-01-01T00:00:00Z: older than anything the other checks write.
+    chrono::DateTime::from_timestamp_millis(978_307_200_000).expect("valid time")
+}
+
+async fn purge_removes_old_terminal_tasks(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let old = long_ago();
+    let now = time::now();
+    let ids: Vec<String> = (0..6).map(|_| new_id()).collect();
+    let plan = [
+        (TaskState::Completed, old),
+        (TaskState::Failed, old),
+        (TaskState::Canceled, old + Duration::hours(1)),
+        (TaskState::Working, old),
+        (TaskState::InputRequired, old),
+        (TaskState::Completed, now),
+    ];
+    for (id, (state, at)) in ids.iter().zip(plan) {
+        store
+            .append(&scope, id, 1, &StreamResponse::Task(task_at(id, "ctx", at)))
+            .await
+            .unwrap();
+        store
+            .append(&scope, id, 2, &chunk(id, "ctx", "x", false, true))
+            .await
+            .unwrap();
+        store
+            .append(&scope, id, 3, &status(id, "ctx", state, at))
+            .await
+            .unwrap();
+    }
+    let bound = old + Duration::days(1);
+    // A batch of one still purges everything eligible (in several transactions).
+    let purged = store.purge_expired(bound, 1).await.unwrap();
+    assert!(purged >= 3, "purged {purged}");
+    for id in &ids[..3] {
+        assert!(
+            store.get(&scope, id).await.unwrap().is_none(),
+            "old terminal task {id} purged"
+        );
+        assert!(
+            store
+                .events_after(&scope, id, 0, 10)
+                .await
+                .unwrap()
+                .is_empty(),
+            "its events too"
+        );
+    }
+    for id in &ids[3..] {
+        let rec = store.get(&scope, id).await.unwrap();
+        assert_eq!(rec.map(|r| r.last_seq), Some(3), "task {id} kept");
+    }
+    assert_eq!(
+        store.purge_expired(bound, 100).await.unwrap(),
+        0,
+        "nothing left to purge"
+    );
+    // A purged id can be used again from scratch.
+    store
+        .append(
+            &scope,
+            &ids[0],
+            1,
+            &StreamResponse::Task(task_at(&ids[0], "ctx", now)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(&scope, &ids[0]).await.unwrap().unwrap().last_seq,
+        1
+    );
+    assert_eq!(
+        store
+            .events_after(&scope, &ids[0], 0, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+async fn expired_input_required_lists_old_waiting_tasks(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let old = long_ago();
+    let now = time::now();
+    let stale = new_id();
+    let fresh = new_id();
+    let old_working = new_id();
+    for (id, state, at) in [
+        (&stale, TaskState::InputRequired, old),
+        (&fresh, TaskState::InputRequired, now),
+        (&old_working, TaskState::Working, old),
+    ] {
+        store
+            .append(&scope, id, 1, &StreamResponse::Task(task_at(id, "ctx", at)))
+            .await
+            .unwrap();
+        store
+            .append(&scope, id, 2, &status(id, "ctx", state, at))
+            .await
+            .unwrap();
+    }
+    let found = store
+        .expired_input_required(old + Duration::days(1), 100_000)
+        .await
+        .unwrap();
+    assert!(found.contains(&(scope.clone(), stale.clone())));
+    assert!(!found.contains(&(scope.clone(), fresh.clone())));
+    assert!(!found.contains(&(scope.clone(), old_working.clone())));
+    // Once closed, it is no longer reported.
+    store
+        .append(
+            &scope,
+            &stale,
+            3,
+            &status(&stale, "ctx", TaskState::Canceled, old),
+        )
+        .await
+        .unwrap();
+    let found = store
+        .expired_input_required(old + Duration::days(1), 100_000)
+        .await
+        .unwrap();
+    assert!(!found.contains(&(scope.clone(), stale.clone())));
 }

@@ -10,6 +10,7 @@ use super::{
     PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
     projection,
 };
+use crate::protocol::time::Timestamp;
 use crate::protocol::{StreamResponse, Task, TaskState};
 
 #[derive(Debug)]
@@ -194,6 +195,31 @@ impl TaskStore for MemoryTaskStore {
                     e.task.status.state,
                     TaskState::Submitted | TaskState::Working
                 )
+            })
+            .take(limit)
+            .map(|((s, id), _)| (s.clone(), id.clone()))
+            .collect())
+    }
+
+    async fn purge_expired(&self, older_than: Timestamp, _batch: usize) -> Result<u64, StoreError> {
+        let bound = older_than.timestamp_millis();
+        let mut tasks = self.lock();
+        let before = tasks.len();
+        tasks.retain(|_, e| !(e.task.status.state.is_terminal() && status_millis(&e.task) < bound));
+        Ok((before - tasks.len()) as u64)
+    }
+
+    async fn expired_input_required(
+        &self,
+        older_than: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Scope, String)>, StoreError> {
+        let bound = older_than.timestamp_millis();
+        let tasks = self.lock();
+        Ok(tasks
+            .iter()
+            .filter(|(_, e)| {
+                e.task.status.state == TaskState::InputRequired && status_millis(&e.task) < bound
             })
             .take(limit)
             .map(|((s, id), _)| (s.clone(), id.clone()))

@@ -8,13 +8,20 @@
 
 mod cursor;
 pub mod memory;
+pub mod open;
+pub mod postgres;
 pub mod projection;
+mod sql;
+pub mod sqlite;
 
 #[cfg(any(test, feature = "test-util"))]
 pub mod conformance;
 
 pub use cursor::PageCursor;
 pub use memory::MemoryTaskStore;
+pub use open::open_store;
+pub use postgres::PostgresTaskStore;
+pub use sqlite::SqliteTaskStore;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -175,6 +182,30 @@ pub trait TaskStore: Send + Sync + 'static {
     /// # Errors
     /// [`StoreError::Backend`] on database failure.
     async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError>;
+
+    /// Deletes terminal tasks (COMPLETED, FAILED, CANCELED, REJECTED) of every scope
+    /// whose status timestamp is before `older_than`, together with their events.
+    /// Works in transactions of at most `batch` tasks (at least one), so that
+    /// concurrent appends are never held up for long, and repeats until no such task
+    /// is left. Returns the number of tasks deleted.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure (batches already committed stay
+    /// deleted).
+    async fn purge_expired(&self, older_than: Timestamp, batch: usize) -> Result<u64, StoreError>;
+
+    /// Tasks of every scope in INPUT_REQUIRED state whose status timestamp is before
+    /// `older_than`, at most `limit`: abandoned interactions for the handler to close
+    /// (it appends the closing status event through [`append`](Self::append), so the
+    /// sequence check arbitrates against a client that answers at the same moment).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure.
+    async fn expired_input_required(
+        &self,
+        older_than: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Scope, String)>, StoreError>;
 
     /// Whether the store answers (for readiness checks).
     ///

@@ -1,0 +1,156 @@
+//! What the SQL backends ([`super::sqlite`], [`super::postgres`]) share: event
+//! classification, the lazily materialized artifact fold, JSON and error mapping.
+//!
+//! # Layout (both backends)
+//!
+//! - `a2a_tasks` (key tenant, owner, id): the small, hot row of a task: context id,
+//!   state, status timestamp in milliseconds, created/updated times, `last_seq`, and
+//!   `snapshot`: the projection of the log **without artifacts**. Artifact events do
+//!   not touch `snapshot`; they only bump `last_seq`, `updated_ms` and `pending_bytes`.
+//! - `a2a_task_artifacts` (same key): the task's artifacts folded up to `art_seq`
+//!   (a checkpoint), rewritten only when it is compacted.
+//! - `a2a_task_events` (key tenant, owner, task_id, seq): the append-only log. Each
+//!   row says whether it changes artifacts (`folds_artifacts`).
+//!
+//! `get` reads the task row and the checkpoint and folds the artifact events in
+//! `(art_seq, last_seq]` on top with [`projection::apply`], so it returns exactly what
+//! the memory store's fold returns. The checkpoint is compacted inside `append` when
+//! the artifact bytes written since it exceed `max(checkpoint size, 64 KiB)`, and
+//! when the task settles (terminal or interrupted state). Each compaction costs at
+//! most about twice the bytes appended since the previous one, so appending stays
+//! O(event) amortized (a 10,000-chunk reply never rewrites a growing snapshot per
+//! chunk), while `get` never folds more than the checkpoint size (or 64 KiB) of
+//! pending events.
+//!
+//! The non-artifact part of the snapshot (status, history, metadata) is rewritten for
+//! `task`, `statusUpdate` and `message` events; those are few and small.
+//!
+//! JSON is stored as text (not `jsonb`): it is never queried inside the database, the
+//! text round-trips exactly, and text accepts every string serde_json writes
+//! (`jsonb` rejects `\u0000`).
+
+use sqlx::migrate::MigrateError;
+
+use super::{StoreError, projection};
+use crate::protocol::{Artifact, StreamResponse, Task, TaskState, TaskStatus};
+
+/// The checkpoint is compacted once pending artifact bytes exceed the larger of its
+/// size and this.
+pub(crate) const COMPACT_MIN_BYTES: i64 = 64 * 1024;
+
+/// The log kind stored in `a2a_task_events.kind`.
+pub(crate) fn kind(event: &StreamResponse) -> &'static str {
+    match event {
+        StreamResponse::Task(_) => "task",
+        StreamResponse::Message(_) => "message",
+        StreamResponse::StatusUpdate(_) => "status",
+        StreamResponse::ArtifactUpdate(_) => "artifact",
+    }
+}
+
+/// Whether folding `event` can change the artifacts.
+pub(crate) fn folds_artifacts(event: &StreamResponse) -> bool {
+    match event {
+        StreamResponse::ArtifactUpdate(_) => true,
+        StreamResponse::Task(t) => t.artifacts.as_ref().is_some_and(|a| !a.is_empty()),
+        _ => false,
+    }
+}
+
+/// Whether folding `event` can change anything but the artifacts.
+pub(crate) fn touches_base(event: &StreamResponse) -> bool {
+    !matches!(event, StreamResponse::ArtifactUpdate(_))
+}
+
+/// Whether the checkpoint should be compacted after this append.
+pub(crate) fn should_compact(pending_bytes: i64, art_bytes: i64, state: TaskState) -> bool {
+    pending_bytes > 0 && (state.is_settled() || pending_bytes > art_bytes.max(COMPACT_MIN_BYTES))
+}
+
+/// Folds artifact events on top of a checkpoint with the shared projection.
+pub(crate) fn fold_artifacts(
+    checkpoint: Option<Vec<Artifact>>,
+    events: impl IntoIterator<Item = StreamResponse>,
+) -> Option<Vec<Artifact>> {
+    let mut scratch = Task {
+        id: String::new(),
+        context_id: String::new(),
+        status: TaskStatus {
+            state: TaskState::Unspecified,
+            message: None,
+            timestamp: None,
+        },
+        artifacts: checkpoint,
+        history: None,
+        metadata: None,
+    };
+    for e in events {
+        // `apply` only returns `None` for a missing first event; `scratch` exists.
+        scratch = projection::apply(Some(scratch), &e).expect("existing task");
+    }
+    scratch.artifacts
+}
+
+/// Serializes a value stored as JSON text.
+pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Backend(format!("cannot encode JSON: {e}")))
+}
+
+/// Parses JSON text read from the database.
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::Backend(format!("corrupt stored JSON: {e}")))
+}
+
+/// Maps a driver error.
+pub(crate) fn db(e: sqlx::Error) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+/// Whether the driver error is a primary key / unique violation.
+pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|d| d.is_unique_violation())
+}
+
+/// Converts a stored non-negative integer.
+pub(crate) fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+/// Converts a sequence number or limit for binding.
+pub(crate) fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Maps a migration failure, spelling out a database newer than this binary.
+pub(crate) fn migrate_error(backend: &str, known: i64, e: MigrateError) -> StoreError {
+    match e {
+        MigrateError::VersionMissing(v) => StoreError::Backend(format!(
+            "the {backend} task store has schema migration {v} applied, which this a2a-gateway \
+             build does not know (it knows migrations up to {known}): the database was used by a \
+             newer a2a-gateway. Refusing to start; upgrade a2a-gateway or point [store] url at \
+             another database"
+        )),
+        MigrateError::VersionMismatch(v) => StoreError::Backend(format!(
+            "the {backend} task store's schema migration {v} differs from this build's migration \
+             {v} (edited after it was applied?); refusing to start"
+        )),
+        other => StoreError::Backend(format!("{backend} migration failed: {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compaction_rule() {
+        assert!(!should_compact(0, 0, TaskState::Completed));
+        assert!(should_compact(1, 1 << 20, TaskState::Completed));
+        assert!(should_compact(1, 1 << 20, TaskState::InputRequired));
+        assert!(!should_compact(COMPACT_MIN_BYTES, 0, TaskState::Working));
+        assert!(should_compact(COMPACT_MIN_BYTES + 1, 0, TaskState::Working));
+        assert!(!should_compact(200_000, 300_000, TaskState::Working));
+        assert!(should_compact(300_001, 300_000, TaskState::Working));
+    }
+}
