@@ -1,0 +1,150 @@
+"""Helpers for the interop tests: our binaries on free 127.0.0.1 ports, SDK clients.
+
+The binaries come from ``A2A_GATEWAY_BIN_DIR`` (default ``$CARGO_TARGET_DIR/debug``
+or ``target/debug`` in the repository root); build them first with
+``cargo build --examples --bins``. The fixtures in conftest.py kill every process
+started here at their end.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from a2a.client import ClientConfig, create_client
+from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+PYTHON = sys.executable
+
+# Upper bound for a single test (SIGALRM), for starting a process, and for one HTTP call.
+TEST_TIMEOUT_SECS = 60
+START_TIMEOUT_SECS = 30
+HTTP_TIMEOUT_SECS = 20
+
+
+def bin_dir() -> Path:
+    explicit = os.environ.get("A2A_GATEWAY_BIN_DIR")
+    if explicit:
+        return Path(explicit)
+    target = os.environ.get("CARGO_TARGET_DIR")
+    return (Path(target) if target else ROOT / "target") / "debug"
+
+
+def example_bin(name: str) -> Path:
+    path = bin_dir() / "examples" / name
+    if not path.is_file():
+        pytest.fail(
+            f"{path} does not exist: run `cargo build --examples --bins` "
+            "(or set A2A_GATEWAY_BIN_DIR to the directory holding examples/)"
+        )
+    return path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Proc:
+    """A child process with its output in a temporary log file."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str] | None = None):
+        self.name = name
+        self.log = tempfile.NamedTemporaryFile(
+            prefix=f"a2a-interop-{name}-", suffix=".log", delete=False
+        )
+        self.popen = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
+
+    def output(self) -> str:
+        try:
+            return Path(self.log.name).read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def wait_ready(self, url: str, ok=lambda r: r.status_code == 200) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_SECS
+        while True:
+            if self.popen.poll() is not None:
+                self.stop()
+                pytest.fail(
+                    f"{self.name} exited with {self.popen.returncode} before it was "
+                    f"ready:\n{self.output()}"
+                )
+            try:
+                if ok(httpx.get(url, timeout=2)):
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(
+                    f"{self.name} did not answer {url} within {START_TIMEOUT_SECS} s:\n"
+                    f"{self.output()}"
+                )
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(timeout=5)
+        self.log.close()
+        try:
+            os.unlink(self.log.name)
+        except OSError:
+            pass
+
+
+def start_example(name: str, *extra: str) -> tuple[Proc, str]:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = Proc(name, [str(example_bin(name)), "--listen", f"127.0.0.1:{port}", *extra])
+    proc.wait_ready(f"{base}/.well-known/agent-card.json")
+    return proc, base
+
+
+async def sdk_client(base_url: str, *, streaming: bool):
+    """The SDK's client for the agent at base_url (card resolved by the SDK)."""
+    config = ClientConfig(
+        streaming=streaming,
+        httpx_client=httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECS),
+    )
+    return await create_client(base_url, client_config=config), config.httpx_client
+
+
+def user_message(text: str, *, task_id: str = "", context_id: str = "") -> Message:
+    return Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_USER,
+        parts=[Part(text=text)],
+        task_id=task_id,
+        context_id=context_id,
+    )
+
+
+def send_request(text: str, **kwargs) -> SendMessageRequest:
+    return SendMessageRequest(message=user_message(text, **kwargs))
