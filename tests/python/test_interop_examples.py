@@ -427,3 +427,85 @@ async def test_follow_up_with_a_different_context_is_invalid(release_review_url,
         await blocking_send(
             client, send_request("checkout@2.4.1", task_id=asked.id, context_id=str(uuid.uuid4()))
         )
+
+
+# ---------------------------------------------------------------- wire shapes the SDK produces
+
+
+async def test_sdk_part_kinds_and_metadata_round_trip(hello_world_url, make_client):
+    """data, raw (base64), url parts and metadata, as the SDK serialises them, come back
+    unchanged in the task history; only the text parts reach the agent."""
+    from google.protobuf import struct_pb2
+    from a2a.types.a2a_pb2 import Part
+
+    client = await make_client(hello_world_url)
+    request = send_request("mixed")
+    data = struct_pb2.Value()
+    data.struct_value.update({"k": [1, "x"], "nested": {"ok": True}})
+    request.message.parts.append(Part(data=data))
+    request.message.parts.append(
+        Part(raw=b"\x00\x01\xffbinary", media_type="application/octet-stream", filename="b.bin")
+    )
+    request.message.parts.append(Part(url="https://example.com/x.png", media_type="image/png"))
+    request.message.metadata.update({"trace": "abc", "n": 2})
+    task = await blocking_send(client, request)
+    assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
+    assert get_artifact_text(task.artifacts[0]) == HELLO.format("mixed")
+
+    [echoed] = [m for m in task.history if m.message_id == request.message.message_id]
+    assert list(echoed.parts) == list(request.message.parts)
+    assert echoed.metadata == request.message.metadata
+
+
+async def test_history_length(hello_world_url, make_client):
+    client = await make_client(hello_world_url)
+    request = send_request("short history")
+    request.configuration.history_length = 0
+    task = await blocking_send(client, request)
+    assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
+    assert len(task.history) == 0
+
+    full = await client.get_task(GetTaskRequest(id=task.id))
+    assert len(full.history) >= 2  # the user's message and the agent's WORKING message
+    last = await client.get_task(GetTaskRequest(id=task.id, history_length=1))
+    assert list(last.history) == list(full.history[-1:])
+
+    with pytest.raises(InvalidParamsError):
+        await client.get_task(GetTaskRequest(id=task.id, history_length=-1))
+
+
+async def test_list_tasks_status_timestamp_after(hello_world_url, make_client):
+    """The SDK writes Timestamps with micro- or nanosecond fractions."""
+    import datetime
+
+    from google.protobuf import timestamp_pb2
+
+    client = await make_client(hello_world_url)
+    context_id = str(uuid.uuid4())
+    task = await blocking_send(client, send_request("stamped", context_id=context_id))
+
+    def stamp(delta: datetime.timedelta):
+        ts = timestamp_pb2.Timestamp()
+        ts.FromDatetime(task.status.timestamp.ToDatetime() + delta)
+        return ts
+
+    before = await client.list_tasks(
+        ListTasksRequest(context_id=context_id, status_timestamp_after=stamp(-datetime.timedelta(seconds=5, microseconds=123457)))
+    )
+    assert [t.id for t in before.tasks] == [task.id] and before.total_size == 1
+    after = await client.list_tasks(
+        ListTasksRequest(context_id=context_id, status_timestamp_after=stamp(datetime.timedelta(seconds=5, microseconds=1)))
+    )
+    assert not after.tasks and after.total_size == 0
+
+
+async def test_push_notification_config_is_not_supported(hello_world_url, make_client):
+    from a2a.types.a2a_pb2 import TaskPushNotificationConfig
+    from a2a.utils.errors import PushNotificationNotSupportedError
+
+    client = await make_client(hello_world_url)
+    task = await blocking_send(client, send_request("push?"))
+    with pytest.raises(PushNotificationNotSupportedError):
+        await client.create_task_push_notification_config(
+            TaskPushNotificationConfig(task_id=task.id, url="https://example.com/hook")
+        )
