@@ -104,8 +104,34 @@ impl Gateway {
         grace: std::time::Duration,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        let stop = self.stop(grace, shutdown);
+        server::serve(listener, self.router, stop).await
+    }
+
+    /// Like [`Gateway::serve`], over HTTPS with `tls` (see [`crate::tls::server_config`]).
+    ///
+    /// # Errors
+    /// I/O errors of the listener.
+    pub async fn serve_tls(
+        self,
+        listener: TcpListener,
+        tls: Arc<rustls::ServerConfig>,
+        grace: std::time::Duration,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let stop = self.stop(grace, shutdown);
+        crate::tls::serve_tls(listener, self.router, tls, stop).await
+    }
+
+    /// The shutdown sequence: after `shutdown`, refuse new messages, give running
+    /// tasks `grace`, mark the rest FAILED, then end open streams.
+    fn stop(
+        &self,
+        grace: std::time::Duration,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let state = self.state.clone();
-        let stop = async move {
+        async move {
             shutdown.await;
             tracing::info!(
                 grace_secs = grace.as_secs(),
@@ -113,7 +139,6 @@ impl Gateway {
             );
             state.handler.shutdown(grace).await;
             state.shutdown.cancel();
-        };
-        server::serve(listener, self.router, stop).await
+        }
     }
 }

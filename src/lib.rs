@@ -11,17 +11,23 @@
 //! - [`transport`]: the JSON-RPC binding, SSE rendering, the agent card.
 //! - [`server`], [`app`]: HTTP server assembly; a [`app::Gateway`] from [`Config`].
 //! - [`config`], [`telemetry`]: configuration layering and logging.
+//! - [`ops`]: `/metrics`; [`tls`]: HTTPS with rustls.
+//! - [`cli`]: the `a2a-gateway` commands; [`demo`]: the local stand-ins `demo` runs.
 
 pub mod agents;
 pub mod app;
+pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod error;
 pub mod executor;
 pub mod handler;
+pub mod ops;
 pub mod protocol;
 pub mod server;
 pub mod store;
 pub mod telemetry;
+pub mod tls;
 pub mod transport;
 pub mod upstream;
 

@@ -1,6 +1,8 @@
-//! The `a2a-gateway` command line (placeholder until the CLI lands).
+//! The `a2a-gateway` binary: parses the command line and hands over to
+//! [`a2a_gateway::cli`], where every command lives.
 
-fn main() {
-    eprintln!("a2a-gateway: the command line is not built yet");
-    std::process::exit(2);
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    a2a_gateway::cli::run(a2a_gateway::cli::Cli::parse())
 }

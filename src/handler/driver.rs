@@ -173,7 +173,8 @@ impl Driver {
             .registry
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        if !self.rx.is_empty() {
+        // Re-checked under the lock that senders and subscribers hold.
+        if !self.rx.is_empty() || !self.may_exit() {
             return false;
         }
         if reg
@@ -311,6 +312,9 @@ impl Driver {
     async fn drive(&mut self, r: &mut Running) -> Option<Outcome> {
         let shutdown = self.inner.shutdown.clone();
         let mut outcome = None;
+        // The event queue is closed and empty (a final state or a Message-only
+        // reply was taken); the executor may still be running its clean-up.
+        let mut drained = false;
         loop {
             tokio::select! {
                 biased;
@@ -321,24 +325,35 @@ impl Driver {
                 cmd = self.rx.recv(), if outcome.is_none() => match cmd {
                     Some(Command::Run(run)) => self.pending.push_back(*run),
                     Some(Command::Cancel(reply)) => {
+                        // CancelTask read the task before it reached its final state.
+                        if let Some(state) = self.state().filter(|s| s.is_terminal()) {
+                            let _ = reply.send(Err(A2aError::TaskNotCancelable(format!(
+                                "task {} is already {state}",
+                                self.task_id()
+                            ))));
+                            continue;
+                        }
                         let result = self.cancel_running(r).await;
                         let _ = reply.send(result);
                         return None;
                     }
                     None => {}
                 },
-                ev = r.events.recv() => match ev {
+                ev = r.events.recv(), if !drained => match ev {
                     Some(ev) => self.on_event(r, ev).await,
                     None => {
                         if let Some(o) = outcome.take() {
                             return Some(o);
                         }
-                        // All queue handles dropped; wait for the executor itself.
-                        let res = (&mut r.exec).await;
-                        return Some(outcome_of(res));
+                        // Wait for the executor in this select, still serving
+                        // commands (a CancelTask must not hang on its clean-up).
+                        drained = true;
                     }
                 },
                 res = &mut r.exec, if outcome.is_none() => {
+                    if drained {
+                        return Some(outcome_of(res));
+                    }
                     outcome = Some(outcome_of(res));
                     // Take what the executor queued, then stop accepting more.
                     r.events.close();

@@ -144,18 +144,24 @@ impl RequestHandler {
         self.inner.config.max_concurrent_tasks.max(1) - self.inner.permits.available_permits()
     }
 
-    fn handle(&self, key: &TaskKey, known_new: bool) -> Handle {
+    /// Runs `f` on the task's driver handle (spawning the driver if none is
+    /// live) while holding the registry lock. A driver decides to exit under the
+    /// same lock, after checking for queued commands and subscribers, so a command
+    /// sent or a subscription made inside `f` is never lost to a driver that
+    /// exits in between.
+    fn with_handle<T>(&self, key: &TaskKey, known_new: bool, f: impl FnOnce(&Handle) -> T) -> T {
         let mut reg = self
             .inner
             .registry
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         if let Some(h) = reg.get(key).filter(|h| !h.cmd.is_closed()) {
-            return h.clone();
+            return f(h);
         }
         let h = Driver::spawn(self.inner.clone(), key.clone(), known_new);
-        reg.insert(key.clone(), h.clone());
-        h
+        let out = f(&h);
+        reg.insert(key.clone(), h);
+        out
     }
 
     fn validate_message(message: &Message) -> Result<(), A2aError> {
@@ -268,14 +274,16 @@ impl RequestHandler {
                     ))
                 })?;
             let (tx, rx) = oneshot::channel();
-            let handle = self.handle(&key, known_new);
-            known_new = false;
             let run = Run {
                 ctx: ctx.clone(),
                 permit,
                 reply: tx,
             };
-            if handle.cmd.send(Command::Run(Box::new(run))).is_err() {
+            let sent = self.with_handle(&key, known_new, |h| {
+                h.cmd.send(Command::Run(Box::new(run))).is_ok()
+            });
+            known_new = false;
+            if !sent {
                 continue; // the driver just went idle and exited; start a new one
             }
             match rx.await {
@@ -318,7 +326,10 @@ impl RequestHandler {
         let scope = Scope::from(call);
         let mut task = snapshot;
         let settled_now = fresh && task.status.state.is_settled();
-        if !immediate && !settled_now {
+        // A follow-up's snapshot still shows the state before this message (often
+        // INPUT_REQUIRED): with returnImmediately, wait for the run's first state.
+        let wait = if immediate { !fresh } else { !settled_now };
+        if wait {
             let mut follow = Follow::new(
                 self.inner.store.clone(),
                 scope.clone(),
@@ -328,7 +339,11 @@ impl RequestHandler {
                 false,
             );
             while let Some(ev) = follow.next().await {
-                if ev?.event.state().is_some_and(TaskState::is_settled) {
+                if ev?
+                    .event
+                    .state()
+                    .is_some_and(|s| immediate || s.is_settled())
+                {
                     break;
                 }
             }
@@ -487,12 +502,7 @@ impl RequestHandler {
         let key = (scope, req.id.clone());
         for _ in 0..3 {
             let (tx, rx) = oneshot::channel();
-            if self
-                .handle(&key, false)
-                .cmd
-                .send(Command::Cancel(tx))
-                .is_err()
-            {
+            if !self.with_handle(&key, false, |h| h.cmd.send(Command::Cancel(tx)).is_ok()) {
                 continue;
             }
             if let Ok(r) = rx.await {
@@ -542,7 +552,7 @@ impl RequestHandler {
             )));
         }
         let key = (scope.clone(), req.id.clone());
-        let live = (!terminal).then(|| self.handle(&key, false).bus.subscribe());
+        let live = (!terminal).then(|| self.with_handle(&key, false, |h| h.bus.subscribe()));
         if let Some(after) = last_event_id {
             let follow = Follow::new(self.inner.store.clone(), scope, req.id, after, live, true);
             return Ok(task_stream(None, false, follow));

@@ -15,6 +15,9 @@ use tokio_util::sync::CancellationToken;
 use crate::handler::{EventStream, SequencedEvent};
 use crate::protocol::jsonrpc::{self, RequestId};
 
+/// How long an open stream may still deliver events after shutdown began.
+pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(1);
+
 fn event_for(id: &RequestId, item: Result<SequencedEvent, crate::A2aError>) -> Event {
     match item {
         Ok(SequencedEvent { seq, event }) => {
@@ -33,7 +36,8 @@ fn event_for(id: &RequestId, item: Result<SequencedEvent, crate::A2aError>) -> E
 
 /// Renders `first` (already taken from the stream, so that an error before it can
 /// be a plain JSON-RPC response) and the rest of `rest` as SSE. The stream also
-/// ends when `shutdown` is cancelled.
+/// ends [`SHUTDOWN_DRAIN`] after `shutdown` is cancelled (normally sooner: its
+/// task's final event ends it).
 pub fn render(
     id: RequestId,
     first: SequencedEvent,
@@ -42,10 +46,20 @@ pub fn render(
     shutdown: CancellationToken,
 ) -> Response {
     let first_ev = event_for(&id, Ok(first));
-    let rest = rest.map(move |item| event_for(&id, item));
+    // Lives as long as the response body: counts the stream in `a2a_open_streams`.
+    let guard = crate::ops::OpenStreamGuard::new();
+    let rest = rest.map(move |item| {
+        let _ = &guard;
+        event_for(&id, item)
+    });
     let events = futures::stream::once(async move { first_ev })
         .chain(rest)
-        .take_until(async move { shutdown.cancelled_owned().await })
+        .take_until(async move {
+            // At shutdown the handler has already recorded the final state of every task
+            // it cut short; give the stream a moment to deliver it, then close.
+            shutdown.cancelled_owned().await;
+            tokio::time::sleep(SHUTDOWN_DRAIN).await;
+        })
         .map(Ok::<_, Infallible>);
     sse_response(events, keepalive)
 }

@@ -1,0 +1,82 @@
+//! `a2a-gateway serve`: load the config, build store and executor, recover tasks a
+//! previous run left unfinished, and serve until SIGTERM or SIGINT.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use tokio::net::TcpListener;
+
+use super::CliError;
+use crate::app::Gateway;
+use crate::config::{Config, ConfigSources};
+
+/// Runs `serve`.
+pub(super) async fn run(
+    file: Option<PathBuf>,
+    listen: Option<SocketAddr>,
+) -> Result<ExitCode, CliError> {
+    let mut sources = ConfigSources::discover(file);
+    if let Some(addr) = listen {
+        sources = sources.with_override("server.listen", addr.to_string());
+    }
+    let unused: Vec<String> = sources
+        .unused_env_vars()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let config = Config::load(sources)?;
+    crate::telemetry::init(&config.log);
+    for var in unused {
+        tracing::warn!(%var, "environment variable sets no config key (expected A2A_GATEWAY_<SECTION>__<KEY>)");
+    }
+    let listen = config.server.listen;
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("server.listen {listen}: cannot listen: {e}"))?;
+    serve_config(&config, listener, crate::server::shutdown_signal()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Serves the gateway `config` describes on `listener` until `shutdown` resolves
+/// (used by `serve` and `demo`).
+pub(super) async fn serve_config(
+    config: &Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), CliError> {
+    let metrics = crate::ops::install_metrics();
+    let store = super::build_store(config).await?;
+    let (executor, ready) = super::build_executor(config)?;
+    let mut gateway = Gateway::new(config, executor, store, ready);
+    let recovered = gateway.state.handler.recover_interrupted().await?;
+    if recovered > 0 {
+        tracing::warn!(
+            tasks = recovered,
+            "marked tasks interrupted by the previous run FAILED"
+        );
+    }
+    gateway.router = gateway.router.merge(crate::ops::metrics_routes(
+        metrics,
+        gateway.state.handler.clone(),
+    ));
+    let tls = match (&config.server.tls_cert_file, &config.server.tls_key_file) {
+        (Some(cert), Some(key)) => Some(crate::tls::server_config(cert, key)?),
+        _ => None,
+    };
+    let local = listener.local_addr()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(
+        listen = %local,
+        public_url = %config.server.public_url(),
+        store = %config.store.url,
+        "a2a-gateway listening on {scheme}://{local}/"
+    );
+    let grace = config.server.shutdown_grace();
+    match tls {
+        Some(tls) => gateway.serve_tls(listener, tls, grace, shutdown).await?,
+        None => gateway.serve(listener, grace, shutdown).await?,
+    }
+    tracing::info!("a2a-gateway stopped");
+    Ok(())
+}

@@ -1,0 +1,140 @@
+//! Operations endpoints beyond health: `GET /metrics` in the Prometheus text format.
+//!
+//! Metric names (all prefixed `a2a_`; see the README's "Metrics" section):
+//!
+//! | name | type | labels | recorded by |
+//! |---|---|---|---|
+//! | `a2a_requests_total` | counter | `method`, `outcome` | transport, one per JSON-RPC request |
+//! | `a2a_request_duration_seconds` | histogram | `method` | transport (time to the response head) |
+//! | `a2a_active_tasks` | gauge | | here, executor runs in progress at scrape time |
+//! | `a2a_open_streams` | gauge | | transport, SSE responses currently open |
+//! | `a2a_upstream_request_duration_seconds` | histogram | `status` | upstream executor, per attempt, to the reply head |
+//! | `a2a_upstream_responses_total` | counter | `status` | upstream executor, per attempt (`status` = HTTP code or `error`) |
+//! | `a2a_upstream_retries_total` | counter | `reason` | upstream executor, each retry (`429`, `503`, `connect`, …) |
+//! | `a2a_upstream_token_fetches_total` | counter | `outcome` (`ok`, `error`) | upstream token cache, each token endpoint call |
+//!
+//! The recorder is process-wide (the `metrics` facade has one global recorder), so
+//! [`install_metrics`] installs it once and returns the same handle afterwards.
+
+use std::sync::OnceLock;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::handler::RequestHandler;
+
+/// Gauge of executor runs in progress.
+pub const ACTIVE_TASKS: &str = "a2a_active_tasks";
+/// Gauge of open SSE response streams.
+pub const OPEN_STREAMS: &str = "a2a_open_streams";
+
+/// Histogram buckets (seconds) for request and upstream latencies: 1 ms to 15 min.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+    300.0, 900.0,
+];
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Installs the Prometheus recorder as the global `metrics` recorder (once per process)
+/// and returns its handle; `None` when another recorder was installed first.
+pub fn install_metrics() -> Option<PrometheusHandle> {
+    HANDLE
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new()
+                .set_buckets_for_metric(
+                    Matcher::Suffix("_duration_seconds".into()),
+                    LATENCY_BUCKETS,
+                )
+                .expect("bucket list is not empty");
+            match builder.install_recorder() {
+                Ok(handle) => {
+                    describe();
+                    // Present from the first scrape, before any stream opened.
+                    metrics::gauge!(OPEN_STREAMS).set(0.0);
+                    metrics::gauge!(ACTIVE_TASKS).set(0.0);
+                    Some(handle)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics recorder not installed; /metrics is empty");
+                    None
+                }
+            }
+        })
+        .clone()
+}
+
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!("a2a_requests_total", "A2A requests by method and outcome");
+    describe_histogram!(
+        "a2a_request_duration_seconds",
+        Unit::Seconds,
+        "A2A request latency to the response head"
+    );
+    describe_gauge!(ACTIVE_TASKS, "Executor runs in progress");
+    describe_gauge!(OPEN_STREAMS, "Open SSE response streams");
+    describe_histogram!(
+        "a2a_upstream_request_duration_seconds",
+        Unit::Seconds,
+        "Upstream invocation latency to the reply head, by status"
+    );
+    describe_counter!(
+        "a2a_upstream_responses_total",
+        "Upstream invocation attempts by HTTP status"
+    );
+    describe_counter!("a2a_upstream_retries_total", "Upstream retries by reason");
+    describe_counter!(
+        "a2a_upstream_token_fetches_total",
+        "Token endpoint calls by outcome"
+    );
+}
+
+/// `GET /metrics`: the Prometheus text exposition of `handle`, with the
+/// `a2a_active_tasks` gauge refreshed from `handler` at scrape time.
+pub fn metrics_routes(handle: Option<PrometheusHandle>, handler: RequestHandler) -> Router {
+    Router::new()
+        .route("/metrics", get(render))
+        .with_state((handle, handler))
+}
+
+async fn render(
+    State((handle, handler)): State<(Option<PrometheusHandle>, RequestHandler)>,
+) -> Response {
+    metrics::gauge!(ACTIVE_TASKS).set(handler.active_runs() as f64);
+    let body = handle.map(|h| h.render()).unwrap_or_default();
+    let mut resp = body.into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    resp
+}
+
+/// Counts one open SSE stream in `a2a_open_streams` for as long as it lives.
+#[derive(Debug)]
+pub struct OpenStreamGuard(());
+
+impl OpenStreamGuard {
+    /// Increments the gauge; dropping the guard decrements it.
+    pub fn new() -> Self {
+        metrics::gauge!(OPEN_STREAMS).increment(1.0);
+        Self(())
+    }
+}
+
+impl Default for OpenStreamGuard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for OpenStreamGuard {
+    fn drop(&mut self) {
+        metrics::gauge!(OPEN_STREAMS).decrement(1.0);
+    }
+}

@@ -1,0 +1,140 @@
+//! HTTPS for the inbound listener: a rustls acceptor in front of the same router,
+//! serving HTTP/1.1 and HTTP/2 (ALPN) with graceful shutdown.
+
+use std::future::Future;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt;
+
+/// Longest TLS handshake before the connection is dropped.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The TLS files could not be used. Names the file; never contains key material.
+#[derive(Debug, thiserror::Error)]
+#[error("{key} {path}: {message}")]
+pub struct TlsError {
+    /// The config key that named the file.
+    pub key: &'static str,
+    /// The file.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A rustls server config from a PEM certificate chain and a PEM private key
+/// (PKCS#8, PKCS#1 or SEC1), offering `h2` and `http/1.1` by ALPN.
+///
+/// # Errors
+/// [`TlsError`] naming `server.tls_cert_file` or `server.tls_key_file`.
+pub fn server_config(
+    cert_file: &Path,
+    key_file: &Path,
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let err = |key: &'static str, path: &Path, message: String| TlsError {
+        key,
+        path: path.display().to_string(),
+        message,
+    };
+    const CERT: &str = "server.tls_cert_file";
+    const KEY: &str = "server.tls_key_file";
+    let cert_pem = std::fs::read(cert_file).map_err(|e| err(CERT, cert_file, e.to_string()))?;
+    let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| err(CERT, cert_file, format!("not a PEM certificate chain: {e}")))?;
+    if certs.is_empty() {
+        return Err(err(CERT, cert_file, "holds no PEM certificate".into()));
+    }
+    let key_pem = std::fs::read(key_file).map_err(|e| err(KEY, key_file, e.to_string()))?;
+    let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
+        .map_err(|e| err(KEY, key_file, format!("not a PEM private key: {e}")))?
+        .ok_or_else(|| err(KEY, key_file, "holds no PEM private key".into()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| err(CERT, cert_file, e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| {
+            err(
+                KEY,
+                key_file,
+                format!("does not match the certificate: {e}"),
+            )
+        })?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Serves `app` over TLS on `listener` until `shutdown` resolves, then stops
+/// accepting and waits for open connections to finish (SSE streams are expected to
+/// have been ended by the caller's shutdown future).
+///
+/// # Errors
+/// None today: accept errors are logged and the loop goes on (returns `Ok` after
+/// shutdown); the `Result` mirrors [`crate::server::serve`].
+pub async fn serve_tls(
+    listener: TcpListener,
+    app: Router,
+    tls: Arc<rustls::ServerConfig>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let acceptor = TlsAcceptor::from(tls);
+    let graceful = GracefulShutdown::new();
+    let builder = Builder::new(TokioExecutor::new());
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        // Small JSON replies and SSE frames must not wait for Nagle's algorithm.
+        let _ = tcp.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let app = app.clone();
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    return;
+                }
+            };
+            let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+                app.clone().oneshot(req.map(axum::body::Body::new))
+            });
+            let conn = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .into_owned();
+            if let Err(e) = watcher.watch(conn).await {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,1712 @@
+//! Request handler semantics (issue 2, "Request handler"), against the library with
+//! the in-memory store and scripted executors. Every test synchronizes through
+//! channels and semaphores, never through sleeps; a generous timeout turns a stall
+//! into a failure instead of a hang.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use a2a_gateway::agents::{HelloWorldAgentExecutor, ReleaseReviewAgentExecutor, release_review};
+use a2a_gateway::executor::{
+    ExecutorError, get_artifact_text, get_message_text, new_agent_text_message,
+    new_user_text_message,
+};
+use a2a_gateway::handler::{EventStream, SequencedEvent};
+use a2a_gateway::protocol::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
+    SendMessageConfiguration, SendMessageRequest, SendMessageResponse, StreamResponse,
+    SubscribeToTaskRequest, Task, TaskState, TaskStatus,
+};
+use a2a_gateway::store::{
+    MemoryTaskStore, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord,
+};
+use a2a_gateway::{
+    A2aError, AgentExecutor, CallContext, EventQueue, HandlerConfig, RequestContext,
+    RequestHandler, TaskStore, TaskUpdater,
+};
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+// ---------------------------------------------------------------------------
+// Scripted executors and helpers
+// ---------------------------------------------------------------------------
+
+type Script = Arc<
+    dyn Fn(RequestContext, EventQueue) -> BoxFuture<'static, Result<(), ExecutorError>>
+        + Send
+        + Sync,
+>;
+
+/// An executor whose `execute` (and optionally `cancel`) is a closure; counts cancels.
+#[derive(Clone)]
+struct Scripted {
+    exec: Script,
+    cancel: Option<Script>,
+    cancels: Arc<AtomicUsize>,
+}
+
+fn scripted<F, Fut>(f: F) -> Scripted
+where
+    F: Fn(RequestContext, EventQueue) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), ExecutorError>> + Send + 'static,
+{
+    Scripted {
+        exec: Arc::new(move |c, q| Box::pin(f(c, q))),
+        cancel: None,
+        cancels: Arc::default(),
+    }
+}
+
+impl Scripted {
+    fn on_cancel<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(RequestContext, EventQueue) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), ExecutorError>> + Send + 'static,
+    {
+        self.cancel = Some(Arc::new(move |c, q| Box::pin(f(c, q))));
+        self
+    }
+}
+
+#[async_trait]
+impl AgentExecutor for Scripted {
+    async fn execute(&self, c: RequestContext, q: EventQueue) -> Result<(), ExecutorError> {
+        (self.exec)(c, q).await
+    }
+
+    async fn cancel(&self, c: RequestContext, q: EventQueue) -> Result<(), ExecutorError> {
+        self.cancels.fetch_add(1, Ordering::SeqCst);
+        match &self.cancel {
+            Some(f) => f(c, q).await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// Signals from a gated executor: `started` carries the task id once the run is
+/// WORKING and waiting at `gate`.
+struct Probe {
+    started: mpsc::UnboundedReceiver<String>,
+    gate: Arc<Semaphore>,
+}
+
+impl Probe {
+    async fn started(&mut self) -> String {
+        within(self.started.recv()).await.expect("executor started")
+    }
+
+    fn release(&self, runs: usize) {
+        self.gate.add_permits(runs);
+    }
+}
+
+/// Waits until the stored task is WORKING (an executor's `started` signal only
+/// means the event is queued).
+async fn stored_working(h: &RequestHandler, id: &str) {
+    within(async {
+        while get(h, &anon(), id).await.status.state != TaskState::Working {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
+
+async fn pass(gate: &Semaphore) {
+    gate.acquire().await.expect("gate open").forget();
+}
+
+/// Submit (new task), WORKING, report started, wait at the gate, `chunks` artifact
+/// chunks of one artifact, COMPLETED.
+fn gated(chunks: usize) -> (Scripted, Probe) {
+    let (tx, started) = mpsc::unbounded_channel();
+    let gate = Arc::new(Semaphore::new(0));
+    let g = gate.clone();
+    let exec = scripted(move |ctx, q| {
+        let (tx, gate) = (tx.clone(), g.clone());
+        async move {
+            let up = TaskUpdater::from_context(&ctx, q);
+            if ctx.current_task.is_none() {
+                up.submit().await?;
+            }
+            up.start_work(None).await?;
+            let _ = tx.send(ctx.task_id.clone());
+            pass(&gate).await;
+            let id = Some("out".to_owned());
+            for i in 0..chunks {
+                up.add_artifact(
+                    vec![Part::text(format!("{i},"))],
+                    id.clone(),
+                    Some("out".into()),
+                    i > 0,
+                    i + 1 == chunks,
+                )
+                .await?;
+            }
+            up.complete(None).await?;
+            Ok(())
+        }
+    });
+    (exec, Probe { started, gate })
+}
+
+fn handler(exec: impl AgentExecutor) -> RequestHandler {
+    handler_with(exec, HandlerConfig::default())
+}
+
+fn handler_with(exec: impl AgentExecutor, config: HandlerConfig) -> RequestHandler {
+    RequestHandler::new(Arc::new(exec), Arc::new(MemoryTaskStore::new()), config)
+}
+
+fn anon() -> CallContext {
+    CallContext::anonymous()
+}
+
+fn text(t: &str) -> Message {
+    new_user_text_message(t)
+}
+
+fn follow_up(task: &Task, t: &str) -> Message {
+    let mut m = text(t);
+    m.task_id = Some(task.id.clone());
+    m
+}
+
+fn req(message: Message) -> SendMessageRequest {
+    SendMessageRequest {
+        tenant: None,
+        message,
+        configuration: None,
+        metadata: None,
+    }
+}
+
+fn req_with(message: Message, config: SendMessageConfiguration) -> SendMessageRequest {
+    SendMessageRequest {
+        configuration: Some(config),
+        ..req(message)
+    }
+}
+
+fn immediate(message: Message) -> SendMessageRequest {
+    req_with(
+        message,
+        SendMessageConfiguration {
+            return_immediately: Some(true),
+            ..Default::default()
+        },
+    )
+}
+
+fn get_req(id: &str, history_length: Option<i32>) -> GetTaskRequest {
+    GetTaskRequest {
+        tenant: None,
+        id: id.to_owned(),
+        history_length,
+    }
+}
+
+fn sub_req(id: &str) -> SubscribeToTaskRequest {
+    SubscribeToTaskRequest {
+        tenant: None,
+        id: id.to_owned(),
+    }
+}
+
+fn cancel_req(id: &str) -> CancelTaskRequest {
+    CancelTaskRequest {
+        tenant: None,
+        id: id.to_owned(),
+        metadata: None,
+    }
+}
+
+async fn within<T>(f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), f)
+        .await
+        .expect("timed out: the handler stalled")
+}
+
+async fn send_task(h: &RequestHandler, call: &CallContext, r: SendMessageRequest) -> Task {
+    match within(h.send_message(call, r)).await.expect("send") {
+        SendMessageResponse::Task(t) => t,
+        SendMessageResponse::Message(m) => panic!("expected a task, got message {m:?}"),
+    }
+}
+
+async fn get(h: &RequestHandler, call: &CallContext, id: &str) -> Task {
+    h.get_task(call, get_req(id, None)).await.expect("get")
+}
+
+async fn subscribe(h: &RequestHandler, id: &str) -> EventStream {
+    h.subscribe_to_task(&anon(), sub_req(id), None)
+        .await
+        .expect("subscribe")
+}
+
+async fn drain(stream: EventStream) -> Vec<SequencedEvent> {
+    within(stream.map(|r| r.expect("stream error")).collect()).await
+}
+
+async fn next(stream: &mut EventStream) -> SequencedEvent {
+    within(stream.next())
+        .await
+        .expect("stream ended early")
+        .expect("stream error")
+}
+
+fn err<T>(r: Result<T, A2aError>) -> A2aError {
+    match r {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e,
+    }
+}
+
+fn state(ev: &SequencedEvent) -> Option<TaskState> {
+    ev.event.state()
+}
+
+fn status_text(task: &Task) -> String {
+    task.status
+        .message
+        .as_ref()
+        .map(|m| get_message_text(m, "\n"))
+        .unwrap_or_default()
+}
+
+fn kinds(evs: &[SequencedEvent]) -> Vec<String> {
+    evs.iter()
+        .map(|e| match &e.event {
+            StreamResponse::Task(t) => format!("task:{}", t.status.state),
+            StreamResponse::Message(_) => "message".to_owned(),
+            StreamResponse::StatusUpdate(s) => format!("status:{}", s.status.state),
+            StreamResponse::ArtifactUpdate(_) => "artifact".to_owned(),
+        })
+        .collect()
+}
+
+fn seqs(evs: &[SequencedEvent]) -> Vec<u64> {
+    evs.iter().map(|e| e.seq.expect("sequenced")).collect()
+}
+
+fn assert_contiguous(evs: &[SequencedEvent]) {
+    let s = seqs(evs);
+    for w in s.windows(2) {
+        assert_eq!(w[1], w[0] + 1, "sequence numbers must be contiguous: {w:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// SendMessage
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn blocking_send_returns_the_settled_task_with_artifacts_and_history() {
+    let h = handler(HelloWorldAgentExecutor::new());
+    let m = text("ping");
+    let task = send_task(&h, &anon(), req(m.clone())).await;
+
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(task.artifacts().len(), 1);
+    let art = &task.artifacts()[0];
+    assert_eq!(art.name.as_deref(), Some("result"));
+    assert_eq!(
+        get_artifact_text(art, ""),
+        "Hello, World! I have received your request (ping)"
+    );
+    let hist = task.history();
+    assert_eq!(hist[0].message_id, m.message_id);
+    assert_eq!(hist[0].role, Role::User);
+    assert!(
+        hist.iter()
+            .any(|x| x.role == Role::Agent && get_message_text(x, "") == "Processing request..."),
+        "history records the agent's messages: {hist:?}"
+    );
+    assert_eq!(get(&h, &anon(), &task.id).await, task);
+}
+
+#[tokio::test]
+async fn return_immediately_returns_at_once_and_get_task_sees_completion() {
+    let (exec, mut probe) = gated(1);
+    let h = handler(exec);
+    let t = send_task(&h, &anon(), immediate(text("x"))).await;
+    assert!(
+        matches!(t.status.state, TaskState::Submitted | TaskState::Working),
+        "got {}",
+        t.status.state
+    );
+    assert_eq!(probe.started().await, t.id);
+    let sub = subscribe(&h, &t.id).await;
+    probe.release(1);
+    let evs = drain(sub).await;
+    assert_eq!(state(evs.last().unwrap()), Some(TaskState::Completed));
+    let done = get(&h, &anon(), &t.id).await;
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(done.artifacts().len(), 1);
+}
+
+#[tokio::test]
+async fn a_missing_context_id_is_generated_and_kept() {
+    let h = handler(HelloWorldAgentExecutor::new());
+    let t1 = send_task(&h, &anon(), req(text("a"))).await;
+    assert!(!t1.context_id.is_empty());
+    assert_eq!(t1.history()[0].context_id.as_deref(), Some(&*t1.context_id));
+    assert_eq!(t1.history()[0].task_id.as_deref(), Some(&*t1.id));
+    assert_eq!(get(&h, &anon(), &t1.id).await.context_id, t1.context_id);
+
+    let t2 = send_task(&h, &anon(), req(text("b"))).await;
+    assert_ne!(t2.context_id, t1.context_id, "each new context is fresh");
+    assert_ne!(t2.id, t1.id);
+
+    let mut m = text("c");
+    m.context_id = Some("my-context".into());
+    let t3 = send_task(&h, &anon(), req(m)).await;
+    assert_eq!(t3.context_id, "my-context");
+}
+
+#[tokio::test]
+async fn follow_up_with_task_id_continues_the_task() {
+    let h = handler(ReleaseReviewAgentExecutor::new());
+    let t = send_task(&h, &anon(), req(text("please review the release"))).await;
+    assert_eq!(t.status.state, TaskState::InputRequired);
+    assert_eq!(status_text(&t), release_review::ASK_TEXT);
+
+    let t2 = send_task(&h, &anon(), req(follow_up(&t, "it is billing@1.2.3"))).await;
+    assert_eq!(t2.id, t.id);
+    assert_eq!(t2.context_id, t.context_id, "a follow-up keeps the context");
+    assert_eq!(t2.status.state, TaskState::Completed);
+    let users: Vec<String> = t2
+        .history()
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| get_message_text(m, ""))
+        .collect();
+    assert_eq!(users, ["please review the release", "it is billing@1.2.3"]);
+    assert!(
+        t2.history()
+            .iter()
+            .any(|m| get_message_text(m, "") == "Reviewing billing@1.2.3.")
+    );
+    assert_eq!(t2.artifacts().len(), 1);
+    assert!(get_artifact_text(&t2.artifacts()[0], "").contains("billing@1.2.3"));
+
+    // Unknown task.
+    let mut m = text("x");
+    m.task_id = Some("no-such-task".into());
+    assert!(matches!(
+        err(h.send_message(&anon(), req(m)).await),
+        A2aError::TaskNotFound(_)
+    ));
+    // Terminal task.
+    assert!(matches!(
+        err(h.send_message(&anon(), req(follow_up(&t2, "again"))).await),
+        A2aError::UnsupportedOperation(_)
+    ));
+    // Mismatched context on a live task: refused, the task is untouched.
+    let t3 = send_task(&h, &anon(), req(text("hi"))).await;
+    let mut m = follow_up(&t3, "x@1.2.3");
+    m.context_id = Some("another-context".into());
+    assert!(matches!(
+        err(h.send_message(&anon(), req(m)).await),
+        A2aError::InvalidParams(_)
+    ));
+    assert_eq!(get(&h, &anon(), &t3.id).await, t3);
+    // The matching context is accepted.
+    let mut m = follow_up(&t3, "x@1.2.3");
+    m.context_id = Some(t3.context_id.clone());
+    let t3 = send_task(&h, &anon(), req(m)).await;
+    assert_eq!(t3.status.state, TaskState::Completed);
+}
+
+#[tokio::test]
+async fn message_only_response() {
+    let exec = scripted(|_ctx, q| async move {
+        q.enqueue_event(new_agent_text_message("pong", None, None))
+            .await?;
+        Ok(())
+    });
+    let h = handler(exec);
+    let mut m = text("ping");
+    m.context_id = Some("ctx-1".into());
+    match within(h.send_message(&anon(), req(m))).await.unwrap() {
+        SendMessageResponse::Message(reply) => {
+            assert_eq!(get_message_text(&reply, ""), "pong");
+            assert_eq!(reply.role, Role::Agent);
+            assert_eq!(reply.context_id.as_deref(), Some("ctx-1"));
+            assert_eq!(reply.task_id, None);
+        }
+        other => panic!("expected a message, got {other:?}"),
+    }
+    let evs = drain(
+        h.send_streaming_message(&anon(), req(text("ping")))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(evs.len(), 1);
+    assert_eq!(evs[0].seq, None);
+    assert!(
+        matches!(&evs[0].event, StreamResponse::Message(m) if !m.context_id.as_deref().unwrap_or("").is_empty())
+    );
+    let list = h
+        .list_tasks(&anon(), ListTasksRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(list.total_size, 0, "a Message-only reply stores no task");
+}
+
+// ---------------------------------------------------------------------------
+// Streaming
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn streaming_event_order_task_first_then_updates_then_end() {
+    let exec = scripted(|ctx, q| async move {
+        let up = TaskUpdater::from_context(&ctx, q);
+        up.submit().await?;
+        up.start_work(None).await?;
+        up.add_artifact(vec![Part::text("a")], None, None, false, true)
+            .await?;
+        up.add_artifact(vec![Part::text("b")], None, None, false, true)
+            .await?;
+        up.complete(None).await?;
+        Ok(())
+    });
+    let h = handler(exec);
+    let evs = drain(
+        h.send_streaming_message(&anon(), req(text("go")))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        kinds(&evs),
+        [
+            "task:TASK_STATE_SUBMITTED",
+            "status:TASK_STATE_WORKING",
+            "artifact",
+            "artifact",
+            "status:TASK_STATE_COMPLETED"
+        ]
+    );
+    assert_eq!(seqs(&evs), [1, 2, 3, 4, 5]);
+}
+
+#[tokio::test]
+async fn stream_ends_after_input_required_even_while_the_executor_runs() {
+    let gate = Arc::new(Semaphore::new(0));
+    let g = gate.clone();
+    let exec = scripted(move |ctx, q| {
+        let gate = g.clone();
+        async move {
+            let up = TaskUpdater::from_context(&ctx, q);
+            up.submit().await?;
+            up.requires_input(Some(up.new_agent_text("which one?")))
+                .await?;
+            pass(&gate).await; // keeps running after INPUT_REQUIRED
+            Ok(())
+        }
+    });
+    let h = handler(exec);
+    let evs = drain(
+        h.send_streaming_message(&anon(), req(text("go")))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        kinds(&evs),
+        [
+            "task:TASK_STATE_SUBMITTED",
+            "status:TASK_STATE_INPUT_REQUIRED"
+        ]
+    );
+    gate.add_permits(1);
+}
+
+#[tokio::test]
+async fn stream_stays_open_through_auth_required() {
+    let gate = Arc::new(Semaphore::new(0));
+    let g = gate.clone();
+    let exec = scripted(move |ctx, q| {
+        let gate = g.clone();
+        async move {
+            let up = TaskUpdater::from_context(&ctx, q);
+            up.submit().await?;
+            up.requires_auth(Some(up.new_agent_text("authorize at https://example.test")))
+                .await?;
+            pass(&gate).await; // authorization arrives out of band
+            up.start_work(None).await?;
+            up.complete(None).await?;
+            Ok(())
+        }
+    });
+    let h = handler(exec);
+    let mut s = h
+        .send_streaming_message(&anon(), req(text("go")))
+        .await
+        .unwrap();
+    assert_eq!(state(&next(&mut s).await), Some(TaskState::Submitted));
+    assert_eq!(state(&next(&mut s).await), Some(TaskState::AuthRequired));
+    gate.add_permits(1);
+    let rest = drain(s).await;
+    assert_eq!(
+        kinds(&rest),
+        ["status:TASK_STATE_WORKING", "status:TASK_STATE_COMPLETED"]
+    );
+}
+
+/// A store that yields before every append and checks, on request, that an event a
+/// subscriber received is already in the log.
+struct YieldingStore {
+    inner: MemoryTaskStore,
+}
+
+#[async_trait]
+impl TaskStore for YieldingStore {
+    async fn append(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        seq: u64,
+        event: &StreamResponse,
+    ) -> Result<(), StoreError> {
+        // Give subscribers every chance to run before the event is durable.
+        tokio::task::yield_now().await;
+        self.inner.append(scope, task_id, seq, event).await
+    }
+    async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.get(scope, task_id).await
+    }
+    async fn events_after(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.inner.events_after(scope, task_id, after, limit).await
+    }
+    async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        self.inner.list(scope, query).await
+    }
+    async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError> {
+        self.inner.unsettled(limit).await
+    }
+}
+
+async fn check_each_event_is_stored(
+    store: Arc<YieldingStore>,
+    task_id: String,
+    mut stream: EventStream,
+) -> usize {
+    let scope = Scope::from(&anon());
+    let mut n = 0;
+    while let Some(ev) = within(stream.next()).await {
+        let ev = ev.expect("stream error");
+        let seq = ev.seq.expect("sequenced");
+        let stored = store
+            .events_after(&scope, &task_id, seq - 1, 1)
+            .await
+            .unwrap();
+        assert_eq!(
+            stored.first().map(|s| s.seq),
+            Some(seq),
+            "event {seq} reached a subscriber before the store"
+        );
+        if !matches!(ev.event, StreamResponse::Task(_)) {
+            assert_eq!(stored[0].event, ev.event);
+        }
+        n += 1;
+    }
+    n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_event_is_in_the_store_before_a_subscriber_sees_it() {
+    let (exec, mut probe) = gated(200);
+    let store = Arc::new(YieldingStore {
+        inner: MemoryTaskStore::new(),
+    });
+    let config = HandlerConfig {
+        subscriber_buffer: 8,
+        ..Default::default()
+    };
+    let h = RequestHandler::new(Arc::new(exec), store.clone(), config);
+    let stream = h
+        .send_streaming_message(&anon(), req(text("go")))
+        .await
+        .unwrap();
+    let id = probe.started().await;
+    stored_working(&h, &id).await;
+    let sub = subscribe(&h, &id).await;
+    let a = tokio::spawn(check_each_event_is_stored(
+        store.clone(),
+        id.clone(),
+        stream,
+    ));
+    let b = tokio::spawn(check_each_event_is_stored(store.clone(), id.clone(), sub));
+    probe.release(1);
+    // Task, WORKING, 200 chunks, COMPLETED; the subscription starts at WORKING.
+    assert_eq!(within(a).await.unwrap(), 203);
+    assert_eq!(within(b).await.unwrap(), 202);
+}
+
+#[tokio::test]
+async fn two_subscribers_see_identical_sequences() {
+    let (exec, mut probe) = gated(100);
+    let h = handler(exec);
+    let t = send_task(&h, &anon(), immediate(text("go"))).await;
+    probe.started().await;
+    stored_working(&h, &t.id).await;
+    let a = subscribe(&h, &t.id).await;
+    let b = subscribe(&h, &t.id).await;
+    probe.release(1);
+    let (a, b) = tokio::join!(drain(a), drain(b));
+    assert_eq!(a, b);
+    assert_eq!(a.len(), 1 + 100 + 1);
+    assert_contiguous(&a);
+    assert_eq!(state(a.last().unwrap()), Some(TaskState::Completed));
+}
+
+#[tokio::test]
+async fn a_slow_subscriber_gets_everything_in_order_and_stalls_nothing() {
+    let (exec, mut probe) = gated(2000);
+    let config = HandlerConfig {
+        subscriber_buffer: 4,
+        event_queue_capacity: 4,
+        ..Default::default()
+    };
+    let h = handler_with(exec, config);
+    let t = send_task(&h, &anon(), immediate(text("go"))).await;
+    probe.started().await;
+    stored_working(&h, &t.id).await;
+    let slow = subscribe(&h, &t.id).await; // not polled until the task is done
+    let fast = subscribe(&h, &t.id).await;
+    probe.release(1);
+    // The task completes while the slow subscriber sits unpolled.
+    let fast = drain(fast).await;
+    assert_eq!(state(fast.last().unwrap()), Some(TaskState::Completed));
+    let done = get(&h, &anon(), &t.id).await;
+    assert_eq!(done.status.state, TaskState::Completed);
+    let expected: String = (0..2000).map(|i| format!("{i},")).collect();
+    assert_eq!(get_artifact_text(&done.artifacts()[0], ""), expected);
+
+    let slow = drain(slow).await;
+    assert_eq!(slow.len(), 1 + 2000 + 1);
+    assert_contiguous(&slow);
+    assert_eq!(slow, fast);
+}
+
+#[tokio::test]
+async fn a_client_dropping_its_stream_or_future_loses_nothing() {
+    // The stream, dropped after its first event.
+    let (exec, mut probe) = gated(1);
+    let h = handler(exec);
+    let mut s = h
+        .send_streaming_message(&anon(), req(text("go")))
+        .await
+        .unwrap();
+    let first = next(&mut s).await;
+    drop(s);
+    let StreamResponse::Task(t) = first.event else {
+        panic!("the Task comes first")
+    };
+    probe.started().await;
+    let watch = subscribe(&h, &t.id).await;
+    probe.release(1);
+    drain(watch).await;
+    let done = get(&h, &anon(), &t.id).await;
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(done.artifacts().len(), 1);
+
+    // A blocking SendMessage future, dropped mid-run.
+    let h2 = h.clone();
+    let call = tokio::spawn(async move { h2.send_message(&anon(), req(text("again"))).await });
+    let id = probe.started().await;
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    let watch = subscribe(&h, &id).await;
+    probe.release(1);
+    drain(watch).await;
+    let done = get(&h, &anon(), &id).await;
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(done.artifacts().len(), 1);
+}
+
+// ---------------------------------------------------------------------------
+// SubscribeToTask
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn subscribe_sends_the_snapshot_first_then_live_events() {
+    let (exec, mut probe) = gated(1);
+    let h = handler(exec);
+    let t = send_task(&h, &anon(), immediate(text("go"))).await;
+    probe.started().await;
+    stored_working(&h, &t.id).await;
+    let mut s = subscribe(&h, &t.id).await;
+    let first = next(&mut s).await;
+    match &first.event {
+        StreamResponse::Task(snap) => {
+            assert_eq!(snap.id, t.id);
+            assert_eq!(snap.status.state, TaskState::Working);
+        }
+        other => panic!("snapshot first, got {other:?}"),
+    }
+    assert_eq!(first.seq, Some(2));
+    probe.release(1);
+    let rest = drain(s).await;
+    assert_eq!(kinds(&rest), ["artifact", "status:TASK_STATE_COMPLETED"]);
+    assert_eq!(seqs(&rest), [3, 4]);
+
+    assert!(matches!(
+        err(h.subscribe_to_task(&anon(), sub_req("nope"), None).await),
+        A2aError::TaskNotFound(_)
+    ));
+    assert!(matches!(
+        err(h.subscribe_to_task(&anon(), sub_req(&t.id), None).await),
+        A2aError::UnsupportedOperation(_)
+    ));
+}
+
+#[tokio::test]
+async fn subscribe_to_an_idle_auth_required_task_sees_the_follow_up() {
+    let exec = scripted(|ctx, q| async move {
+        let up = TaskUpdater::from_context(&ctx, q);
+        if ctx.current_task.is_none() {
+            up.submit().await?;
+            up.requires_auth(None).await?;
+        } else {
+            up.start_work(None).await?;
+            up.complete(None).await?;
+        }
+        Ok(())
+    });
+    let h = handler(exec);
+    let t = send_task(&h, &anon(), req(text("go"))).await;
+    assert_eq!(t.status.state, TaskState::AuthRequired);
+    let mut s = subscribe(&h, &t.id).await;
+    assert_eq!(state(&next(&mut s).await), Some(TaskState::AuthRequired));
+    let done = send_task(&h, &anon(), req(follow_up(&t, "token granted"))).await;
+    assert_eq!(done.status.state, TaskState::Completed);
+    let rest = drain(s).await;
+    assert_eq!(
+        kinds(&rest),
+        ["status:TASK_STATE_WORKING", "status:TASK_STATE_COMPLETED"]
+    );
+}
+
+#[tokio::test]
+async fn resume_from_last_event_id_replays_exactly_the_later_events_once() {
+    const CHUNKS: usize = 5000;
+    let (tx, mut started) = mpsc::unbounded_channel();
+    let gate = Arc::new(Semaphore::new(0));
+    let g = gate.clone();
+    let exec = scripted(move |ctx, q| {
+        let (tx, gate) = (tx.clone(), g.clone());
+        async move {
+            let up = TaskUpdater::from_context(&ctx, q);
+            up.submit().await?;
+            up.start_work(None).await?;
+            let id = Some("long".to_owned());
+            for i in 0..CHUNKS {
+                if i == CHUNKS / 2 {
+                    let _ = tx.send(());
+                    pass(&gate).await;
+                }
+                up.add_artifact(
+                    vec![Part::text(format!("{i},"))],
+                    id.clone(),
+                    None,
+                    i > 0,
+                    i + 1 == CHUNKS,
+                )
+                .await?;
+            }
+            up.complete(None).await?;
+            Ok(())
+        }
+    });
+    let config = HandlerConfig {
+        subscriber_buffer: 16,
+        ..Default::default()
+    };
+    let h = handler_with(exec, config);
+    let t = send_task(&h, &anon(), immediate(text("go"))).await;
+    within(started.recv()).await.unwrap();
+
+    let live = h
+        .subscribe_to_task(&anon(), sub_req(&t.id), Some(10))
+        .await
+        .unwrap();
+    gate.add_permits(1);
+    let got = drain(live).await;
+    let last_seq = (2 + CHUNKS + 1) as u64;
+    assert_eq!(seqs(&got), (11..=last_seq).collect::<Vec<_>>());
+    let stored = h
+        .store()
+        .events_after(&Scope::from(&anon()), &t.id, 10, 100_000)
+        .await
+        .unwrap();
+    let stored: Vec<SequencedEvent> = stored
+        .into_iter()
+        .map(|e| SequencedEvent {
+            seq: Some(e.seq),
+            event: e.event,
+        })
+        .collect();
+    assert_eq!(got, stored);
+
+    // After the end: a resume replays what is left; nothing left is an error.
+    let tail = drain(
+        h.subscribe_to_task(&anon(), sub_req(&t.id), Some(4000))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(seqs(&tail), (4001..=last_seq).collect::<Vec<_>>());
+    assert!(matches!(
+        err(h
+            .subscribe_to_task(&anon(), sub_req(&t.id), Some(last_seq))
+            .await),
+        A2aError::UnsupportedOperation(_)
+    ));
+}
+
+// ---------------------------------------------------------------------------
+// CancelTask
+// ---------------------------------------------------------------------------
+
+struct DropGuard(Option<oneshot::Sender<()>>);
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+#[tokio::test]
+async fn cancel_calls_the_executor_drops_the_run_and_rejects_late_events() {
+    let (dropped_tx, dropped_rx) = oneshot::channel();
+    let dropped_tx = Arc::new(Mutex::new(Some(dropped_tx)));
+    let (late_tx, mut late_rx) = mpsc::unbounded_channel();
+    let late_gate = Arc::new(Semaphore::new(0));
+    let (started_tx, mut started) = mpsc::unbounded_channel();
+    let lg = late_gate.clone();
+    let exec = scripted(move |ctx, q| {
+        let guard = DropGuard(dropped_tx.lock().unwrap().take());
+        let (late_tx, lg, started_tx) = (late_tx.clone(), lg.clone(), started_tx.clone());
+        async move {
+            let _guard = guard;
+            let up = TaskUpdater::from_context(&ctx, q.clone());
+            up.submit().await?;
+            up.start_work(None).await?;
+            // A detached helper that publishes long after the cancel.
+            let (task_id, context_id) = (ctx.task_id.clone(), ctx.context_id.clone());
+            tokio::spawn(async move {
+                pass(&lg).await;
+                let late = TaskUpdater::new(q, task_id, context_id);
+                let _ = late_tx.send(late.complete(None).await);
+            });
+            let _ = started_tx.send(());
+            futures::future::pending::<()>().await;
+            Ok(())
+        }
+    })
+    .on_cancel(|ctx, q| async move {
+        let up = TaskUpdater::new(q, &ctx.task_id, &ctx.context_id);
+        assert!(ctx.cancellation().is_cancelled());
+        up.cancel(Some(up.new_agent_text("stopped by cancel")))
+            .await?;
+        // Events after the terminal state are rejected.
+        up.start_work(None).await?;
+        up.add_artifact(vec![Part::text("late")], None, None, false, true)
+            .await?;
+        Ok(())
+    });
+    let cancels = exec.cancels.clone();
+    let h = handler(exec);
+    let t = send_task(&h, &anon(), immediate(text("go"))).await;
+    within(started.recv()).await.unwrap();
+
+    let c = within(h.cancel_task(&anon(), cancel_req(&t.id)))
+        .await
+        .unwrap();
+    assert_eq!(c.status.state, TaskState::Canceled);
+    assert_eq!(status_text(&c), "stopped by cancel");
+    assert_eq!(cancels.load(Ordering::SeqCst), 1);
+    within(dropped_rx)
+        .await
+        .expect("the execute future is dropped");
+
+    late_gate.add_permits(1);
+    let late = within(late_rx.recv()).await.unwrap();
+    assert!(late.is_err(), "a late event is refused: {late:?}");
+
+    let now = get(&h, &anon(), &t.id).await;
+    assert_eq!(now.status.state, TaskState::Canceled);
+    assert!(now.artifacts().is_empty(), "{:?}", now.artifacts());
+    let log = h
+        .store()
+        .events_after(&Scope::from(&anon()), &t.id, 0, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        log.last().unwrap().event.state(),
+        Some(TaskState::Canceled),
+        "nothing is recorded after CANCELED"
+    );
+
+    for _ in 0..2 {
+        assert!(matches!(
+            err(h.cancel_task(&anon(), cancel_req(&t.id)).await),
+            A2aError::TaskNotCancelable(_)
+        ));
+    }
+    assert_eq!(cancels.load(Ordering::SeqCst), 1);
+    assert!(matches!(
+        err(h.send_message(&anon(), req(follow_up(&t, "more"))).await),
+        A2aError::UnsupportedOperation(_)
+    ));
+    assert!(matches!(
+        err(h.cancel_task(&anon(), cancel_req("nope")).await),
+        A2aError::TaskNotFound(_)
+    ));
+}
+
+#[tokio::test]
+async fn cancel_of_an_idle_input_required_task() {
+    let exec = scripted(|ctx, q| async move {
+        let up = TaskUpdater::from_context(&ctx, q);
+        up.submit().await?;
+        up.requires_input(Some(up.new_agent_text("more please")))
+            .await?;
+        Ok(())
+    });
+    let cancels = exec.cancels.clone();
+    let h = handler(exec);
+    let t = send_task(&h, &anon(), req(text("go"))).await;
+    assert_eq!(t.status.state, TaskState::InputRequired);
+    let c = within(h.cancel_task(&anon(), cancel_req(&t.id)))
+        .await
+        .unwrap();
+    assert_eq!(c.status.state, TaskState::Canceled);
+    assert_eq!(cancels.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        get(&h, &anon(), &t.id).await.status.state,
+        TaskState::Canceled
+    );
+    assert!(matches!(
+        err(h.cancel_task(&anon(), cancel_req(&t.id)).await),
+        A2aError::TaskNotCancelable(_)
+    ));
+}
+
+// ---------------------------------------------------------------------------
+// Lifecycle rules
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn two_messages_to_one_live_task_run_one_after_the_other() {
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let max_seen = Arc::new(AtomicUsize::new(0));
+    let (tx, mut started) = mpsc::unbounded_channel();
+    let gate = Arc::new(Semaphore::new(0));
+    let (f, m, g) = (in_flight.clone(), max_seen.clone(), gate.clone());
+    let exec = scripted(move |ctx, q| {
+        let (f, m, g, tx) = (f.clone(), m.clone(), g.clone(), tx.clone());
+        async move {
+            let now = f.fetch_add(1, Ordering::SeqCst) + 1;
+            m.fetch_max(now, Ordering::SeqCst);
+            let up = TaskUpdater::from_context(&ctx, q);
+            let first = ctx.current_task.is_none();
+            if first {
+                up.submit().await?;
+            }
+            up.start_work(None).await?;
+            let _ = tx.send(());
+            pass(&g).await;
+            if first {
+                up.requires_input(None).await?;
+            } else {
+                up.complete(None).await?;
+            }
+            f.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        }
+    });
+    let h = handler(exec);
+    let t = send_task(&h, &anon(), immediate(text("one"))).await;
+    within(started.recv()).await.unwrap();
+
+    let h2 = h.clone();
+    let m2 = follow_up(&t, "two");
+    let second = tokio::spawn(async move { h2.send_message(&anon(), req(m2)).await });
+    // The second message has taken its run permit and is queued behind the first.
+    within(async {
+        while h.active_runs() < 2 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    gate.add_permits(1);
+    within(started.recv()).await.unwrap();
+    gate.add_permits(1);
+    let SendMessageResponse::Task(done) = within(second).await.unwrap().unwrap() else {
+        panic!("a task")
+    };
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(max_seen.load(Ordering::SeqCst), 1, "runs overlapped");
+    let users: Vec<String> = done
+        .history()
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| get_message_text(m, ""))
+        .collect();
+    assert_eq!(users, ["one", "two"]);
+}
+
+async fn failed_reason(exec: Scripted) -> String {
+    let h = handler(exec);
+    let t = send_task(&h, &anon(), req(text("go"))).await;
+    assert_eq!(t.status.state, TaskState::Failed);
+    assert_eq!(
+        get(&h, &anon(), &t.id).await.status.state,
+        TaskState::Failed
+    );
+    status_text(&t)
+}
+
+#[tokio::test]
+async fn an_executor_without_a_final_state_error_or_panic_fails_the_task() {
+    let no_final = scripted(|ctx, q| async move {
+        let up = TaskUpdater::from_context(&ctx, q);
+        up.submit().await?;
+        up.start_work(None).await?;
+        Ok(())
+    });
+    let reason = failed_reason(no_final).await;
+    assert!(
+        reason.contains("without reporting a final state"),
+        "{reason}"
+    );
+
+    let errs = scripted(|ctx, q| async move {
+        TaskUpdater::from_context(&ctx, q).submit().await?;
+        Err("the model endpoint refused the call".into())
+    });
+    let reason = failed_reason(errs).await;
+    assert!(
+        reason.contains("the model endpoint refused the call"),
+        "{reason}"
+    );
+
+    let panics = scripted(|ctx, q| async move {
+        TaskUpdater::from_context(&ctx, q).submit().await?;
+        panic!("kaboom");
+    });
+    let reason = failed_reason(panics).await;
+    assert!(reason.contains("kaboom"), "{reason}");
+
+    let silent = scripted(|_ctx, _q| async move { Ok(()) });
+    let reason = failed_reason(silent).await;
+    assert!(!reason.is_empty());
+}
+
+#[tokio::test]
+async fn too_many_running_tasks_are_refused_while_running_ones_finish() {
+    let (exec, mut probe) = gated(1);
+    let config = HandlerConfig {
+        max_concurrent_tasks: 2,
+        ..Default::default()
+    };
+    let h = handler_with(exec, config);
+    let a = send_task(&h, &anon(), immediate(text("a"))).await;
+    let b = send_task(&h, &anon(), immediate(text("b"))).await;
+    probe.started().await;
+    probe.started().await;
+    assert!(matches!(
+        err(h.send_message(&anon(), req(text("c"))).await),
+        A2aError::Unavailable(_)
+    ));
+    assert!(matches!(
+        err(h.send_streaming_message(&anon(), req(text("c"))).await),
+        A2aError::Unavailable(_)
+    ));
+    let (sa, sb) = (subscribe(&h, &a.id).await, subscribe(&h, &b.id).await);
+    probe.release(2);
+    drain(sa).await;
+    drain(sb).await;
+    for id in [&a.id, &b.id] {
+        let t = get(&h, &anon(), id).await;
+        assert_eq!(t.status.state, TaskState::Completed);
+        assert_eq!(t.artifacts().len(), 1);
+    }
+    // Capacity is back.
+    within(async {
+        while h.active_runs() > 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    probe.release(1);
+    let d = send_task(&h, &anon(), req(text("d"))).await;
+    assert_eq!(d.status.state, TaskState::Completed);
+}
+
+#[tokio::test]
+async fn history_length_is_applied_and_validated() {
+    let h = handler(ReleaseReviewAgentExecutor::new());
+    let t = send_task(&h, &anon(), req(text("review please"))).await;
+    let done = send_task(&h, &anon(), req(follow_up(&t, "svc@1.0.0"))).await;
+    let full = done.history().to_vec();
+    assert_eq!(full.len(), 5, "user, ask, user, reviewing, complete");
+
+    let none = h.get_task(&anon(), get_req(&t.id, Some(0))).await.unwrap();
+    assert_eq!(none.history, None);
+    assert!(
+        serde_json::to_value(&none)
+            .unwrap()
+            .get("history")
+            .is_none()
+    );
+    let two = h.get_task(&anon(), get_req(&t.id, Some(2))).await.unwrap();
+    assert_eq!(two.history(), &full[3..]);
+    let all = h
+        .get_task(&anon(), get_req(&t.id, Some(100)))
+        .await
+        .unwrap();
+    assert_eq!(all.history(), &full[..]);
+
+    let cfg = |n| SendMessageConfiguration {
+        history_length: Some(n),
+        ..Default::default()
+    };
+    let one = send_task(&h, &anon(), req_with(text("again"), cfg(1))).await;
+    assert_eq!(one.history().len(), 1);
+    let mut s = h
+        .send_streaming_message(&anon(), req_with(text("stream"), cfg(0)))
+        .await
+        .unwrap();
+    let StreamResponse::Task(first) = next(&mut s).await.event else {
+        panic!("task first")
+    };
+    assert_eq!(first.history, None);
+
+    assert!(matches!(
+        err(h.get_task(&anon(), get_req(&t.id, Some(-1))).await),
+        A2aError::InvalidParams(_)
+    ));
+    assert!(matches!(
+        err(h.send_message(&anon(), req_with(text("x"), cfg(-1))).await),
+        A2aError::InvalidParams(_)
+    ));
+    assert!(matches!(
+        err(h
+            .send_streaming_message(&anon(), req_with(text("x"), cfg(-1)))
+            .await),
+        A2aError::InvalidParams(_)
+    ));
+    let list = ListTasksRequest {
+        history_length: Some(-1),
+        ..Default::default()
+    };
+    assert!(matches!(
+        err(h.list_tasks(&anon(), list).await),
+        A2aError::InvalidParams(_)
+    ));
+    let list = ListTasksRequest {
+        history_length: Some(0),
+        ..Default::default()
+    };
+    let page = h.list_tasks(&anon(), list).await.unwrap();
+    assert!(page.tasks.iter().all(|t| t.history.is_none()));
+}
+
+#[tokio::test]
+async fn list_tasks_page_size_token_and_paging() {
+    let h = handler(HelloWorldAgentExecutor::new());
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(send_task(&h, &anon(), req(text(&format!("t{i}")))).await.id);
+    }
+    let page = |size: Option<i32>, token: Option<String>| ListTasksRequest {
+        page_size: size,
+        page_token: token,
+        ..Default::default()
+    };
+    for bad in [0, -1, 101] {
+        assert!(matches!(
+            err(h.list_tasks(&anon(), page(Some(bad), None)).await),
+            A2aError::InvalidParams(_)
+        ));
+    }
+    for bad in ["%%%", "djE6eA", "not-a-token"] {
+        assert!(matches!(
+            err(h.list_tasks(&anon(), page(Some(2), Some(bad.into()))).await),
+            A2aError::InvalidParams(_)
+        ));
+    }
+    let default = h.list_tasks(&anon(), page(None, None)).await.unwrap();
+    assert_eq!(default.page_size, 50);
+    assert_eq!(default.tasks.len(), 5);
+    assert_eq!(default.next_page_token, "");
+    assert!(default.tasks.iter().all(|t| t.artifacts.is_none()));
+    let with_art = ListTasksRequest {
+        include_artifacts: Some(true),
+        ..Default::default()
+    };
+    let with_art = h.list_tasks(&anon(), with_art).await.unwrap();
+    assert!(with_art.tasks.iter().all(|t| t.artifacts().len() == 1));
+    assert_eq!(
+        h.list_tasks(&anon(), page(Some(100), None))
+            .await
+            .unwrap()
+            .tasks
+            .len(),
+        5
+    );
+
+    let mut seen = Vec::new();
+    let mut token = None;
+    let mut pages = 0;
+    loop {
+        let p = h.list_tasks(&anon(), page(Some(2), token)).await.unwrap();
+        assert_eq!(p.total_size, 5);
+        assert_eq!(p.page_size, 2);
+        pages += 1;
+        seen.extend(p.tasks.into_iter().map(|t| t.id));
+        if p.next_page_token.is_empty() {
+            break;
+        }
+        token = Some(p.next_page_token);
+    }
+    assert_eq!(pages, 3);
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 5, "no task twice: {seen:?}");
+    ids.sort();
+    assert_eq!(sorted, ids);
+}
+
+#[tokio::test]
+async fn callers_are_isolated_by_owner_and_tenant() {
+    let h = handler(ReleaseReviewAgentExecutor::new());
+    let alice = CallContext::new("t1", "alice");
+    let t = send_task(&h, &alice, req(text("review"))).await;
+    assert_eq!(t.status.state, TaskState::InputRequired);
+
+    for other in [
+        CallContext::new("t1", "bob"),
+        CallContext::new("t2", "alice"),
+    ] {
+        assert!(matches!(
+            err(h.get_task(&other, get_req(&t.id, None)).await),
+            A2aError::TaskNotFound(_)
+        ));
+        assert!(matches!(
+            err(h.cancel_task(&other, cancel_req(&t.id)).await),
+            A2aError::TaskNotFound(_)
+        ));
+        assert!(matches!(
+            err(h.subscribe_to_task(&other, sub_req(&t.id), None).await),
+            A2aError::TaskNotFound(_)
+        ));
+        assert!(matches!(
+            err(h.subscribe_to_task(&other, sub_req(&t.id), Some(0)).await),
+            A2aError::TaskNotFound(_)
+        ));
+        assert!(matches!(
+            err(h
+                .send_message(&other, req(follow_up(&t, "svc@1.2.3")))
+                .await),
+            A2aError::TaskNotFound(_)
+        ));
+        let list = h
+            .list_tasks(&other, ListTasksRequest::default())
+            .await
+            .unwrap();
+        assert_eq!(list.total_size, 0);
+        assert!(list.tasks.is_empty());
+    }
+    let mine = get(&h, &alice, &t.id).await;
+    assert_eq!(mine, t, "the others' attempts changed nothing");
+    assert_eq!(
+        h.list_tasks(&alice, ListTasksRequest::default())
+            .await
+            .unwrap()
+            .total_size,
+        1
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Recovery and shutdown
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn recover_interrupted_fails_working_tasks() {
+    let store = Arc::new(MemoryTaskStore::new());
+    let scope = Scope::new("t1", "alice");
+    for (id, st) in [
+        ("t-working", TaskState::Working),
+        ("t-submitted", TaskState::Submitted),
+        ("t-input", TaskState::InputRequired),
+        ("t-done", TaskState::Completed),
+    ] {
+        let task = Task {
+            id: id.into(),
+            context_id: "ctx".into(),
+            status: TaskStatus::new(st),
+            artifacts: None,
+            history: None,
+            metadata: None,
+        };
+        store
+            .append(&scope, id, 1, &StreamResponse::Task(task))
+            .await
+            .unwrap();
+    }
+    let h = RequestHandler::new(
+        Arc::new(HelloWorldAgentExecutor::new()),
+        store,
+        HandlerConfig::default(),
+    );
+    assert_eq!(h.recover_interrupted().await.unwrap(), 2);
+    let alice = CallContext::new("t1", "alice");
+    for id in ["t-working", "t-submitted"] {
+        let t = get(&h, &alice, id).await;
+        assert_eq!(t.status.state, TaskState::Failed);
+        assert_eq!(status_text(&t), "interrupted by a gateway restart");
+    }
+    assert_eq!(
+        get(&h, &alice, "t-input").await.status.state,
+        TaskState::InputRequired
+    );
+    assert_eq!(
+        get(&h, &alice, "t-done").await.status.state,
+        TaskState::Completed
+    );
+    assert_eq!(h.recover_interrupted().await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn shutdown_lets_a_short_run_finish_and_fails_a_long_one() {
+    let short_gate = Arc::new(Semaphore::new(0));
+    let (tx, mut started) = mpsc::unbounded_channel();
+    let g = short_gate.clone();
+    let exec = scripted(move |ctx, q| {
+        let (g, tx) = (g.clone(), tx.clone());
+        async move {
+            let up = TaskUpdater::from_context(&ctx, q);
+            up.submit().await?;
+            up.start_work(None).await?;
+            let _ = tx.send(());
+            if ctx.user_input() == "short" {
+                pass(&g).await;
+            } else {
+                futures::future::pending::<()>().await;
+            }
+            up.complete(None).await?;
+            Ok(())
+        }
+    });
+    let h = handler(exec);
+    let short = send_task(&h, &anon(), immediate(text("short"))).await;
+    let long = send_task(&h, &anon(), immediate(text("long"))).await;
+    within(started.recv()).await.unwrap();
+    within(started.recv()).await.unwrap();
+
+    let h2 = h.clone();
+    let down = tokio::spawn(async move { h2.shutdown(Duration::from_millis(500)).await });
+    tokio::task::yield_now().await; // shutdown has begun
+    assert!(matches!(
+        err(h.send_message(&anon(), req(text("late"))).await),
+        A2aError::Unavailable(_)
+    ));
+    short_gate.add_permits(1);
+    within(down).await.unwrap();
+
+    assert_eq!(
+        get(&h, &anon(), &short.id).await.status.state,
+        TaskState::Completed
+    );
+    let long = get(&h, &anon(), &long.id).await;
+    assert_eq!(long.status.state, TaskState::Failed);
+    assert!(status_text(&long).contains("shut down"), "{long:?}");
+    assert_eq!(h.active_runs(), 0);
+}
+
+// ---------------------------------------------------------------------------
+// The example agents through the handler
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn hello_world_agent_streams_the_seed_sequence() {
+    let h = handler(HelloWorldAgentExecutor::new());
+    let evs = drain(
+        h.send_streaming_message(&anon(), req(text("how are you?")))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        kinds(&evs),
+        [
+            "task:TASK_STATE_SUBMITTED",
+            "status:TASK_STATE_WORKING",
+            "artifact",
+            "status:TASK_STATE_COMPLETED"
+        ]
+    );
+    let StreamResponse::StatusUpdate(w) = &evs[1].event else {
+        unreachable!()
+    };
+    assert_eq!(
+        get_message_text(w.status.message.as_ref().unwrap(), ""),
+        "Processing request..."
+    );
+    let StreamResponse::ArtifactUpdate(a) = &evs[2].event else {
+        unreachable!()
+    };
+    assert_eq!(a.artifact.name.as_deref(), Some("result"));
+    assert_eq!(
+        get_artifact_text(&a.artifact, ""),
+        "Hello, World! I have received your request (how are you?)"
+    );
+}
+
+#[tokio::test]
+async fn release_review_agent_asks_continues_and_completes() {
+    let h = handler(ReleaseReviewAgentExecutor::new());
+    let evs = drain(
+        h.send_streaming_message(&anon(), req(text("review the release")))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        kinds(&evs),
+        [
+            "task:TASK_STATE_SUBMITTED",
+            "status:TASK_STATE_INPUT_REQUIRED"
+        ]
+    );
+    let StreamResponse::Task(t) = &evs[0].event else {
+        unreachable!()
+    };
+    let task = get(&h, &anon(), &t.id).await;
+    assert_eq!(status_text(&task), "State the release as service@1.2.3.");
+
+    let evs = drain(
+        h.send_streaming_message(&anon(), req(follow_up(&task, "payments@4.5.6")))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        kinds(&evs),
+        [
+            "task:TASK_STATE_INPUT_REQUIRED",
+            "status:TASK_STATE_WORKING",
+            "artifact",
+            "status:TASK_STATE_COMPLETED"
+        ]
+    );
+    let StreamResponse::StatusUpdate(w) = &evs[1].event else {
+        unreachable!()
+    };
+    assert_eq!(
+        get_message_text(w.status.message.as_ref().unwrap(), ""),
+        "Reviewing payments@4.5.6."
+    );
+    let done = get(&h, &anon(), &task.id).await;
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(done.artifacts()[0].name.as_deref(), Some("review"));
+}
+
+#[tokio::test]
+async fn release_review_agent_can_be_canceled_while_reviewing() {
+    let h = handler(ReleaseReviewAgentExecutor::with_review_delay(
+        Duration::from_secs(3600),
+    ));
+    let mut s = h
+        .send_streaming_message(&anon(), req(text("review api@1.2.3")))
+        .await
+        .unwrap();
+    let StreamResponse::Task(t) = next(&mut s).await.event else {
+        panic!("task first")
+    };
+    assert_eq!(state(&next(&mut s).await), Some(TaskState::Working));
+    let c = within(h.cancel_task(&anon(), cancel_req(&t.id)))
+        .await
+        .unwrap();
+    assert_eq!(c.status.state, TaskState::Canceled);
+    let rest = drain(s).await;
+    assert_eq!(kinds(&rest), ["status:TASK_STATE_CANCELED"]);
+    let done = get(&h, &anon(), &t.id).await;
+    assert_eq!(done.status.state, TaskState::Canceled);
+    assert!(done.artifacts().is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// Regressions
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn return_immediately_on_a_follow_up_shows_the_new_run_not_the_old_interruption() {
+    let h = handler(ReleaseReviewAgentExecutor::with_review_delay(
+        Duration::from_secs(3600),
+    ));
+    let t = send_task(&h, &anon(), req(text("review"))).await;
+    assert_eq!(t.status.state, TaskState::InputRequired);
+    let t2 = send_task(&h, &anon(), immediate(follow_up(&t, "api@1.2.3"))).await;
+    assert!(
+        matches!(t2.status.state, TaskState::Submitted | TaskState::Working),
+        "returnImmediately answers with the task in SUBMITTED/WORKING, got {}",
+        t2.status.state
+    );
+    assert_eq!(t2.history().len(), 4, "user, ask, user, reviewing");
+    h.cancel_task(&anon(), cancel_req(&t.id)).await.unwrap();
+}
+
+/// A store whose next `get` reads the snapshot, then waits at a gate before
+/// answering: a caller acting on a snapshot that has since gone stale.
+struct StaleGetStore {
+    inner: MemoryTaskStore,
+    hold: Mutex<Option<(Arc<Semaphore>, oneshot::Sender<()>)>>,
+}
+
+#[async_trait]
+impl TaskStore for StaleGetStore {
+    async fn append(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        seq: u64,
+        event: &StreamResponse,
+    ) -> Result<(), StoreError> {
+        self.inner.append(scope, task_id, seq, event).await
+    }
+    async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let snapshot = self.inner.get(scope, task_id).await;
+        let hold = self.hold.lock().unwrap().take();
+        if let Some((gate, reached)) = hold {
+            let _ = reached.send(());
+            pass(&gate).await;
+        }
+        snapshot
+    }
+    async fn events_after(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.inner.events_after(scope, task_id, after, limit).await
+    }
+    async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        self.inner.list(scope, query).await
+    }
+    async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError> {
+        self.inner.unsettled(limit).await
+    }
+}
+
+#[tokio::test]
+async fn cancel_racing_completion_answers_task_not_cancelable() {
+    let (tx, mut started) = mpsc::unbounded_channel();
+    let work = Arc::new(Semaphore::new(0));
+    let linger = Arc::new(Semaphore::new(0));
+    let (w, l) = (work.clone(), linger.clone());
+    let exec = scripted(move |ctx, q| {
+        let (tx, w, l) = (tx.clone(), w.clone(), l.clone());
+        async move {
+            let up = TaskUpdater::from_context(&ctx, q);
+            up.submit().await?;
+            up.start_work(None).await?;
+            let _ = tx.send(());
+            pass(&w).await;
+            up.complete(None).await?;
+            pass(&l).await; // cleanup after COMPLETED
+            Ok(())
+        }
+    });
+    let cancels = exec.cancels.clone();
+    let store = Arc::new(StaleGetStore {
+        inner: MemoryTaskStore::new(),
+        hold: Mutex::new(None),
+    });
+    let h = RequestHandler::new(Arc::new(exec), store.clone(), HandlerConfig::default());
+    let t = send_task(&h, &anon(), immediate(text("go"))).await;
+    within(started.recv()).await.unwrap();
+    let watch = subscribe(&h, &t.id).await;
+
+    let get_gate = Arc::new(Semaphore::new(0));
+    let (reached_tx, reached) = oneshot::channel();
+    *store.hold.lock().unwrap() = Some((get_gate.clone(), reached_tx));
+    let h2 = h.clone();
+    let id = t.id.clone();
+    let cancel = tokio::spawn(async move { h2.cancel_task(&anon(), cancel_req(&id)).await });
+    within(reached).await.unwrap(); // CancelTask read WORKING
+    work.add_permits(1);
+    drain(watch).await; // COMPLETED is stored
+    get_gate.add_permits(1);
+    let r = within(cancel).await.unwrap();
+    assert!(
+        matches!(r, Err(A2aError::TaskNotCancelable(_))),
+        "a completed task is not cancelable: {r:?}"
+    );
+    assert_eq!(
+        cancels.load(Ordering::SeqCst),
+        0,
+        "executor cancel not called"
+    );
+    linger.add_permits(1);
+    assert_eq!(
+        get(&h, &anon(), &t.id).await.status.state,
+        TaskState::Completed
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_and_subscriptions_to_an_idle_task_never_race_its_driver_exiting() {
+    let exec = scripted(|ctx, q| async move {
+        let up = TaskUpdater::from_context(&ctx, q);
+        if ctx.current_task.is_none() {
+            up.submit().await?;
+            up.requires_auth(None).await?;
+        } else {
+            up.complete(None).await?;
+        }
+        Ok(())
+    });
+    let h = handler(exec);
+    // A multi-thread runtime lets a freshly spawned driver of an idle task run
+    // (and decide to exit) before the command or subscription reaches it.
+    for i in 0..300 {
+        let t = send_task(&h, &anon(), req(text("go"))).await;
+        if i % 3 == 2 {
+            let c = within(h.cancel_task(&anon(), cancel_req(&t.id))).await;
+            assert_eq!(c.expect("cancel").status.state, TaskState::Canceled);
+            continue;
+        }
+        let s = subscribe(&h, &t.id).await;
+        send_task(&h, &anon(), req(follow_up(&t, "granted"))).await;
+        let evs = drain(s).await;
+        assert_eq!(
+            state(evs.last().unwrap()),
+            Some(TaskState::Completed),
+            "the subscription ended early: {:?}",
+            kinds(&evs)
+        );
+    }
+}
