@@ -169,3 +169,41 @@ async def test_upstream_asks_for_input_then_follow_up(gateway_url, make_client):
     assert done.id == asked.id
     assert state_name(done.status.state) == "TASK_STATE_COMPLETED"
     assert [text_of(a.parts) for a in done.artifacts] == [REPLIES["string"]]
+
+
+async def test_cancel_mid_stream(gateway_url, make_client):
+    """CancelTask while the upstream is still streaming: the open stream ends CANCELED,
+    the task stays CANCELED, and later upstream output changes nothing."""
+    from a2a.types.a2a_pb2 import CancelTaskRequest
+    from a2a.utils.errors import TaskNotCancelableError
+
+    streaming = await make_client(gateway_url, streaming=True)
+    control = await make_client(gateway_url)
+    events: list[StreamResponse] = []
+
+    async def watch():
+        async for event in streaming.send_message(send_request("slow")):
+            events.append(event)
+
+    watcher = asyncio.create_task(asyncio.wait_for(watch(), 20))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while sum(kind(e) == "artifact_update" for e in events) < 2:
+        assert loop.time() < deadline and not watcher.done(), events
+        await asyncio.sleep(0.02)
+    task_id = events[0].task.id
+
+    canceled = await control.cancel_task(CancelTaskRequest(id=task_id))
+    assert state_name(canceled.status.state) == "TASK_STATE_CANCELED"
+    await watcher
+    assert kind(events[-1]) == "status_update"
+    assert state_name(events[-1].status_update.status.state) == "TASK_STATE_CANCELED"
+    assert not any(
+        e.artifact_update.last_chunk for e in events if kind(e) == "artifact_update"
+    )
+
+    await asyncio.sleep(0.5)  # the upstream would have sent two more ticks by now
+    stored = await control.get_task(GetTaskRequest(id=task_id))
+    assert state_name(stored.status.state) == "TASK_STATE_CANCELED"
+    with pytest.raises(TaskNotCancelableError):
+        await control.cancel_task(CancelTaskRequest(id=task_id))
