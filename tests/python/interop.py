@@ -8,6 +8,7 @@ started here at their end.
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import socket
@@ -59,6 +60,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_LIVE: set["Proc"] = set()
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    """Last resort (an interrupted run): stop every process a fixture did not stop."""
+    for proc in list(_LIVE):
+        proc.stop()
+
+
 class Proc:
     """A child process with its output in a temporary log file."""
 
@@ -83,6 +94,7 @@ class Proc:
             cwd=cwd,
             start_new_session=True,
         )
+        _LIVE.add(self)
 
     def output(self) -> str:
         try:
@@ -113,6 +125,7 @@ class Proc:
             time.sleep(0.05)
 
     def stop(self) -> None:
+        _LIVE.discard(self)
         if self.popen.poll() is None:
             self.popen.terminate()
             try:
