@@ -4,11 +4,13 @@
 #     bedrock-agentcore runtime app (tests/python/requirements.txt);
 #   - formatting and clippy;
 #   - the Rust unit and integration tests, PostgreSQL ones against
-#     $A2A_GATEWAY_TEST_POSTGRES_URL (default: the local server at 127.0.0.1:5432).
+#     $A2A_GATEWAY_TEST_POSTGRES_URL (default: the local server at 127.0.0.1:5432);
+#   - the interop tests (tests/python, pytest): the official a2a-sdk client drives the
+#     example binaries and `a2a-gateway serve` over real sockets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! .venv/bin/python -c 'import a2a, bedrock_agentcore, pytest' 2>/dev/null; then
+if ! .venv/bin/python -c 'import a2a, bedrock_agentcore, pytest, pytest_asyncio' 2>/dev/null; then
   echo "== creating .venv with the Python test peers"
   python3 -m venv .venv
   .venv/bin/pip install --quiet --upgrade pip
@@ -23,3 +25,7 @@ echo "== cargo clippy"
 cargo clippy --all-targets --all-features -- -D warnings
 echo "== cargo test"
 cargo test --all-features --no-fail-fast
+echo "== cargo build --examples --bins (binaries for the interop tests)"
+cargo build --all-features --examples --bins
+echo "== pytest tests/python (official a2a-sdk client against our binaries)"
+.venv/bin/python -m pytest -q tests/python

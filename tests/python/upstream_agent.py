@@ -9,6 +9,7 @@ as a hosted agent does. The prompt selects the reply shape:
   raise-now  -> exception before any output (HTTP 500)
   input      -> control object asking for input
   session    -> the runtime session id the app saw (from the session header)
+  slow       -> async generator: "tick " every 0.2 s for 20 s (to cancel mid-stream)
 
 Usage: python upstream_agent.py PORT
 """
@@ -39,6 +40,12 @@ async def raising():
     raise ValueError("boom mid-stream")
 
 
+async def slow_gen():
+    for _ in range(100):
+        yield "tick "
+        await asyncio.sleep(0.2)
+
+
 @app.entrypoint
 def invoke(payload, context):
     prompt = payload.get("prompt", "")
@@ -56,6 +63,8 @@ def invoke(payload, context):
         raise RuntimeError("refused before any output")
     if prompt == "input":
         return {"a2a_control": "input_required", "text": "Which city?"}
+    if prompt == "slow":
+        return slow_gen()
     if prompt == "session":
         return context.session_id
     return {"echo": payload}

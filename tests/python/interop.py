@@ -1,0 +1,237 @@
+"""Helpers for the interop tests: our binaries on free 127.0.0.1 ports, SDK clients.
+
+The binaries come from ``A2A_GATEWAY_BIN_DIR`` (default ``$CARGO_TARGET_DIR/debug``
+or ``target/debug`` in the repository root); build them first with
+``cargo build --examples --bins``. The fixtures in conftest.py kill every process
+started here at their end.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from a2a.client import ClientConfig, create_client
+from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+PYTHON = sys.executable
+
+# Upper bound for a single test (SIGALRM), for starting a process, and for one HTTP call.
+TEST_TIMEOUT_SECS = 60
+START_TIMEOUT_SECS = 30
+HTTP_TIMEOUT_SECS = 20
+
+
+def bin_dir() -> Path:
+    explicit = os.environ.get("A2A_GATEWAY_BIN_DIR")
+    if explicit:
+        return Path(explicit)
+    target = os.environ.get("CARGO_TARGET_DIR")
+    return (Path(target) if target else ROOT / "target") / "debug"
+
+
+def example_bin(name: str) -> Path:
+    path = bin_dir() / "examples" / name
+    if not path.is_file():
+        pytest.fail(
+            f"{path} does not exist: run `cargo build --examples --bins` "
+            "(or set A2A_GATEWAY_BIN_DIR to the directory holding examples/)"
+        )
+    return path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+_LIVE: set["Proc"] = set()
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    """Last resort (an interrupted run): stop every process a fixture did not stop."""
+    for proc in list(_LIVE):
+        proc.stop()
+
+
+class Proc:
+    """A child process with its output in a temporary log file."""
+
+    def __init__(
+        self,
+        name: str,
+        argv: list[str],
+        env: dict[str, str] | None = None,
+        replace_env: bool = False,
+        cwd: str | None = None,
+    ):
+        self.name = name
+        self.log = tempfile.NamedTemporaryFile(
+            prefix=f"a2a-interop-{name}-", suffix=".log", delete=False
+        )
+        self.popen = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=dict(env or {}) if replace_env else {**os.environ, **(env or {})},
+            cwd=cwd,
+            start_new_session=True,
+        )
+        _LIVE.add(self)
+
+    def output(self) -> str:
+        try:
+            return Path(self.log.name).read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def wait_ready(self, url: str, ok=lambda r: r.status_code == 200) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_SECS
+        while True:
+            if self.popen.poll() is not None:
+                self.stop()
+                pytest.fail(
+                    f"{self.name} exited with {self.popen.returncode} before it was "
+                    f"ready:\n{self.output()}"
+                )
+            try:
+                if ok(httpx.get(url, timeout=2)):
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(
+                    f"{self.name} did not answer {url} within {START_TIMEOUT_SECS} s:\n"
+                    f"{self.output()}"
+                )
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        _LIVE.discard(self)
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(timeout=5)
+        self.log.close()
+        try:
+            os.unlink(self.log.name)
+        except OSError:
+            pass
+
+
+def start_example(name: str, *extra: str) -> tuple[Proc, str]:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = Proc(name, [str(example_bin(name)), "--listen", f"127.0.0.1:{port}", *extra])
+    proc.wait_ready(f"{base}/.well-known/agent-card.json")
+    return proc, base
+
+
+async def sdk_client(base_url: str, *, streaming: bool):
+    """The SDK's client for the agent at base_url (card resolved by the SDK)."""
+    config = ClientConfig(
+        streaming=streaming,
+        httpx_client=httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECS),
+    )
+    return await create_client(base_url, client_config=config), config.httpx_client
+
+
+def user_message(text: str, *, task_id: str = "", context_id: str = "") -> Message:
+    return Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_USER,
+        parts=[Part(text=text)],
+        task_id=task_id,
+        context_id=context_id,
+    )
+
+
+def send_request(text: str, **kwargs) -> SendMessageRequest:
+    return SendMessageRequest(message=user_message(text, **kwargs))
+
+
+def gateway_bin() -> Path:
+    return bin_dir() / "a2a-gateway"
+
+
+def gateway_serve_missing() -> str | None:
+    """Why `a2a-gateway serve` cannot run here, or None when it can.
+
+    Only a binary that exists but has no `serve` subcommand (the placeholder command
+    line) counts as missing; a binary that is not built at all is a failure of the
+    test run, not a reason to skip.
+    """
+    path = gateway_bin()
+    if not path.is_file():
+        pytest.fail(f"{path} does not exist: run `cargo build --examples --bins`")
+    probe = subprocess.run(
+        [str(path), "serve", "--help"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    said = (probe.stdout + probe.stderr).strip()
+    if probe.returncode == 0:
+        return None
+    lacks = ("command line is not built yet", "unrecognized subcommand")
+    if any(marker in said for marker in lacks):
+        return f"{path} has no `serve` subcommand yet (`serve --help` said: {said[:200]!r})"
+    pytest.fail(f"`{path} serve --help` exited {probe.returncode}: {said[:2000]}")
+
+
+def wait_for_upstream_ping(proc: Proc, base: str) -> None:
+    proc.wait_ready(
+        f"{base}/ping", ok=lambda r: r.status_code == 200 and r.json().get("status") == "Healthy"
+    )
+
+
+def start_upstream_agent() -> tuple[Proc, str]:
+    """tests/python/upstream_agent.py (a real BedrockAgentCoreApp) on a free port."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = Proc("upstream_agent", [PYTHON, str(HERE / "upstream_agent.py"), str(port)])
+    wait_for_upstream_ping(proc, base)
+    return proc, f"{base}/invocations"
+
+
+def start_gateway(upstream_url: str) -> tuple[Proc, str]:
+    """`a2a-gateway serve`, configured only by environment, in an empty directory."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    workdir = tempfile.mkdtemp(prefix="a2a-interop-gateway-")
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith("A2A_GATEWAY_")
+    }
+    env.update(
+        {
+            "A2A_GATEWAY_SERVER__LISTEN": f"127.0.0.1:{port}",
+            "A2A_GATEWAY_UPSTREAM__URL": upstream_url,
+            "A2A_GATEWAY_UPSTREAM__AUTH__KIND": "none",
+            "A2A_GATEWAY_STORE__URL": "memory:",
+        }
+    )
+    proc = Proc("a2a-gateway", [str(gateway_bin()), "serve"], env=env, replace_env=True, cwd=workdir)
+    proc.wait_ready(f"{base}/.well-known/agent-card.json")
+    return proc, base
