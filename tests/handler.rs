@@ -596,6 +596,20 @@ impl TaskStore for YieldingStore {
     async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError> {
         self.inner.unsettled(limit).await
     }
+    async fn purge_expired(
+        &self,
+        older_than: a2a_gateway::protocol::time::Timestamp,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        self.inner.purge_expired(older_than, batch).await
+    }
+    async fn expired_input_required(
+        &self,
+        older_than: a2a_gateway::protocol::time::Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Scope, String)>, StoreError> {
+        self.inner.expired_input_required(older_than, limit).await
+    }
 }
 
 async fn check_each_event_is_stored(
@@ -1618,6 +1632,20 @@ impl TaskStore for StaleGetStore {
     }
     async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError> {
         self.inner.unsettled(limit).await
+    }
+    async fn purge_expired(
+        &self,
+        older_than: a2a_gateway::protocol::time::Timestamp,
+        batch: usize,
+    ) -> Result<u64, StoreError> {
+        self.inner.purge_expired(older_than, batch).await
+    }
+    async fn expired_input_required(
+        &self,
+        older_than: a2a_gateway::protocol::time::Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Scope, String)>, StoreError> {
+        self.inner.expired_input_required(older_than, limit).await
     }
 }
 

@@ -1,36 +1,37 @@
 //! Building the live parts a [`Config`] describes: the task store and the executor.
 //!
-//! SEAMS (filled in as the other branches land):
-//! - [`build_store`]: `memory:` today; SQLite and PostgreSQL through
-//!   `store::open_store(url, max_connections)` once the `stores` branch is merged.
+//! - [`build_store`]: memory, SQLite or PostgreSQL, migrated on open.
 //! - [`build_executor`]: the AgentCore executor and its readiness check ("a token
 //!   is obtainable").
 
 use std::sync::Arc;
 
-use crate::config::{Config, StoreUrl};
+use secrecy::ExposeSecret;
+
+use crate::config::{Config, SqliteLocation, StoreUrl};
 use crate::executor::AgentExecutor;
 use crate::server::ReadinessCheck;
-use crate::store::{MemoryTaskStore, TaskStore};
+use crate::store::{MemoryTaskStore, SqliteTaskStore, TaskStore, open_store};
 use crate::upstream::{AgentCoreExecutor, AgentCoreSettings};
 
 use super::CliError;
 
-/// Opens the task store named by `store.url`.
+/// Opens the task store named by `store.url` (running its migrations): memory,
+/// SQLite (a file, created if missing, or `sqlite::memory:`) or PostgreSQL.
 ///
 /// # Errors
-/// The store cannot be opened (or its backend is not built yet).
+/// The store cannot be opened or migrated (the message never shows a password).
 pub async fn build_store(config: &Config) -> Result<Arc<dyn TaskStore>, CliError> {
-    match &config.store.url {
-        StoreUrl::Memory => Ok(Arc::new(MemoryTaskStore::new())),
-        // SEAM(stores): replace with
-        // `open_store(&url_with_secret, config.store.max_connections)`.
-        other => Err(format!(
-            "store.url {other}: this build has only the memory store so far; \
-             set store.url = \"memory:\" (A2A_GATEWAY_STORE__URL=memory:)"
-        )
-        .into()),
-    }
+    let max = config.store.max_connections;
+    let store = match &config.store.url {
+        StoreUrl::Memory => Arc::new(MemoryTaskStore::new()) as Arc<dyn TaskStore>,
+        StoreUrl::Sqlite(SqliteLocation::Memory) => open_store("sqlite::memory:", max).await?,
+        StoreUrl::Sqlite(SqliteLocation::File(path)) => {
+            Arc::new(SqliteTaskStore::open_path(path, max).await?) as Arc<dyn TaskStore>
+        }
+        StoreUrl::Postgres(url) => open_store(url.expose_secret(), max).await?,
+    };
+    Ok(store)
 }
 
 /// Builds the executor for `[upstream]`, plus a readiness check ("a token is

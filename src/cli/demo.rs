@@ -22,11 +22,9 @@ use crate::demo::runtime::{self, RuntimeOptions};
 const TOKEN_LIFETIME: Duration = Duration::from_secs(60);
 const CLIENT_ID: &str = "a2a-gateway-demo";
 
-/// The demo's store URL under `dir`.
-// SEAM(stores): `sqlite://{dir}/tasks.db` once the SQLite store is merged.
+/// The demo's store URL: a SQLite file under `dir`.
 fn store_url(dir: &Path) -> String {
-    let _ = dir;
-    "memory:".to_owned()
+    format!("sqlite://{}", dir.join("tasks.db").display())
 }
 
 /// Runs `demo`.

@@ -60,6 +60,12 @@ pub enum Command {
     },
     /// Send a message to an A2A agent and print the reply as it arrives.
     Send(SendArgs),
+    /// Create or upgrade the task store's schema (`serve` also does this at start).
+    Migrate {
+        /// TOML config file (same discovery as `serve`).
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+    },
 }
 
 /// Runs a parsed command line.
@@ -80,6 +86,7 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::Demo { listen, dir } => demo::run(listen, dir).await,
             Command::CheckConfig { config } => check_config(config),
             Command::Send(args) => send::run(args).await,
+            Command::Migrate { config } => migrate(config).await,
         }
     });
     // Do not wait for stray blocking tasks (stdin readers, DNS) at exit.
@@ -95,6 +102,13 @@ pub fn run(cli: Cli) -> ExitCode {
 
 /// A command's failure: one line for stderr. Never holds a secret.
 pub type CliError = Box<dyn std::error::Error + Send + Sync>;
+
+async fn migrate(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
+    let config = crate::config::Config::load(crate::config::ConfigSources::discover(file))?;
+    build::build_store(&config).await?;
+    println!("store {} is at the current schema", config.store.url);
+    Ok(ExitCode::SUCCESS)
+}
 
 fn check_config(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
     let sources = crate::config::ConfigSources::discover(file);
