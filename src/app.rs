@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use axum::Router;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::executor::AgentExecutor;
-use crate::handler::{HandlerConfig, RequestHandler};
+use crate::handler::{HandlerConfig, MaintenanceConfig, RequestHandler};
 use crate::protocol::{AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill};
 use crate::server::{self, ReadinessCheck};
 use crate::store::TaskStore;
@@ -67,6 +68,8 @@ pub struct Gateway {
     pub state: AppState,
     /// The full router (A2A + operations).
     pub router: Router,
+    /// The retention job [`serve`](Self::serve) runs (from `[store]`).
+    pub maintenance: MaintenanceConfig,
 }
 
 impl Gateway {
@@ -89,10 +92,15 @@ impl Gateway {
         };
         let state = AppState::new(handler, agent_card(config), transport);
         let router = server::router(state.clone(), ready);
-        Self { state, router }
+        Self {
+            state,
+            router,
+            maintenance: MaintenanceConfig::from_store_config(&config.store),
+        }
     }
 
-    /// Serves on `listener` until `shutdown` resolves; then stops accepting, gives
+    /// Serves on `listener` until `shutdown` resolves, running the retention job
+    /// ([`RequestHandler::spawn_maintenance`]) meanwhile; then stops the job and accepting, gives
     /// running tasks `server.shutdown_grace_secs` to finish, marks the rest FAILED,
     /// and ends open streams.
     ///
@@ -123,16 +131,23 @@ impl Gateway {
         crate::tls::serve_tls(listener, self.router, tls, stop).await
     }
 
-    /// The shutdown sequence: after `shutdown`, refuse new messages, give running
-    /// tasks `grace`, mark the rest FAILED, then end open streams.
+    /// Starts the retention job, then returns the shutdown sequence: after
+    /// `shutdown`, stop the job, refuse new messages, give running tasks `grace`, mark
+    /// the rest FAILED, then end open streams.
     fn stop(
         &self,
         grace: std::time::Duration,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let state = self.state.clone();
+        let jobs = CancellationToken::new();
+        let job = state
+            .handler
+            .spawn_maintenance(self.maintenance.clone(), jobs.clone());
         async move {
             shutdown.await;
+            jobs.cancel();
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), job).await;
             tracing::info!(
                 grace_secs = grace.as_secs(),
                 "shutting down: no new messages; waiting for running tasks"

@@ -14,10 +14,11 @@ use tokio::task::JoinHandle;
 use super::Inner;
 use crate::error::A2aError;
 use crate::executor::{EventQueue, ExecutorError, RequestContext, new_agent_text_message};
+use crate::protocol::time::Timestamp;
 use crate::protocol::{
     Message, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent, time,
 };
-use crate::store::{Scope, StoredEvent, projection};
+use crate::store::{Scope, StoreError, StoredEvent, projection};
 
 /// How long an idle driver with live subscribers waits before re-checking whether
 /// it may exit.
@@ -31,6 +32,19 @@ pub(crate) type TaskKey = (Scope, String);
 pub(crate) enum Command {
     Run(Box<Run>),
     Cancel(oneshot::Sender<Result<Task, A2aError>>),
+    /// Close an abandoned INPUT_REQUIRED task (see [`Expire`]).
+    Expire(Expire),
+}
+
+/// Closes the task FAILED with `reason` if it is still INPUT_REQUIRED with a status
+/// timestamp before `older_than` and no message is being processed. The answer says
+/// whether it was closed. Going through the driver keeps it the single writer: a
+/// follow-up that reaches the driver first wins (the task is no longer idle), one
+/// that comes after finds a terminal task and is refused like any message to one.
+pub(crate) struct Expire {
+    pub older_than: Timestamp,
+    pub reason: String,
+    pub reply: oneshot::Sender<Result<bool, A2aError>>,
 }
 
 /// One message to process.
@@ -152,6 +166,10 @@ impl Driver {
                     let r = self.cancel_idle().await;
                     let _ = reply.send(r);
                 }
+                Command::Expire(x) => {
+                    let r = self.expire_idle(x.older_than, &x.reason).await;
+                    let _ = x.reply.send(r);
+                }
             }
         }
     }
@@ -208,23 +226,49 @@ impl Driver {
                 "task driver stopped after a store failure",
             ));
         }
-        let seq = self.seq + 1;
-        if let Err(e) = self
-            .inner
-            .store
-            .append(self.scope(), self.task_id(), seq, &event)
-            .await
-        {
+        if let Err(e) = self.append(event).await {
             self.broken = true;
             return Err(A2aError::internal(format!(
-                "persisting event {seq} of task {}: {e}",
+                "persisting event {} of task {}: {e}",
+                self.seq + 1,
                 self.task_id()
             )));
         }
+        Ok(())
+    }
+
+    /// Appends `event` as the next sequence number, then folds and publishes it.
+    async fn append(&mut self, event: StreamResponse) -> Result<(), StoreError> {
+        let seq = self.seq + 1;
+        self.inner
+            .store
+            .append(self.scope(), self.task_id(), seq, &event)
+            .await?;
         self.task = projection::apply(self.task.take(), &event);
         self.seq = seq;
         let _ = self.bus.send(Arc::new(StoredEvent { seq, event }));
         Ok(())
+    }
+
+    /// Re-reads the task from the store (another instance sharing it may have
+    /// written since this driver loaded it). `false` when it no longer exists.
+    async fn reload(&mut self) -> Result<bool, A2aError> {
+        let rec = self
+            .inner
+            .store
+            .get(&self.key.0, &self.key.1)
+            .await
+            .map_err(A2aError::internal)?;
+        Ok(match rec {
+            Some(rec) => {
+                if rec.last_seq != self.seq {
+                    self.task = Some(rec.task);
+                    self.seq = rec.last_seq;
+                }
+                true
+            }
+            None => false,
+        })
     }
 
     fn status_event(&self, state: TaskState, text: &str) -> StreamResponse {
@@ -336,6 +380,10 @@ impl Driver {
                         let result = self.cancel_running(r).await;
                         let _ = reply.send(result);
                         return None;
+                    }
+                    // A message is being processed: the task is not abandoned.
+                    Some(Command::Expire(x)) => {
+                        let _ = x.reply.send(Ok(false));
                     }
                     None => {}
                 },
@@ -541,6 +589,39 @@ impl Driver {
         self.task
             .clone()
             .ok_or_else(|| A2aError::TaskNotFound(self.task_id().to_owned()))
+    }
+
+    /// [`Command::Expire`] on a task with no run in progress.
+    async fn expire_idle(&mut self, older_than: Timestamp, reason: &str) -> Result<bool, A2aError> {
+        if self.broken || !self.reload().await? {
+            return Ok(false);
+        }
+        let waiting = self.task.as_ref().is_some_and(|t| {
+            t.status.state == TaskState::InputRequired
+                && t.status.timestamp.is_none_or(|ts| ts < older_than)
+        });
+        if !waiting {
+            return Ok(false);
+        }
+        let ev = self.status_event(TaskState::Failed, reason);
+        match self.append(ev).await {
+            Ok(()) => {
+                tracing::info!(task.id = %self.task_id(), %reason, "abandoned INPUT_REQUIRED task closed FAILED");
+                Ok(true)
+            }
+            // Another instance wrote first (a follow-up): not abandoned after all.
+            Err(StoreError::Conflict { .. }) => {
+                self.reload().await?;
+                Ok(false)
+            }
+            Err(e) => {
+                self.broken = true;
+                Err(A2aError::internal(format!(
+                    "closing task {}: {e}",
+                    self.task_id()
+                )))
+            }
+        }
     }
 
     /// CancelTask on a task with no run in progress.
