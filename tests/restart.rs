@@ -1,0 +1,513 @@
+//! Restart and recovery with the real binary: `a2a-gateway serve` in front of a fake
+//! upstream written here, one task completed and one streaming, the gateway killed
+//! with SIGKILL and started again on the same store. The completed task comes back
+//! intact from GetTask and ListTasks; the interrupted one is FAILED with
+//! "interrupted by a gateway restart"; every event the client saw before the kill is
+//! in the store (replayed by SubscribeToTask with `Last-Event-ID: 0`). On SQLite, and
+//! again on PostgreSQL. And `serve` closing an unanswered INPUT_REQUIRED task after
+//! `input_required_ttl_secs`.
+//!
+//! PostgreSQL reads `A2A_GATEWAY_TEST_POSTGRES_URL` and runs in a schema of its own
+//! (dropped afterwards). Without the variable the test is skipped with a note, except
+//! when `CI=true`: then a missing variable or an unreachable server fails.
+//!
+//! Every child gets a cleared environment, listens on `127.0.0.1:0`, and is killed on
+//! drop. Every wait is bounded.
+
+use std::io::{BufRead, BufReader};
+use std::pin::Pin;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::header;
+use axum::response::Response;
+use axum::routing::post;
+use eventsource_stream::Eventsource;
+use futures::{Stream, StreamExt};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_a2a-gateway");
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+const WAIT: Duration = Duration::from_secs(20);
+/// SSE chunks the fake upstream sends for the streaming prompt before it stalls.
+const CHUNKS: usize = 4;
+
+// ---------------------------------------------------------------- fake upstream
+
+/// `/invocations`: `{"prompt": "quick"}` gets a JSON answer at once, `"ask"` a JSON
+/// `input_required` control object; any other prompt
+/// gets an SSE stream of [`CHUNKS`] text frames that then stalls (never ends).
+async fn invocations(body: axum::body::Bytes) -> Response {
+    let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+    if req["prompt"] == "ask" {
+        return Response::builder()
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(
+                json!({"a2a_control": "input_required", "text": "which region?"}).to_string(),
+            ))
+            .unwrap();
+    }
+    if req["prompt"] == "quick" {
+        return Response::builder()
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(
+                json!({"result": "the quick answer"}).to_string(),
+            ))
+            .unwrap();
+    }
+    let frames = (0..CHUNKS).map(|i| {
+        Ok::<_, std::io::Error>(axum::body::Bytes::from(format!(
+            "data: {}\n\n",
+            json!(format!("part {i}; "))
+        )))
+    });
+    let stalled = futures::stream::iter(frames).chain(futures::stream::pending());
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .body(Body::from_stream(stalled))
+        .unwrap()
+}
+
+async fn start_upstream() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = Router::new().route("/invocations", post(invocations));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/invocations")
+}
+
+// ---------------------------------------------------------------- the gateway child
+
+struct Gateway {
+    child: Child,
+    url: String,
+    logs: Arc<Mutex<String>>,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Gateway {
+    /// `a2a-gateway serve` with exactly `env` (plus PATH), waiting for its
+    /// "listening on URL" line.
+    fn start(dir: &std::path::Path, env: &[(String, String)]) -> Gateway {
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(dir)
+            .env_clear()
+            .env("NO_COLOR", "1")
+            .arg("serve")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(path) = std::env::var_os("PATH") {
+            cmd.env("PATH", path);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn a2a-gateway");
+        let logs = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel::<String>();
+        for r in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let (logs, tx) = (logs.clone(), tx.clone());
+            std::thread::spawn(move || {
+                for line in BufReader::new(r).lines().map_while(Result::ok) {
+                    logs.lock().unwrap().push_str(&line);
+                    logs.lock().unwrap().push('\n');
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        let deadline = Instant::now() + START_TIMEOUT;
+        let url = loop {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) => {
+                    if let Some(url) = line
+                        .split_once("listening on ")
+                        .and_then(|(_, r)| r.split_whitespace().next())
+                        .filter(|u| u.starts_with("http"))
+                    {
+                        break url.to_owned();
+                    }
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!("a2a-gateway did not start:\n{}", logs.lock().unwrap());
+                }
+            }
+        };
+        Gateway { child, url, logs }
+    }
+
+    /// SIGKILL, and wait for the process to be gone.
+    fn kill(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        let status = self.child.wait().unwrap();
+        assert!(!status.success(), "killed, not exited: {status}");
+    }
+}
+
+fn gateway_env(upstream: &str, store_url: &str) -> Vec<(String, String)> {
+    [
+        ("A2A_GATEWAY_SERVER__LISTEN", "127.0.0.1:0"),
+        ("A2A_GATEWAY_UPSTREAM__URL", upstream),
+        ("A2A_GATEWAY_UPSTREAM__AUTH__KIND", "none"),
+        ("A2A_GATEWAY_UPSTREAM__STOP_SESSION_ON_CANCEL", "false"),
+        ("A2A_GATEWAY_STORE__URL", store_url),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+// ---------------------------------------------------------------- client
+
+async fn rpc(client: &reqwest::Client, url: &str, method: &str, params: Value) -> Value {
+    let body: Value = client
+        .post(url)
+        .header("a2a-version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .timeout(WAIT)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(body.get("error").is_none(), "{method}: {body}");
+    body["result"].clone()
+}
+
+/// One SSE event: its id and the JSON-RPC `result`.
+#[derive(Debug, Clone)]
+struct Ev {
+    id: u64,
+    result: Value,
+}
+
+type Events = Pin<Box<dyn Stream<Item = Ev> + Send>>;
+
+async fn stream(
+    client: &reqwest::Client,
+    url: &str,
+    method: &str,
+    params: Value,
+    last_event_id: Option<u64>,
+) -> Events {
+    let mut req = client
+        .post(url)
+        .header("a2a-version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
+    if let Some(n) = last_event_id {
+        req = req.header("last-event-id", n.to_string());
+    }
+    let resp = req.send().await.unwrap();
+    let ct = resp.headers()[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        ct.starts_with("text/event-stream"),
+        "{method}: {ct}: {}",
+        resp.text().await.unwrap_or_default()
+    );
+    Box::pin(resp.bytes_stream().eventsource().map(|e| {
+        let e = e.expect("well-formed SSE");
+        let body: Value = serde_json::from_str(&e.data).unwrap();
+        assert!(body.get("error").is_none(), "stream error: {body}");
+        Ev {
+            id: e.id.parse().expect("every task event has an id"),
+            result: body["result"].clone(),
+        }
+    }))
+}
+
+async fn next(events: &mut Events) -> Option<Ev> {
+    tokio::time::timeout(WAIT, events.next())
+        .await
+        .expect("an event within the bound")
+}
+
+fn message(text: &str) -> Value {
+    json!({"message": {
+        "messageId": uuid::Uuid::new_v4().to_string(),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    }})
+}
+
+fn status_text(task: &Value) -> String {
+    task["status"]["message"]["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["text"].as_str())
+        .collect()
+}
+
+fn artifact_text(task: &Value) -> String {
+    task["artifacts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|a| a["parts"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+// ---------------------------------------------------------------- the scenario
+
+/// The whole scenario against `store_url` (a store no other gateway uses).
+async fn kill_and_restart(store_url: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = start_upstream().await;
+    let env = gateway_env(&upstream, store_url);
+    let client = reqwest::Client::new();
+
+    let mut first = Gateway::start(dir.path(), &env);
+    let url = first.url.clone();
+
+    // A completed task.
+    let done = rpc(&client, &url, "SendMessage", message("quick")).await;
+    let done = done["task"].clone();
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    assert_eq!(artifact_text(&done), "the quick answer");
+    let done_id = done["id"].as_str().unwrap().to_owned();
+    let done_before = rpc(&client, &url, "GetTask", json!({"id": done_id})).await;
+
+    // A streaming task: read until every chunk the upstream sent has arrived.
+    let mut live = stream(&client, &url, "SendStreamingMessage", message("slow"), None).await;
+    let mut seen = Vec::new();
+    let mut chunks = 0;
+    while chunks < CHUNKS {
+        let ev = next(&mut live).await.expect("the stream stays open");
+        if ev.result.get("artifactUpdate").is_some() {
+            chunks += 1;
+        }
+        seen.push(ev);
+    }
+    let slow_id = seen[0].result["task"]["id"].as_str().unwrap().to_owned();
+    let seen_text: String = seen
+        .iter()
+        .filter_map(|e| e.result.get("artifactUpdate"))
+        .flat_map(|a| {
+            a["artifact"]["parts"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|p| p["text"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        seen_text,
+        (0..CHUNKS)
+            .map(|i| format!("part {i}; "))
+            .collect::<String>()
+    );
+
+    first.kill();
+    drop(live);
+    let first_logs = first.logs.lock().unwrap().clone();
+    drop(first);
+
+    let second = Gateway::start(dir.path(), &env);
+    let url = second.url.clone();
+    assert!(
+        second
+            .logs
+            .lock()
+            .unwrap()
+            .contains("marked tasks interrupted by the previous run FAILED"),
+        "{}",
+        second.logs.lock().unwrap()
+    );
+
+    // The completed task, intact.
+    let done_after = rpc(&client, &url, "GetTask", json!({"id": done_id})).await;
+    assert_eq!(
+        done_after, done_before,
+        "the completed task is returned intact"
+    );
+    let history = done_after["history"].as_array().unwrap();
+    assert!(
+        history.iter().any(|m| m["parts"][0]["text"] == "quick"),
+        "{done_after}"
+    );
+
+    // The interrupted task: FAILED with the documented reason, its chunks kept.
+    let slow = rpc(&client, &url, "GetTask", json!({"id": slow_id})).await;
+    assert_eq!(slow["status"]["state"], "TASK_STATE_FAILED", "{slow}");
+    assert_eq!(status_text(&slow), "interrupted by a gateway restart");
+    assert_eq!(artifact_text(&slow), seen_text);
+
+    // ListTasks: both, the completed one exactly as GetTask has it.
+    let list = rpc(
+        &client,
+        &url,
+        "ListTasks",
+        json!({"includeArtifacts": true, "pageSize": 10}),
+    )
+    .await;
+    let tasks = list["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2, "{list}");
+    let listed_done = tasks.iter().find(|t| t["id"] == done_id.as_str()).unwrap();
+    assert_eq!(listed_done, &done_before);
+    let listed_slow = tasks.iter().find(|t| t["id"] == slow_id.as_str()).unwrap();
+    assert_eq!(listed_slow["status"]["state"], "TASK_STATE_FAILED");
+
+    // Every event the client saw is in the store: a resume from 0 replays them, with
+    // the same ids and content, then the FAILED status, then the stream ends.
+    let mut replay = stream(
+        &client,
+        &url,
+        "SubscribeToTask",
+        json!({"id": slow_id}),
+        Some(0),
+    )
+    .await;
+    let mut stored = Vec::new();
+    while let Some(ev) = next(&mut replay).await {
+        stored.push(ev);
+    }
+    let ids: Vec<u64> = stored.iter().map(|e| e.id).collect();
+    assert_eq!(
+        ids,
+        (1..=stored.len() as u64).collect::<Vec<_>>(),
+        "{ids:?}"
+    );
+    for ev in &seen {
+        let s = stored
+            .iter()
+            .find(|s| s.id == ev.id)
+            .unwrap_or_else(|| panic!("event {} the client saw is not in the store", ev.id));
+        if ev.result.get("task").is_some() {
+            // The client saw a snapshot at that seq; the log holds the event that made it.
+            assert!(s.result.get("task").is_some(), "{:?}", s.result);
+        } else {
+            assert_eq!(s.result, ev.result, "event {}", ev.id);
+        }
+    }
+    let last = stored.last().unwrap();
+    assert_eq!(
+        last.result["statusUpdate"]["status"]["state"], "TASK_STATE_FAILED",
+        "{:?}",
+        last.result
+    );
+    assert!(last.id > seen.last().unwrap().id);
+    drop(second);
+    drop(first_logs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_sigkill_and_restart_keeps_completed_tasks_and_fails_the_interrupted_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("t.db").display());
+    kill_and_restart(&url).await;
+}
+
+/// `serve` runs the retention job: with a TTL of 1 s and a pass every second, an
+/// unanswered INPUT_REQUIRED task is closed FAILED with the documented reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_closes_an_unanswered_input_required_task_after_the_ttl() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = start_upstream().await;
+    let store_url = format!("sqlite://{}", dir.path().join("t.db").display());
+    let mut env = gateway_env(&upstream, &store_url);
+    env.push((
+        "A2A_GATEWAY_STORE__INPUT_REQUIRED_TTL_SECS".into(),
+        "1".into(),
+    ));
+    env.push(("A2A_GATEWAY_STORE__PURGE_INTERVAL_SECS".into(), "1".into()));
+    let gw = Gateway::start(dir.path(), &env);
+    let client = reqwest::Client::new();
+    let task = rpc(&client, &gw.url, "SendMessage", message("ask")).await;
+    let task = task["task"].clone();
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{task}"
+    );
+    let id = task["id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + WAIT;
+    let closed = loop {
+        let t = rpc(&client, &gw.url, "GetTask", json!({"id": id})).await;
+        if t["status"]["state"] != "TASK_STATE_INPUT_REQUIRED" {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "not closed within {WAIT:?}: {t}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(closed["status"]["state"], "TASK_STATE_FAILED", "{closed}");
+    assert_eq!(
+        status_text(&closed),
+        "no input received within 1 s; the task was closed"
+    );
+    // The answer that comes too late is refused.
+    let mut late = message("eu-west-1");
+    late["message"]["taskId"] = json!(id);
+    let body: Value = client
+        .post(&gw.url)
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": late}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["error"]["code"], -32004, "{body}");
+}
+
+// ---------------------------------------------------------------- PostgreSQL
+
+fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_sigkill_and_restart_keeps_completed_tasks_and_fails_the_interrupted_one() {
+    let test = "postgres_sigkill_and_restart";
+    let url = match std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL") {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => {
+            assert!(
+                !ci(),
+                "CI=true but A2A_GATEWAY_TEST_POSTGRES_URL is not set: {test} cannot run"
+            );
+            eprintln!("note: skipping {test}: A2A_GATEWAY_TEST_POSTGRES_URL is not set");
+            return;
+        }
+    };
+    let admin = sqlx::postgres::PgPoolOptions::new()
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(&url)
+        .await
+        .unwrap_or_else(|e| {
+            panic!("PostgreSQL at A2A_GATEWAY_TEST_POSTGRES_URL is unreachable: {e}")
+        });
+    let schema = format!("a2a_restart_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
+        .execute(&admin)
+        .await
+        .unwrap();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let store_url = format!("{url}{sep}options[search_path]={schema}");
+    let outcome = tokio::spawn(async move { kill_and_restart(&store_url).await }).await;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA \"{schema}\" CASCADE"
+    )))
+    .execute(&admin)
+    .await
+    .unwrap();
+    admin.close().await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
