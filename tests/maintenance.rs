@@ -10,7 +10,7 @@ use a2a_gateway::executor::{
     AgentExecutor, CallContext, EventQueue, ExecutorError, RequestContext, TaskUpdater,
     new_user_text_message,
 };
-use a2a_gateway::handler::{MaintenanceConfig, ttl_reason};
+use a2a_gateway::handler::{MaintenanceConfig, stale_reason, ttl_reason};
 use a2a_gateway::protocol::{
     GetTaskRequest, Message, Part, SendMessageRequest, SendMessageResponse, Task, TaskState, time,
 };
@@ -118,6 +118,7 @@ fn config(ttl: Duration) -> MaintenanceConfig {
         input_required_ttl: ttl,
         interval: Duration::from_secs(10),
         batch: 2,
+        stale_after: None,
     }
 }
 
@@ -271,4 +272,62 @@ async fn the_periodic_job_closes_at_the_first_pass_after_the_ttl_and_stops_on_ca
 
     stop.cancel();
     within(job).await.expect("job ends when stopped");
+}
+
+#[tokio::test]
+async fn stalled_tasks_of_a_stopped_instance_are_closed_but_local_runs_are_not() {
+    let mut f = fixture();
+    // A task another (now stopped) instance left WORKING an hour ago, written
+    // straight into the shared store.
+    let scope = a2a_gateway::store::Scope::from(&call());
+    let old = time::now() - chrono::Duration::hours(3);
+    let mut orphan = a2a_gateway::executor::new_task(&new_user_text_message("long job"));
+    orphan.id = "orphan".into();
+    orphan.status = a2a_gateway::protocol::TaskStatus {
+        state: TaskState::Working,
+        message: None,
+        timestamp: Some(old),
+    };
+    f.store
+        .append(
+            &scope,
+            "orphan",
+            1,
+            &a2a_gateway::protocol::StreamResponse::Task(orphan),
+        )
+        .await
+        .unwrap();
+    // A task this instance is running right now (a follow-up held at the gate).
+    let waiting = waiting_task(&f.handler).await;
+    let h = f.handler.clone();
+    let msg = follow_up(&waiting, "eu-west-1");
+    let running = tokio::spawn(async move { send(&h, msg).await });
+    assert_eq!(within(f.started.recv()).await.unwrap(), waiting.id);
+
+    let after = Duration::from_secs(7200);
+    let reason = stale_reason(after);
+    // Stale = no status change for two hours: only the orphan qualifies.
+    let closed = within(
+        f.handler
+            .close_stalled(time::now() - chrono::Duration::hours(2), &reason),
+    )
+    .await
+    .unwrap();
+    assert_eq!(closed, 1);
+    let orphan = get(&f.handler, "orphan").await.unwrap();
+    assert_eq!(orphan.status.state, TaskState::Failed);
+    assert_eq!(status_text(&orphan), reason);
+    // With a bound in the future the local run qualifies by age, but this instance is
+    // driving it, so it is left alone.
+    let in_future = time::now() + chrono::Duration::hours(1);
+    assert_eq!(
+        within(f.handler.close_stalled(in_future, &reason))
+            .await
+            .unwrap(),
+        0
+    );
+
+    f.gate.add_permits(1);
+    let done = within(running).await.unwrap().unwrap();
+    assert_eq!(done.status.state, TaskState::Completed);
 }

@@ -49,7 +49,11 @@ pub(super) async fn serve_config(
     let store = super::build_store(config).await?;
     let (executor, ready) = super::build_executor(config)?;
     let mut gateway = Gateway::new(config, executor, store, ready);
-    let recovered = gateway.state.handler.recover_interrupted().await?;
+    let recovered = if config.store.recover_on_start {
+        gateway.state.handler.recover_interrupted().await?
+    } else {
+        0
+    };
     if recovered > 0 {
         tracing::warn!(
             tasks = recovered,

@@ -29,6 +29,15 @@ pub struct StoreConfig {
     pub purge_interval_secs: u64,
     /// Largest number of pooled database connections. Default 10.
     pub max_connections: u32,
+    /// At start, mark every SUBMITTED or WORKING task FAILED ("interrupted by a gateway
+    /// restart"). Default true. Set false when several instances share one PostgreSQL
+    /// store: the stale sweep (`stale_task_secs`) then closes the tasks of an instance
+    /// that stopped.
+    pub recover_on_start: bool,
+    /// Seconds without a status change after which a SUBMITTED or WORKING task that no
+    /// running instance is driving is closed FAILED by the retention job. Default 7200
+    /// (twice the runtime's 60-minute streaming limit).
+    pub stale_task_secs: u64,
 }
 
 impl Default for StoreConfig {
@@ -39,6 +48,8 @@ impl Default for StoreConfig {
             input_required_ttl_secs: 86_400,
             purge_interval_secs: 300,
             max_connections: 10,
+            recover_on_start: true,
+            stale_task_secs: 7_200,
         }
     }
 }
@@ -54,6 +65,11 @@ impl StoreConfig {
         Duration::from_secs(self.input_required_ttl_secs)
     }
 
+    /// `stale_task_secs` as a [`Duration`].
+    pub fn stale_task(&self) -> Duration {
+        Duration::from_secs(self.stale_task_secs)
+    }
+
     /// `purge_interval_secs` as a [`Duration`].
     pub fn purge_interval(&self) -> Duration {
         Duration::from_secs(self.purge_interval_secs)
@@ -67,6 +83,7 @@ impl StoreConfig {
         )?;
         nonzero("store.purge_interval_secs", self.purge_interval_secs)?;
         nonzero("store.max_connections", self.max_connections.into())?;
+        nonzero("store.stale_task_secs", self.stale_task_secs)?;
         Ok(())
     }
 }

@@ -124,6 +124,8 @@ fn fully_populated() -> Config {
             input_required_ttl_secs: 1,
             purge_interval_secs: 1,
             max_connections: 1,
+            recover_on_start: false,
+            stale_task_secs: 1,
         },
         upstream: UpstreamConfig {
             kind: UpstreamKind::AgentCore,

@@ -32,16 +32,19 @@ pub(crate) type TaskKey = (Scope, String);
 pub(crate) enum Command {
     Run(Box<Run>),
     Cancel(oneshot::Sender<Result<Task, A2aError>>),
-    /// Close an abandoned INPUT_REQUIRED task (see [`Expire`]).
+    /// Close an abandoned or stalled task (see [`Expire`]).
     Expire(Expire),
 }
 
-/// Closes the task FAILED with `reason` if it is still INPUT_REQUIRED with a status
-/// timestamp before `older_than` and no message is being processed. The answer says
-/// whether it was closed. Going through the driver keeps it the single writer: a
-/// follow-up that reaches the driver first wins (the task is no longer idle), one
-/// that comes after finds a terminal task and is refused like any message to one.
+/// Closes the task FAILED with `reason` if it is still in one of `states` with a
+/// status timestamp before `older_than` and no message is being processed here. The
+/// answer says whether it was closed. Going through the driver keeps it the single
+/// writer: a follow-up that reaches the driver first wins (the task is no longer
+/// idle), one that comes after finds a terminal task and is refused like any message
+/// to one. Used for abandoned INPUT_REQUIRED tasks and for SUBMITTED/WORKING tasks
+/// that stalled because the instance running them stopped.
 pub(crate) struct Expire {
+    pub states: &'static [TaskState],
     pub older_than: Timestamp,
     pub reason: String,
     pub reply: oneshot::Sender<Result<bool, A2aError>>,
@@ -167,7 +170,7 @@ impl Driver {
                     let _ = reply.send(r);
                 }
                 Command::Expire(x) => {
-                    let r = self.expire_idle(x.older_than, &x.reason).await;
+                    let r = self.expire_idle(x.states, x.older_than, &x.reason).await;
                     let _ = x.reply.send(r);
                 }
             }
@@ -592,13 +595,17 @@ impl Driver {
     }
 
     /// [`Command::Expire`] on a task with no run in progress.
-    async fn expire_idle(&mut self, older_than: Timestamp, reason: &str) -> Result<bool, A2aError> {
+    async fn expire_idle(
+        &mut self,
+        states: &[TaskState],
+        older_than: Timestamp,
+        reason: &str,
+    ) -> Result<bool, A2aError> {
         if self.broken || !self.reload().await? {
             return Ok(false);
         }
         let waiting = self.task.as_ref().is_some_and(|t| {
-            t.status.state == TaskState::InputRequired
-                && t.status.timestamp.is_none_or(|ts| ts < older_than)
+            states.contains(&t.status.state) && t.status.timestamp.is_none_or(|ts| ts < older_than)
         });
         if !waiting {
             return Ok(false);
@@ -606,7 +613,7 @@ impl Driver {
         let ev = self.status_event(TaskState::Failed, reason);
         match self.append(ev).await {
             Ok(()) => {
-                tracing::info!(task.id = %self.task_id(), %reason, "abandoned INPUT_REQUIRED task closed FAILED");
+                tracing::info!(task.id = %self.task_id(), %reason, "idle task closed FAILED");
                 Ok(true)
             }
             // Another instance wrote first (a follow-up): not abandoned after all.

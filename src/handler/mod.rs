@@ -7,7 +7,9 @@ mod driver;
 mod follow;
 mod retention;
 
-pub use retention::{DEFAULT_PURGE_BATCH, MaintenanceConfig, MaintenanceReport, ttl_reason};
+pub use retention::{
+    DEFAULT_PURGE_BATCH, MaintenanceConfig, MaintenanceReport, stale_reason, ttl_reason,
+};
 
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use super::RequestHandler;
 use super::driver::{Command, Expire};
 use crate::error::A2aError;
+use crate::protocol::TaskState;
 use crate::protocol::time::{self, Timestamp};
 
 /// Tasks per purge transaction unless configured otherwise.
@@ -47,6 +48,9 @@ pub struct MaintenanceConfig {
     pub interval: Duration,
     /// Tasks per purge transaction (at least 1).
     pub batch: usize,
+    /// SUBMITTED or WORKING tasks whose status has not changed for this long are
+    /// closed FAILED (their instance stopped); `None` disables the sweep.
+    pub stale_after: Option<Duration>,
 }
 
 impl MaintenanceConfig {
@@ -58,6 +62,7 @@ impl MaintenanceConfig {
             input_required_ttl: store.input_required_ttl(),
             interval: store.purge_interval(),
             batch: DEFAULT_PURGE_BATCH,
+            stale_after: Some(store.stale_task()),
         }
     }
 }
@@ -69,7 +74,21 @@ pub struct MaintenanceReport {
     pub purged: u64,
     /// INPUT_REQUIRED tasks closed FAILED.
     pub closed: usize,
+    /// Stalled SUBMITTED/WORKING tasks closed FAILED.
+    pub stalled: usize,
 }
+
+/// The status message of a SUBMITTED/WORKING task closed after `after` without a
+/// status change: "no progress for N s; the gateway instance running it stopped".
+pub fn stale_reason(after: Duration) -> String {
+    format!(
+        "no progress for {} s; the gateway instance running it stopped",
+        after.as_secs()
+    )
+}
+
+/// Unsettled tasks examined per stale sweep.
+const STALE_SCAN_LIMIT: usize = 10_000;
 
 /// The status message of a task closed after waiting `ttl` for input:
 /// "no input received within N s; the task was closed".
@@ -128,7 +147,10 @@ impl RequestHandler {
             let fetched = batch.len();
             let mut closed_now = 0;
             for key in batch {
-                if self.expire(key, older_than, reason).await? {
+                if self
+                    .expire(key, &[TaskState::InputRequired], older_than, reason)
+                    .await?
+                {
                     closed_now += 1;
                 }
             }
@@ -147,12 +169,14 @@ impl RequestHandler {
     async fn expire(
         &self,
         key: super::driver::TaskKey,
+        states: &'static [TaskState],
         older_than: Timestamp,
         reason: &str,
     ) -> Result<bool, A2aError> {
         for _ in 0..3 {
             let (tx, rx) = oneshot::channel();
             let cmd = Command::Expire(Expire {
+                states,
                 older_than,
                 reason: reason.to_owned(),
                 reply: tx,
@@ -169,8 +193,49 @@ impl RequestHandler {
         ))
     }
 
+    /// Closes FAILED, with `reason`, every SUBMITTED or WORKING task (of any scope)
+    /// whose status timestamp is before `older_than` and that this instance is not
+    /// running: tasks left behind by a gateway instance that stopped while another
+    /// instance keeps serving the same store. Looks at up to 10,000 unsettled tasks
+    /// per call. Returns how many were closed.
+    ///
+    /// # Errors
+    /// Internal on a store failure.
+    pub async fn close_stalled(
+        &self,
+        older_than: Timestamp,
+        reason: &str,
+    ) -> Result<usize, A2aError> {
+        let unsettled = self
+            .inner
+            .store
+            .unsettled(STALE_SCAN_LIMIT)
+            .await
+            .map_err(A2aError::internal)?;
+        let mut closed = 0;
+        for (scope, id) in unsettled {
+            let Some(rec) = self
+                .inner
+                .store
+                .get(&scope, &id)
+                .await
+                .map_err(A2aError::internal)?
+            else {
+                continue;
+            };
+            if rec.task.status.timestamp.is_some_and(|ts| ts >= older_than) {
+                continue;
+            }
+            let states: &'static [TaskState] = &[TaskState::Submitted, TaskState::Working];
+            if self.expire((scope, id), states, older_than, reason).await? {
+                closed += 1;
+            }
+        }
+        Ok(closed)
+    }
+
     /// One pass of the retention job as of `now`: purge, then close abandoned
-    /// INPUT_REQUIRED tasks.
+    /// INPUT_REQUIRED tasks, then stalled SUBMITTED/WORKING ones.
     ///
     /// # Errors
     /// Internal on a store failure.
@@ -188,12 +253,24 @@ impl RequestHandler {
                 &ttl_reason(config.input_required_ttl),
             )
             .await?;
-        if purged > 0 || closed > 0 {
-            tracing::info!(purged, closed, "retention pass");
+        let stalled = match config.stale_after {
+            Some(after) => {
+                self.close_stalled(minus(now, after), &stale_reason(after))
+                    .await?
+            }
+            None => 0,
+        };
+        if purged > 0 || closed > 0 || stalled > 0 {
+            tracing::info!(purged, closed, stalled, "retention pass");
         }
+        metrics::counter!("a2a_stalled_tasks_closed_total").increment(stalled as u64);
         metrics::counter!("a2a_store_purged_tasks_total").increment(purged);
         metrics::counter!("a2a_input_required_closed_total").increment(closed as u64);
-        Ok(MaintenanceReport { purged, closed })
+        Ok(MaintenanceReport {
+            purged,
+            closed,
+            stalled,
+        })
     }
 
     /// Starts the retention job: a pass at once, then every `config.interval`, until
