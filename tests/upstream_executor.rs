@@ -857,6 +857,38 @@ async fn discovery_document_is_fetched_once() {
 }
 
 #[tokio::test]
+async fn an_echoing_token_endpoint_cannot_leak_the_secret_into_reasons() {
+    let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("cid:{SECRET}"));
+    let echo = format!(
+        r#"{{"error": "invalid_client {SECRET}", "error_description": "got Basic {basic} and client_secret={SECRET}"}}"#
+    );
+    for body in [
+        echo.clone(),
+        echo.replace("invalid_client {SECRET}", "invalid_client"),
+    ] {
+        let tok = token_fake(&body).await;
+        tok.reply.lock().unwrap().0 = 400;
+        let mut s = settings(&up.url);
+        s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+        let e = exec(s);
+        let out = run(&e, ctx("x")).await;
+        assert_eq!(out.final_state(), TaskState::Failed);
+        let r = out.reason();
+        assert!(r.contains("(HTTP 400)"), "{r}");
+        assert!(
+            !r.contains(SECRET) && !r.contains(&basic),
+            "secret in reason: {r}"
+        );
+        let ready = e.token_ready().await.unwrap_err();
+        assert!(
+            !ready.contains(SECRET) && !ready.contains(&basic),
+            "{ready}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn failing_token_endpoint_fails_tasks_with_clear_reasons() {
     let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
     // Down.
@@ -869,7 +901,7 @@ async fn failing_token_endpoint_fails_tasks_with_clear_reasons() {
     assert_eq!(out.final_state(), TaskState::Failed);
     assert!(
         out.reason()
-            .starts_with(&format!("token endpoint {dead_url} unreachable")),
+            .starts_with("the upstream token endpoint is unreachable"),
         "{}",
         out.reason()
     );
@@ -891,6 +923,11 @@ async fn failing_token_endpoint_fails_tasks_with_clear_reasons() {
         "{r}"
     );
     assert!(!r.contains(SECRET));
+    assert!(
+        !r.contains("Client authentication failed"),
+        "no endpoint free text: {r}"
+    );
+    assert!(!r.contains(&tok.base), "no endpoint URL: {r}");
     // During the shared backoff nobody calls the endpoint again.
     let runs = (0..10).map(|_| {
         let e = e.clone();

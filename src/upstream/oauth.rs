@@ -161,6 +161,27 @@ impl OAuthClientCredentials {
         }
     }
 
+    /// The forms in which the client secret could come back in an error text: as
+    /// is, form-encoded, and inside the HTTP Basic credentials (plain and with the
+    /// RFC 6749 §2.3.1 form-encoding of id and secret).
+    fn redactions(&self) -> Vec<String> {
+        use base64::Engine;
+        let secret = self.client_secret.expose_secret();
+        const FORM: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+            .remove(b'-')
+            .remove(b'.')
+            .remove(b'_')
+            .remove(b'*');
+        let enc = |v: &str| percent_encoding::utf8_percent_encode(v, FORM).to_string();
+        let b64 = base64::engine::general_purpose::STANDARD;
+        vec![
+            secret.to_owned(),
+            enc(secret),
+            b64.encode(format!("{}:{}", self.client_id, secret)),
+            b64.encode(format!("{}:{}", enc(&self.client_id), enc(secret))),
+        ]
+    }
+
     async fn token_url(&self) -> Result<String, TokenError> {
         match &self.endpoint {
             TokenEndpoint::Url(u) => Ok(u.clone()),
@@ -241,11 +262,17 @@ impl OAuthClientCredentials {
             .request_async(&send)
             .await;
         let status = *status.lock().expect("status lock");
+        // Client-visible reasons (task status, /readyz) name the status and a
+        // standard OAuth error code only: never the endpoint's URL or its free text,
+        // which an echoing endpoint could fill with the credentials it received.
         let at = |what: String| {
             let status = status
                 .map(|s| format!("HTTP {s}"))
                 .unwrap_or_else(|| "no answer".into());
-            TokenError::new(format!("token endpoint {url} failed ({status}): {what}"))
+            tracing::warn!(token_endpoint = %url, %status, reason = %what, "token request failed");
+            TokenError::new(format!(
+                "the upstream token endpoint failed ({status}): {what}"
+            ))
         };
         match result {
             Ok(resp) => {
@@ -271,16 +298,29 @@ impl OAuthClientCredentials {
                 })
             }
             Err(RequestTokenError::ServerResponse(e)) => {
-                let mut what = format!("OAuth error `{}`", e.error());
+                let code = e.error().to_string();
+                let what = if STANDARD_OAUTH_ERRORS.contains(&code.as_str()) {
+                    format!("OAuth error `{code}`")
+                } else {
+                    "a non-standard OAuth error code".to_owned()
+                };
                 if let Some(d) = e.error_description() {
-                    what.push_str(&format!(": {}", d.chars().take(200).collect::<String>()));
+                    tracing::debug!(
+                        token_endpoint = %url,
+                        description = %redact(d, &self.redactions()),
+                        "token endpoint error description"
+                    );
                 }
                 Err(at(what))
             }
-            Err(RequestTokenError::Request(e)) => Err(TokenError::new(format!(
-                "token endpoint {url} unreachable: {}",
-                super::errors::describe(&e)
-            ))),
+            Err(RequestTokenError::Request(e)) => {
+                let why = super::errors::describe(&e);
+                tracing::warn!(token_endpoint = %url, error = %why, "token endpoint unreachable");
+                Err(TokenError::new(format!(
+                    "the upstream token endpoint is unreachable: {}",
+                    redact(&why, &self.redactions())
+                )))
+            }
             Err(RequestTokenError::Parse(e, _body)) => {
                 // Only the field path and the kind of problem: serde's text may quote values.
                 let inner = e.inner();
@@ -302,6 +342,24 @@ impl OAuthClientCredentials {
             Err(RequestTokenError::Other(s)) => Err(at(s)),
         }
     }
+}
+
+/// The error codes of RFC 6749 §5.2; anything else is not repeated to clients.
+const STANDARD_OAUTH_ERRORS: [&str; 6] = [
+    "invalid_request",
+    "invalid_client",
+    "invalid_grant",
+    "unauthorized_client",
+    "unsupported_grant_type",
+    "invalid_scope",
+];
+
+/// `text` with every occurrence of each of `secrets` replaced by `[redacted]`.
+fn redact(text: &str, secrets: &[String]) -> String {
+    secrets
+        .iter()
+        .filter(|s| !s.is_empty())
+        .fold(text.to_owned(), |t, s| t.replace(s.as_str(), "[redacted]"))
 }
 
 fn missing_field(msg: &str) -> String {
