@@ -36,8 +36,13 @@ pub enum A2aError {
     #[error("Task not found: {0}")]
     TaskNotFound(String),
     /// -32002: the task cannot be canceled (already in a terminal state).
-    #[error("Task cannot be canceled: {0}")]
-    TaskNotCancelable(String),
+    #[error("Task cannot be canceled: task {task_id} is already {state}")]
+    TaskNotCancelable {
+        /// The task.
+        task_id: String,
+        /// Its terminal state.
+        state: crate::protocol::TaskState,
+    },
     /// -32003: push notifications are not supported.
     #[error("Push notifications are not supported")]
     PushNotificationNotSupported,
@@ -80,7 +85,7 @@ impl A2aError {
             Self::Internal(_) => -32603,
             Self::Unavailable(_) => -32000,
             Self::TaskNotFound(_) => -32001,
-            Self::TaskNotCancelable(_) => -32002,
+            Self::TaskNotCancelable { .. } => -32002,
             Self::PushNotificationNotSupported => -32003,
             Self::UnsupportedOperation(_) => -32004,
             Self::ContentTypeNotSupported(_) => -32005,
@@ -99,7 +104,7 @@ impl A2aError {
             Self::Internal(_) => 500,
             Self::Unavailable(_) => 503,
             Self::TaskNotFound(_) => 404,
-            Self::TaskNotCancelable(_)
+            Self::TaskNotCancelable { .. }
             | Self::PushNotificationNotSupported
             | Self::UnsupportedOperation(_)
             | Self::ContentTypeNotSupported(_)
@@ -121,7 +126,7 @@ impl A2aError {
             Self::Unavailable(_) => "UNAVAILABLE",
             Self::TaskNotFound(_) => "NOT_FOUND",
             Self::ContentTypeNotSupported(_) => "INVALID_ARGUMENT",
-            Self::TaskNotCancelable(_)
+            Self::TaskNotCancelable { .. }
             | Self::PushNotificationNotSupported
             | Self::UnsupportedOperation(_)
             | Self::ExtendedAgentCardNotConfigured
@@ -140,7 +145,7 @@ impl A2aError {
             Self::Internal(_) => "INTERNAL_ERROR",
             Self::Unavailable(_) => "UNAVAILABLE",
             Self::TaskNotFound(_) => "TASK_NOT_FOUND",
-            Self::TaskNotCancelable(_) => "TASK_NOT_CANCELABLE",
+            Self::TaskNotCancelable { .. } => "TASK_NOT_CANCELABLE",
             Self::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
             Self::UnsupportedOperation(_) => "UNSUPPORTED_OPERATION",
             Self::ContentTypeNotSupported(_) => "CONTENT_TYPE_NOT_SUPPORTED",
@@ -159,7 +164,7 @@ impl A2aError {
     /// The ErrorInfo metadata (string values only, as the proto requires).
     fn metadata(&self) -> serde_json::Map<String, Value> {
         let mut m = serde_json::Map::new();
-        if let Self::TaskNotFound(id) | Self::TaskNotCancelable(id) = self {
+        if let Self::TaskNotFound(id) | Self::TaskNotCancelable { task_id: id, .. } = self {
             m.insert("taskId".into(), Value::String(id.clone()));
         }
         m
@@ -232,7 +237,10 @@ mod tests {
                 "TASK_NOT_FOUND",
             ),
             (
-                TaskNotCancelable(s()),
+                TaskNotCancelable {
+                    task_id: s(),
+                    state: crate::protocol::TaskState::Completed,
+                },
                 -32002,
                 400,
                 "FAILED_PRECONDITION",

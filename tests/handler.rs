@@ -980,7 +980,7 @@ async fn cancel_calls_the_executor_drops_the_run_and_rejects_late_events() {
     for _ in 0..2 {
         assert!(matches!(
             err(h.cancel_task(&anon(), cancel_req(&t.id)).await),
-            A2aError::TaskNotCancelable(_)
+            A2aError::TaskNotCancelable { .. }
         ));
     }
     assert_eq!(cancels.load(Ordering::SeqCst), 1);
@@ -1018,7 +1018,7 @@ async fn cancel_of_an_idle_input_required_task() {
     );
     assert!(matches!(
         err(h.cancel_task(&anon(), cancel_req(&t.id)).await),
-        A2aError::TaskNotCancelable(_)
+        A2aError::TaskNotCancelable { .. }
     ));
 }
 
@@ -1690,7 +1690,7 @@ async fn cancel_racing_completion_answers_task_not_cancelable() {
     get_gate.add_permits(1);
     let r = within(cancel).await.unwrap();
     assert!(
-        matches!(r, Err(A2aError::TaskNotCancelable(_))),
+        matches!(r, Err(A2aError::TaskNotCancelable { .. })),
         "a completed task is not cancelable: {r:?}"
     );
     assert_eq!(

@@ -374,10 +374,10 @@ impl Driver {
                     Some(Command::Cancel(reply)) => {
                         // CancelTask read the task before it reached its final state.
                         if let Some(state) = self.state().filter(|s| s.is_terminal()) {
-                            let _ = reply.send(Err(A2aError::TaskNotCancelable(format!(
-                                "task {} is already {state}",
-                                self.task_id()
-                            ))));
+                            let _ = reply.send(Err(A2aError::TaskNotCancelable {
+                                task_id: self.task_id().to_owned(),
+                                state,
+                            }));
                             continue;
                         }
                         let result = self.cancel_running(r).await;
@@ -637,10 +637,10 @@ impl Driver {
             return Err(A2aError::TaskNotFound(self.task_id().to_owned()));
         };
         if task.status.state.is_terminal() {
-            return Err(A2aError::TaskNotCancelable(format!(
-                "task {} is already {}",
-                task.id, task.status.state
-            )));
+            return Err(A2aError::TaskNotCancelable {
+                task_id: task.id.clone(),
+                state: task.status.state,
+            });
         }
         let (queue, mut events) = EventQueue::bounded(self.inner.config.event_queue_capacity);
         let last_message = task

@@ -499,10 +499,10 @@ impl RequestHandler {
             .map_err(A2aError::internal)?
             .ok_or_else(|| A2aError::TaskNotFound(req.id.clone()))?;
         if rec.task.status.state.is_terminal() {
-            return Err(A2aError::TaskNotCancelable(format!(
-                "task {} is already {}",
-                req.id, rec.task.status.state
-            )));
+            return Err(A2aError::TaskNotCancelable {
+                task_id: req.id.clone(),
+                state: rec.task.status.state,
+            });
         }
         let key = (scope, req.id.clone());
         for _ in 0..3 {
