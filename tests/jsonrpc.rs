@@ -258,6 +258,12 @@ async fn blocking_send_then_get_and_list() {
     let id = task["id"].as_str().unwrap();
     let got = s.call(json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": id, "historyLength": 0}})).await;
     assert!(got["result"].get("history").is_none());
+    let cancel = s
+        .call(json!({"jsonrpc": "2.0", "id": 4, "method": "CancelTask", "params": {"id": id}}))
+        .await;
+    assert_eq!(cancel["error"]["code"], -32002);
+    assert_eq!(cancel["error"]["data"][0]["reason"], "TASK_NOT_CANCELABLE");
+    assert_eq!(cancel["error"]["data"][0]["metadata"]["taskId"], id);
     let list = s
         .call(json!({"jsonrpc": "2.0", "id": 3, "method": "ListTasks", "params": {}}))
         .await;
