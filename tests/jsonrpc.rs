@@ -45,11 +45,15 @@ struct Server {
 }
 
 async fn start(max_body_bytes: usize) -> Server {
+    start_with(Arc::new(Echo), max_body_bytes).await
+}
+
+async fn start_with(executor: Arc<dyn AgentExecutor>, max_body_bytes: usize) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let url = format!("http://{addr}/");
     let handler = RequestHandler::new(
-        Arc::new(Echo),
+        executor,
         Arc::new(MemoryTaskStore::new()),
         HandlerConfig::default(),
     );
@@ -354,4 +358,48 @@ async fn agent_card_has_etag_and_honours_if_none_match() {
         .await
         .unwrap();
     assert_eq!(resp.status(), 200);
+}
+
+/// Asks for input and waits there.
+struct AskForInput;
+
+#[async_trait]
+impl AgentExecutor for AskForInput {
+    async fn execute(&self, ctx: RequestContext, queue: EventQueue) -> Result<(), ExecutorError> {
+        let u = TaskUpdater::from_context(&ctx, queue);
+        u.submit().await?;
+        u.requires_input(Some(u.new_agent_text("which one?")))
+            .await?;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn resume_at_the_last_event_answers_at_once_and_beyond_it_is_invalid() {
+    let s = start_with(Arc::new(AskForInput), 1 << 20).await;
+    let v = s
+        .call(json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message("hi")}}))
+        .await;
+    let task = &v["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    let id = task["id"].as_str().unwrap();
+    let subscribe = |last: &'static str| {
+        s.client
+            .post(&s.url)
+            .header("content-type", "application/json")
+            .header("last-event-id", last)
+            .body(json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": id}}).to_string())
+            .send()
+    };
+    // Nothing newer than event 2 exists yet: the stream opens at once and waits.
+    let resp = tokio::time::timeout(std::time::Duration::from_secs(5), subscribe("2"))
+        .await
+        .expect("headers without waiting for the next event")
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    drop(resp);
+    let resp = subscribe("99").await.unwrap();
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["error"]["code"], -32602, "{v}");
 }

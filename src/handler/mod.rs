@@ -548,6 +548,14 @@ impl RequestHandler {
             .await
             .map_err(A2aError::internal)?
             .ok_or_else(|| A2aError::TaskNotFound(req.id.clone()))?;
+        if let Some(n) = last_event_id
+            && n > rec.last_seq
+        {
+            return Err(A2aError::InvalidParams(format!(
+                "Last-Event-ID {n} is beyond the last event of task {} ({})",
+                req.id, rec.last_seq
+            )));
+        }
         let terminal = rec.task.status.state.is_terminal();
         let resumable = last_event_id.is_some_and(|n| n < rec.last_seq);
         if terminal && !resumable {

@@ -124,7 +124,12 @@ fn call_context(headers: &HeaderMap, params: &Value) -> CallContext {
 /// What a method call produced.
 enum Reply {
     Value(Value),
+    /// A stream whose first event decides between an SSE response and a plain
+    /// JSON-RPC error (the handler may still fail before it).
     Stream(EventStream),
+    /// A stream already validated (a resume with `Last-Event-ID`): its headers go
+    /// out at once, even if the next event is far off.
+    Resumed(EventStream),
 }
 
 /// `POST /`: one JSON-RPC request.
@@ -201,11 +206,21 @@ pub async fn handle(
             json_response(StatusCode::OK, &jsonrpc::success(&id, v)),
             "ok",
         ),
+        Ok(Reply::Resumed(stream)) => (
+            sse::render(
+                id,
+                None,
+                stream,
+                state.config.sse_keepalive,
+                state.shutdown.clone(),
+            ),
+            "stream",
+        ),
         Ok(Reply::Stream(mut stream)) => match stream.next().await {
             Some(Ok(first)) => (
                 sse::render(
                     id,
-                    first,
+                    Some(first),
                     stream,
                     state.config.sse_keepalive,
                     state.shutdown.clone(),
@@ -296,10 +311,13 @@ async fn dispatch(
                     ))
                 })?),
             };
-            Ok(Reply::Stream(
-                h.subscribe_to_task(call, params::<SubscribeToTaskRequest>(p)?, last)
-                    .await?,
-            ))
+            let stream = h
+                .subscribe_to_task(call, params::<SubscribeToTaskRequest>(p)?, last)
+                .await?;
+            Ok(match last {
+                Some(_) => Reply::Resumed(stream),
+                None => Reply::Stream(stream),
+            })
         }
         GET_EXTENDED_AGENT_CARD => Ok(Reply::Value(to_value(h.get_extended_agent_card(call)?)?)),
         m if PUSH_CONFIG.contains(&m) => {

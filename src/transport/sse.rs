@@ -40,19 +40,19 @@ fn event_for(id: &RequestId, item: Result<SequencedEvent, crate::A2aError>) -> E
 /// task's final event ends it).
 pub fn render(
     id: RequestId,
-    first: SequencedEvent,
+    first: Option<SequencedEvent>,
     rest: EventStream,
     keepalive: Duration,
     shutdown: CancellationToken,
 ) -> Response {
-    let first_ev = event_for(&id, Ok(first));
+    let first_ev = first.map(|f| event_for(&id, Ok(f)));
     // Lives as long as the response body: counts the stream in `a2a_open_streams`.
     let guard = crate::ops::OpenStreamGuard::new();
     let rest = rest.map(move |item| {
         let _ = &guard;
         event_for(&id, item)
     });
-    let events = futures::stream::once(async move { first_ev })
+    let events = futures::stream::iter(first_ev)
         .chain(rest)
         .take_until(async move {
             // At shutdown the handler has already recorded the final state of every task
