@@ -577,3 +577,18 @@ async fn metrics_count_the_requests_just_made() {
     let health = reqwest::get(format!("{}healthz", gw.url)).await.unwrap();
     assert_eq!(health.status(), 200);
 }
+
+#[test]
+fn without_an_upstream_check_config_and_serve_both_refuse_and_leave_no_database() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["check-config", "serve"] {
+        let out = run(dir.path(), &[command], &[]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{command}: {stderr}");
+        assert!(stderr.contains("upstream"), "{command}: {stderr}");
+    }
+    assert!(
+        !dir.path().join("a2a-gateway.db").exists(),
+        "serve created the default SQLite file before refusing"
+    );
+}

@@ -122,6 +122,11 @@ fn check_config(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
     let config = crate::Config::load(sources)?;
     println!("# effective configuration ({from}, defaults and environment); secrets shown as ***");
     print!("{}", config.redacted_toml());
+    // What `serve` would refuse beyond the file itself: an upstream it cannot use.
+    if let Err(e) = crate::upstream::AgentCoreSettings::try_from(&config.upstream) {
+        eprintln!("a2a-gateway: `serve` would refuse this configuration: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -46,8 +46,9 @@ pub(super) async fn serve_config(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), CliError> {
     let metrics = crate::ops::install_metrics();
-    let store = super::build_store(config).await?;
+    // The executor first: a config it refuses must not leave a new database behind.
     let (executor, ready) = super::build_executor(config)?;
+    let store = super::build_store(config).await?;
     let mut gateway = Gateway::new(config, executor, store, ready);
     let recovered = if config.store.recover_on_start {
         gateway.state.handler.recover_interrupted().await?
