@@ -133,6 +133,8 @@ async fn malformed_requests_get_exact_codes_and_never_500() {
         ("inline push config", send(json!({"message": message("x"), "configuration": {"taskPushNotificationConfig": {"url": "https://x"}}})).to_string(), -32003),
         ("GetTask no id", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {}}).to_string(), -32602),
         ("GetTask id number", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": 5}}).to_string(), -32602),
+        ("GetTask huge id", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x".repeat(5000)}}).to_string(), -32602),
+        ("huge contextId", send(json!({"message": {"messageId": "m", "role": "ROLE_USER", "contextId": "c".repeat(5000), "parts": [{"text": "x"}]}})).to_string(), -32602),
         ("GetTask unknown", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}).to_string(), -32001),
         ("GetTask negative history", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x", "historyLength": -2}}).to_string(), -32602),
         ("ListTasks pageSize 0", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 0}}).to_string(), -32602),

@@ -114,6 +114,19 @@ fn history_length(v: Option<i32>) -> Result<Option<u32>, A2aError> {
     }
 }
 
+/// Longest id (task, context, message) a client may send, in bytes.
+pub const MAX_ID_BYTES: usize = 1024;
+
+fn check_id(field: &str, id: &str) -> Result<(), A2aError> {
+    if id.len() > MAX_ID_BYTES {
+        return Err(A2aError::InvalidParams(format!(
+            "{field} is {} bytes long; ids are at most {MAX_ID_BYTES} bytes",
+            id.len()
+        )));
+    }
+    Ok(())
+}
+
 fn non_empty(s: &Option<String>) -> Option<&str> {
     s.as_deref().filter(|s| !s.is_empty())
 }
@@ -185,6 +198,15 @@ impl RequestHandler {
             return Err(A2aError::InvalidParams(
                 "message.parts must contain at least one part".into(),
             ));
+        }
+        check_id("message.messageId", &message.message_id)?;
+        check_id("message.taskId", message.task_id.as_deref().unwrap_or(""))?;
+        check_id(
+            "message.contextId",
+            message.context_id.as_deref().unwrap_or(""),
+        )?;
+        for id in &message.reference_task_ids {
+            check_id("message.referenceTaskIds[]", id)?;
         }
         Ok(())
     }
@@ -422,6 +444,7 @@ impl RequestHandler {
         req: GetTaskRequest,
     ) -> Result<Task, A2aError> {
         let hl = history_length(req.history_length)?;
+        check_id("id", &req.id)?;
         let mut task = self
             .inner
             .store
@@ -490,6 +513,7 @@ impl RequestHandler {
         call: &CallContext,
         req: CancelTaskRequest,
     ) -> Result<Task, A2aError> {
+        check_id("id", &req.id)?;
         let scope = Scope::from(call);
         let rec = self
             .inner
@@ -540,6 +564,7 @@ impl RequestHandler {
                 "streaming is not supported by this agent".into(),
             ));
         }
+        check_id("id", &req.id)?;
         let scope = Scope::from(call);
         let rec = self
             .inner
