@@ -12,7 +12,9 @@ pub fn init(config: &LogConfig) {
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colour only on a terminal: redirected logs stay plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     let _ = match config.format {
         LogFormat::Json => builder
             .json()

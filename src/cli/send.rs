@@ -110,7 +110,7 @@ impl Progress {
         }
     }
 
-    fn finish(mut self) -> ExitCode {
+    fn finish(mut self, url: &Url) -> ExitCode {
         self.end_line();
         let Some(task_id) = self.task_id else {
             return ExitCode::SUCCESS;
@@ -120,7 +120,7 @@ impl Progress {
         match self.state {
             Some(TaskState::InputRequired | TaskState::AuthRequired) => {
                 println!(
-                    "reply with: a2a-gateway send --task-id {task_id} --context-id {context} \"...\""
+                    "reply with: a2a-gateway send --url {url} --task-id {task_id} --context-id {context} \"...\""
                 );
                 ExitCode::SUCCESS
             }
@@ -200,7 +200,7 @@ pub(super) async fn run(args: SendArgs) -> Result<ExitCode, CliError> {
                 SendMessageResponse::Message(m) => progress.event(StreamResponse::Message(m)),
             },
         }
-        return Ok(progress.finish());
+        return Ok(progress.finish(&args.url));
     }
     let mut events = resp.bytes_stream().eventsource();
     while let Some(ev) = events.next().await {
@@ -214,7 +214,7 @@ pub(super) async fn run(args: SendArgs) -> Result<ExitCode, CliError> {
             }
         }
     }
-    Ok(progress.finish())
+    Ok(progress.finish(&args.url))
 }
 
 /// The `result` of a JSON-RPC response, or its `error` as a readable failure.
