@@ -199,13 +199,27 @@ pub async fn handle(
         return StatusCode::NO_CONTENT.into_response();
     };
 
+    // The task this request is about, for the request log line.
+    let str_at = |v: &Value, path: &[&str]| {
+        path.iter()
+            .try_fold(v, |v, k| v.get(k))
+            .and_then(Value::as_str)
+            .map(|s| s.chars().take(128).collect::<String>())
+    };
+    let mut task_id =
+        str_at(&req.params, &["id"]).or_else(|| str_at(&req.params, &["message", "taskId"]));
     let outcome = dispatch(&state, &call, req, last_event_id).await;
     let elapsed = started.elapsed();
     let (resp, outcome_label) = match outcome {
-        Ok(Reply::Value(v)) => (
-            json_response(StatusCode::OK, &jsonrpc::success(&id, v)),
-            "ok",
-        ),
+        Ok(Reply::Value(v)) => {
+            if task_id.is_none() {
+                task_id = str_at(&v, &["task", "id"]);
+            }
+            (
+                json_response(StatusCode::OK, &jsonrpc::success(&id, v)),
+                "ok",
+            )
+        }
         Ok(Reply::Resumed(stream)) => (
             sse::render(
                 id,
@@ -217,16 +231,19 @@ pub async fn handle(
             "stream",
         ),
         Ok(Reply::Stream(mut stream)) => match stream.next().await {
-            Some(Ok(first)) => (
-                sse::render(
-                    id,
-                    Some(first),
-                    stream,
-                    state.config.sse_keepalive,
-                    state.shutdown.clone(),
-                ),
-                "stream",
-            ),
+            Some(Ok(first)) => {
+                task_id = task_id.or_else(|| first.event.task_id().map(str::to_owned));
+                (
+                    sse::render(
+                        id,
+                        Some(first),
+                        stream,
+                        state.config.sse_keepalive,
+                        state.shutdown.clone(),
+                    ),
+                    "stream",
+                )
+            }
             Some(Err(e)) => (error_response(StatusCode::OK, Some(&id), &e), e.reason()),
             None => (
                 error_response(
@@ -242,7 +259,13 @@ pub async fn handle(
     metrics::counter!("a2a_requests_total", "method" => metric_method(&method), "outcome" => outcome_label).increment(1);
     metrics::histogram!("a2a_request_duration_seconds", "method" => metric_method(&method))
         .record(elapsed.as_secs_f64());
-    tracing::info!(rpc.method = %method, outcome = outcome_label, duration_ms = elapsed.as_secs_f64() * 1000.0, "request");
+    tracing::info!(
+        rpc.method = %method,
+        task.id = task_id.as_deref().unwrap_or("-"),
+        outcome = outcome_label,
+        duration_ms = elapsed.as_secs_f64() * 1000.0,
+        "request"
+    );
     resp
 }
 
