@@ -10,15 +10,38 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::executor::AgentExecutor;
 use crate::handler::{HandlerConfig, MaintenanceConfig, RequestHandler};
-use crate::protocol::{AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill};
+use crate::protocol::{
+    AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, SecurityRequirement,
+    SecurityScheme, StringList,
+};
 use crate::server::{self, ReadinessCheck};
 use crate::store::TaskStore;
+use crate::transport::auth::Authenticator;
 use crate::transport::{AppState, TransportConfig};
 
+/// Name of the security scheme the card declares with `[server.auth] kind = "api_key"`.
+pub const API_KEY_SCHEME: &str = "apiKey";
+
 /// The public agent card described by `config` (`[agent]`), reachable over
-/// JSON-RPC at `server.public_url`.
+/// JSON-RPC at `server.public_url`. With `[server.auth] kind = "api_key"` it declares the
+/// `apiKey` HTTP Bearer scheme and requires it (spec §4.5).
 pub fn agent_card(config: &Config) -> AgentCard {
     let a = &config.agent;
+    let (security_schemes, security_requirements) = if config.server.auth.required() {
+        let scheme = SecurityScheme::HttpAuthSecurityScheme(serde_json::json!({
+            "scheme": "Bearer",
+            "description": "A static API key issued by the gateway's operator, sent as `Authorization: Bearer <key>` on every JSON-RPC request.",
+        }));
+        let requirement = SecurityRequirement {
+            schemes: [(API_KEY_SCHEME.to_owned(), StringList { list: vec![] })].into(),
+        };
+        (
+            [(API_KEY_SCHEME.to_owned(), scheme)].into(),
+            vec![requirement],
+        )
+    } else {
+        Default::default()
+    };
     AgentCard {
         name: a.name.clone(),
         description: a.description.clone(),
@@ -40,8 +63,8 @@ pub fn agent_card(config: &Config) -> AgentCard {
             extensions: vec![],
             extended_agent_card: Some(false),
         },
-        security_schemes: Default::default(),
-        security_requirements: vec![],
+        security_schemes,
+        security_requirements,
         default_input_modes: a.default_input_modes.clone(),
         default_output_modes: a.default_output_modes.clone(),
         skills: a
@@ -89,6 +112,7 @@ impl Gateway {
         let transport = TransportConfig {
             max_body_bytes: usize::try_from(config.server.max_body_bytes).unwrap_or(usize::MAX),
             sse_keepalive: config.server.sse_keepalive(),
+            auth: Authenticator::from_config(&config.server.auth),
         };
         let state = AppState::new(handler, agent_card(config), transport);
         let router = server::router(state.clone(), ready);

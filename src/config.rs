@@ -33,6 +33,7 @@ mod error;
 mod log;
 mod serde_util;
 mod server;
+mod server_auth;
 mod sources;
 mod store;
 mod upstream;
@@ -46,6 +47,7 @@ pub use auth::{AuthKind, UpstreamAuthConfig};
 pub use error::{ConfigError, ConfigOrigin};
 pub use log::{LogConfig, LogFormat};
 pub use server::ServerConfig;
+pub use server_auth::{ApiKeyConfig, SHA256_LEN, ServerAuthConfig, ServerAuthKind, sha256_hex};
 pub use sources::ENV_PREFIX;
 pub use store::{SqliteLocation, StoreConfig, StoreUrl, StoreUrlError};
 pub use upstream::{HttpVersion, UpstreamConfig, UpstreamKind};
@@ -55,6 +57,10 @@ use sources::Layers;
 
 /// Environment variable naming the config file when no `--config` is given.
 pub const CONFIG_PATH_ENV: &str = "A2A_GATEWAY_CONFIG";
+
+/// Environment variable holding the API key `a2a-gateway send` presents (a client setting,
+/// not a config key).
+pub const API_KEY_ENV: &str = "A2A_GATEWAY_API_KEY";
 
 /// Config file used when neither `--config` nor `A2A_GATEWAY_CONFIG` names one and it exists
 /// in the working directory.
@@ -132,7 +138,8 @@ impl ConfigSources {
     }
 
     /// `A2A_GATEWAY_*` variables that set no config key (no `__` after the prefix) and are
-    /// not otherwise known (`A2A_GATEWAY_CONFIG`, `A2A_GATEWAY_TEST_*`): probably typos,
+    /// not otherwise known (`A2A_GATEWAY_CONFIG`, `A2A_GATEWAY_API_KEY`, `A2A_GATEWAY_TEST_*`):
+    /// probably typos,
     /// worth a warning at start-up.
     pub fn unused_env_vars(&self) -> Vec<&str> {
         self.env
@@ -149,6 +156,7 @@ impl ConfigSources {
                 let rest = rest.to_ascii_uppercase();
                 !rest.contains("__")
                     && !name.eq_ignore_ascii_case(CONFIG_PATH_ENV)
+                    && !name.eq_ignore_ascii_case(API_KEY_ENV)
                     && !rest.starts_with("TEST_")
             })
             .collect()
@@ -198,6 +206,11 @@ impl Config {
             .upstream
             .auth
             .load_secret_files()
+            .map_err(|e| layers.invalid(e))?;
+        config
+            .server
+            .auth
+            .load_keys()
             .map_err(|e| layers.invalid(e))?;
         Ok(config)
     }

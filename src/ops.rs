@@ -12,6 +12,10 @@
 //! | `a2a_upstream_responses_total` | counter | `status` | upstream executor, per attempt (`status` = HTTP code or `error`) |
 //! | `a2a_upstream_retries_total` | counter | `reason` | upstream executor, each retry (`429`, `503`, `connect`, …) |
 //! | `a2a_upstream_token_fetches_total` | counter | `outcome` (`ok`, `error`) | upstream token cache, each token endpoint call |
+//! | `a2a_auth_failures_total` | counter | `reason` (`missing`, `invalid`) | transport, each request refused with 401 |
+//!
+//! `/metrics` itself is not authenticated (nor are `/healthz`, `/readyz` and the agent card):
+//! keep it reachable only from the scraper (firewall, network policy).
 //!
 //! The recorder is process-wide (the `metrics` facade has one global recorder), so
 //! [`install_metrics`] installs it once and returns the same handle afterwards.
@@ -91,6 +95,10 @@ fn describe() {
     describe_counter!(
         "a2a_upstream_token_fetches_total",
         "Token endpoint calls by outcome"
+    );
+    describe_counter!(
+        crate::transport::auth::AUTH_FAILURES,
+        "A2A requests refused with 401, by reason (missing or invalid key)"
     );
 }
 

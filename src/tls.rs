@@ -124,7 +124,11 @@ pub async fn serve_tls(
                 }
             };
             let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-                app.clone().oneshot(req.map(axum::body::Body::new))
+                let mut req = req.map(axum::body::Body::new);
+                // As `into_make_service_with_connect_info` does on plain HTTP.
+                req.extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+                app.clone().oneshot(req)
             });
             let conn = builder
                 .serve_connection(TokioIo::new(stream), service)

@@ -592,3 +592,79 @@ fn without_an_upstream_check_config_and_serve_both_refuse_and_leave_no_database(
         "serve created the default SQLite file before refusing"
     );
 }
+
+#[tokio::test]
+async fn send_presents_the_api_key_from_the_flag_or_the_environment() {
+    const KEY: &str = "0d5c1e9a4b7f2c8e6a3d9b1f5e7c2a4d";
+    let dir = tempfile::tempdir().unwrap();
+    let (upstream, _guard) = stand_in(RuntimeOptions {
+        word_delay: Duration::from_millis(1),
+        ..RuntimeOptions::default()
+    })
+    .await;
+    let key_file = dir.path().join("team-a.key");
+    std::fs::write(&key_file, format!("{KEY}\n")).unwrap();
+    let file = write_config(
+        dir.path(),
+        &format!(
+            "[server.auth]\nkind = \"api_key\"\n\n[[server.auth.keys]]\ncaller = \"team-a\"\nkey_file = \"{}\"\n",
+            key_file.display()
+        ),
+        &upstream,
+    );
+    // The client's variable in the server's environment is no config key, and no typo.
+    let gw = Gateway::start(
+        dir.path(),
+        &["serve", "--config", &file],
+        &[("A2A_GATEWAY_API_KEY", "not-used-by-serve")],
+    );
+    let url = gw.url.clone();
+    let send = move |args: Vec<String>, env: Vec<(&'static str, String)>| {
+        let dir = dir.path().to_owned();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                run(&dir, &args, &env)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let base = |extra: &[&str]| {
+        let mut args: Vec<String> = vec!["send".into(), "--url".into(), url.clone()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.push("Hello there".into());
+        args
+    };
+
+    let out = send(base(&[]), vec![]).await;
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("401"), "{stderr}");
+    assert!(stderr.contains("--api-key"), "{stderr}");
+
+    let out = send(base(&["--api-key", "wrong"]), vec![]).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("not accepted"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = send(base(&["--api-key", KEY]), vec![]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("» completed"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = send(base(&[]), vec![("A2A_GATEWAY_API_KEY", KEY.to_owned())]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let logs = gw.logs();
+    assert!(logs.contains("authentication failed"), "{logs}");
+    assert!(!logs.contains(KEY), "{logs}");
+    assert!(!logs.contains("A2A_GATEWAY_API_KEY"), "{logs}");
+}

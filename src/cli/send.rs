@@ -10,6 +10,7 @@ use clap::Args;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use reqwest::Url;
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
 use super::CliError;
@@ -34,6 +35,17 @@ pub struct SendArgs {
     /// Send within this context (conversation).
     #[arg(long, value_name = "ID")]
     pub context_id: Option<String>,
+    /// API key sent as `Authorization: Bearer KEY`, for a gateway with
+    /// `[server.auth] kind = "api_key"`. Prefer the environment variable: a flag is
+    /// visible to other local users in the process list.
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = crate::config::API_KEY_ENV,
+        hide_env_values = true,
+        value_parser = |s: &str| Ok::<_, std::convert::Infallible>(SecretString::from(s))
+    )]
+    pub api_key: Option<SecretString>,
     /// The message text.
     pub text: String,
 }
@@ -166,9 +178,18 @@ pub(super) async fn run(args: SendArgs) -> Result<ExitCode, CliError> {
         "SendMessage"
     };
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let resp = reqwest::Client::new()
+    let mut request = reqwest::Client::new()
         .post(args.url.clone())
-        .header("A2A-Version", "1.0")
+        .header("A2A-Version", "1.0");
+    if let Some(key) = args
+        .api_key
+        .as_ref()
+        .map(ExposeSecret::expose_secret)
+        .filter(|k| !k.is_empty())
+    {
+        request = request.bearer_auth(key);
+    }
+    let resp = request
         .header(
             "accept",
             if args.stream {
@@ -187,6 +208,18 @@ pub(super) async fn run(args: SendArgs) -> Result<ExitCode, CliError> {
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
+    if status == reqwest::StatusCode::UNAUTHORIZED {
+        let hint = if args.api_key.is_some() {
+            "the API key was not accepted"
+        } else {
+            "pass --api-key KEY or set A2A_GATEWAY_API_KEY"
+        };
+        return Err(format!(
+            "{} answered HTTP 401 (authentication required): {hint}",
+            args.url
+        )
+        .into());
+    }
     let mut progress = Progress::default();
     if !is_sse {
         let text = resp.text().await?;

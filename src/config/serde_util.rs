@@ -77,3 +77,23 @@ pub(crate) mod secret_opt {
         Option::<SecretString>::deserialize(d)
     }
 }
+
+/// `Option<String>` fields that must not be printed (such as a key hash): deserialized
+/// normally, always serialized as `***`.
+pub(crate) mod secret_string_opt {
+    use super::*;
+
+    pub(crate) fn serialize<S: Serializer>(
+        value: &Option<String>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(_) => s.serialize_some(REDACTED),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        Option::<String>::deserialize(d)
+    }
+}

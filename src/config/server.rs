@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{Invalid, nonzero};
 use super::serde_util::http_url_opt;
+use super::server_auth::ServerAuthConfig;
 
 /// `[server]`: where the gateway listens and how much it accepts.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -41,6 +42,8 @@ pub struct ServerConfig {
     /// How long a shutdown waits for in-flight requests before ending them, in seconds.
     /// Default 30.
     pub shutdown_grace_secs: u64,
+    /// `[server.auth]`: inbound authentication of A2A requests. Default `none`.
+    pub auth: ServerAuthConfig,
 }
 
 impl Default for ServerConfig {
@@ -54,6 +57,7 @@ impl Default for ServerConfig {
             tls_cert_file: None,
             tls_key_file: None,
             shutdown_grace_secs: 30,
+            auth: ServerAuthConfig::default(),
         }
     }
 }
@@ -99,6 +103,7 @@ impl ServerConfig {
         )?;
         nonzero("server.sse_keepalive_secs", self.sse_keepalive_secs)?;
         nonzero("server.shutdown_grace_secs", self.shutdown_grace_secs)?;
+        self.auth.validate()?;
         match (&self.tls_cert_file, &self.tls_key_file) {
             (Some(_), None) => {
                 return Err(Invalid::because_of(

@@ -17,7 +17,7 @@ pub const ENV_PREFIX: &str = "A2A_GATEWAY_";
 const ENV_SEPARATOR: &str = "__";
 
 /// Keys whose values must never appear in an error message.
-const SECRET_KEYS: &[&str] = &["client_secret", "token", "url"];
+const SECRET_KEYS: &[&str] = &["client_secret", "token", "url", "sha256", "keys"];
 
 /// One figment provider per layer, with its own name in the metadata.
 struct Layer {

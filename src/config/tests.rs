@@ -4,6 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use secrecy::{ExposeSecret, SecretString};
+use sha2::Digest;
 
 use super::*;
 
@@ -96,6 +97,15 @@ fn fully_populated() -> Config {
             tls_cert_file: Some("c".into()),
             tls_key_file: Some("k".into()),
             shutdown_grace_secs: 1,
+            auth: ServerAuthConfig {
+                kind: ServerAuthKind::ApiKey,
+                keys: vec![ApiKeyConfig {
+                    caller: "c".into(),
+                    sha256: Some("0".repeat(64)),
+                    key_file: Some("k".into()),
+                    digest: None,
+                }],
+            },
         },
         agent: AgentConfig {
             name: "n".into(),
@@ -199,7 +209,11 @@ fn keys_in_example() -> Vec<(String, String)> {
             section = header.trim_matches(['[', ']']).to_owned();
         } else if let Some((key, _)) = line.split_once('=') {
             let key = key.trim();
-            if !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+            if !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            {
                 out.push((section.clone(), key.to_owned()));
             }
         }
@@ -829,4 +843,160 @@ fn unused_env_vars_are_reported() {
         ],
     );
     assert_eq!(sources.unused_env_vars(), ["A2A_GATEWAY_SERVER_LISTEN"]);
+}
+
+const KEY_A: &str = "key-of-team-a";
+const KEY_B: &str = "key-of-team-b";
+
+#[test]
+fn api_keys_load_from_file_env_and_key_file() {
+    let (_dir, path) = file(&format!(
+        "[server.auth]\nkind = \"api_key\"\n\n[[server.auth.keys]]\ncaller = \"team-a\"\nsha256 = \"{}\"\n",
+        sha256_hex(KEY_A).to_ascii_uppercase()
+    ));
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    let keys = &config.server.auth.keys;
+    assert!(config.server.auth.required());
+    assert_eq!(keys.len(), 1);
+    assert_eq!(keys[0].caller, "team-a");
+    let digest_a: [u8; 32] = sha2::Sha256::digest(KEY_A.as_bytes()).into();
+    assert_eq!(keys[0].digest(), Some(digest_a));
+
+    // The whole list as one variable in TOML inline form, one key from a file.
+    let dir = tempfile::tempdir().unwrap();
+    let key_path = dir.path().join("key-b");
+    std::fs::write(&key_path, format!("{KEY_B}\n")).unwrap();
+    let list = format!(
+        r#"[{{caller = "team-a", sha256 = "{}"}}, {{caller = "team-b", key_file = "{}"}}]"#,
+        sha256_hex(KEY_A),
+        key_path.display()
+    );
+    let config = Config::load(sources(
+        None,
+        &[
+            ("A2A_GATEWAY_SERVER__AUTH__KIND", "api_key"),
+            ("A2A_GATEWAY_SERVER__AUTH__KEYS", &list),
+        ],
+    ))
+    .unwrap();
+    let keys = &config.server.auth.keys;
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[1].caller, "team-b");
+    let digest_b: [u8; 32] = sha2::Sha256::digest(KEY_B.as_bytes()).into();
+    assert_eq!(keys[1].digest(), Some(digest_b));
+
+    // Neither the hash nor the key is ever printed.
+    let printed = format!("{config:?} {}", config.redacted_toml());
+    assert!(!printed.contains(&sha256_hex(KEY_A)), "{printed}");
+    assert!(!printed.contains(KEY_B), "{printed}");
+    assert!(printed.contains("team-b"), "{printed}");
+}
+
+#[test]
+fn api_key_without_keys_is_refused() {
+    let (_dir, path) = file("[server.auth]\nkind = \"api_key\"\n");
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    let (key, origin) = invalid_parts(&err);
+    assert_eq!(key, "server.auth.keys");
+    assert!(
+        matches!(origin, ConfigOrigin::File { line: Some(2), .. }),
+        "{origin:?}"
+    );
+    assert!(message.contains("at least one key"), "{message}");
+}
+
+#[test]
+fn keys_without_api_key_kind_are_refused() {
+    let list = format!(r#"[{{caller = "a", sha256 = "{}"}}]"#, sha256_hex(KEY_A));
+    let (message, err) = load_err(sources(None, &[("A2A_GATEWAY_SERVER__AUTH__KEYS", &list)]));
+    assert_eq!(invalid_parts(&err).0, "server.auth.keys");
+    assert!(
+        message.contains("A2A_GATEWAY_SERVER__AUTH__KEYS"),
+        "{message}"
+    );
+    assert!(message.contains("api_key"), "{message}");
+}
+
+#[test]
+fn duplicate_callers_are_refused() {
+    let (_dir, path) = file(&format!(
+        "[server.auth]\nkind = \"api_key\"\n[[server.auth.keys]]\ncaller = \"a\"\nsha256 = \"{}\"\n[[server.auth.keys]]\ncaller = \"a\"\nsha256 = \"{}\"\n",
+        sha256_hex(KEY_A),
+        sha256_hex(KEY_B)
+    ));
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    let (key, origin) = invalid_parts(&err);
+    assert_eq!(key, "server.auth.keys.1.caller");
+    assert!(
+        matches!(origin, ConfigOrigin::File { line: Some(7), .. }),
+        "{origin:?}"
+    );
+    assert!(message.contains("server.auth.keys.0"), "{message}");
+}
+
+#[test]
+fn malformed_hashes_are_refused_without_echoing_them() {
+    for bad in [
+        "abc".to_owned(),
+        KEY_A.to_owned(),
+        format!("{}zz", &sha256_hex(KEY_A)[..62]),
+    ] {
+        let list = format!(r#"[{{caller = "a", sha256 = "{bad}"}}]"#);
+        let (message, err) = load_err(sources(
+            None,
+            &[
+                ("A2A_GATEWAY_SERVER__AUTH__KIND", "api_key"),
+                ("A2A_GATEWAY_SERVER__AUTH__KEYS", &list),
+            ],
+        ));
+        assert_eq!(invalid_parts(&err).0, "server.auth.keys.0.sha256", "{bad}");
+        assert!(message.contains("64 hexadecimal digits"), "{message}");
+        assert!(
+            message.contains("A2A_GATEWAY_SERVER__AUTH__KEYS"),
+            "{message}"
+        );
+        assert!(!message.contains(&bad), "{message}");
+    }
+}
+
+#[test]
+fn a_key_needs_exactly_one_of_hash_and_file_and_keys_are_distinct() {
+    let env = |list: String| {
+        sources(
+            None,
+            &[
+                ("A2A_GATEWAY_SERVER__AUTH__KIND", "api_key"),
+                ("A2A_GATEWAY_SERVER__AUTH__KEYS", &list),
+            ],
+        )
+    };
+    let (message, err) = load_err(env(r#"[{caller = "a"}]"#.to_owned()));
+    assert_eq!(invalid_parts(&err).0, "server.auth.keys.0.sha256");
+    assert!(message.contains("key_file"), "{message}");
+
+    let (message, err) = load_err(env(format!(
+        r#"[{{caller = "a", sha256 = "{}", key_file = "/k"}}]"#,
+        sha256_hex(KEY_A)
+    )));
+    assert_eq!(invalid_parts(&err).0, "server.auth.keys.0.key_file");
+    assert!(message.contains("not both"), "{message}");
+
+    let (message, err) = load_err(env(
+        r#"[{caller = "a", key_file = "/nonexistent/key"}]"#.to_owned()
+    ));
+    assert_eq!(invalid_parts(&err).0, "server.auth.keys.0.key_file");
+    assert!(message.contains("/nonexistent/key"), "{message}");
+
+    // The same key for two callers: ambiguous, refused (found after reading the file).
+    let dir = tempfile::tempdir().unwrap();
+    let key_path = dir.path().join("k");
+    std::fs::write(&key_path, KEY_A).unwrap();
+    let (message, err) = load_err(env(format!(
+        r#"[{{caller = "a", sha256 = "{}"}}, {{caller = "b", key_file = "{}"}}]"#,
+        sha256_hex(KEY_A),
+        key_path.display()
+    )));
+    assert_eq!(invalid_parts(&err).0, "server.auth.keys.1");
+    assert!(message.contains("same key"), "{message}");
+    assert!(!message.contains(KEY_A), "{message}");
 }

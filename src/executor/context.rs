@@ -9,14 +9,15 @@ use crate::protocol::{Message, Metadata, SendMessageConfiguration, Task};
 pub struct CallContext {
     /// The tenant (the request's `tenant` field, or `""`).
     pub tenant: String,
-    /// The authenticated caller; `anonymous` until inbound authentication exists.
+    /// The authenticated caller (the `caller` of its `[[server.auth.keys]]` entry), or
+    /// `anonymous` when `[server.auth] kind = "none"`.
     pub owner: String,
     /// Extension URIs the client asked to activate (`A2A-Extensions`).
     pub requested_extensions: Vec<String>,
 }
 
 impl CallContext {
-    /// The owner used when no inbound authentication is configured.
+    /// The owner used when no inbound authentication is configured (every caller shares it).
     pub const ANONYMOUS: &'static str = "anonymous";
 
     /// A context for `owner` in `tenant`.

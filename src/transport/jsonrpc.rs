@@ -4,16 +4,23 @@
 //! → -32600; unknown method → -32601; params failing validation → -32602. The `id`
 //! is echoed with its exact JSON type; a notification (no `id`) gets `204 No
 //! Content` and no body. JSON-RPC errors travel with HTTP 200 as the SDKs do; only
-//! an unsupported `Content-Type` (415) and an oversized body (413) change the status.
+//! a refused authentication (401), an unsupported `Content-Type` (415) and an oversized
+//! body (413) change the status.
+//!
+//! Authentication comes first: with `[server.auth] kind = "api_key"`, a request without an
+//! accepted `Authorization: Bearer <key>` gets HTTP 401 before its body is read (see
+//! [`super::auth`]); the key's caller becomes the owner of every task the request touches.
 //!
 //! `A2A-Version` (header, or `?A2A-Version=` query parameter): `1.0` is served; any
 //! other value → -32009. A request without it that uses a 1.0 method name is
 //! served as 1.0 (the spec reads a missing version as 0.3; see README).
 
+use std::net::SocketAddr;
 use std::time::Instant;
 
+use axum::Extension;
 use axum::body::Body;
-use axum::extract::{RawQuery, State};
+use axum::extract::{ConnectInfo, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -105,8 +112,11 @@ fn params<T: DeserializeOwned>(v: Value) -> Result<T, A2aError> {
     serde_json::from_value(v).map_err(|e| A2aError::InvalidParams(e.to_string()))
 }
 
-fn call_context(headers: &HeaderMap, params: &Value) -> CallContext {
+fn call_context(headers: &HeaderMap, params: &Value, owner: Option<String>) -> CallContext {
     let mut ctx = CallContext::anonymous();
+    if let Some(owner) = owner {
+        ctx.owner = owner;
+    }
     if let Some(t) = params.get("tenant").and_then(Value::as_str) {
         ctx.tenant = t.to_owned();
     }
@@ -132,14 +142,24 @@ enum Reply {
     Resumed(EventStream),
 }
 
-/// `POST /`: one JSON-RPC request.
+/// `POST /`: one JSON-RPC request. `peer` (when the server records it) is only used to
+/// log authentication failures.
 pub async fn handle(
     State(state): State<AppState>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let started = Instant::now();
+    let owner = match state
+        .config
+        .auth
+        .check(&headers, peer.map(|Extension(ConnectInfo(addr))| addr))
+    {
+        Ok(owner) => owner,
+        Err(unauthorized) => return *unauthorized,
+    };
     if let Err(ct) = content_type_ok(&headers) {
         let err = A2aError::InvalidRequest(format!(
             "unsupported Content-Type {ct:?}; send application/json"
@@ -185,7 +205,7 @@ pub async fn handle(
     }
     let method = req.method.clone();
     let id = req.id.clone();
-    let call = call_context(&headers, &req.params);
+    let call = call_context(&headers, &req.params, owner);
     let last_event_id = headers
         .get("last-event-id")
         .map(|v| v.to_str().unwrap_or("").trim().to_owned());

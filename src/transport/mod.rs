@@ -2,10 +2,12 @@
 //! results and errors back. Only this module (and `server`) knows HTTP.
 //!
 //! - [`jsonrpc`]: the JSON-RPC 2.0 binding (spec §9) at `POST /`.
+//! - [`auth`]: inbound authentication (`[server.auth]`) of every JSON-RPC request.
 //! - [`sse`]: rendering of response streams as `text/event-stream`.
 //! - [`agent_card`]: `GET /.well-known/agent-card.json` with ETag and caching.
 
 pub mod agent_card;
+pub mod auth;
 pub mod jsonrpc;
 pub mod sse;
 
@@ -19,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::handler::RequestHandler;
 use agent_card::CardDocument;
 
-/// Transport limits.
+/// Transport limits and inbound authentication.
 #[derive(Debug, Clone)]
 pub struct TransportConfig {
     /// Largest accepted request body in bytes; larger bodies get HTTP 413 without
@@ -27,6 +29,8 @@ pub struct TransportConfig {
     pub max_body_bytes: usize,
     /// Interval between SSE keep-alive comment lines.
     pub sse_keepalive: Duration,
+    /// Who may call `POST /`, and as which owner. Default: no authentication.
+    pub auth: auth::Authenticator,
 }
 
 impl Default for TransportConfig {
@@ -34,6 +38,7 @@ impl Default for TransportConfig {
         Self {
             max_body_bytes: 10 * 1024 * 1024,
             sse_keepalive: Duration::from_secs(15),
+            auth: auth::Authenticator::none(),
         }
     }
 }
@@ -51,8 +56,9 @@ pub struct AppState {
     pub shutdown: CancellationToken,
 }
 
-/// The A2A routes: `POST /` (JSON-RPC) and the agent card at
-/// `/.well-known/agent-card.json` (also the pre-1.0 `/.well-known/agent.json`).
+/// The A2A routes: `POST /` (JSON-RPC, authenticated as `state.config.auth` says) and the
+/// public agent card at `/.well-known/agent-card.json` (also the pre-1.0
+/// `/.well-known/agent.json`).
 pub fn a2a_routes(state: AppState) -> Router {
     Router::new()
         .route("/", post(jsonrpc::handle))

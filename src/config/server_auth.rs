@@ -1,0 +1,280 @@
+//! `[server.auth]`: how callers authenticate to the gateway (inbound).
+//!
+//! Only hashes of API keys are configured (`sha256`), or a file holding the raw key
+//! (`key_file`), hashed at load. The raw key itself is never a config value.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::error::Invalid;
+use super::serde_util::secret_string_opt;
+
+/// Length in bytes of a SHA-256 digest.
+pub const SHA256_LEN: usize = 32;
+
+/// `[server.auth]`: inbound authentication.
+///
+/// After [`Config::load`](super::Config::load), `kind = "api_key"` guarantees at least one
+/// key, distinct callers and distinct keys, and every key's [`ApiKeyConfig::digest`] set.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerAuthConfig {
+    /// `none` (default): every caller is the `anonymous` owner. `api_key`: every A2A request
+    /// must carry `Authorization: Bearer <key>` of one of `keys`.
+    pub kind: ServerAuthKind,
+    /// `[[server.auth.keys]]`: the accepted keys and the caller each one stands for
+    /// (`api_key` only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<ApiKeyConfig>,
+}
+
+/// The inbound authentication scheme.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerAuthKind {
+    /// No authentication: one shared `anonymous` owner.
+    #[default]
+    None,
+    /// Static API keys sent as bearer tokens.
+    ApiKey,
+}
+
+/// One `[[server.auth.keys]]` entry: a caller and its key, as a hash or a file.
+#[derive(Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyConfig {
+    /// The caller this key authenticates; it becomes the owner of the caller's tasks.
+    pub caller: String,
+    /// Hex SHA-256 of the key (64 hex digits). Set this or `key_file`. Never printed.
+    #[serde(
+        default,
+        with = "secret_string_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sha256: Option<String>,
+    /// File holding the raw key, read and hashed once at load (trailing newline removed).
+    /// Set this or `sha256`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<PathBuf>,
+    /// The digest from `sha256` or `key_file`, filled at load.
+    #[serde(skip)]
+    pub(crate) digest: Option<[u8; SHA256_LEN]>,
+}
+
+impl fmt::Debug for ApiKeyConfig {
+    /// The caller and key file only: hashes are not shown.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiKeyConfig")
+            .field("caller", &self.caller)
+            .field(
+                "sha256",
+                &self.sha256.as_ref().map(|_| super::serde_util::REDACTED),
+            )
+            .field("key_file", &self.key_file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ApiKeyConfig {
+    /// A key for `caller` given by its hex SHA-256 (as in the config file).
+    pub fn from_sha256(caller: impl Into<String>, sha256: impl Into<String>) -> Self {
+        ApiKeyConfig {
+            caller: caller.into(),
+            sha256: Some(sha256.into()),
+            key_file: None,
+            digest: None,
+        }
+    }
+
+    /// The SHA-256 of the key: filled at load, or parsed from `sha256`. `None` only for an
+    /// entry that was never loaded and has no valid `sha256`.
+    pub fn digest(&self) -> Option<[u8; SHA256_LEN]> {
+        self.digest
+            .or_else(|| self.sha256.as_deref().and_then(|hex| parse_hex(hex).ok()))
+    }
+}
+
+/// Hex SHA-256 of `key`, as `sha256` expects it.
+pub fn sha256_hex(key: &str) -> String {
+    Sha256::digest(key.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Parses 64 hex digits (either case) into a digest; the error says what is wrong without
+/// repeating the value.
+fn parse_hex(hex: &str) -> Result<[u8; SHA256_LEN], String> {
+    let bytes = hex.as_bytes();
+    if bytes.len() != 2 * SHA256_LEN {
+        return Err(format!(
+            "must be 64 hexadecimal digits (the SHA-256 of the key), found {} characters",
+            hex.chars().count()
+        ));
+    }
+    let nibble = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = [0u8; SHA256_LEN];
+    for (i, pair) in bytes.chunks_exact(2).enumerate() {
+        match (nibble(pair[0]), nibble(pair[1])) {
+            (Some(hi), Some(lo)) => out[i] = (hi << 4) | lo,
+            _ => {
+                return Err(
+                    "must be 64 hexadecimal digits (the SHA-256 of the key), found a character that is not 0-9 or a-f"
+                        .to_owned(),
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
+const KIND: &str = "server.auth.kind";
+const KEYS: &str = "server.auth.keys";
+
+impl ServerAuthConfig {
+    /// Whether callers must authenticate.
+    pub fn required(&self) -> bool {
+        self.kind == ServerAuthKind::ApiKey
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), Invalid> {
+        match self.kind {
+            ServerAuthKind::None => {
+                if !self.keys.is_empty() {
+                    return Err(Invalid::new(
+                        KEYS,
+                        format!(
+                            "is only used when {KIND} = \"api_key\", but {KIND} is \"none\": set {KIND} = \"api_key\" to require them"
+                        ),
+                    ));
+                }
+                return Ok(());
+            }
+            ServerAuthKind::ApiKey if self.keys.is_empty() => {
+                return Err(Invalid::because_of(
+                    KEYS,
+                    KIND,
+                    format!(
+                        "needs at least one key when {KIND} = \"api_key\" (add [[server.auth.keys]] with caller and sha256 or key_file)"
+                    ),
+                ));
+            }
+            ServerAuthKind::ApiKey => {}
+        }
+        let mut callers: HashMap<&str, usize> = HashMap::new();
+        for (i, key) in self.keys.iter().enumerate() {
+            let at = |field: &str| format!("{KEYS}.{i}.{field}");
+            let caller = key.caller.as_str();
+            if caller.trim().is_empty() {
+                return Err(Invalid::new(at("caller"), "must not be empty"));
+            }
+            if caller.trim() != caller || caller.chars().any(char::is_control) {
+                return Err(Invalid::new(
+                    at("caller"),
+                    "must not have surrounding spaces or control characters",
+                ));
+            }
+            if let Some(first) = callers.insert(caller, i) {
+                return Err(Invalid::new(
+                    at("caller"),
+                    format!(
+                        "caller {caller:?} is already used by {KEYS}.{first}; one key per caller"
+                    ),
+                ));
+            }
+            match (&key.sha256, &key.key_file) {
+                (Some(hex), None) => {
+                    parse_hex(hex).map_err(|message| Invalid::new(at("sha256"), message))?;
+                }
+                (None, Some(_)) => {}
+                (Some(_), Some(_)) => {
+                    return Err(Invalid::new(
+                        at("key_file"),
+                        format!(
+                            "set either {} or {}, not both",
+                            at("sha256"),
+                            at("key_file")
+                        ),
+                    ));
+                }
+                (None, None) => {
+                    return Err(Invalid::new(
+                        at("sha256"),
+                        format!("{} or {} is required", at("sha256"), at("key_file")),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills every key's digest, from `sha256` or by reading and hashing `key_file`; refuses
+    /// two entries with the same key. Runs after [`validate`](Self::validate).
+    pub(crate) fn load_keys(&mut self) -> Result<(), Invalid> {
+        let mut seen: HashMap<[u8; SHA256_LEN], usize> = HashMap::new();
+        for (i, key) in self.keys.iter_mut().enumerate() {
+            let digest = match (&key.sha256, &key.key_file) {
+                (Some(hex), _) => {
+                    parse_hex(hex).map_err(|m| Invalid::new(format!("{KEYS}.{i}.sha256"), m))?
+                }
+                (None, Some(path)) => {
+                    let at = format!("{KEYS}.{i}.key_file");
+                    let text = std::fs::read_to_string(path).map_err(|e| {
+                        Invalid::new(at.clone(), format!("cannot read {}: {e}", path.display()))
+                    })?;
+                    let raw = text.trim_end_matches(['\n', '\r']);
+                    if raw.is_empty() {
+                        return Err(Invalid::new(at, format!("{} is empty", path.display())));
+                    }
+                    if !raw.bytes().all(|b| b.is_ascii_graphic()) {
+                        return Err(Invalid::new(
+                            at,
+                            format!(
+                                "{} must hold one key of visible ASCII characters (no spaces), e.g. from `openssl rand -hex 32`",
+                                path.display()
+                            ),
+                        ));
+                    }
+                    Sha256::digest(raw.as_bytes()).into()
+                }
+                (None, None) => continue,
+            };
+            if let Some(first) = seen.insert(digest, i) {
+                return Err(Invalid::new(
+                    format!("{KEYS}.{i}"),
+                    format!("has the same key as {KEYS}.{first}; each caller needs its own key"),
+                ));
+            }
+            key.digest = Some(digest);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trip_and_errors() {
+        let hex = sha256_hex("k");
+        let digest = parse_hex(&hex).unwrap();
+        assert_eq!(digest, <[u8; 32]>::from(Sha256::digest(b"k")));
+        assert_eq!(parse_hex(&hex.to_ascii_uppercase()).unwrap(), digest);
+        assert!(parse_hex(&hex[..63]).unwrap_err().contains("found 63"));
+        let bad = format!("{}g", &hex[..63]);
+        assert!(!parse_hex(&bad).unwrap_err().contains(&bad));
+    }
+
+    #[test]
+    fn debug_hides_the_hash() {
+        let key = ApiKeyConfig::from_sha256("a", sha256_hex("k"));
+        let debug = format!("{key:?}");
+        assert!(debug.contains("\"a\""), "{debug}");
+        assert!(!debug.contains(&sha256_hex("k")), "{debug}");
+    }
+}
