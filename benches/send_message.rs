@@ -22,8 +22,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use a2a_gateway::agents::hello_world::HelloWorldAgentExecutor;
-use a2a_gateway::server;
 use a2a_gateway::executor::new_id;
+use a2a_gateway::server;
 use a2a_gateway::store::{TaskStore, open_store};
 use a2a_gateway::transport::{AppState, TransportConfig};
 use a2a_gateway::{HandlerConfig, RequestHandler};
@@ -205,9 +205,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    println!(
-        "| store | method | clients | requests/s | vs memory | p50 | p99 | p50 first event |"
-    );
+    println!("| store | method | clients | requests/s | vs memory | p50 | p99 | p50 first event |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|");
     // Memory throughput by (streaming, clients), for the ratio column.
     let mut baseline: Vec<((bool, usize), f64)> = Vec::new();
