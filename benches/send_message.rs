@@ -1,19 +1,30 @@
 //! Load benchmark of the JSON-RPC binding: blocking `SendMessage` and streaming
-//! `SendStreamingMessage` against the hello-world executor on the in-memory store,
-//! at 1, 16 and 64 concurrent clients, over real sockets on 127.0.0.1. The load
-//! generator runs in the same process (its own runtime), so the figures include its
-//! cost, as on a 2-core machine they must.
+//! `SendStreamingMessage` against the hello-world executor, at 1, 16 and 64
+//! concurrent clients, over real sockets on 127.0.0.1, on one or more task stores in
+//! one run. The load generator runs in the same process (its own runtime), so the
+//! figures include its cost, as on a 2-core machine they must.
 //!
-//! Run: `cargo bench --bench send_message` (env `BENCH_SECS` per point, default 5;
-//! `BENCH_CLIENTS` e.g. `1,16,64`; `BENCH_STORE` = `memory` | `sqlite` | `postgres`
-//! where those backends exist).
+//! Run: `cargo bench --bench send_message` with, in the environment:
+//!
+//! - `BENCH_SECS`: seconds per point (default 5);
+//! - `BENCH_CLIENTS`: e.g. `1,16,64` (the default);
+//! - `BENCH_STORE`: a comma-separated list of `memory`, `sqlite`, `postgres`
+//!   (default `memory`). `sqlite` is a fresh database file in a temporary directory;
+//!   `postgres` a fresh schema (dropped at the end) in the database at
+//!   `A2A_GATEWAY_TEST_POSTGRES_URL`, skipped with a note when that is unset. Both are
+//!   opened through `open_store` with the default pool size (10), as `serve` does.
+//!
+//! Each row also gives its throughput as a percentage of the in-memory store's at
+//! the same method and client count (when `memory` is in the list; run it first for
+//! the ratios to appear), so compare stores within one run.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use a2a_gateway::agents::hello_world::HelloWorldAgentExecutor;
+use a2a_gateway::executor::new_id;
 use a2a_gateway::server;
-use a2a_gateway::store::{MemoryTaskStore, TaskStore};
+use a2a_gateway::store::{TaskStore, open_store};
 use a2a_gateway::transport::{AppState, TransportConfig};
 use a2a_gateway::{HandlerConfig, RequestHandler};
 
@@ -25,11 +36,65 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[idx]
 }
 
-async fn open_store(kind: &str) -> Arc<dyn TaskStore> {
+/// The pool size `serve` uses by default (`[store] max_connections`).
+const MAX_CONNECTIONS: u32 = 10;
+
+/// A store under test and what to clean up after it.
+struct BenchStore {
+    store: Arc<dyn TaskStore>,
+    /// Holds the SQLite file until the store is done.
+    _dir: Option<tempfile::TempDir>,
+    /// The PostgreSQL server and the schema to drop.
+    pg_schema: Option<(String, String)>,
+}
+
+/// Opens the store `kind`, or `None` (after a note) when it cannot run here.
+async fn open_bench_store(kind: &str) -> Option<BenchStore> {
     match kind {
-        "memory" => Arc::new(MemoryTaskStore::new()),
-        other => panic!("store {other} not available in this benchmark build"),
+        "memory" => Some(BenchStore {
+            store: open_store("memory:", MAX_CONNECTIONS).await.unwrap(),
+            _dir: None,
+            pg_schema: None,
+        }),
+        "sqlite" => {
+            let dir = tempfile::tempdir().unwrap();
+            let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+            Some(BenchStore {
+                store: open_store(&url, MAX_CONNECTIONS).await.unwrap(),
+                _dir: Some(dir),
+                pg_schema: None,
+            })
+        }
+        "postgres" => {
+            let Some(url) = std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL")
+                .ok()
+                .filter(|u| !u.trim().is_empty())
+            else {
+                eprintln!("note: postgres skipped: A2A_GATEWAY_TEST_POSTGRES_URL is not set");
+                return None;
+            };
+            let schema = format!("a2a_bench_{}", new_id().replace('-', ""));
+            pg_ddl(&url, &format!("CREATE SCHEMA \"{schema}\"")).await;
+            let sep = if url.contains('?') { '&' } else { '?' };
+            let scoped = format!("{url}{sep}options=-csearch_path%3D{schema}");
+            Some(BenchStore {
+                store: open_store(&scoped, MAX_CONNECTIONS).await.unwrap(),
+                _dir: None,
+                pg_schema: Some((url, schema)),
+            })
+        }
+        other => panic!("unknown BENCH_STORE entry {other:?}: use memory, sqlite, postgres"),
     }
+}
+
+/// Runs one DDL statement on the PostgreSQL server at `url`.
+async fn pg_ddl(url: &str, ddl: &str) {
+    let admin = sqlx::PgPool::connect(url).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(ddl.to_owned()))
+        .execute(&admin)
+        .await
+        .unwrap();
+    admin.close().await;
 }
 
 fn body(i: usize, stream: bool) -> String {
@@ -140,11 +205,16 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    println!("| store | method | clients | requests/s | p50 | p99 | p50 first event |");
-    println!("|---|---|---:|---:|---:|---:|---:|");
+    println!("| store | method | clients | requests/s | vs memory | p50 | p99 | p50 first event |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    // Memory throughput by (streaming, clients), for the ratio column.
+    let mut baseline: Vec<((bool, usize), f64)> = Vec::new();
     for store_kind in &stores {
-        let url = server_rt.block_on(async {
-            let store = open_store(store_kind).await;
+        let Some(bench) = server_rt.block_on(open_bench_store(store_kind)) else {
+            continue;
+        };
+        let (url, shutdown) = server_rt.block_on(async {
+            let store = bench.store.clone();
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let url = format!("http://{}/", listener.local_addr().unwrap());
             let handler = RequestHandler::new(
@@ -157,8 +227,11 @@ fn main() {
                 AppState::new(handler, card, TransportConfig::default()),
                 None,
             );
-            tokio::spawn(server::serve(listener, app, futures::future::pending()));
-            url
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let served = tokio::spawn(server::serve(listener, app, async move {
+                let _ = stopped.await;
+            }));
+            (url, (stop, served))
         });
         for stream in [false, true] {
             for &c in &clients {
@@ -171,12 +244,30 @@ fn main() {
                 let first = first
                     .map(|d| format!("{:.2} ms", d.as_secs_f64() * 1e3))
                     .unwrap_or_else(|| "-".into());
+                if store_kind == "memory" {
+                    baseline.push(((stream, c), rps));
+                }
+                let ratio = baseline
+                    .iter()
+                    .find(|(k, _)| *k == (stream, c))
+                    .map(|(_, m)| format!("{:.0}%", 100.0 * rps / m))
+                    .unwrap_or_else(|| "-".into());
                 println!(
-                    "| {store_kind} | {method} | {c} | {rps:.0} | {:.2} ms | {:.2} ms | {first} |",
+                    "| {store_kind} | {method} | {c} | {rps:.0} | {ratio} | {:.2} ms | {:.2} ms | {first} |",
                     p50.as_secs_f64() * 1e3,
                     p99.as_secs_f64() * 1e3
                 );
             }
+        }
+        // Stop this server (and let its in-flight work finish) before the next store.
+        let (stop, served) = shutdown;
+        let _ = stop.send(());
+        server_rt.block_on(async {
+            let _ = tokio::time::timeout(Duration::from_secs(10), served).await;
+        });
+        drop(bench.store);
+        if let Some((url, schema)) = bench.pg_schema {
+            server_rt.block_on(pg_ddl(&url, &format!("DROP SCHEMA \"{schema}\" CASCADE")));
         }
     }
 }

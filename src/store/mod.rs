@@ -6,6 +6,7 @@
 //! log ([`projection::apply`]). Every key includes the caller's [`Scope`]
 //! (tenant, owner): a task of another caller is indistinguishable from a missing one.
 
+mod batch;
 mod cursor;
 pub mod memory;
 pub mod open;

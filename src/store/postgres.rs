@@ -3,10 +3,18 @@
 //! Table layout, the lazily folded artifacts and why appending one event costs in
 //! proportion to that event: see the `sql` module docs (shared with SQLite).
 //!
-//! Concurrency: `append` locks the task row (`SELECT … FOR UPDATE`) so appends to one
-//! task serialize across instances while other tasks proceed; the primary keys are the
-//! last line of defence (a duplicate `seq` or task is reported as
-//! [`StoreError::Conflict`]). The purge takes its batches with `FOR UPDATE SKIP
+//! Appends are committed in batches (group commit, see the `batch` module) by
+//! writer lanes, one transaction per batch: half the pool's connections (at least
+//! one), each lane holding one connection while it writes. A task's appends always go
+//! through the same lane. Each caller gets its answer after the commit of the batch
+//! that holds its event.
+//!
+//! Concurrency: a batch reads its task rows without locking them and writes
+//! everything in one statement that fails as a whole when another writer (another
+//! instance) appended to one of its tasks in between: the primary keys refuse a
+//! duplicate `seq` or task, and every task row update checks the `last_seq` it was
+//! planned on. The lane then retries each append alone, so the conflict is reported
+//! as [`StoreError::Conflict`] to the append it concerns and the others are written. The purge takes its batches with `FOR UPDATE SKIP
 //! LOCKED`, so it never waits on (or blocks) a task being written, and several
 //! instances may purge at once. Migrations take sqlx's advisory lock, so instances
 //! starting together migrate once.
@@ -20,14 +28,17 @@ use sqlx::Row;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
-use super::memory::{shape_for_list, status_millis};
+use super::batch::{
+    Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, TaskKey,
+    TaskRow, Writes, write_batch,
+};
+use super::memory::shape_for_list;
 use super::sql::{
     db, fold_artifacts, folds_artifacts, from_json, is_unique_violation, kind, migrate_error,
-    should_compact, to_i64, to_json, to_u64, touches_base,
+    to_i64, to_json, to_u64,
 };
 use super::{
     PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
-    projection,
 };
 use crate::protocol::time::{self, Timestamp};
 use crate::protocol::{StreamResponse, Task, TaskState};
@@ -35,10 +46,18 @@ use crate::protocol::{StreamResponse, Task, TaskState};
 /// The embedded PostgreSQL migrations (`migrations/postgres`).
 pub static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
 
+/// The writer lanes of a pool of `max_connections`: half of it (at least one), so
+/// that reads keep connections of their own.
+fn writer_lanes(max_connections: u32) -> usize {
+    (max_connections / 2).max(1) as usize
+}
+
 /// A [`TaskStore`] in a PostgreSQL database (see the module docs).
 #[derive(Debug, Clone)]
 pub struct PostgresTaskStore {
     pool: PgPool,
+    /// The writer lanes that commit appends in batches.
+    batcher: Batcher,
 }
 
 impl PostgresTaskStore {
@@ -73,7 +92,13 @@ impl PostgresTaskStore {
             .run(&pool)
             .await
             .map_err(|e| migrate_error("PostgreSQL", known, e))?;
-        Ok(Self { pool })
+        let lanes = (0..writer_lanes(max_connections))
+            .map(|_| PgWriter { pool: pool.clone() })
+            .collect();
+        Ok(Self {
+            batcher: Batcher::spawn(lanes),
+            pool,
+        })
     }
 
     /// The connection pool (for `LISTEN/NOTIFY`, tests and maintenance).
@@ -107,87 +132,6 @@ impl PostgresTaskStore {
         };
         Ok(task)
     }
-
-    async fn create(
-        tx: &mut sqlx::PgConnection,
-        scope: &Scope,
-        task_id: &str,
-        event: &StreamResponse,
-        event_json: &str,
-        now: i64,
-    ) -> Result<(), StoreError> {
-        let StreamResponse::Task(task) = event else {
-            return Err(StoreError::InvalidEvent(
-                "the first event of a task must be a Task".into(),
-            ));
-        };
-        let mut base = task.clone();
-        let artifacts = to_json(&base.artifacts.take())?;
-        let conflict = || StoreError::Conflict {
-            task_id: task_id.to_owned(),
-            expected: 2,
-            got: 1,
-        };
-        sqlx::query(
-            "INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, created_ms, updated_ms, \
-             last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $7, 1, $8, 1, $9, 0)",
-        )
-        .bind(&scope.tenant)
-        .bind(&scope.owner)
-        .bind(task_id)
-        .bind(&base.context_id)
-        .bind(base.status.state.as_str())
-        .bind(status_millis(&base))
-        .bind(now)
-        .bind(to_json(&base)?)
-        .bind(artifacts.len() as i64)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| if is_unique_violation(&e) { conflict() } else { db(e) })?;
-        sqlx::query("INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) VALUES ($1, $2, $3, $4)")
-            .bind(&scope.tenant)
-            .bind(&scope.owner)
-            .bind(task_id)
-            .bind(&artifacts)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| if is_unique_violation(&e) { conflict() } else { db(e) })?;
-        Self::insert_event(tx, scope, task_id, 1, event, event_json, now).await
-    }
-
-    async fn insert_event(
-        tx: &mut sqlx::PgConnection,
-        scope: &Scope,
-        task_id: &str,
-        seq: i64,
-        event: &StreamResponse,
-        event_json: &str,
-        now: i64,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, folds_artifacts, event, created_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(&scope.tenant)
-        .bind(&scope.owner)
-        .bind(task_id)
-        .bind(seq)
-        .bind(kind(event))
-        .bind(i32::from(folds_artifacts(event)))
-        .bind(event_json)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| {
-            if is_unique_violation(&e) {
-                StoreError::Conflict { task_id: task_id.to_owned(), expected: to_u64(seq) + 1, got: to_u64(seq) }
-            } else {
-                db(e)
-            }
-        })?;
-        Ok(())
-    }
 }
 
 /// The columns of a task row needed to build its snapshot.
@@ -220,100 +164,15 @@ impl TaskStore for PostgresTaskStore {
         seq: u64,
         event: &StreamResponse,
     ) -> Result<(), StoreError> {
-        let event_json = to_json(event)?;
-        let now = time::now().timestamp_millis();
-        let mut tx = self.pool.begin().await.map_err(db)?;
-        let row = sqlx::query(
-            "SELECT last_seq, state, status_ms, snapshot, art_seq, art_bytes, pending_bytes FROM a2a_tasks \
-             WHERE tenant = $1 AND owner = $2 AND id = $3 FOR UPDATE",
-        )
-        .bind(&scope.tenant)
-        .bind(&scope.owner)
-        .bind(task_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-        let Some(row) = row else {
-            if seq != 1 {
-                return Err(StoreError::NotFound(task_id.to_owned()));
-            }
-            Self::create(&mut tx, scope, task_id, event, &event_json, now).await?;
-            return tx.commit().await.map_err(db);
+        let append = Append {
+            scope: scope.clone(),
+            task_id: task_id.to_owned(),
+            seq,
+            event: event.clone(),
+            event_json: to_json(event)?,
+            now: time::now().timestamp_millis(),
         };
-        let last_seq: i64 = row.get(0);
-        let expected = to_u64(last_seq) + 1;
-        if seq != expected {
-            return Err(StoreError::Conflict {
-                task_id: task_id.to_owned(),
-                expected,
-                got: seq,
-            });
-        }
-        let seq = last_seq + 1;
-        let mut state = TaskState::parse(row.get::<&str, _>(1)).unwrap_or(TaskState::Unspecified);
-        let mut status_ms: i64 = row.get(2);
-        let (mut art_seq, mut art_bytes, mut pending): (i64, i64, i64) =
-            (row.get(4), row.get(5), row.get(6));
-        let snapshot = if touches_base(event) {
-            let base: Task = from_json(row.get::<&str, _>(3))?;
-            let mut base = projection::apply(Some(base), event).expect("existing task");
-            base.artifacts = None;
-            state = base.status.state;
-            status_ms = status_millis(&base);
-            Some(to_json(&base)?)
-        } else {
-            None
-        };
-        Self::insert_event(&mut tx, scope, task_id, seq, event, &event_json, now).await?;
-        if folds_artifacts(event) {
-            pending += event_json.len() as i64;
-        }
-        if should_compact(pending, art_bytes, state) {
-            let checkpoint: String = sqlx::query_scalar(
-                "SELECT artifacts FROM a2a_task_artifacts WHERE tenant = $1 AND owner = $2 AND task_id = $3",
-            )
-            .bind(&scope.tenant)
-            .bind(&scope.owner)
-            .bind(task_id)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db)?;
-            let events = pending_events(&mut tx, scope, task_id, art_seq, seq).await?;
-            let artifacts = to_json(&fold_artifacts(from_json(&checkpoint)?, events))?;
-            sqlx::query(
-                "UPDATE a2a_task_artifacts SET artifacts = $4 WHERE tenant = $1 AND owner = $2 AND task_id = $3",
-            )
-            .bind(&scope.tenant)
-            .bind(&scope.owner)
-            .bind(task_id)
-            .bind(&artifacts)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-            art_seq = seq;
-            art_bytes = artifacts.len() as i64;
-            pending = 0;
-        }
-        sqlx::query(
-            "UPDATE a2a_tasks SET last_seq = $4, state = $5, status_ms = $6, updated_ms = $7, \
-             snapshot = COALESCE($8, snapshot), art_seq = $9, art_bytes = $10, pending_bytes = $11 \
-             WHERE tenant = $1 AND owner = $2 AND id = $3",
-        )
-        .bind(&scope.tenant)
-        .bind(&scope.owner)
-        .bind(task_id)
-        .bind(seq)
-        .bind(state.as_str())
-        .bind(status_ms)
-        .bind(now)
-        .bind(snapshot)
-        .bind(art_seq)
-        .bind(art_bytes)
-        .bind(pending)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-        tx.commit().await.map_err(db)
+        self.batcher.append(append).await
     }
 
     async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -525,6 +384,282 @@ impl TaskStore for PostgresTaskStore {
     }
 }
 
+/// A writer lane of a PostgreSQL store.
+struct PgWriter {
+    pool: PgPool,
+}
+
+#[async_trait]
+impl BatchWriter for PgWriter {
+    async fn write(&mut self, batch: &[Append]) -> Result<BatchResults, BatchError> {
+        let conn = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|e| BatchError::Write(db(e)))?;
+        write_batch(&mut PgOps { conn }, batch).await
+    }
+}
+
+/// The batch round trips on PostgreSQL: two or three statements, each its own
+/// implicit transaction. Each binds one array per column and unpacks them with
+/// `UNNEST`, so every statement has a fixed text (prepared once per connection)
+/// whatever the batch size.
+///
+/// The rows are read without a lock; the single write statement then stands or falls
+/// as a whole (one implicit transaction, so one commit and one WAL flush per batch):
+/// it fails, writing nothing, when another writer got in between, because either the
+/// event's primary key is taken (the same sequence number was appended) or a task row
+/// no longer has the `last_seq` the append was planned on (the statement then
+/// divides by zero on purpose). The lane then retries each append alone, which reads
+/// the rows again and reports the conflict to the append it concerns.
+struct PgOps {
+    conn: sqlx::pool::PoolConnection<sqlx::Postgres>,
+}
+
+/// The key columns of batch rows, as arrays.
+fn key_arrays<'a>(
+    keys: impl Iterator<Item = &'a Append>,
+) -> (Vec<&'a str>, Vec<&'a str>, Vec<&'a str>) {
+    let mut t = Vec::new();
+    let mut o = Vec::new();
+    let mut i = Vec::new();
+    for a in keys {
+        t.push(a.scope.tenant.as_str());
+        o.push(a.scope.owner.as_str());
+        i.push(a.task_id.as_str());
+    }
+    (t, o, i)
+}
+
+/// The key of a returned row (columns 0..3).
+fn row_key(r: &sqlx::postgres::PgRow) -> TaskKey {
+    (r.get(0), r.get(1), r.get(2))
+}
+
+/// Whether the write statement failed on its `last_seq` check (see [`PgOps`]).
+fn is_division_by_zero(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|c| c == "22012")
+}
+
+/// Whether the statement's failure leaves its outcome unknown (the connection
+/// failed) rather than reported by the server (nothing written).
+fn outcome_unknown(e: &sqlx::Error) -> bool {
+    e.as_database_error().is_none()
+}
+
+#[async_trait]
+impl BatchOps for PgOps {
+    async fn rows(&mut self, batch: &[Append]) -> Result<Vec<(TaskKey, TaskRow)>, StoreError> {
+        let (t, o, i) = key_arrays(batch.iter());
+        let rows = sqlx::query(
+            "SELECT t.tenant, t.owner, t.id, t.last_seq, t.state, t.status_ms, t.snapshot, \
+                    t.art_seq, t.art_bytes, t.pending_bytes \
+             FROM UNNEST($1::text[], $2::text[], $3::text[]) AS k(tenant, owner, id) \
+             JOIN a2a_tasks t \
+               ON t.tenant = k.tenant COLLATE \"C\" AND t.owner = k.owner COLLATE \"C\" \
+              AND t.id = k.id COLLATE \"C\"",
+        )
+        .bind(t)
+        .bind(o)
+        .bind(i)
+        .fetch_all(&mut *self.conn)
+        .await
+        .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let row = TaskRow {
+                    last_seq: r.get(3),
+                    state: TaskState::parse(r.get::<&str, _>(4)).unwrap_or(TaskState::Unspecified),
+                    status_ms: r.get(5),
+                    snapshot: r.get(6),
+                    art_seq: r.get(7),
+                    art_bytes: r.get(8),
+                    pending_bytes: r.get(9),
+                };
+                (row_key(r), row)
+            })
+            .collect())
+    }
+
+    async fn compaction_input(
+        &mut self,
+        ranges: &[CompactRange<'_>],
+    ) -> Result<Vec<(TaskKey, i64, String)>, StoreError> {
+        let (t, o, i) = key_arrays(ranges.iter().map(|(a, _, _)| *a));
+        let after: Vec<i64> = ranges.iter().map(|(_, after, _)| *after).collect();
+        let upto: Vec<i64> = ranges.iter().map(|(_, _, upto)| *upto).collect();
+        let rows = sqlx::query(
+            "WITH k AS (SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], \
+                                             $5::int8[]) AS k(tenant, owner, id, after, upto)) \
+             SELECT a.tenant, a.owner, a.task_id, 0::int8, a.artifacts \
+             FROM k JOIN a2a_task_artifacts a \
+               ON a.tenant = k.tenant COLLATE \"C\" AND a.owner = k.owner COLLATE \"C\" \
+              AND a.task_id = k.id COLLATE \"C\" \
+             UNION ALL \
+             SELECT e.tenant, e.owner, e.task_id, e.seq, e.event \
+             FROM k JOIN a2a_task_events e \
+               ON e.tenant = k.tenant COLLATE \"C\" AND e.owner = k.owner COLLATE \"C\" \
+              AND e.task_id = k.id COLLATE \"C\" AND e.seq > k.after AND e.seq <= k.upto \
+             WHERE e.folds_artifacts = 1",
+        )
+        .bind(t)
+        .bind(o)
+        .bind(i)
+        .bind(after)
+        .bind(upto)
+        .fetch_all(&mut *self.conn)
+        .await
+        .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|r| (row_key(r), r.get(3), r.get(4)))
+            .collect())
+    }
+
+    async fn write(&mut self, w: &Writes<'_>) -> Result<(), BatchError> {
+        // New tasks in key order, so that racing creators wait on each other in one
+        // order.
+        let mut creates: Vec<_> = w.creates.iter().collect();
+        creates.sort_by(|x, y| x.0.key().cmp(&y.0.key()));
+        let (ct, co, ci) = key_arrays(creates.iter().map(|c| c.0));
+        let c_context: Vec<&str> = creates.iter().map(|(_, c)| c.context_id.as_str()).collect();
+        let c_state: Vec<&str> = creates.iter().map(|(_, c)| c.state.as_str()).collect();
+        let c_status: Vec<i64> = creates.iter().map(|(_, c)| c.status_ms).collect();
+        let c_now: Vec<i64> = creates.iter().map(|(a, _)| a.now).collect();
+        let c_snapshot: Vec<&str> = creates.iter().map(|(_, c)| c.snapshot.as_str()).collect();
+        let c_artifacts: Vec<&str> = creates.iter().map(|(_, c)| c.artifacts.as_str()).collect();
+        let c_art_bytes: Vec<i64> = creates
+            .iter()
+            .map(|(_, c)| c.artifacts.len() as i64)
+            .collect();
+
+        let (et, eo, ei) = key_arrays(w.events.iter().map(|(a, _)| *a));
+        let e_seq: Vec<i64> = w.events.iter().map(|(_, s)| *s).collect();
+        let e_kind: Vec<&str> = w.events.iter().map(|(a, _)| kind(&a.event)).collect();
+        let e_folds: Vec<i32> = w
+            .events
+            .iter()
+            .map(|(a, _)| i32::from(folds_artifacts(&a.event)))
+            .collect();
+        let e_json: Vec<&str> = w
+            .events
+            .iter()
+            .map(|(a, _)| a.event_json.as_str())
+            .collect();
+        let e_now: Vec<i64> = w.events.iter().map(|(a, _)| a.now).collect();
+
+        let (at, ao, ai) = key_arrays(w.artifacts.iter().map(|(a, _)| *a));
+        let a_artifacts: Vec<&str> = w.artifacts.iter().map(|(_, s)| s.as_str()).collect();
+
+        let (ut, uo, ui) = key_arrays(w.updates.iter().map(|(a, _)| *a));
+        let u_seq: Vec<i64> = w.updates.iter().map(|(_, u)| u.seq).collect();
+        let u_state: Vec<&str> = w.updates.iter().map(|(_, u)| u.state.as_str()).collect();
+        let u_status: Vec<i64> = w.updates.iter().map(|(_, u)| u.status_ms).collect();
+        let u_now: Vec<i64> = w.updates.iter().map(|(a, _)| a.now).collect();
+        let u_snapshot: Vec<Option<&str>> = w
+            .updates
+            .iter()
+            .map(|(_, u)| u.snapshot.as_deref())
+            .collect();
+        let u_art_seq: Vec<i64> = w.updates.iter().map(|(_, u)| u.art_seq).collect();
+        let u_art_bytes: Vec<i64> = w.updates.iter().map(|(_, u)| u.art_bytes).collect();
+        let u_pending: Vec<i64> = w.updates.iter().map(|(_, u)| u.pending_bytes).collect();
+        let u_count = w.updates.len() as i64;
+
+        sqlx::query(
+            "WITH new_tasks AS ( \
+               INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, \
+                 created_ms, updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
+               SELECT tenant, owner, id, context_id, state, status_ms, now, now, 1, snapshot, 1, \
+                      art_bytes, 0 \
+               FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
+                           $6::int8[], $7::int8[], $8::text[], $9::int8[]) \
+                    AS v(tenant, owner, id, context_id, state, status_ms, now, snapshot, \
+                         art_bytes)), \
+             new_artifacts AS ( \
+               INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) \
+               SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $10::text[])), \
+             events AS ( \
+               INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, \
+                 folds_artifacts, event, created_ms) \
+               SELECT * FROM UNNEST($11::text[], $12::text[], $13::text[], $14::int8[], \
+                                    $15::text[], $16::int4[], $17::text[], $18::int8[])), \
+             checkpoints AS ( \
+               UPDATE a2a_task_artifacts a SET artifacts = k.artifacts \
+               FROM UNNEST($19::text[], $20::text[], $21::text[], $22::text[]) \
+                    AS k(tenant, owner, id, artifacts) \
+               WHERE a.tenant = k.tenant COLLATE \"C\" AND a.owner = k.owner COLLATE \"C\" \
+                 AND a.task_id = k.id COLLATE \"C\"), \
+             updated AS ( \
+               UPDATE a2a_tasks t SET last_seq = k.last_seq, state = k.state, \
+                      status_ms = k.status_ms, updated_ms = k.now, \
+                      snapshot = COALESCE(k.snapshot, t.snapshot), art_seq = k.art_seq, \
+                      art_bytes = k.art_bytes, pending_bytes = k.pending \
+               FROM UNNEST($23::text[], $24::text[], $25::text[], $26::int8[], $27::text[], \
+                           $28::int8[], $29::int8[], $30::text[], $31::int8[], $32::int8[], \
+                           $33::int8[]) \
+                    AS k(tenant, owner, id, last_seq, state, status_ms, now, snapshot, \
+                         art_seq, art_bytes, pending) \
+               WHERE t.tenant = k.tenant COLLATE \"C\" AND t.owner = k.owner COLLATE \"C\" \
+                 AND t.id = k.id COLLATE \"C\" AND t.last_seq = k.last_seq - 1 \
+               RETURNING 1) \
+             SELECT 1 / ((SELECT count(*) FROM updated) = $34)::int",
+        )
+        .bind(&ct)
+        .bind(&co)
+        .bind(&ci)
+        .bind(c_context)
+        .bind(c_state)
+        .bind(c_status)
+        .bind(c_now)
+        .bind(c_snapshot)
+        .bind(c_art_bytes)
+        .bind(c_artifacts)
+        .bind(et)
+        .bind(eo)
+        .bind(ei)
+        .bind(e_seq)
+        .bind(e_kind)
+        .bind(e_folds)
+        .bind(e_json)
+        .bind(e_now)
+        .bind(at)
+        .bind(ao)
+        .bind(ai)
+        .bind(a_artifacts)
+        .bind(ut)
+        .bind(uo)
+        .bind(ui)
+        .bind(u_seq)
+        .bind(u_state)
+        .bind(u_status)
+        .bind(u_now)
+        .bind(u_snapshot)
+        .bind(u_art_seq)
+        .bind(u_art_bytes)
+        .bind(u_pending)
+        .bind(u_count)
+        .execute(&mut *self.conn)
+        .await
+        .map_err(|e| {
+            if outcome_unknown(&e) {
+                BatchError::Commit(db(e))
+            } else if is_unique_violation(&e) || is_division_by_zero(&e) {
+                BatchError::Stale(db(e))
+            } else {
+                BatchError::Write(db(e))
+            }
+        })?;
+        Ok(())
+    }
+
+    async fn abort(&mut self) {}
+}
+
 /// The artifact events in `(art_seq, upto]`, in order.
 async fn pending_events(
     conn: &mut sqlx::PgConnection,
@@ -549,4 +684,101 @@ async fn pending_events(
     rows.iter()
         .map(|r| from_json::<StreamResponse>(r.get::<&str, _>(0)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+    use std::sync::Arc;
+
+    use sqlx::postgres::PgConnectOptions;
+
+    use super::PostgresTaskStore;
+    use crate::executor::new_id;
+    use crate::protocol::time;
+    use crate::protocol::{StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent};
+    use crate::store::{Scope, StoreError, TaskStore, conformance};
+
+    /// Two stores on one database (two gateway instances) race for the same sequence
+    /// numbers of many tasks, in batches: each number is won exactly once, the loser
+    /// gets `Conflict`, and the other appends of the loser's batches are written.
+    #[tokio::test]
+    async fn instances_racing_in_batches() {
+        let Some(url) = std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty())
+        else {
+            eprintln!("note: skipping: A2A_GATEWAY_TEST_POSTGRES_URL is not set");
+            return;
+        };
+        let admin = sqlx::PgPool::connect(&url).await.unwrap();
+        let schema = format!("a2a_test_{}", new_id().replace('-', ""));
+        let ddl = format!("CREATE SCHEMA \"{schema}\"");
+        sqlx::query(sqlx::AssertSqlSafe(ddl))
+            .execute(&admin)
+            .await
+            .unwrap();
+        let options = PgConnectOptions::from_str(&url)
+            .unwrap()
+            .options([("search_path", schema.as_str())]);
+        let a: Arc<dyn TaskStore> = Arc::new(
+            PostgresTaskStore::connect_with(options.clone(), 4)
+                .await
+                .unwrap(),
+        );
+        let b: Arc<dyn TaskStore> =
+            Arc::new(PostgresTaskStore::connect_with(options, 4).await.unwrap());
+        let scope = Scope::new("t", "alice");
+        let ids: Vec<String> = (0..40).map(|_| new_id()).collect();
+        for id in &ids {
+            let task = conformance::task_at(id, "ctx", time::now());
+            a.append(&scope, id, 1, &StreamResponse::Task(task))
+                .await
+                .unwrap();
+        }
+        let mut joins = Vec::new();
+        for store in [a.clone(), b.clone()] {
+            for id in ids.clone() {
+                let (store, scope) = (store.clone(), scope.clone());
+                joins.push(tokio::spawn(async move {
+                    let mut won = Vec::new();
+                    for seq in 2..=4u64 {
+                        let e = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                            task_id: id.clone(),
+                            context_id: "ctx".into(),
+                            status: TaskStatus::new(TaskState::Working),
+                            metadata: None,
+                        });
+                        match store.append(&scope, &id, seq, &e).await {
+                            Ok(()) => won.push(seq),
+                            Err(StoreError::Conflict { .. }) => {}
+                            Err(e) => panic!("unexpected error: {e}"),
+                        }
+                    }
+                    (id, won)
+                }));
+            }
+        }
+        let mut wins: std::collections::HashMap<String, Vec<u64>> = Default::default();
+        for j in joins {
+            let (id, won) = j.await.unwrap();
+            wins.entry(id).or_default().extend(won);
+        }
+        for id in &ids {
+            let mut won = wins.remove(id).unwrap_or_default();
+            won.sort_unstable();
+            assert_eq!(won, vec![2, 3, 4], "task {id}");
+            let rec = a.get(&scope, id).await.unwrap().unwrap();
+            assert_eq!(rec.last_seq, 4);
+            let events = b.events_after(&scope, id, 0, 100).await.unwrap();
+            let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+            assert_eq!(seqs, vec![1, 2, 3, 4]);
+        }
+        drop((a, b));
+        let ddl = format!("DROP SCHEMA \"{schema}\" CASCADE");
+        sqlx::query(sqlx::AssertSqlSafe(ddl))
+            .execute(&admin)
+            .await
+            .unwrap();
+    }
 }

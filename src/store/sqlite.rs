@@ -7,7 +7,9 @@
 //! Connections: one writer connection (every write is a `BEGIN IMMEDIATE`
 //! transaction, so SQLite's single-writer lock is taken up front and never upgraded
 //! mid-transaction) and a pool of `query_only` reader connections, which WAL lets run
-//! alongside the writer. `synchronous = NORMAL` in WAL mode: a committed append
+//! alongside the writer. Appends go through a store-owned writer task that commits
+//! all the appends waiting for it in one transaction (group commit, see the `batch`
+//! module); each caller gets its answer after that commit. `synchronous = NORMAL` in WAL mode: a committed append
 //! survives a process crash (the WAL is in the OS page cache); only a power loss can
 //! lose the last transactions. `busy_timeout` is 5 s for other processes sharing
 //! the file (e.g. `a2a-gateway migrate`).
@@ -26,14 +28,16 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use super::memory::{shape_for_list, status_millis};
+use super::batch::{
+    Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, TaskKey,
+    TaskRow, Writes, write_batch,
+};
+use super::memory::shape_for_list;
 use super::sql::{
-    db, fold_artifacts, folds_artifacts, from_json, is_unique_violation, kind, migrate_error,
-    should_compact, to_i64, to_json, to_u64, touches_base,
+    db, fold_artifacts, folds_artifacts, from_json, kind, migrate_error, to_i64, to_json, to_u64,
 };
 use super::{
     PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
-    projection,
 };
 use crate::protocol::time::{self, Timestamp};
 use crate::protocol::{StreamResponse, Task, TaskState};
@@ -49,6 +53,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct SqliteTaskStore {
     writer: SqlitePool,
     reader: SqlitePool,
+    /// The writer lane that commits appends in batches.
+    batcher: Batcher,
 }
 
 impl SqliteTaskStore {
@@ -113,7 +119,7 @@ impl SqliteTaskStore {
             .connect_with(base.pragma("query_only", "ON"))
             .await
             .map_err(db)?;
-        Ok(Self { writer, reader })
+        Ok(Self::with_pools(writer, reader))
     }
 
     /// Opens a private in-memory database on one connection that lives as long as
@@ -131,10 +137,19 @@ impl SqliteTaskStore {
             .await
             .map_err(db)?;
         Self::migrate(&pool).await?;
-        Ok(Self {
-            writer: pool.clone(),
-            reader: pool,
-        })
+        Ok(Self::with_pools(pool.clone(), pool))
+    }
+
+    /// The store on these pools, with its writer lane on `writer`.
+    fn with_pools(writer: SqlitePool, reader: SqlitePool) -> Self {
+        let batcher = Batcher::spawn(vec![SqliteWriter {
+            pool: writer.clone(),
+        }]);
+        Self {
+            writer,
+            reader,
+            batcher,
+        }
     }
 
     async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
@@ -177,87 +192,6 @@ impl SqliteTaskStore {
         };
         Ok(task)
     }
-
-    async fn create(
-        tx: &mut sqlx::SqliteConnection,
-        scope: &Scope,
-        task_id: &str,
-        event: &StreamResponse,
-        event_json: &str,
-        now: i64,
-    ) -> Result<(), StoreError> {
-        let StreamResponse::Task(task) = event else {
-            return Err(StoreError::InvalidEvent(
-                "the first event of a task must be a Task".into(),
-            ));
-        };
-        let mut base = task.clone();
-        let artifacts = to_json(&base.artifacts.take())?;
-        let conflict = || StoreError::Conflict {
-            task_id: task_id.to_owned(),
-            expected: 2,
-            got: 1,
-        };
-        sqlx::query(
-            "INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, created_ms, updated_ms, \
-             last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $7, 1, $8, 1, $9, 0)",
-        )
-        .bind(&scope.tenant)
-        .bind(&scope.owner)
-        .bind(task_id)
-        .bind(&base.context_id)
-        .bind(base.status.state.as_str())
-        .bind(status_millis(&base))
-        .bind(now)
-        .bind(to_json(&base)?)
-        .bind(artifacts.len() as i64)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| if is_unique_violation(&e) { conflict() } else { db(e) })?;
-        sqlx::query("INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) VALUES ($1, $2, $3, $4)")
-            .bind(&scope.tenant)
-            .bind(&scope.owner)
-            .bind(task_id)
-            .bind(&artifacts)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| if is_unique_violation(&e) { conflict() } else { db(e) })?;
-        Self::insert_event(tx, scope, task_id, 1, event, event_json, now).await
-    }
-
-    async fn insert_event(
-        tx: &mut sqlx::SqliteConnection,
-        scope: &Scope,
-        task_id: &str,
-        seq: i64,
-        event: &StreamResponse,
-        event_json: &str,
-        now: i64,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, folds_artifacts, event, created_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(&scope.tenant)
-        .bind(&scope.owner)
-        .bind(task_id)
-        .bind(seq)
-        .bind(kind(event))
-        .bind(i32::from(folds_artifacts(event)))
-        .bind(event_json)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| {
-            if is_unique_violation(&e) {
-                StoreError::Conflict { task_id: task_id.to_owned(), expected: to_u64(seq) + 1, got: to_u64(seq) }
-            } else {
-                db(e)
-            }
-        })?;
-        Ok(())
-    }
 }
 
 /// The columns of a task row needed to build its snapshot.
@@ -290,104 +224,15 @@ impl TaskStore for SqliteTaskStore {
         seq: u64,
         event: &StreamResponse,
     ) -> Result<(), StoreError> {
-        let event_json = to_json(event)?;
-        let now = time::now().timestamp_millis();
-        let mut tx = self
-            .writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(db)?;
-        let row = sqlx::query(
-            "SELECT last_seq, state, status_ms, snapshot, art_seq, art_bytes, pending_bytes FROM a2a_tasks \
-             WHERE tenant = $1 AND owner = $2 AND id = $3",
-        )
-        .bind(&scope.tenant)
-        .bind(&scope.owner)
-        .bind(task_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-        let Some(row) = row else {
-            if seq != 1 {
-                return Err(StoreError::NotFound(task_id.to_owned()));
-            }
-            Self::create(&mut tx, scope, task_id, event, &event_json, now).await?;
-            return tx.commit().await.map_err(db);
+        let append = Append {
+            scope: scope.clone(),
+            task_id: task_id.to_owned(),
+            seq,
+            event: event.clone(),
+            event_json: to_json(event)?,
+            now: time::now().timestamp_millis(),
         };
-        let last_seq: i64 = row.get(0);
-        let expected = to_u64(last_seq) + 1;
-        if seq != expected {
-            return Err(StoreError::Conflict {
-                task_id: task_id.to_owned(),
-                expected,
-                got: seq,
-            });
-        }
-        let seq = last_seq + 1;
-        let mut state = TaskState::parse(row.get::<&str, _>(1)).unwrap_or(TaskState::Unspecified);
-        let mut status_ms: i64 = row.get(2);
-        let (mut art_seq, mut art_bytes, mut pending): (i64, i64, i64) =
-            (row.get(4), row.get(5), row.get(6));
-        let snapshot = if touches_base(event) {
-            let base: Task = from_json(row.get::<&str, _>(3))?;
-            let mut base = projection::apply(Some(base), event).expect("existing task");
-            base.artifacts = None;
-            state = base.status.state;
-            status_ms = status_millis(&base);
-            Some(to_json(&base)?)
-        } else {
-            None
-        };
-        Self::insert_event(&mut tx, scope, task_id, seq, event, &event_json, now).await?;
-        if folds_artifacts(event) {
-            pending += event_json.len() as i64;
-        }
-        if should_compact(pending, art_bytes, state) {
-            let checkpoint: String = sqlx::query_scalar(
-                "SELECT artifacts FROM a2a_task_artifacts WHERE tenant = $1 AND owner = $2 AND task_id = $3",
-            )
-            .bind(&scope.tenant)
-            .bind(&scope.owner)
-            .bind(task_id)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db)?;
-            let events = pending_events(&mut tx, scope, task_id, art_seq, seq).await?;
-            let artifacts = to_json(&fold_artifacts(from_json(&checkpoint)?, events))?;
-            sqlx::query(
-                "UPDATE a2a_task_artifacts SET artifacts = $4 WHERE tenant = $1 AND owner = $2 AND task_id = $3",
-            )
-            .bind(&scope.tenant)
-            .bind(&scope.owner)
-            .bind(task_id)
-            .bind(&artifacts)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-            art_seq = seq;
-            art_bytes = artifacts.len() as i64;
-            pending = 0;
-        }
-        sqlx::query(
-            "UPDATE a2a_tasks SET last_seq = $4, state = $5, status_ms = $6, updated_ms = $7, \
-             snapshot = COALESCE($8, snapshot), art_seq = $9, art_bytes = $10, pending_bytes = $11 \
-             WHERE tenant = $1 AND owner = $2 AND id = $3",
-        )
-        .bind(&scope.tenant)
-        .bind(&scope.owner)
-        .bind(task_id)
-        .bind(seq)
-        .bind(state.as_str())
-        .bind(status_ms)
-        .bind(now)
-        .bind(snapshot)
-        .bind(art_seq)
-        .bind(art_bytes)
-        .bind(pending)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-        tx.commit().await.map_err(db)
+        self.batcher.append(append).await
     }
 
     async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -600,6 +445,225 @@ impl TaskStore for SqliteTaskStore {
             .await
             .map_err(db)?;
         Ok(())
+    }
+}
+
+/// The writer lane of a SQLite store: every batch is one `BEGIN IMMEDIATE`
+/// transaction on the writer connection.
+struct SqliteWriter {
+    pool: SqlitePool,
+}
+
+#[async_trait]
+impl BatchWriter for SqliteWriter {
+    async fn write(&mut self, batch: &[Append]) -> Result<BatchResults, BatchError> {
+        let conn = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|e| BatchError::Write(db(e)))?;
+        write_batch(&mut SqliteOps { conn, open: false }, batch).await
+    }
+}
+
+/// The batch round trips on SQLite. Each statement takes its rows as one JSON array
+/// bound as a single parameter and unpacked with `json_each`, so every statement has
+/// a fixed text (prepared once) whatever the batch size; the statements of a round
+/// trip go to the connection as one multi-statement query. The transaction is
+/// begun and committed by those queries (not by a `sqlx::Transaction`), so that
+/// beginning rides with the first read and committing with the writes.
+struct SqliteOps {
+    conn: sqlx::pool::PoolConnection<sqlx::Sqlite>,
+    /// Whether `BEGIN IMMEDIATE` ran and no `COMMIT` or `ROLLBACK` yet.
+    open: bool,
+}
+
+/// Encodes batch rows as the JSON array the statements unpack.
+fn rows_json<T: serde::Serialize>(rows: &[T]) -> Result<String, StoreError> {
+    to_json(&rows)
+}
+
+/// The key of a returned row (columns 0..3).
+fn row_key(r: &sqlx::sqlite::SqliteRow) -> TaskKey {
+    (r.get(0), r.get(1), r.get(2))
+}
+
+#[async_trait]
+impl BatchOps for SqliteOps {
+    async fn rows(&mut self, batch: &[Append]) -> Result<Vec<(TaskKey, TaskRow)>, StoreError> {
+        let keys: Vec<_> = batch
+            .iter()
+            .map(|a| (&a.scope.tenant, &a.scope.owner, &a.task_id))
+            .collect();
+        self.open = true;
+        let rows = sqlx::query(
+            "BEGIN IMMEDIATE; \
+             WITH k AS (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id \
+                        FROM json_each($1)) \
+             SELECT t.tenant, t.owner, t.id, t.last_seq, t.state, t.status_ms, t.snapshot, \
+                    t.art_seq, t.art_bytes, t.pending_bytes \
+             FROM k CROSS JOIN a2a_tasks t \
+               ON t.tenant = k.tenant AND t.owner = k.owner AND t.id = k.id",
+        )
+        .bind(rows_json(&keys)?)
+        .fetch_all(&mut *self.conn)
+        .await
+        .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let row = TaskRow {
+                    last_seq: r.get(3),
+                    state: TaskState::parse(r.get::<&str, _>(4)).unwrap_or(TaskState::Unspecified),
+                    status_ms: r.get(5),
+                    snapshot: r.get(6),
+                    art_seq: r.get(7),
+                    art_bytes: r.get(8),
+                    pending_bytes: r.get(9),
+                };
+                (row_key(r), row)
+            })
+            .collect())
+    }
+
+    async fn compaction_input(
+        &mut self,
+        ranges: &[CompactRange<'_>],
+    ) -> Result<Vec<(TaskKey, i64, String)>, StoreError> {
+        let keys: Vec<_> = ranges
+            .iter()
+            .map(|(a, after, upto)| (&a.scope.tenant, &a.scope.owner, &a.task_id, after, upto))
+            .collect();
+        let rows = sqlx::query(
+            "WITH k AS (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
+                               value->>3 AS after, value->>4 AS upto FROM json_each($1)) \
+             SELECT a.tenant, a.owner, a.task_id, 0, a.artifacts \
+             FROM k CROSS JOIN a2a_task_artifacts a \
+               ON a.tenant = k.tenant AND a.owner = k.owner AND a.task_id = k.id \
+             UNION ALL \
+             SELECT e.tenant, e.owner, e.task_id, e.seq, e.event \
+             FROM k CROSS JOIN a2a_task_events e \
+               ON e.tenant = k.tenant AND e.owner = k.owner AND e.task_id = k.id \
+              AND e.seq > k.after AND e.seq <= k.upto \
+             WHERE e.folds_artifacts = 1",
+        )
+        .bind(rows_json(&keys)?)
+        .fetch_all(&mut *self.conn)
+        .await
+        .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|r| (row_key(r), r.get(3), r.get(4)))
+            .collect())
+    }
+
+    async fn write(&mut self, w: &Writes<'_>) -> Result<(), BatchError> {
+        let encode = |r: Result<String, StoreError>| r.map_err(BatchError::Write);
+        let tasks: Vec<_> = w
+            .creates
+            .iter()
+            .map(|(a, c)| {
+                (
+                    &a.scope.tenant,
+                    &a.scope.owner,
+                    &a.task_id,
+                    &c.context_id,
+                    c.state.as_str(),
+                    c.status_ms,
+                    a.now,
+                    &c.snapshot,
+                    c.artifacts.len() as i64,
+                    &c.artifacts,
+                )
+            })
+            .collect();
+        let events: Vec<_> = w
+            .events
+            .iter()
+            .map(|(a, seq)| {
+                (
+                    &a.scope.tenant,
+                    &a.scope.owner,
+                    &a.task_id,
+                    seq,
+                    kind(&a.event),
+                    i32::from(folds_artifacts(&a.event)),
+                    &a.event_json,
+                    a.now,
+                )
+            })
+            .collect();
+        let artifacts: Vec<_> = w
+            .artifacts
+            .iter()
+            .map(|(a, artifacts)| (&a.scope.tenant, &a.scope.owner, &a.task_id, artifacts))
+            .collect();
+        let updates: Vec<_> = w
+            .updates
+            .iter()
+            .map(|(a, u)| {
+                (
+                    &a.scope.tenant,
+                    &a.scope.owner,
+                    &a.task_id,
+                    u.seq,
+                    u.state.as_str(),
+                    u.status_ms,
+                    a.now,
+                    &u.snapshot,
+                    u.art_seq,
+                    u.art_bytes,
+                    u.pending_bytes,
+                )
+            })
+            .collect();
+        sqlx::query(
+            "INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, created_ms, \
+             updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
+             SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
+                    value->>6, 1, value->>7, 1, value->>8, 0 FROM json_each($1); \
+             INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) \
+             SELECT value->>0, value->>1, value->>2, value->>9 FROM json_each($1); \
+             INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, folds_artifacts, \
+             event, created_ms) \
+             SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
+                    value->>7 FROM json_each($2); \
+             UPDATE a2a_task_artifacts SET artifacts = k.artifacts \
+             FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
+                          value->>3 AS artifacts FROM json_each($3)) AS k \
+             WHERE a2a_task_artifacts.tenant = k.tenant AND a2a_task_artifacts.owner = k.owner \
+               AND a2a_task_artifacts.task_id = k.id; \
+             UPDATE a2a_tasks SET last_seq = k.last_seq, state = k.state, \
+                    status_ms = k.status_ms, updated_ms = k.now, \
+                    snapshot = COALESCE(k.snapshot, a2a_tasks.snapshot), art_seq = k.art_seq, \
+                    art_bytes = k.art_bytes, pending_bytes = k.pending \
+             FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
+                          value->>3 AS last_seq, value->>4 AS state, value->>5 AS status_ms, \
+                          value->>6 AS now, value->>7 AS snapshot, value->>8 AS art_seq, \
+                          value->>9 AS art_bytes, value->>10 AS pending \
+                   FROM json_each($4)) AS k \
+             WHERE a2a_tasks.tenant = k.tenant AND a2a_tasks.owner = k.owner \
+               AND a2a_tasks.id = k.id; \
+             COMMIT",
+        )
+        .bind(encode(rows_json(&tasks))?)
+        .bind(encode(rows_json(&events))?)
+        .bind(encode(rows_json(&artifacts))?)
+        .bind(encode(rows_json(&updates))?)
+        .execute(&mut *self.conn)
+        .await
+        .map_err(|e| BatchError::Write(db(e)))?;
+        // A failed COMMIT leaves the transaction open or rolled back, never
+        // committed: `abort` ends it, and nothing was written.
+        self.open = false;
+        Ok(())
+    }
+
+    async fn abort(&mut self) {
+        if std::mem::take(&mut self.open) {
+            // Fails harmlessly when SQLite already rolled back.
+            let _ = sqlx::query("ROLLBACK").execute(&mut *self.conn).await;
+        }
     }
 }
 

@@ -1,0 +1,549 @@
+//! Group commit for the SQL stores: appends are handed to a store-owned writer task
+//! that takes every append waiting (up to [`MAX_BATCH`]), writes them in one
+//! transaction with a constant number of statements, commits once and then answers
+//! each caller. A caller's `append` returns only after the commit of the
+//! transaction that holds its event, so "every event is in the store before any
+//! subscriber sees it" holds exactly as with one transaction per append.
+//!
+//! Per-append semantics are kept:
+//!
+//! - a batch holds at most one append per task (a second one for the same task
+//!   waits for the next batch, in arrival order), so each append is checked against
+//!   the row as the previous append of that task left it;
+//! - sequence conflicts, unknown tasks and invalid first events are found by
+//!   [`plan`] before anything is written, and only that append is refused;
+//! - when the transaction fails before its commit (a database error on any
+//!   statement, or, on PostgreSQL, a row changed by another instance since it was
+//!   read), nothing of it was written and each append of the batch is retried alone
+//!   in its own transaction (planned again on fresh rows), so an error or conflict
+//!   reaches only the append it concerns. A failed commit is reported to every append of the batch (its outcome
+//!   is unknown, as it is for a single append).
+//!
+//! A store may run several writer lanes (PostgreSQL, to use its pool); the lane of an
+//! append is chosen by hashing its task key, so appends to one task always go
+//! through the same lane, in order.
+
+use std::collections::{HashSet, VecDeque};
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio::sync::{mpsc, oneshot};
+
+use super::memory::status_millis;
+use super::sql::{should_compact, to_json, to_u64, touches_base};
+use super::{Scope, StoreError, projection};
+use crate::protocol::{StreamResponse, Task, TaskState};
+
+/// The most appends one transaction takes.
+pub(crate) const MAX_BATCH: usize = 128;
+
+/// Appends that may wait in a lane's queue before callers wait to enqueue.
+const QUEUE: usize = 1024;
+
+/// One append, with its event already encoded.
+#[derive(Debug)]
+pub(crate) struct Append {
+    pub scope: Scope,
+    pub task_id: String,
+    pub seq: u64,
+    pub event: StreamResponse,
+    pub event_json: String,
+    /// The append's wall-clock time, milliseconds since the Unix epoch.
+    pub now: i64,
+}
+
+impl Append {
+    /// The task key, borrowed.
+    pub(crate) fn key(&self) -> (&str, &str, &str) {
+        (&self.scope.tenant, &self.scope.owner, &self.task_id)
+    }
+}
+
+/// The columns of an existing task row that an append reads.
+#[derive(Debug)]
+pub(crate) struct TaskRow {
+    pub last_seq: i64,
+    pub state: TaskState,
+    pub status_ms: i64,
+    pub snapshot: String,
+    pub art_seq: i64,
+    pub art_bytes: i64,
+    pub pending_bytes: i64,
+}
+
+/// A new task row (the append of sequence number 1).
+#[derive(Debug)]
+pub(crate) struct NewTask {
+    pub context_id: String,
+    pub state: TaskState,
+    pub status_ms: i64,
+    /// The snapshot without artifacts.
+    pub snapshot: String,
+    /// The artifact checkpoint (JSON `null` or an array).
+    pub artifacts: String,
+}
+
+/// The new values of an existing task row.
+#[derive(Debug)]
+pub(crate) struct TaskUpdate {
+    /// The appended event's sequence number (the new `last_seq`).
+    pub seq: i64,
+    pub state: TaskState,
+    pub status_ms: i64,
+    /// The new snapshot without artifacts, when the event changes it.
+    pub snapshot: Option<String>,
+    /// The checkpoint's sequence number (before a compaction).
+    pub art_seq: i64,
+    pub art_bytes: i64,
+    pub pending_bytes: i64,
+    /// Whether the checkpoint is compacted up to `seq` with this append; the
+    /// executor then sets `art_seq`, `art_bytes` and `pending_bytes`.
+    pub compact: bool,
+}
+
+/// What one accepted append writes besides its event row.
+#[derive(Debug)]
+pub(crate) enum RowWrite {
+    /// Creates the task.
+    Create(NewTask),
+    /// Updates the task.
+    Update(TaskUpdate),
+}
+
+impl RowWrite {
+    /// The sequence number of the appended event.
+    pub(crate) fn seq(&self) -> i64 {
+        match self {
+            RowWrite::Create(_) => 1,
+            RowWrite::Update(u) => u.seq,
+        }
+    }
+}
+
+/// Checks `append` against the task's current row (`None`: no such task) and works
+/// out the row it leaves, without writing anything.
+///
+/// # Errors
+/// [`StoreError::NotFound`], [`StoreError::Conflict`] and
+/// [`StoreError::InvalidEvent`] as [`super::TaskStore::append`] documents them;
+/// [`StoreError::Backend`] for a stored snapshot that does not parse.
+pub(crate) fn plan(append: &Append, row: Option<&TaskRow>) -> Result<RowWrite, StoreError> {
+    let event = &append.event;
+    let Some(row) = row else {
+        if append.seq != 1 {
+            return Err(StoreError::NotFound(append.task_id.clone()));
+        }
+        let StreamResponse::Task(task) = event else {
+            return Err(StoreError::InvalidEvent(
+                "the first event of a task must be a Task".into(),
+            ));
+        };
+        let mut base = task.clone();
+        let artifacts = to_json(&base.artifacts.take())?;
+        return Ok(RowWrite::Create(NewTask {
+            context_id: base.context_id.clone(),
+            state: base.status.state,
+            status_ms: status_millis(&base),
+            snapshot: to_json(&base)?,
+            artifacts,
+        }));
+    };
+    let expected = to_u64(row.last_seq) + 1;
+    if append.seq != expected {
+        return Err(StoreError::Conflict {
+            task_id: append.task_id.clone(),
+            expected,
+            got: append.seq,
+        });
+    }
+    let mut state = row.state;
+    let mut status_ms = row.status_ms;
+    let snapshot = if touches_base(event) {
+        let base: Task = super::sql::from_json(&row.snapshot)?;
+        let mut base = projection::apply(Some(base), event).expect("existing task");
+        base.artifacts = None;
+        state = base.status.state;
+        status_ms = status_millis(&base);
+        Some(to_json(&base)?)
+    } else {
+        None
+    };
+    let mut pending_bytes = row.pending_bytes;
+    if super::sql::folds_artifacts(event) {
+        pending_bytes += append.event_json.len() as i64;
+    }
+    Ok(RowWrite::Update(TaskUpdate {
+        seq: row.last_seq + 1,
+        state,
+        status_ms,
+        snapshot,
+        art_seq: row.art_seq,
+        art_bytes: row.art_bytes,
+        pending_bytes,
+        compact: should_compact(pending_bytes, row.art_bytes, state),
+    }))
+}
+
+/// Why a batch transaction wrote nothing or may not have been written.
+#[derive(Debug)]
+pub(crate) enum BatchError {
+    /// A statement failed before the commit: nothing was written.
+    Write(StoreError),
+    /// Another writer changed a row after it was read (a backend that reads without
+    /// locking): nothing was written, and planning again gives each append its answer.
+    Stale(StoreError),
+    /// The commit failed: the outcome is unknown.
+    Commit(StoreError),
+}
+
+/// The results of a committed batch, one per append, in order (a refused append
+/// wrote nothing).
+pub(crate) type BatchResults = Vec<Result<(), StoreError>>;
+
+/// Writes a batch of appends (to distinct tasks) in one transaction.
+#[async_trait]
+pub(crate) trait BatchWriter: Send + 'static {
+    /// Writes `batch` in one transaction and commits it.
+    ///
+    /// # Errors
+    /// [`BatchError`] when the transaction as a whole failed.
+    async fn write(&mut self, batch: &[Append]) -> Result<BatchResults, BatchError>;
+}
+
+impl From<StoreError> for BatchError {
+    /// A refusal by the database before anything was written.
+    fn from(e: StoreError) -> Self {
+        BatchError::Write(e)
+    }
+}
+
+/// An append waiting for its lane's writer.
+struct Job {
+    append: Append,
+    reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// The queues of a store's writer lanes (cheap to clone).
+#[derive(Clone)]
+pub(crate) struct Batcher {
+    lanes: Arc<[mpsc::Sender<Job>]>,
+    hasher: std::hash::RandomState,
+}
+
+impl std::fmt::Debug for Batcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batcher")
+            .field("lanes", &self.lanes.len())
+            .finish()
+    }
+}
+
+impl Batcher {
+    /// Spawns one writer task per writer (at least one). Each task ends when the last
+    /// clone of the returned handle is dropped.
+    pub(crate) fn spawn<W: BatchWriter>(writers: Vec<W>) -> Self {
+        assert!(!writers.is_empty(), "a store needs a writer");
+        let lanes: Vec<_> = writers
+            .into_iter()
+            .map(|w| {
+                let (tx, rx) = mpsc::channel(QUEUE);
+                tokio::spawn(run_lane(w, rx));
+                tx
+            })
+            .collect();
+        Self {
+            lanes: lanes.into(),
+            hasher: std::hash::RandomState::new(),
+        }
+    }
+
+    /// Appends through the writer lane of the task and waits for the commit.
+    ///
+    /// # Errors
+    /// As [`super::TaskStore::append`].
+    pub(crate) async fn append(&self, append: Append) -> Result<(), StoreError> {
+        let lane = if self.lanes.len() == 1 {
+            0
+        } else {
+            (self.hasher.hash_one(append.key()) % self.lanes.len() as u64) as usize
+        };
+        let (reply, answer) = oneshot::channel();
+        self.lanes[lane]
+            .send(Job { append, reply })
+            .await
+            .map_err(|_| StoreError::Backend("the store writer has stopped".into()))?;
+        answer
+            .await
+            .map_err(|_| StoreError::Backend("the store writer stopped before answering".into()))?
+    }
+}
+
+/// A writer lane: takes the waiting appends, writes a batch, answers, repeats.
+async fn run_lane<W: BatchWriter>(mut writer: W, mut rx: mpsc::Receiver<Job>) {
+    // Appends taken from the queue but not yet written (a second append of a task
+    // already in the batch, or beyond the batch size), in arrival order.
+    let mut waiting: VecDeque<Job> = VecDeque::new();
+    loop {
+        if waiting.is_empty() {
+            match rx.recv().await {
+                Some(job) => waiting.push_back(job),
+                None => return,
+            }
+        }
+        while waiting.len() < 2 * MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => waiting.push_back(job),
+                Err(_) => break,
+            }
+        }
+        let (appends, replies) = take_batch(&mut waiting);
+        let results = match writer.write(&appends).await {
+            Ok(results) => results,
+            Err(BatchError::Commit(e)) => appends
+                .iter()
+                .map(|_| Err(StoreError::Backend(e.to_string())))
+                .collect(),
+            Err(BatchError::Write(e)) if appends.len() == 1 => vec![Err(e)],
+            Err(BatchError::Write(_) | BatchError::Stale(_)) => {
+                // Each alone in its own transaction: a database error reaches only the
+                // append that causes it, and rows changed by another writer are read
+                // again.
+                let mut results = Vec::with_capacity(appends.len());
+                for a in &appends {
+                    results.push(write_alone(&mut writer, a).await);
+                }
+                results
+            }
+        };
+        for (reply, result) in replies.into_iter().zip(results) {
+            let _ = reply.send(result);
+        }
+    }
+}
+
+/// How often an append written alone is planned again after another writer changed
+/// its row in between.
+const STALE_RETRIES: usize = 3;
+
+/// Writes one append in a transaction of its own.
+async fn write_alone<W: BatchWriter>(writer: &mut W, a: &Append) -> Result<(), StoreError> {
+    let mut tries = 0;
+    loop {
+        match writer.write(std::slice::from_ref(a)).await {
+            Ok(mut r) => return r.pop().unwrap_or(Ok(())),
+            Err(BatchError::Stale(e)) if tries >= STALE_RETRIES => return Err(e),
+            Err(BatchError::Stale(_)) => tries += 1,
+            Err(BatchError::Write(e) | BatchError::Commit(e)) => return Err(e),
+        }
+    }
+}
+
+/// Takes up to [`MAX_BATCH`] waiting appends of distinct tasks, oldest first; the
+/// others keep their order.
+fn take_batch(
+    waiting: &mut VecDeque<Job>,
+) -> (Vec<Append>, Vec<oneshot::Sender<Result<(), StoreError>>>) {
+    let mut appends = Vec::with_capacity(waiting.len().min(MAX_BATCH));
+    let mut replies = Vec::with_capacity(appends.capacity());
+    let mut keys: HashSet<TaskKey> = HashSet::new();
+    let mut rest = VecDeque::new();
+    while let Some(job) = waiting.pop_front() {
+        if appends.len() < MAX_BATCH && keys.insert(task_key(&job.append)) {
+            appends.push(job.append);
+            replies.push(job.reply);
+        } else {
+            rest.push_back(job);
+        }
+    }
+    *waiting = rest;
+    (appends, replies)
+}
+
+/// A task key: tenant, owner, task id.
+pub(crate) type TaskKey = (String, String, String);
+
+/// The task key of an append.
+pub(crate) fn task_key(a: &Append) -> TaskKey {
+    (
+        a.scope.tenant.clone(),
+        a.scope.owner.clone(),
+        a.task_id.clone(),
+    )
+}
+
+/// A new task's row.
+pub(crate) type Create<'a> = (&'a Append, &'a NewTask);
+
+/// A compaction to read for: the task, the checkpoint's sequence number and the
+/// last sequence number stored before this batch.
+pub(crate) type CompactRange<'a> = (&'a Append, i64, i64);
+
+/// Everything a batch writes.
+#[derive(Debug, Default)]
+pub(crate) struct Writes<'a> {
+    /// New tasks (their rows and empty-or-initial checkpoints).
+    pub creates: Vec<Create<'a>>,
+    /// Every accepted event with its sequence number.
+    pub events: Vec<(&'a Append, i64)>,
+    /// Rewritten checkpoints.
+    pub artifacts: Vec<(&'a Append, String)>,
+    /// Existing task rows: the new values (`seq - 1` is the `last_seq` they replace).
+    pub updates: Vec<(&'a Append, TaskUpdate)>,
+}
+
+/// The round trips of a batch: read the rows, read what compactions fold, write
+/// everything and commit. Each covers every row of the batch it concerns, so a batch
+/// costs the same few round trips whatever its size.
+#[async_trait]
+pub(crate) trait BatchOps: Send {
+    /// Begins the transaction where the backend needs it, and reads the current rows
+    /// of the batch's tasks.
+    async fn rows(&mut self, batch: &[Append]) -> Result<Vec<(TaskKey, TaskRow)>, StoreError>;
+    /// For each range: the checkpoint (sequence number 0) and the stored
+    /// artifact-folding events in `(after, upto]`, as (task, seq, JSON) rows.
+    async fn compaction_input(
+        &mut self,
+        ranges: &[CompactRange<'_>],
+    ) -> Result<Vec<(TaskKey, i64, String)>, StoreError>;
+    /// Writes everything and commits, atomically. A write that finds a row changed
+    /// since [`rows`](Self::rows) read it fails as a whole.
+    async fn write(&mut self, writes: &Writes<'_>) -> Result<(), BatchError>;
+    /// Ends the transaction after a failure or when nothing is written.
+    async fn abort(&mut self);
+}
+
+/// Writes `batch` (appends to distinct tasks) through `tx`: reads the rows, refuses
+/// the appends that [`plan`] refuses, folds the checkpoints that are due, then writes
+/// all the rest and commits at once.
+///
+/// # Errors
+/// [`BatchError::Write`] when a round trip fails before the commit (nothing is
+/// written), [`BatchError::Commit`] when the outcome of the commit is unknown.
+pub(crate) async fn write_batch<T: BatchOps>(
+    tx: &mut T,
+    batch: &[Append],
+) -> Result<BatchResults, BatchError> {
+    use std::collections::HashMap;
+    let rows: HashMap<TaskKey, TaskRow> = match tx.rows(batch).await {
+        Ok(rows) => rows.into_iter().collect(),
+        Err(e) => {
+            tx.abort().await;
+            return Err(BatchError::Write(e));
+        }
+    };
+    let mut results: BatchResults = Vec::with_capacity(batch.len());
+    let mut planned: Vec<(&Append, RowWrite)> = Vec::with_capacity(batch.len());
+    for a in batch {
+        match plan(a, rows.get(&task_key(a))) {
+            Ok(w) => {
+                planned.push((a, w));
+                results.push(Ok(()));
+            }
+            Err(e) => results.push(Err(e)),
+        }
+    }
+    if planned.is_empty() {
+        tx.abort().await;
+        return Ok(results);
+    }
+    let ranges: Vec<CompactRange<'_>> = planned
+        .iter()
+        .filter_map(|(a, w)| match w {
+            RowWrite::Update(u) if u.compact => Some((*a, u.art_seq, u.seq - 1)),
+            _ => None,
+        })
+        .collect();
+    let mut writes = Writes::default();
+    let mut compacted: HashMap<TaskKey, i64> = HashMap::new();
+    if !ranges.is_empty() {
+        let input = match tx.compaction_input(&ranges).await {
+            Ok(input) => input,
+            Err(e) => {
+                tx.abort().await;
+                return Err(BatchError::Write(e));
+            }
+        };
+        match fold_compactions(&ranges, input) {
+            Ok(folded) => {
+                for (a, artifacts) in folded {
+                    compacted.insert(task_key(a), artifacts.len() as i64);
+                    writes.artifacts.push((a, artifacts));
+                }
+            }
+            Err(e) => {
+                tx.abort().await;
+                return Err(BatchError::Write(e));
+            }
+        }
+    }
+    let mut creates = Vec::new();
+    for (a, w) in planned {
+        writes.events.push((a, w.seq()));
+        match w {
+            RowWrite::Create(c) => creates.push((a, c)),
+            RowWrite::Update(mut u) => {
+                if let Some(bytes) = compacted.get(&task_key(a)) {
+                    u.art_seq = u.seq;
+                    u.art_bytes = *bytes;
+                    u.pending_bytes = 0;
+                }
+                writes.updates.push((a, u));
+            }
+        }
+    }
+    writes.creates = creates.iter().map(|(a, c)| (*a, c)).collect();
+    match tx.write(&writes).await {
+        Ok(()) => Ok(results),
+        Err(e) => {
+            if !matches!(e, BatchError::Commit(_)) {
+                tx.abort().await;
+            }
+            Err(e)
+        }
+    }
+}
+
+/// A task's checkpoint (when read) and stored artifact events with their sequence
+/// numbers.
+type CompactionInput = (Option<String>, Vec<(i64, String)>);
+
+/// Folds each range's checkpoint, its stored artifact events and the batch's own
+/// event into the new checkpoint (JSON).
+fn fold_compactions<'a>(
+    ranges: &[CompactRange<'a>],
+    input: Vec<(TaskKey, i64, String)>,
+) -> Result<Vec<(&'a Append, String)>, StoreError> {
+    use super::sql::{fold_artifacts, folds_artifacts, from_json};
+    use std::collections::HashMap;
+    let mut by_key: HashMap<TaskKey, CompactionInput> = HashMap::new();
+    for (k, seq, text) in input {
+        let entry = by_key.entry(k).or_default();
+        if seq == 0 {
+            entry.0 = Some(text);
+        } else {
+            entry.1.push((seq, text));
+        }
+    }
+    let mut out = Vec::with_capacity(ranges.len());
+    for (a, _, _) in ranges {
+        let (checkpoint, mut stored) = by_key.remove(&task_key(a)).unwrap_or_default();
+        let checkpoint = checkpoint.ok_or_else(|| {
+            StoreError::Backend(format!(
+                "the artifact checkpoint of task {} is missing",
+                a.task_id
+            ))
+        })?;
+        stored.sort_by_key(|(seq, _)| *seq);
+        let mut events = stored
+            .iter()
+            .map(|(_, e)| from_json::<StreamResponse>(e))
+            .collect::<Result<Vec<_>, _>>()?;
+        if folds_artifacts(&a.event) {
+            events.push(a.event.clone());
+        }
+        let artifacts = to_json(&fold_artifacts(from_json(&checkpoint)?, events))?;
+        out.push((*a, artifacts));
+    }
+    Ok(out)
+}
