@@ -135,6 +135,8 @@ async fn malformed_requests_get_exact_codes_and_never_500() {
         ("GetTask id number", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": 5}}).to_string(), -32602),
         ("GetTask huge id", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x".repeat(5000)}}).to_string(), -32602),
         ("huge contextId", send(json!({"message": {"messageId": "m", "role": "ROLE_USER", "contextId": "c".repeat(5000), "parts": [{"text": "x"}]}})).to_string(), -32602),
+        ("ListTasks pageSize string 101", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": "101"}}).to_string(), -32602),
+        ("ListTasks pageSize not a number", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": "ten"}}).to_string(), -32602),
         ("GetTask unknown", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}).to_string(), -32001),
         ("GetTask negative history", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x", "historyLength": -2}}).to_string(), -32602),
         ("ListTasks pageSize 0", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 0}}).to_string(), -32602),
@@ -197,6 +199,17 @@ async fn notification_gets_no_body() {
         .await;
     assert_eq!(status, 204);
     assert!(text.is_empty());
+    // A notification with an unsupported version: still no body.
+    let resp = s
+        .client
+        .post(&s.url)
+        .header("content-type", "application/json")
+        .header("A2A-Version", "0.3")
+        .body(json!({"jsonrpc": "2.0", "method": "GetTask", "params": {"id": "x"}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204);
 }
 
 #[tokio::test]
@@ -264,6 +277,15 @@ async fn blocking_send_then_get_and_list() {
     let id = task["id"].as_str().unwrap();
     let got = s.call(json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": id, "historyLength": 0}})).await;
     assert!(got["result"].get("history").is_none());
+    // ProtoJSON int32 may come as a string.
+    let got = s
+        .call(json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": id, "historyLength": "1"}}))
+        .await;
+    assert_eq!(
+        got["result"]["history"].as_array().map(Vec::len),
+        Some(1),
+        "{got}"
+    );
     let cancel = s
         .call(json!({"jsonrpc": "2.0", "id": 4, "method": "CancelTask", "params": {"id": id}}))
         .await;

@@ -1019,3 +1019,23 @@ async fn no_secret_or_token_in_logs_or_events() {
     assert!(!events.contains(SECRET) && !events.contains("SECRET-ACCESS-TOKEN"));
     assert!(!format!("{e:?}").contains(SECRET));
 }
+
+#[tokio::test]
+async fn a_message_without_text_is_rejected_unless_include_message_is_on() {
+    let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
+    let data_only = || {
+        let mut c = ctx("");
+        c.message.parts = vec![a2a_gateway::protocol::Part::data(json!({"k": 1}))];
+        c
+    };
+    let out = run(&exec(settings(&up.url)), data_only()).await;
+    assert_eq!(out.final_state(), TaskState::Rejected);
+    assert!(out.reason().contains("include_message"), "{}", out.reason());
+    assert_eq!(up.count(), 0, "nothing is sent upstream");
+
+    let mut s = settings(&up.url);
+    s.include_message = true;
+    let out = run(&exec(s), data_only()).await;
+    assert_eq!(out.final_state(), TaskState::Completed);
+    assert_eq!(up.count(), 1);
+}

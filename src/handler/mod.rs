@@ -296,7 +296,7 @@ impl RequestHandler {
                 .try_acquire_owned()
                 .map_err(|_| {
                     A2aError::Unavailable(format!(
-                        "{} tasks are running, the configured maximum; retry later",
+                        "the configured maximum of {} running tasks is reached; retry later",
                         self.inner.config.max_concurrent_tasks
                     ))
                 })?;

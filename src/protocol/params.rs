@@ -50,6 +50,7 @@ pub struct SendMessageConfiguration {
     #[serde(
         default,
         alias = "history_length",
+        deserialize_with = "opt_i32",
         skip_serializing_if = "Option::is_none"
     )]
     pub history_length: Option<i32>,
@@ -85,6 +86,7 @@ pub struct GetTaskRequest {
     #[serde(
         default,
         alias = "history_length",
+        deserialize_with = "opt_i32",
         skip_serializing_if = "Option::is_none"
     )]
     pub history_length: Option<i32>,
@@ -104,7 +106,12 @@ pub struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<TaskState>,
     /// Page size, 1..=100, default 50.
-    #[serde(default, alias = "page_size", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "page_size",
+        deserialize_with = "opt_i32",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub page_size: Option<i32>,
     /// Opaque cursor from a previous response's `nextPageToken`.
     #[serde(default, alias = "page_token", skip_serializing_if = "Option::is_none")]
@@ -113,6 +120,7 @@ pub struct ListTasksRequest {
     #[serde(
         default,
         alias = "history_length",
+        deserialize_with = "opt_i32",
         skip_serializing_if = "Option::is_none"
     )]
     pub history_length: Option<i32>,
@@ -179,4 +187,25 @@ pub struct GetExtendedAgentCardRequest {
     /// Opaque routing key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
+}
+
+/// ProtoJSON int32: a JSON number or a string holding one (`5` or `"5"`), or null.
+fn opt_i32<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
+    use serde::de::Error;
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Number(n)) => n
+            .as_i64()
+            .and_then(|v| i32::try_from(v).ok())
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(format!("{n} is not a 32-bit integer"))),
+        Some(serde_json::Value::String(s)) => s
+            .trim()
+            .parse::<i32>()
+            .map(Some)
+            .map_err(|_| D::Error::custom(format!("{s:?} is not a 32-bit integer"))),
+        Some(other) => Err(D::Error::custom(format!(
+            "expected an integer, got {other}"
+        ))),
+    }
 }

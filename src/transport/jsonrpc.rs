@@ -198,6 +198,10 @@ pub async fn handle(
     if let Some(v) = requested_version(&headers, query.as_deref())
         && v != PROTOCOL_VERSION
     {
+        if req.id.is_none() {
+            // A notification gets no response body, not even an error; it is not run.
+            return StatusCode::NO_CONTENT.into_response();
+        }
         let err = A2aError::VersionNotSupported(format!(
             "A2A-Version {v:?} is not supported; this server speaks {PROTOCOL_VERSION}"
         ));

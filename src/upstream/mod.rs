@@ -493,6 +493,15 @@ impl AgentExecutor for AgentCoreExecutor {
                 if context.current_task.is_none() {
                     updater.submit().await?;
                 }
+                if !inner.settings.include_message && context.user_input().trim().is_empty() {
+                    // Only text reaches the runtime without `include_message`: a message
+                    // of files or data alone would arrive as an empty prompt.
+                    let why = "this agent takes text: the message has no text part (files \
+                               and data parts reach the runtime only with \
+                               upstream.include_message = true)";
+                    updater.reject(Some(updater.new_agent_text(why))).await?;
+                    return Ok(());
+                }
                 updater.start_work(None).await?;
                 inner.run(&context, &updater, &session).await
             };
