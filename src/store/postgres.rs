@@ -82,11 +82,18 @@ impl PostgresTaskStore {
         options: PgConnectOptions,
         max_connections: u32,
     ) -> Result<Self, StoreError> {
+        let target = format!("{}:{}", options.get_host(), options.get_port());
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(1))
+            .acquire_timeout(std::time::Duration::from_secs(10))
             .connect_with(options)
             .await
-            .map_err(db)?;
+            .map_err(|e| {
+                StoreError::Backend(format!(
+                    "cannot connect to the PostgreSQL store at {target} (store.url): {}",
+                    describe_connect_error(&e)
+                ))
+            })?;
         let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
         MIGRATOR
             .run(&pool)
@@ -686,8 +693,36 @@ async fn pending_events(
         .collect()
 }
 
+/// The cause of a failed first connection, without the URL (it may hold a password).
+fn describe_connect_error(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Io(io) => io.to_string(),
+        sqlx::Error::PoolTimedOut => "no connection within 10 s (is the server reachable?)".into(),
+        sqlx::Error::Database(d) => d.message().to_owned(),
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[tokio::test]
+    async fn an_unreachable_server_fails_fast_naming_the_address_not_the_password() {
+        let started = std::time::Instant::now();
+        let err = match PostgresTaskStore::open("postgres://u:hunter2@127.0.0.1:1/db", 2).await {
+            Ok(_) => panic!("port 1 refuses connections"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(15),
+            "{err}"
+        );
+        assert!(
+            err.contains("127.0.0.1:1") && err.contains("store.url"),
+            "{err}"
+        );
+        assert!(!err.contains("hunter2"), "{err}");
+    }
     use std::str::FromStr;
     use std::sync::Arc;
 
