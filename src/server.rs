@@ -95,28 +95,95 @@ async fn readyz(
     (StatusCode::OK, "ready\n").into_response()
 }
 
+/// Longest time a client may take to send a request's headers (HTTP/1.1); slower
+/// connections are closed (a "slowloris" client cannot hold them forever).
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Serves `app` on `listener` (HTTP/1.1 and h2c) until `shutdown` resolves, then
-/// stops accepting and lets in-flight requests finish.
+/// stops accepting and lets in-flight requests finish. Request headers must arrive
+/// within [`HEADER_READ_TIMEOUT`].
 ///
 /// # Errors
-/// I/O errors of the listener.
+/// None today: accept errors are logged and the loop goes on.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    // Small JSON replies and SSE events must not wait for Nagle's algorithm.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    // The peer address reaches handlers (for logging authentication failures).
-    axum::serve(
+    serve_connections(
         listener,
-        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        app,
+        shutdown,
+        |tcp, _peer| async move { Some(tcp) },
     )
-    .with_graceful_shutdown(shutdown)
     .await
+}
+
+/// The accept loop shared by plain HTTP and TLS: accepts TCP connections (with
+/// `TCP_NODELAY`), turns each into a byte stream with `handshake` (`None` drops it),
+/// and serves HTTP/1.1 or HTTP/2 on it with `app`, the peer address available to
+/// handlers as `ConnectInfo`. On `shutdown` it stops accepting and waits for open
+/// connections to finish.
+pub(crate) async fn serve_connections<H, Fut, Io>(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    handshake: H,
+) -> std::io::Result<()>
+where
+    H: Fn(tokio::net::TcpStream, std::net::SocketAddr) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Option<Io>> + Send + 'static,
+    Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use tower::ServiceExt;
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    builder.http2().timer(TokioTimer::new());
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        // Small JSON replies and SSE frames must not wait for Nagle's algorithm.
+        let _ = tcp.set_nodelay(true);
+        let (app, builder, handshake) = (app.clone(), builder.clone(), handshake.clone());
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let Some(io) = handshake(tcp, peer).await else {
+                return;
+            };
+            let service =
+                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let mut req = req.map(axum::body::Body::new);
+                    req.extensions_mut()
+                        .insert(axum::extract::ConnectInfo(peer));
+                    app.clone().oneshot(req)
+                });
+            let conn = builder
+                .serve_connection_with_upgrades(TokioIo::new(io), service)
+                .into_owned();
+            if let Err(e) = watcher.watch(conn).await {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

@@ -8,13 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
-use tower::ServiceExt;
 
 /// Longest TLS handshake before the connection is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -76,8 +71,9 @@ pub fn server_config(
 }
 
 /// Serves `app` over TLS on `listener` until `shutdown` resolves, then stops
-/// accepting and waits for open connections to finish (SSE streams are expected to
-/// have been ended by the caller's shutdown future).
+/// accepting and lets in-flight connections finish (open SSE streams must already
+/// have been ended by the caller's shutdown future). The TLS handshake must finish
+/// within 10 s; connections are then served as by [`crate::server::serve`].
 ///
 /// # Errors
 /// None today: accept errors are logged and the loop goes on (returns `Ok` after
@@ -89,56 +85,21 @@ pub async fn serve_tls(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let acceptor = TlsAcceptor::from(tls);
-    let graceful = GracefulShutdown::new();
-    let builder = Builder::new(TokioExecutor::new());
-    tokio::pin!(shutdown);
-    loop {
-        let (tcp, peer) = tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        // Small JSON replies and SSE frames must not wait for Nagle's algorithm.
-        let _ = tcp.set_nodelay(true);
+    crate::server::serve_connections(listener, app, shutdown, move |tcp, peer| {
         let acceptor = acceptor.clone();
-        let app = app.clone();
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Ok(Ok(s)) => s,
+        async move {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(s)) => Some(s),
                 Ok(Err(e)) => {
                     tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                    return;
+                    None
                 }
                 Err(_) => {
                     tracing::debug!(%peer, "TLS handshake timed out");
-                    return;
+                    None
                 }
-            };
-            let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-                let mut req = req.map(axum::body::Body::new);
-                // As `into_make_service_with_connect_info` does on plain HTTP.
-                req.extensions_mut()
-                    .insert(axum::extract::ConnectInfo(peer));
-                app.clone().oneshot(req)
-            });
-            let conn = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .into_owned();
-            if let Err(e) = watcher.watch(conn).await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
-        });
-    }
-    drop(listener);
-    graceful.shutdown().await;
-    Ok(())
+        }
+    })
+    .await
 }

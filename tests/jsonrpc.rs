@@ -427,3 +427,42 @@ async fn resume_at_the_last_event_answers_at_once_and_beyond_it_is_invalid() {
     let v: Value = resp.json().await.unwrap();
     assert_eq!(v["error"]["code"], -32602, "{v}");
 }
+
+/// Reads until the server closes the connection; returns what it sent.
+async fn read_to_close(sock: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    let _ = sock.read_to_end(&mut out).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test(start_paused = true)]
+async fn slow_clients_are_cut_off_after_the_read_timeouts() {
+    use tokio::io::AsyncWriteExt;
+    let s = start(1 << 20).await;
+    let addr = s
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    // Half the headers, then nothing: the connection is closed after 30 s.
+    let started = tokio::time::Instant::now();
+    let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    sock.write_all(b"POST / HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let _ = read_to_close(&mut sock).await;
+    let waited = started.elapsed();
+    assert!(
+        waited >= a2a_gateway::server::HEADER_READ_TIMEOUT
+            && waited < std::time::Duration::from_secs(60),
+        "{waited:?}"
+    );
+    // Headers but half the body: 408 after 30 s.
+    let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    sock.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    let reply = read_to_close(&mut sock).await;
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+}

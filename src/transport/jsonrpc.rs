@@ -36,6 +36,10 @@ use crate::protocol::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
 };
 
+/// Longest time a client may take to send a request body, in seconds; slower
+/// bodies get HTTP 408.
+pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The protocol version this binding serves.
 pub const PROTOCOL_VERSION: &str = "1.0";
 
@@ -178,9 +182,17 @@ pub async fn handle(
     if declared.is_some_and(|n| n > limit as u64) {
         return too_large();
     }
-    let bytes = match axum::body::to_bytes(body, limit).await {
-        Ok(b) => b,
-        Err(_) => return too_large(),
+    let read = tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, limit));
+    let bytes = match read.await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => return too_large(),
+        Err(_) => {
+            let err = A2aError::InvalidRequest(format!(
+                "the request body did not arrive within {} s",
+                BODY_READ_TIMEOUT.as_secs()
+            ));
+            return error_response(StatusCode::REQUEST_TIMEOUT, None, &err);
+        }
     };
     let req = match jsonrpc::parse_request(&bytes) {
         Ok(r) => r,
