@@ -99,6 +99,26 @@ pub struct ErrorObject {
     pub data: Option<Value>,
 }
 
+#[derive(Serialize)]
+struct Success<'a, T: Serialize> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    result: &'a T,
+}
+
+/// Serializes `{"jsonrpc":"2.0","id":…,"result":…}` straight to text, without
+/// building an intermediate `Value` (the hot path of every SSE event).
+///
+/// # Errors
+/// The serializer's error (a map with non-string keys; never for A2A types).
+pub fn success_text<T: Serialize>(id: &RequestId, result: &T) -> Result<String, serde_json::Error> {
+    serde_json::to_string(&Success {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
+}
+
 /// Renders `{"jsonrpc":"2.0","id":…,"result":…}`.
 pub fn success(id: &RequestId, result: impl Serialize) -> Value {
     let result = serde_json::to_value(result).unwrap_or(Value::Null);

@@ -68,13 +68,17 @@ pub mod methods {
     ];
 }
 
-fn json_response(status: StatusCode, body: &Value) -> Response {
-    let mut resp = (status, body.to_string()).into_response();
+fn json_text(status: StatusCode, body: String) -> Response {
+    let mut resp = (status, body).into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
     resp
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    json_text(status, body.to_string())
 }
 
 /// A JSON-RPC error response (HTTP `status`).
@@ -252,7 +256,10 @@ pub async fn handle(
                 task_id = str_at(&v, &["task", "id"]);
             }
             (
-                json_response(StatusCode::OK, &jsonrpc::success(&id, v)),
+                match jsonrpc::success_text(&id, &v) {
+                    Ok(body) => json_text(StatusCode::OK, body),
+                    Err(e) => error_response(StatusCode::OK, Some(&id), &A2aError::internal(e)),
+                },
                 "ok",
             )
         }

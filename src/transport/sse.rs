@@ -21,8 +21,11 @@ pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(1);
 fn event_for(id: &RequestId, item: Result<SequencedEvent, crate::A2aError>) -> Event {
     match item {
         Ok(SequencedEvent { seq, event }) => {
-            let body = jsonrpc::success(id, &event);
-            let mut ev = Event::default().data(body.to_string());
+            let body = match jsonrpc::success_text(id, &event) {
+                Ok(b) => b,
+                Err(e) => return event_for(id, Err(crate::A2aError::internal(e))),
+            };
+            let mut ev = Event::default().data(body);
             if let Some(seq) = seq {
                 ev = ev.id(seq.to_string());
             }
