@@ -13,6 +13,7 @@ pub mod open;
 pub mod postgres;
 pub mod projection;
 mod sql;
+mod sql_reads;
 pub mod sqlite;
 
 #[cfg(any(test, feature = "test-util"))]

@@ -117,50 +117,9 @@ impl PostgresTaskStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
-
-    /// The task of a stored row: the snapshot with the artifacts folded in when
-    /// `row.artifacts` was read.
-    async fn materialize(
-        conn: &mut sqlx::PgConnection,
-        scope: &Scope,
-        task_id: &str,
-        row: StoredRow<'_>,
-    ) -> Result<Task, StoreError> {
-        let mut task: Task = from_json(row.snapshot)?;
-        let Some(artifacts) = row.artifacts else {
-            return Ok(task);
-        };
-        let checkpoint = from_json(artifacts)?;
-        task.artifacts = if row.pending_bytes > 0 {
-            let events = pending_events(conn, scope, task_id, row.art_seq, row.last_seq).await?;
-            fold_artifacts(checkpoint, events)
-        } else {
-            checkpoint
-        };
-        Ok(task)
-    }
 }
 
-/// The columns of a task row needed to build its snapshot.
-struct StoredRow<'r> {
-    snapshot: &'r str,
-    /// The artifact checkpoint, when artifacts are wanted.
-    artifacts: Option<&'r str>,
-    art_seq: i64,
-    last_seq: i64,
-    pending_bytes: i64,
-}
-
-fn scoped_ids(rows: Vec<sqlx::postgres::PgRow>) -> Vec<(Scope, String)> {
-    rows.into_iter()
-        .map(|r| {
-            (
-                Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
-                r.get::<String, _>(2),
-            )
-        })
-        .collect()
-}
+super::sql_reads::sql_reads!(sqlx::PgConnection, sqlx::postgres::PgRow);
 
 #[async_trait]
 impl TaskStore for PostgresTaskStore {
@@ -184,32 +143,7 @@ impl TaskStore for PostgresTaskStore {
 
     async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let mut conn = self.pool.acquire().await.map_err(db)?;
-        let row = sqlx::query(
-            "SELECT t.last_seq, t.snapshot, t.art_seq, t.pending_bytes, a.artifacts \
-             FROM a2a_tasks t JOIN a2a_task_artifacts a \
-               ON a.tenant = t.tenant AND a.owner = t.owner AND a.task_id = t.id \
-             WHERE t.tenant = $1 AND t.owner = $2 AND t.id = $3",
-        )
-        .bind(&scope.tenant)
-        .bind(&scope.owner)
-        .bind(task_id)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(db)?;
-        let Some(row) = row else { return Ok(None) };
-        let last_seq: i64 = row.get(0);
-        let stored = StoredRow {
-            snapshot: row.get(1),
-            artifacts: Some(row.get(4)),
-            art_seq: row.get(2),
-            last_seq,
-            pending_bytes: row.get(3),
-        };
-        let task = Self::materialize(&mut conn, scope, task_id, stored).await?;
-        Ok(Some(TaskRecord {
-            task,
-            last_seq: to_u64(last_seq),
-        }))
+        read_task(&mut conn, scope, task_id).await
     }
 
     async fn events_after(
@@ -219,107 +153,18 @@ impl TaskStore for PostgresTaskStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, event FROM a2a_task_events \
-             WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND seq > $4 ORDER BY seq LIMIT $5",
-        )
-        .bind(&scope.tenant)
-        .bind(&scope.owner)
-        .bind(task_id)
-        .bind(to_i64(after))
-        .bind(to_i64(limit as u64))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)?;
-        rows.iter()
-            .map(|r| {
-                Ok(StoredEvent {
-                    seq: to_u64(r.get(0)),
-                    event: from_json(r.get::<&str, _>(1))?,
-                })
-            })
-            .collect()
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        read_events_after(&mut conn, scope, task_id, after, limit).await
     }
 
     async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
-        let state = query
-            .status
-            .filter(|s| *s != TaskState::Unspecified)
-            .map(TaskState::as_str);
-        let after = query.status_timestamp_after.map(|t| t.timestamp_millis());
         let mut conn = self.pool.acquire().await.map_err(db)?;
-        let total: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM a2a_tasks WHERE tenant = $1 AND owner = $2 \
-             AND ($3 IS NULL OR context_id = $3) AND ($4 IS NULL OR state = $4) \
-             AND ($5 IS NULL OR status_ms >= $5)",
-        )
-        .bind(&scope.tenant)
-        .bind(&scope.owner)
-        .bind(query.context_id.as_deref())
-        .bind(state)
-        .bind(after)
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(db)?;
-        let rows = sqlx::query(
-            "SELECT t.id, t.status_ms, t.last_seq, t.snapshot, t.art_seq, t.pending_bytes, \
-                    CASE WHEN $8 THEN a.artifacts END \
-             FROM a2a_tasks t JOIN a2a_task_artifacts a \
-               ON a.tenant = t.tenant AND a.owner = t.owner AND a.task_id = t.id \
-             WHERE t.tenant = $1 AND t.owner = $2 \
-               AND ($3 IS NULL OR t.context_id = $3) AND ($4 IS NULL OR t.state = $4) \
-               AND ($5 IS NULL OR t.status_ms >= $5) \
-               AND ($6 IS NULL OR t.status_ms < $6 OR (t.status_ms = $6 AND t.id > $7)) \
-             ORDER BY t.status_ms DESC, t.id ASC LIMIT $9",
-        )
-        .bind(&scope.tenant)
-        .bind(&scope.owner)
-        .bind(query.context_id.as_deref())
-        .bind(state)
-        .bind(after)
-        .bind(query.cursor.as_ref().map(|c| c.status_millis))
-        .bind(query.cursor.as_ref().map(|c| c.id.as_str()))
-        .bind(query.include_artifacts)
-        .bind(to_i64(query.page_size as u64 + 1))
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(db)?;
-        let more = rows.len() > query.page_size;
-        let mut tasks = Vec::with_capacity(query.page_size.min(rows.len()));
-        let mut next = None;
-        for row in rows.iter().take(query.page_size) {
-            let id: &str = row.get(0);
-            let stored = StoredRow {
-                snapshot: row.get(3),
-                artifacts: row.get(6),
-                art_seq: row.get(4),
-                last_seq: row.get(2),
-                pending_bytes: row.get(5),
-            };
-            let task = Self::materialize(&mut conn, scope, id, stored).await?;
-            next = Some(PageCursor {
-                status_millis: row.get(1),
-                id: id.to_owned(),
-            });
-            tasks.push(shape_for_list(task, query));
-        }
-        Ok(TaskPage {
-            tasks,
-            next: if more { next } else { None },
-            total: to_u64(total),
-        })
+        read_list(&mut conn, scope, query).await
     }
 
     async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError> {
-        let rows =
-            sqlx::query("SELECT tenant, owner, id FROM a2a_tasks WHERE state IN ($1, $2) LIMIT $3")
-                .bind(TaskState::Submitted.as_str())
-                .bind(TaskState::Working.as_str())
-                .bind(to_i64(limit as u64))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db)?;
-        Ok(scoped_ids(rows))
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        read_unsettled(&mut conn, limit).await
     }
 
     async fn purge_expired(&self, older_than: Timestamp, batch: usize) -> Result<u64, StoreError> {
@@ -665,32 +510,6 @@ impl BatchOps for PgOps {
     }
 
     async fn abort(&mut self) {}
-}
-
-/// The artifact events in `(art_seq, upto]`, in order.
-async fn pending_events(
-    conn: &mut sqlx::PgConnection,
-    scope: &Scope,
-    task_id: &str,
-    art_seq: i64,
-    upto: i64,
-) -> Result<Vec<StreamResponse>, StoreError> {
-    let rows = sqlx::query(
-        "SELECT event FROM a2a_task_events \
-         WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND seq > $4 AND seq <= $5 \
-           AND folds_artifacts = 1 ORDER BY seq",
-    )
-    .bind(&scope.tenant)
-    .bind(&scope.owner)
-    .bind(task_id)
-    .bind(art_seq)
-    .bind(upto)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db)?;
-    rows.iter()
-        .map(|r| from_json::<StreamResponse>(r.get::<&str, _>(0)))
-        .collect()
 }
 
 /// The cause of a failed first connection, without the URL (it may hold a password).

@@ -139,6 +139,20 @@ pub(crate) fn migrate_error(backend: &str, known: i64, e: MigrateError) -> Store
     }
 }
 
+/// The columns of a task row needed to build its snapshot.
+pub(crate) struct StoredRow<'r> {
+    /// The snapshot without artifacts.
+    pub snapshot: &'r str,
+    /// The artifact checkpoint, when artifacts are wanted.
+    pub artifacts: Option<&'r str>,
+    /// The sequence number the checkpoint covers.
+    pub art_seq: i64,
+    /// The task's last sequence number.
+    pub last_seq: i64,
+    /// Artifact bytes appended since the checkpoint.
+    pub pending_bytes: i64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
