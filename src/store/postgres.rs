@@ -215,24 +215,13 @@ impl TaskStore for PostgresTaskStore {
         older_than: Timestamp,
         limit: usize,
     ) -> Result<Vec<(Scope, String)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT tenant, owner, id FROM a2a_tasks WHERE state = $1 AND status_ms < $2 LIMIT $3",
-        )
-        .bind(TaskState::InputRequired.as_str())
-        .bind(older_than.timestamp_millis())
-        .bind(to_i64(limit as u64))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db)?;
-        Ok(scoped_ids(rows))
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        read_expired_input_required(&mut conn, older_than, limit).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1")
-            .execute(&self.pool)
-            .await
-            .map_err(db)?;
-        Ok(())
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        ping(&mut conn).await
     }
 }
 

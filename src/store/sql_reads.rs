@@ -6,7 +6,8 @@
 
 /// Defines, in the calling module, the read functions of a SQL store for one
 /// backend: `read_task`, `read_events_after`, `read_list`, `read_unsettled`,
-/// `materialize`, `pending_events` and `scoped_ids`, each taking a
+/// `read_expired_input_required`, `ping`, `materialize`, `pending_events` and
+/// `scoped_ids`, each taking a
 /// `&mut $conn` connection.
 macro_rules! sql_reads {
     ($conn:ty, $row:ty) => {
@@ -217,6 +218,29 @@ macro_rules! sql_reads {
                     .await
                     .map_err(db)?;
             Ok(scoped_ids(rows))
+        }
+        /// `TaskStore::expired_input_required` on `conn`.
+        pub(crate) async fn read_expired_input_required(
+            conn: &mut $conn,
+            older_than: Timestamp,
+            limit: usize,
+        ) -> Result<Vec<(Scope, String)>, StoreError> {
+            let rows = sqlx::query(
+                "SELECT tenant, owner, id FROM a2a_tasks WHERE state = $1 AND status_ms < $2 LIMIT $3",
+            )
+            .bind(TaskState::InputRequired.as_str())
+            .bind(older_than.timestamp_millis())
+            .bind(to_i64(limit as u64))
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db)?;
+            Ok(scoped_ids(rows))
+        }
+
+        /// `TaskStore::ping` on `conn`: one trivial query.
+        pub(crate) async fn ping(conn: &mut $conn) -> Result<(), StoreError> {
+            sqlx::query("SELECT 1").execute(&mut *conn).await.map_err(db)?;
+            Ok(())
         }
     };
 }
