@@ -15,11 +15,14 @@ Usage: python upstream_agent.py PORT
 """
 
 import asyncio
+import logging
 import sys
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp
 
 app = BedrockAgentCoreApp()
+# The failures below are on purpose: keep the app's tracebacks out of the test output.
+logging.getLogger("bedrock_agentcore").setLevel(logging.CRITICAL)
 
 
 def sync_gen():
