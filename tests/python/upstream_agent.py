@@ -22,7 +22,7 @@ from bedrock_agentcore.runtime import BedrockAgentCoreApp
 
 app = BedrockAgentCoreApp()
 # The failures below are on purpose: keep the app's tracebacks out of the test output.
-logging.getLogger("bedrock_agentcore").setLevel(logging.CRITICAL)
+logging.getLogger("bedrock_agentcore.app").setLevel(logging.CRITICAL)
 
 
 def sync_gen():
