@@ -34,6 +34,10 @@ pub enum EnvelopeError {
     },
 }
 
+/// Largest integer a float holds exactly (2^53); larger integer ids that do not fit
+/// 64 bits are refused instead of being echoed altered.
+const MAX_EXACT_ID: f64 = 9_007_199_254_740_992.0;
+
 /// Parses a request body: one JSON-RPC 2.0 request object.
 ///
 /// # Errors
@@ -59,6 +63,18 @@ pub fn parse_request(body: &[u8]) -> Result<JsonRpcRequest, EnvelopeError> {
     };
     let id = match obj.get("id") {
         None => None,
+        Some(Value::Number(n))
+            if n.is_f64()
+                && n.as_f64()
+                    .is_some_and(|f| f.fract() == 0.0 && f.abs() > MAX_EXACT_ID) =>
+        {
+            // Parsed as a float, the integer has already lost digits: echoing it
+            // would give the client back a different id.
+            return Err(EnvelopeError::Invalid {
+                id: Some(RequestId(Value::Null)),
+                reason: "`id` is an integer too large to echo exactly; send it as a string".into(),
+            });
+        }
         Some(v @ (Value::String(_) | Value::Number(_) | Value::Null)) => Some(RequestId(v.clone())),
         Some(_) => {
             return Err(EnvelopeError::Invalid {
@@ -148,6 +164,17 @@ mod tests {
     #[test]
     fn classifies_bad_envelopes() {
         assert!(matches!(parse_request(b"{"), Err(EnvelopeError::Parse(_))));
+        // Beyond 64 bits serde_json reads an integer as a float: refused, not altered.
+        let huge = br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"m"}"#;
+        assert!(matches!(
+            parse_request(huge),
+            Err(EnvelopeError::Invalid { .. })
+        ));
+        let big_u64 = br#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"m"}"#;
+        assert_eq!(
+            parse_request(big_u64).unwrap().id,
+            Some(RequestId(serde_json::json!(18446744073709551615u64)))
+        );
         for b in [
             &br#"[]"#[..],
             br#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
