@@ -90,8 +90,6 @@ struct TokenForm {
     grant_type: Option<String>,
     client_id: Option<String>,
     client_secret: Option<String>,
-    #[allow(dead_code)]
-    scope: Option<String>,
 }
 
 fn oauth_error(status: StatusCode, error: &str) -> Response {
