@@ -22,12 +22,24 @@ pub(crate) fn parse_http_url(raw: &str) -> Result<Url, String> {
     Ok(url)
 }
 
-/// `Url` fields: parsed and checked (http/https) on the way in, plain strings on the way out.
+/// The URL as text with a password in its user-info shown as `***` (serialization
+/// only prints the effective configuration).
+fn shown(url: &Url) -> String {
+    if url.password().is_none() {
+        return url.as_str().to_owned();
+    }
+    let mut shown = url.clone();
+    let _ = shown.set_password(Some(REDACTED));
+    shown.as_str().to_owned()
+}
+
+/// `Url` fields: parsed and checked (http/https) on the way in, plain strings (any
+/// password as `***`) on the way out.
 pub(crate) mod http_url {
     use super::*;
 
     pub(crate) fn serialize<S: Serializer>(url: &Url, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(url.as_str())
+        s.serialize_str(&shown(url))
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Url, D::Error> {
@@ -42,7 +54,7 @@ pub(crate) mod http_url_opt {
 
     pub(crate) fn serialize<S: Serializer>(url: &Option<Url>, s: S) -> Result<S::Ok, S::Error> {
         match url {
-            Some(url) => s.serialize_some(url.as_str()),
+            Some(url) => s.serialize_some(&shown(url)),
             None => s.serialize_none(),
         }
     }

@@ -1000,3 +1000,23 @@ fn a_key_needs_exactly_one_of_hash_and_file_and_keys_are_distinct() {
     assert!(message.contains("same key"), "{message}");
     assert!(!message.contains(KEY_A), "{message}");
 }
+
+#[test]
+fn a_password_in_the_upstream_url_is_not_printed() {
+    let config = Config::load(sources(
+        None,
+        &[(
+            "A2A_GATEWAY_UPSTREAM__URL",
+            "http://user:pa55word@127.0.0.1:9/invocations",
+        )],
+    ))
+    .unwrap();
+    let shown = config.redacted_toml();
+    assert!(!shown.contains("pa55word"), "{shown}");
+    assert!(shown.contains("user:***@127.0.0.1"), "{shown}");
+    // The real URL is still used.
+    assert_eq!(
+        config.upstream.invocation_url().unwrap().password(),
+        Some("pa55word")
+    );
+}
