@@ -137,6 +137,7 @@ async fn malformed_requests_get_exact_codes_and_never_500() {
         ("huge contextId", send(json!({"message": {"messageId": "m", "role": "ROLE_USER", "contextId": "c".repeat(5000), "parts": [{"text": "x"}]}})).to_string(), -32602),
         ("ListTasks pageSize string 101", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": "101"}}).to_string(), -32602),
         ("ListTasks pageSize not a number", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": "ten"}}).to_string(), -32602),
+        ("huge tenant", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"tenant": "t".repeat(5000)}}).to_string(), -32602),
         ("GetTask unknown", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}).to_string(), -32001),
         ("GetTask negative history", json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x", "historyLength": -2}}).to_string(), -32602),
         ("ListTasks pageSize 0", json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 0}}).to_string(), -32602),
@@ -415,14 +416,29 @@ async fn resume_at_the_last_event_answers_at_once_and_beyond_it_is_invalid() {
             .body(json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": id}}).to_string())
             .send()
     };
-    // Nothing newer than event 2 exists yet: the stream opens at once and waits.
+    // The client saw event 2, the INPUT_REQUIRED that ended its stream: the resumed
+    // stream opens at once and ends with nothing to replay.
     let resp = tokio::time::timeout(std::time::Duration::from_secs(5), subscribe("2"))
         .await
         .expect("headers without waiting for the next event")
         .unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "text/event-stream");
-    drop(resp);
+    let body = tokio::time::timeout(std::time::Duration::from_secs(5), resp.text())
+        .await
+        .expect("the stream ends")
+        .unwrap();
+    assert!(!body.contains("data:"), "{body}");
+    // A resume from event 1 replays the INPUT_REQUIRED status and ends there.
+    let body = subscribe("1").await.unwrap().text().await.unwrap();
+    assert!(
+        body.contains("TASK_STATE_INPUT_REQUIRED") && body.contains("id: 2"),
+        "{body}"
+    );
+    for bad in ["+2", "-1", "x", "1.5"] {
+        let v: Value = subscribe(bad).await.unwrap().json().await.unwrap();
+        assert_eq!(v["error"]["code"], -32602, "{bad}: {v}");
+    }
     let resp = subscribe("99").await.unwrap();
     let v: Value = resp.json().await.unwrap();
     assert_eq!(v["error"]["code"], -32602, "{v}");

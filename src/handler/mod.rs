@@ -127,6 +127,11 @@ fn check_id(field: &str, id: &str) -> Result<(), A2aError> {
     Ok(())
 }
 
+/// Refuses a caller scope whose tenant is longer than an id may be.
+fn check_call(call: &CallContext) -> Result<(), A2aError> {
+    check_id("tenant", &call.tenant)
+}
+
 fn non_empty(s: &Option<String>) -> Option<&str> {
     s.as_deref().filter(|s| !s.is_empty())
 }
@@ -218,6 +223,7 @@ impl RequestHandler {
         call: &CallContext,
         req: SendMessageRequest,
     ) -> Result<RunStart, A2aError> {
+        check_call(call)?;
         if self
             .inner
             .closing
@@ -443,6 +449,7 @@ impl RequestHandler {
         call: &CallContext,
         req: GetTaskRequest,
     ) -> Result<Task, A2aError> {
+        check_call(call)?;
         let hl = history_length(req.history_length)?;
         check_id("id", &req.id)?;
         let mut task = self
@@ -467,6 +474,7 @@ impl RequestHandler {
         call: &CallContext,
         req: ListTasksRequest,
     ) -> Result<ListTasksResponse, A2aError> {
+        check_call(call)?;
         let page_size = req.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
         if !(1..=MAX_PAGE_SIZE).contains(&page_size) {
             return Err(A2aError::InvalidParams(format!(
@@ -513,6 +521,7 @@ impl RequestHandler {
         call: &CallContext,
         req: CancelTaskRequest,
     ) -> Result<Task, A2aError> {
+        check_call(call)?;
         check_id("id", &req.id)?;
         let scope = Scope::from(call);
         let rec = self
@@ -559,6 +568,7 @@ impl RequestHandler {
         req: SubscribeToTaskRequest,
         last_event_id: Option<u64>,
     ) -> Result<EventStream, A2aError> {
+        check_call(call)?;
         if !self.inner.config.streaming {
             return Err(A2aError::UnsupportedOperation(
                 "streaming is not supported by this agent".into(),
@@ -588,6 +598,14 @@ impl RequestHandler {
                 "task {} is already {}; use GetTask",
                 req.id, rec.task.status.state
             )));
+        }
+        if !resumable
+            && last_event_id.is_some()
+            && rec.task.status.state == TaskState::InputRequired
+        {
+            // The stream being resumed already ended at this INPUT_REQUIRED event:
+            // nothing to replay, and the next events belong to the follow-up's stream.
+            return Ok(Box::pin(futures::stream::empty()));
         }
         let key = (scope.clone(), req.id.clone());
         let live = (!terminal).then(|| self.with_handle(&key, false, |h| h.bus.subscribe()));

@@ -228,7 +228,7 @@ pub async fn handle(
     let call = call_context(&headers, &req.params, owner);
     let last_event_id = headers
         .get("last-event-id")
-        .map(|v| v.to_str().unwrap_or("").trim().to_owned());
+        .map(|v| v.to_str().unwrap_or("<not text>").trim().to_owned());
 
     let Some(id) = id else {
         // A notification: no response body. Non-streaming calls still run.
@@ -371,11 +371,17 @@ async fn dispatch(
         SUBSCRIBE_TO_TASK => {
             let last = match last_event_id.filter(|s| !s.is_empty()) {
                 None => None,
-                Some(s) => Some(s.parse::<u64>().map_err(|_| {
-                    A2aError::InvalidParams(format!(
-                        "Last-Event-ID {s:?} is not an event id this server issued"
-                    ))
-                })?),
+                Some(s) => Some(
+                    s.bytes()
+                        .all(|b| b.is_ascii_digit())
+                        .then(|| s.parse::<u64>().ok())
+                        .flatten()
+                        .ok_or_else(|| {
+                            A2aError::InvalidParams(format!(
+                                "Last-Event-ID {s:?} is not an event id this server issued"
+                            ))
+                        })?,
+                ),
             };
             let stream = h
                 .subscribe_to_task(call, params::<SubscribeToTaskRequest>(p)?, last)
