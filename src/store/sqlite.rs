@@ -104,6 +104,7 @@ impl SqliteTaskStore {
         options: SqliteConnectOptions,
         max_readers: u32,
     ) -> Result<Self, StoreError> {
+        let file = options.get_filename().display().to_string();
         let base = options
             .create_if_missing(true)
             .busy_timeout(BUSY_TIMEOUT)
@@ -112,7 +113,15 @@ impl SqliteTaskStore {
             .max_connections(1)
             .connect_with(base.clone().journal_mode(SqliteJournalMode::Wal))
             .await
-            .map_err(db)?;
+            .map_err(|e| {
+                StoreError::Backend(format!(
+                    "cannot open the SQLite store {file} (store.url): {}",
+                    match &e {
+                        sqlx::Error::Database(d) => d.message().to_owned(),
+                        other => other.to_string(),
+                    }
+                ))
+            })?;
         Self::migrate(&writer).await?;
         let reader = SqlitePoolOptions::new()
             .max_connections(max_readers.max(1))
