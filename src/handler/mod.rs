@@ -187,6 +187,16 @@ impl RequestHandler {
         out
     }
 
+    /// The caller's task `id`, or TaskNotFound (also for another caller's task).
+    async fn load(&self, scope: &Scope, id: &str) -> Result<crate::store::TaskRecord, A2aError> {
+        self.inner
+            .store
+            .get(scope, id)
+            .await
+            .map_err(A2aError::internal)?
+            .ok_or_else(|| A2aError::TaskNotFound(id.to_owned()))
+    }
+
     fn validate_message(message: &Message) -> Result<(), A2aError> {
         if message.message_id.is_empty() {
             return Err(A2aError::InvalidParams(
@@ -247,13 +257,7 @@ impl RequestHandler {
         let scope = Scope::from(call);
         let (task_id, context_id, known_new) = match non_empty(&message.task_id) {
             Some(task_id) => {
-                let rec = self
-                    .inner
-                    .store
-                    .get(&scope, task_id)
-                    .await
-                    .map_err(A2aError::internal)?
-                    .ok_or_else(|| A2aError::TaskNotFound(task_id.to_owned()))?;
+                let rec = self.load(&scope, task_id).await?;
                 if let Some(ctx) = non_empty(&message.context_id)
                     && ctx != rec.task.context_id
                 {
@@ -452,14 +456,7 @@ impl RequestHandler {
         check_call(call)?;
         let hl = history_length(req.history_length)?;
         check_id("id", &req.id)?;
-        let mut task = self
-            .inner
-            .store
-            .get(&Scope::from(call), &req.id)
-            .await
-            .map_err(A2aError::internal)?
-            .ok_or(A2aError::TaskNotFound(req.id))?
-            .task;
+        let mut task = self.load(&Scope::from(call), &req.id).await?.task;
         task.apply_history_length(hl);
         Ok(task)
     }
@@ -524,13 +521,7 @@ impl RequestHandler {
         check_call(call)?;
         check_id("id", &req.id)?;
         let scope = Scope::from(call);
-        let rec = self
-            .inner
-            .store
-            .get(&scope, &req.id)
-            .await
-            .map_err(A2aError::internal)?
-            .ok_or_else(|| A2aError::TaskNotFound(req.id.clone()))?;
+        let rec = self.load(&scope, &req.id).await?;
         if rec.task.status.state.is_terminal() {
             return Err(A2aError::TaskNotCancelable {
                 task_id: req.id.clone(),
@@ -576,13 +567,7 @@ impl RequestHandler {
         }
         check_id("id", &req.id)?;
         let scope = Scope::from(call);
-        let rec = self
-            .inner
-            .store
-            .get(&scope, &req.id)
-            .await
-            .map_err(A2aError::internal)?
-            .ok_or_else(|| A2aError::TaskNotFound(req.id.clone()))?;
+        let rec = self.load(&scope, &req.id).await?;
         if let Some(n) = last_event_id
             && n > rec.last_seq
         {
@@ -614,13 +599,7 @@ impl RequestHandler {
             return Ok(task_stream(None, false, follow));
         }
         // Read the snapshot after subscribing so that nothing falls between.
-        let rec = self
-            .inner
-            .store
-            .get(&scope, &req.id)
-            .await
-            .map_err(A2aError::internal)?
-            .ok_or_else(|| A2aError::TaskNotFound(req.id.clone()))?;
+        let rec = self.load(&scope, &req.id).await?;
         let follow = Follow::new(
             self.inner.store.clone(),
             scope,
