@@ -559,14 +559,19 @@ async fn stream_stays_open_through_auth_required() {
     );
 }
 
-/// A store that yields before every append and checks, on request, that an event a
-/// subscriber received is already in the log.
-struct YieldingStore {
+/// A memory store with test hooks: with `yield_before_append` it yields before every
+/// append (subscribers get every chance to run before an event is durable); with a
+/// `hold` set, its next `get` reads the snapshot, then waits at the gate before
+/// answering (a caller acting on a snapshot that has since gone stale).
+#[derive(Default)]
+struct HookedStore {
     inner: MemoryTaskStore,
+    yield_before_append: bool,
+    hold: Mutex<Option<(Arc<Semaphore>, oneshot::Sender<()>)>>,
 }
 
 #[async_trait]
-impl TaskStore for YieldingStore {
+impl TaskStore for HookedStore {
     async fn append(
         &self,
         scope: &Scope,
@@ -574,12 +579,19 @@ impl TaskStore for YieldingStore {
         seq: u64,
         event: &StreamResponse,
     ) -> Result<(), StoreError> {
-        // Give subscribers every chance to run before the event is durable.
-        tokio::task::yield_now().await;
+        if self.yield_before_append {
+            tokio::task::yield_now().await;
+        }
         self.inner.append(scope, task_id, seq, event).await
     }
     async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.inner.get(scope, task_id).await
+        let snapshot = self.inner.get(scope, task_id).await;
+        let hold = self.hold.lock().unwrap().take();
+        if let Some((gate, reached)) = hold {
+            let _ = reached.send(());
+            pass(&gate).await;
+        }
+        snapshot
     }
     async fn events_after(
         &self,
@@ -613,7 +625,7 @@ impl TaskStore for YieldingStore {
 }
 
 async fn check_each_event_is_stored(
-    store: Arc<YieldingStore>,
+    store: Arc<HookedStore>,
     task_id: String,
     mut stream: EventStream,
 ) -> usize {
@@ -642,8 +654,9 @@ async fn check_each_event_is_stored(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_event_is_in_the_store_before_a_subscriber_sees_it() {
     let (exec, mut probe) = gated(200);
-    let store = Arc::new(YieldingStore {
-        inner: MemoryTaskStore::new(),
+    let store = Arc::new(HookedStore {
+        yield_before_append: true,
+        ..Default::default()
     });
     let config = HandlerConfig {
         subscriber_buffer: 8,
@@ -1591,64 +1604,6 @@ async fn return_immediately_on_a_follow_up_shows_the_new_run_not_the_old_interru
     h.cancel_task(&anon(), cancel_req(&t.id)).await.unwrap();
 }
 
-/// A store whose next `get` reads the snapshot, then waits at a gate before
-/// answering: a caller acting on a snapshot that has since gone stale.
-struct StaleGetStore {
-    inner: MemoryTaskStore,
-    hold: Mutex<Option<(Arc<Semaphore>, oneshot::Sender<()>)>>,
-}
-
-#[async_trait]
-impl TaskStore for StaleGetStore {
-    async fn append(
-        &self,
-        scope: &Scope,
-        task_id: &str,
-        seq: u64,
-        event: &StreamResponse,
-    ) -> Result<(), StoreError> {
-        self.inner.append(scope, task_id, seq, event).await
-    }
-    async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        let snapshot = self.inner.get(scope, task_id).await;
-        let hold = self.hold.lock().unwrap().take();
-        if let Some((gate, reached)) = hold {
-            let _ = reached.send(());
-            pass(&gate).await;
-        }
-        snapshot
-    }
-    async fn events_after(
-        &self,
-        scope: &Scope,
-        task_id: &str,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        self.inner.events_after(scope, task_id, after, limit).await
-    }
-    async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
-        self.inner.list(scope, query).await
-    }
-    async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError> {
-        self.inner.unsettled(limit).await
-    }
-    async fn purge_expired(
-        &self,
-        older_than: a2a_gateway::protocol::time::Timestamp,
-        batch: usize,
-    ) -> Result<u64, StoreError> {
-        self.inner.purge_expired(older_than, batch).await
-    }
-    async fn expired_input_required(
-        &self,
-        older_than: a2a_gateway::protocol::time::Timestamp,
-        limit: usize,
-    ) -> Result<Vec<(Scope, String)>, StoreError> {
-        self.inner.expired_input_required(older_than, limit).await
-    }
-}
-
 #[tokio::test]
 async fn cancel_racing_completion_answers_task_not_cancelable() {
     let (tx, mut started) = mpsc::unbounded_channel();
@@ -1669,10 +1624,7 @@ async fn cancel_racing_completion_answers_task_not_cancelable() {
         }
     });
     let cancels = exec.cancels.clone();
-    let store = Arc::new(StaleGetStore {
-        inner: MemoryTaskStore::new(),
-        hold: Mutex::new(None),
-    });
+    let store = Arc::new(HookedStore::default());
     let h = RequestHandler::new(Arc::new(exec), store.clone(), HandlerConfig::default());
     let t = send_task(&h, &anon(), immediate(text("go"))).await;
     within(started.recv()).await.unwrap();
