@@ -28,13 +28,8 @@ use a2a_gateway::store::{TaskStore, open_store};
 use a2a_gateway::transport::{AppState, TransportConfig};
 use a2a_gateway::{HandlerConfig, RequestHandler};
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx]
-}
+mod common;
+use common::percentile;
 
 /// The pool size `serve` uses by default (`[store] max_connections`).
 const MAX_CONNECTIONS: u32 = 10;
@@ -181,30 +176,11 @@ async fn run_point(
 }
 
 fn main() {
-    let secs: u64 = std::env::var("BENCH_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
-    let clients: Vec<usize> = std::env::var("BENCH_CLIENTS")
-        .unwrap_or_else(|_| "1,16,64".into())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
-    let stores: Vec<String> = std::env::var("BENCH_STORE")
-        .unwrap_or_else(|_| "memory".into())
-        .split(',')
-        .map(|s| s.trim().to_owned())
-        .collect();
-    let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let client_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let secs = common::env_u64("BENCH_SECS", 5);
+    let clients = common::clients("1,16,64");
+    let stores = common::env_list("BENCH_STORE", "memory");
+    let server_rt = common::runtime();
+    let client_rt = common::runtime();
     println!("| store | method | clients | requests/s | vs memory | p50 | p99 | p50 first event |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|");
     // Memory throughput by (streaming, clients), for the ratio column.

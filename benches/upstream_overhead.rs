@@ -36,11 +36,11 @@ async fn invocations(Json(body): Json<Value>) -> Response {
     }
 }
 
+mod common;
+
+/// The `p` quantile in milliseconds.
 fn pct(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3
+    common::percentile(sorted, p).as_secs_f64() * 1e3
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -126,25 +126,10 @@ async fn run(path: Path, url: String, stream: bool, clients: usize, secs: u64) -
 }
 
 fn main() {
-    let secs: u64 = std::env::var("BENCH_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(4);
-    let clients: Vec<usize> = std::env::var("BENCH_CLIENTS")
-        .unwrap_or_else(|_| "1,64".into())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
-    let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let client_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let secs = common::env_u64("BENCH_SECS", 4);
+    let clients = common::clients("1,64");
+    let server_rt = common::runtime();
+    let client_rt = common::runtime();
     let (upstream_url, gateway_url) = server_rt.block_on(async {
         let up = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let upstream_url = format!("http://{}/invocations", up.local_addr().unwrap());

@@ -1,0 +1,48 @@
+//! What the load benchmarks share: their environment knobs, the 2-worker runtimes
+//! (one for the servers, one for the load generator) and percentiles.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+/// `name` as a number, or `default`.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// `name` as a comma-separated list, or `default` (same form).
+pub fn env_list(name: &str, default: &str) -> Vec<String> {
+    std::env::var(name)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// `BENCH_CLIENTS` (or `default`) as client counts.
+pub fn clients(default: &str) -> Vec<usize> {
+    env_list("BENCH_CLIENTS", default)
+        .iter()
+        .filter_map(|s| s.parse().ok())
+        .collect()
+}
+
+/// A multi-thread runtime with 2 workers (the machines have 2 cores).
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// The `p` quantile (0..=1) of sorted durations; zero when there are none.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
