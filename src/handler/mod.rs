@@ -248,11 +248,12 @@ impl RequestHandler {
             ..
         } = req;
         Self::validate_message(&message)?;
-        if let Some(c) = &configuration {
-            history_length(c.history_length)?;
-            if c.task_push_notification_config.is_some() {
-                return Err(A2aError::PushNotificationNotSupported);
-            }
+        // historyLength is validated by the callers, which also apply it.
+        if configuration
+            .as_ref()
+            .is_some_and(|c| c.task_push_notification_config.is_some())
+        {
+            return Err(A2aError::PushNotificationNotSupported);
         }
         let scope = Scope::from(call);
         let (task_id, context_id, known_new) = match non_empty(&message.task_id) {
