@@ -572,17 +572,16 @@ struct HookedStore {
 
 #[async_trait]
 impl TaskStore for HookedStore {
-    async fn append(
+    async fn append_all(
         &self,
         scope: &Scope,
         task_id: &str,
-        seq: u64,
-        event: &StreamResponse,
+        events: &[Arc<StoredEvent>],
     ) -> Result<(), StoreError> {
         if self.yield_before_append {
             tokio::task::yield_now().await;
         }
-        self.inner.append(scope, task_id, seq, event).await
+        self.inner.append_all(scope, task_id, events).await
     }
     async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let snapshot = self.inner.get(scope, task_id).await;

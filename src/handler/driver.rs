@@ -3,6 +3,15 @@
 //! queued, never run concurrently), validates and persists every executor event
 //! before publishing it on the task's bus, handles cancel, and leaves no run
 //! without a final state.
+//!
+//! Events are written in groups: when the driver wakes for an executor event it also
+//! takes every event already queued behind it (up to [`MAX_GROUP`]), validates and
+//! folds them in order, writes them with one [`TaskStore::append_all`] and only then
+//! publishes them and answers a waiting caller. An executor that emits faster than
+//! the store writes thus costs one write per group, not per event, while a lone
+//! event is written at once (no waiting for company).
+//!
+//! [`TaskStore::append_all`]: crate::store::TaskStore::append_all
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -25,6 +34,8 @@ use crate::store::{Scope, StoreError, StoredEvent, projection};
 const IDLE_RECHECK: Duration = Duration::from_secs(5);
 /// How long `AgentExecutor::cancel` may take before the run is aborted anyway.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most queued executor events taken into one store write.
+const MAX_GROUP: usize = 128;
 
 pub(crate) type TaskKey = (Scope, String);
 
@@ -86,6 +97,9 @@ pub(crate) struct Driver {
     task: Option<Task>,
     seq: u64,
     pending: VecDeque<Run>,
+    /// Events folded into `task` (and counted in `seq`) but not yet written: the
+    /// next [`flush`](Driver::flush) writes and publishes them.
+    staged: Vec<Arc<StoredEvent>>,
     /// Set when the store failed: the driver stops writing.
     broken: bool,
 }
@@ -104,6 +118,8 @@ struct Running {
     exec: JoinHandle<Result<(), ExecutorError>>,
     reply: Option<oneshot::Sender<Result<RunStart, A2aError>>>,
     sub: Option<broadcast::Receiver<Arc<StoredEvent>>>,
+    /// The answer for the caller once the staged events are written.
+    start: Option<RunStart>,
     message_only: bool,
     closed: bool,
 }
@@ -126,6 +142,7 @@ impl Driver {
             task: None,
             seq: 0,
             pending: VecDeque::new(),
+            staged: Vec::new(),
             broken: false,
         };
         tokio::spawn(driver.main(known_new));
@@ -220,36 +237,94 @@ impl Driver {
         self.task.as_ref().map(|t| t.status.state)
     }
 
-    /// Persists one event as the next sequence number, folds it into the snapshot
-    /// and publishes it. The store write comes first: no subscriber sees an event
-    /// that is not durable.
-    async fn persist(&mut self, event: StreamResponse) -> Result<(), A2aError> {
+    /// Folds `event` into the snapshot as the next sequence number and stages it;
+    /// nothing is published before [`flush`](Self::flush) wrote it.
+    fn stage(&mut self, event: StreamResponse) {
+        let seq = self.seq + 1;
+        self.task = projection::apply(self.task.take(), &event);
+        self.seq = seq;
+        self.staged.push(Arc::new(StoredEvent { seq, event }));
+    }
+
+    /// Writes every staged event in one append, then publishes them in order. The
+    /// store write comes first: no subscriber sees an event that is not durable. On
+    /// failure the driver stops writing (its snapshot is ahead of the store).
+    async fn flush(&mut self) -> Result<(), A2aError> {
         if self.broken {
+            self.staged.clear();
             return Err(A2aError::internal(
                 "task driver stopped after a store failure",
             ));
         }
-        if let Err(e) = self.append(event).await {
+        if self.staged.is_empty() {
+            return Ok(());
+        }
+        let staged = std::mem::take(&mut self.staged);
+        if let Err(e) = self
+            .inner
+            .store
+            .append_all(self.scope(), self.task_id(), &staged)
+            .await
+        {
             self.broken = true;
             return Err(A2aError::internal(format!(
-                "persisting event {} of task {}: {e}",
-                self.seq + 1,
+                "persisting events {}..={} of task {}: {e}",
+                staged[0].seq,
+                self.seq,
                 self.task_id()
             )));
+        }
+        for ev in staged {
+            let _ = self.bus.send(ev);
         }
         Ok(())
     }
 
-    /// Appends `event` as the next sequence number, then folds and publishes it.
+    /// Stages and writes one event (see [`flush`](Self::flush)).
+    async fn persist(&mut self, event: StreamResponse) -> Result<(), A2aError> {
+        if !self.broken {
+            self.stage(event);
+        }
+        self.flush().await
+    }
+
+    /// Writes the staged events of a run, then gives a caller waiting for the run's
+    /// first event its answer. On a store failure the run is stopped and a waiting
+    /// caller gets the error.
+    async fn commit(&mut self, r: &mut Running) {
+        match self.flush().await {
+            Ok(()) => {
+                if let Some(start) = r.start.take() {
+                    send_once(&mut r.reply, Ok(start));
+                }
+            }
+            Err(e) => {
+                r.start = None;
+                if r.reply.is_some() {
+                    self.fail_start(r, e);
+                } else {
+                    tracing::error!(task.id = %self.task_id(), error = %e, "event lost to a store failure; stopping the run");
+                    r.exec.abort();
+                }
+            }
+        }
+    }
+
+    /// Appends `event` as the next sequence number at once (nothing may be staged),
+    /// then folds and publishes it. Store errors are returned as they are.
     async fn append(&mut self, event: StreamResponse) -> Result<(), StoreError> {
-        let seq = self.seq + 1;
+        debug_assert!(self.staged.is_empty());
+        let ev = Arc::new(StoredEvent {
+            seq: self.seq + 1,
+            event,
+        });
         self.inner
             .store
-            .append(self.scope(), self.task_id(), seq, &event)
+            .append_all(self.scope(), self.task_id(), std::slice::from_ref(&ev))
             .await?;
-        self.task = projection::apply(self.task.take(), &event);
-        self.seq = seq;
-        let _ = self.bus.send(Arc::new(StoredEvent { seq, event }));
+        self.task = projection::apply(self.task.take(), &ev.event);
+        self.seq = ev.seq;
+        let _ = self.bus.send(ev);
         Ok(())
     }
 
@@ -345,6 +420,7 @@ impl Driver {
             exec,
             reply,
             sub,
+            start: None,
             message_only: false,
             closed: false,
         };
@@ -391,7 +467,17 @@ impl Driver {
                     None => {}
                 },
                 ev = r.events.recv(), if !drained => match ev {
-                    Some(ev) => self.on_event(r, ev).await,
+                    Some(ev) => {
+                        self.on_event(r, ev);
+                        // Whatever else is queued already goes into the same write.
+                        for _ in 1..MAX_GROUP {
+                            match r.events.try_recv() {
+                                Ok(ev) => self.on_event(r, ev),
+                                Err(_) => break,
+                            }
+                        }
+                        self.commit(r).await;
+                    }
                     None => {
                         if let Some(o) = outcome.take() {
                             return Some(o);
@@ -414,7 +500,9 @@ impl Driver {
         }
     }
 
-    async fn on_event(&mut self, r: &mut Running, ev: StreamResponse) {
+    /// Validates one executor event and stages it (with the Task it implies when it
+    /// is the run's first); the caller then [`commit`](Self::commit)s.
+    fn on_event(&mut self, r: &mut Running, ev: StreamResponse) {
         if self.broken {
             return;
         }
@@ -451,23 +539,15 @@ impl Driver {
                     // Lenient: a first status or artifact event implies the task.
                     let implied =
                         self.first_task(crate::executor::new_task(&r.ctx.message), &r.ctx);
-                    if let Err(e) = self.persist(implied).await {
-                        self.fail_start(r, e);
-                        return;
-                    }
+                    self.stage(implied);
                     self.announce(r);
                     other
                 }
             };
-            if let Err(e) = self.persist(normalize(first, &r.ctx)).await {
-                self.fail_start(r, e);
-                return;
-            }
+            self.stage(normalize(first, &r.ctx));
             self.announce(r);
-        } else if let Err(e) = self.persist(normalize(ev, &r.ctx)).await {
-            tracing::error!(task.id = %self.task_id(), error = %e, "event lost to a store failure; stopping the run");
-            r.exec.abort();
-            return;
+        } else {
+            self.stage(normalize(ev, &r.ctx));
         }
         if self.state().is_some_and(TaskState::is_terminal) && !r.closed {
             r.events.close();
@@ -475,16 +555,19 @@ impl Driver {
         }
     }
 
-    /// Sends the caller the snapshot after this run's first event.
+    /// Prepares the caller's answer: the snapshot after this run's first event (sent
+    /// once it is written).
     fn announce(&mut self, r: &mut Running) {
-        if let (Some(tx), Some(sub)) = (r.reply.take(), r.sub.take()) {
-            let start = RunStart::Task {
+        if r.reply.is_some()
+            && r.start.is_none()
+            && let Some(sub) = r.sub.take()
+        {
+            r.start = Some(RunStart::Task {
                 snapshot: self.task.clone().expect("created"),
                 seq: self.seq,
                 events: sub,
                 fresh: true,
-            };
-            let _ = tx.send(Ok(start));
+            });
         }
     }
 
@@ -511,8 +594,9 @@ impl Driver {
     async fn finish(&mut self, r: &mut Running, outcome: Outcome) {
         // Drain events the executor queued before returning.
         while let Ok(ev) = r.events.try_recv() {
-            self.on_event(r, ev).await;
+            self.on_event(r, ev);
         }
+        self.commit(r).await;
         if r.message_only || self.broken {
             return;
         }
@@ -523,19 +607,15 @@ impl Driver {
         };
         if self.task.is_none() {
             let implied = self.first_task(crate::executor::new_task(&r.ctx.message), &r.ctx);
-            if let Err(e) = self.persist(implied).await {
-                send_once(&mut r.reply, Err(e));
-                return;
-            }
+            self.stage(implied);
             self.announce(r);
         }
         if !self.state().is_some_and(TaskState::is_settled) {
             tracing::warn!(task.id = %self.task_id(), %reason, "run ended without a final state; failing the task");
             let ev = self.status_event(TaskState::Failed, &reason);
-            if let Err(e) = self.persist(ev).await {
-                tracing::error!(task.id = %self.task_id(), error = %e, "cannot record the failure");
-            }
+            self.stage(ev);
         }
+        self.commit(r).await;
     }
 
     /// Stops a running executor and records `state` (FAILED on shutdown).
@@ -544,8 +624,9 @@ impl Driver {
         r.exec.abort();
         r.events.close();
         while let Ok(ev) = r.events.try_recv() {
-            self.on_event(r, ev).await;
+            self.on_event(r, ev);
         }
+        self.commit(r).await;
         if self.task.is_none() {
             send_once(
                 &mut r.reply,
@@ -579,7 +660,10 @@ impl Driver {
                     }
                     break;
                 }
-                Some(ev) = r.events.recv() => self.on_event(r, ev).await,
+                Some(ev) = r.events.recv() => {
+                    self.on_event(r, ev);
+                    self.commit(r).await;
+                }
                 _ = &mut deadline => {
                     tracing::warn!(task.id = %self.task_id(), "executor cancel timed out");
                     cancel.abort();

@@ -7,6 +7,9 @@
 //!
 //! Per-append semantics are kept:
 //!
+//! - an append carries one or more consecutive events of one task
+//!   ([`super::TaskStore::append_all`]), planned in order against the task's row
+//!   and written as one row update plus one event row each;
 //! - a batch holds at most one append per task (a second one for the same task
 //!   waits for the next batch, in arrival order), so each append is checked against
 //!   the row as the previous append of that task left it;
@@ -31,8 +34,8 @@ use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
 use super::memory::status_millis;
-use super::sql::{should_compact, to_json, to_u64, touches_base};
-use super::{Scope, StoreError, projection};
+use super::sql::{should_compact, to_i64, to_json, to_u64, touches_base};
+use super::{Scope, StoreError, StoredEvent, projection};
 use crate::protocol::{StreamResponse, Task, TaskState};
 
 /// The most appends one transaction takes.
@@ -41,19 +44,62 @@ pub(crate) const MAX_BATCH: usize = 128;
 /// Appends that may wait in a lane's queue before callers wait to enqueue.
 const QUEUE: usize = 1024;
 
-/// One append, with its event already encoded.
+/// One append: consecutive events of one task, each already encoded.
 #[derive(Debug)]
 pub(crate) struct Append {
     pub scope: Scope,
     pub task_id: String,
+    /// The sequence number of the first event.
     pub seq: u64,
-    pub event: StreamResponse,
-    pub event_json: String,
+    /// The events, in order (at least one), numbered from `seq`.
+    pub events: Vec<Arc<StoredEvent>>,
+    /// The JSON text of each event, in the same order.
+    pub json: Vec<String>,
     /// The append's wall-clock time, milliseconds since the Unix epoch.
     pub now: i64,
 }
 
 impl Append {
+    /// Encodes `events` (consecutive, see [`super::first_seq`]) for the writer;
+    /// `None` when there are none.
+    ///
+    /// # Errors
+    /// [`StoreError::InvalidEvent`] for numbers that are not consecutive,
+    /// [`StoreError::Backend`] when an event cannot be encoded.
+    pub(crate) fn encode(
+        scope: &Scope,
+        task_id: &str,
+        events: &[Arc<StoredEvent>],
+    ) -> Result<Option<Self>, StoreError> {
+        let Some(seq) = super::first_seq(events)? else {
+            return Ok(None);
+        };
+        Ok(Some(Self {
+            scope: scope.clone(),
+            task_id: task_id.to_owned(),
+            seq,
+            json: events
+                .iter()
+                .map(|e| to_json(&e.event))
+                .collect::<Result<_, _>>()?,
+            events: events.to_vec(),
+            now: crate::protocol::time::now().timestamp_millis(),
+        }))
+    }
+
+    /// The events with their JSON text, in order.
+    pub(crate) fn encoded(&self) -> impl Iterator<Item = (&StoredEvent, &str)> {
+        self.events
+            .iter()
+            .map(|e| &**e)
+            .zip(self.json.iter().map(String::as_str))
+    }
+
+    /// The sequence number of the last event.
+    pub(crate) fn last_seq(&self) -> u64 {
+        self.seq + self.events.len() as u64 - 1
+    }
+
     /// The task key, borrowed.
     pub(crate) fn key(&self) -> (&str, &str, &str) {
         (&self.scope.tenant, &self.scope.owner, &self.task_id)
@@ -72,9 +118,12 @@ pub(crate) struct TaskRow {
     pub pending_bytes: i64,
 }
 
-/// A new task row (the append of sequence number 1).
+/// A new task row (an append from sequence number 1). Its artifact checkpoint
+/// covers every event of the append, so nothing is pending.
 #[derive(Debug)]
 pub(crate) struct NewTask {
+    /// The last sequence number of the append (the new `last_seq` and `art_seq`).
+    pub last_seq: i64,
     pub context_id: String,
     pub state: TaskState,
     pub status_ms: i64,
@@ -87,7 +136,9 @@ pub(crate) struct NewTask {
 /// The new values of an existing task row.
 #[derive(Debug)]
 pub(crate) struct TaskUpdate {
-    /// The appended event's sequence number (the new `last_seq`).
+    /// The `last_seq` the row had when planned (the append's first number - 1).
+    pub prev_seq: i64,
+    /// The last appended event's sequence number (the new `last_seq`).
     pub seq: i64,
     pub state: TaskState,
     pub status_ms: i64,
@@ -111,37 +162,34 @@ pub(crate) enum RowWrite {
     Update(TaskUpdate),
 }
 
-impl RowWrite {
-    /// The sequence number of the appended event.
-    pub(crate) fn seq(&self) -> i64 {
-        match self {
-            RowWrite::Create(_) => 1,
-            RowWrite::Update(u) => u.seq,
-        }
-    }
-}
-
 /// Checks `append` against the task's current row (`None`: no such task) and works
-/// out the row it leaves, without writing anything.
+/// out the row it leaves, folding its events in order, without writing anything.
 ///
 /// # Errors
 /// [`StoreError::NotFound`], [`StoreError::Conflict`] and
-/// [`StoreError::InvalidEvent`] as [`super::TaskStore::append`] documents them;
+/// [`StoreError::InvalidEvent`] as [`super::TaskStore::append_all`] documents them;
 /// [`StoreError::Backend`] for a stored snapshot that does not parse.
 pub(crate) fn plan(append: &Append, row: Option<&TaskRow>) -> Result<RowWrite, StoreError> {
-    let event = &append.event;
+    let last_seq = to_i64(append.last_seq());
     let Some(row) = row else {
         if append.seq != 1 {
             return Err(StoreError::NotFound(append.task_id.clone()));
         }
-        let StreamResponse::Task(task) = event else {
+        // Everything the new task holds is in this append: fold it whole.
+        let mut events = append.events.iter();
+        let first = events.next().map(|e| &e.event);
+        let Some(StreamResponse::Task(task)) = first else {
             return Err(StoreError::InvalidEvent(
                 "the first event of a task must be a Task".into(),
             ));
         };
         let mut base = task.clone();
+        for e in events {
+            base = projection::apply(Some(base), &e.event).expect("existing task");
+        }
         let artifacts = to_json(&base.artifacts.take())?;
         return Ok(RowWrite::Create(NewTask {
+            last_seq,
             context_id: base.context_id.clone(),
             state: base.status.state,
             status_ms: status_millis(&base),
@@ -159,22 +207,33 @@ pub(crate) fn plan(append: &Append, row: Option<&TaskRow>) -> Result<RowWrite, S
     }
     let mut state = row.state;
     let mut status_ms = row.status_ms;
-    let snapshot = if touches_base(event) {
-        let base: Task = super::sql::from_json(&row.snapshot)?;
-        let mut base = projection::apply(Some(base), event).expect("existing task");
-        base.artifacts = None;
-        state = base.status.state;
-        status_ms = status_millis(&base);
-        Some(to_json(&base)?)
-    } else {
-        None
-    };
     let mut pending_bytes = row.pending_bytes;
-    if super::sql::folds_artifacts(event) {
-        pending_bytes += append.event_json.len() as i64;
+    let mut base: Option<Task> = None;
+    for (e, json) in append.encoded() {
+        if touches_base(&e.event) {
+            let cur = match base.take() {
+                Some(b) => b,
+                None => super::sql::from_json(&row.snapshot)?,
+            };
+            let mut next = projection::apply(Some(cur), &e.event).expect("existing task");
+            next.artifacts = None;
+            base = Some(next);
+        }
+        if super::sql::folds_artifacts(&e.event) {
+            pending_bytes += json.len() as i64;
+        }
     }
+    let snapshot = match base {
+        Some(base) => {
+            state = base.status.state;
+            status_ms = status_millis(&base);
+            Some(to_json(&base)?)
+        }
+        None => None,
+    };
     Ok(RowWrite::Update(TaskUpdate {
-        seq: row.last_seq + 1,
+        prev_seq: row.last_seq,
+        seq: last_seq,
         state,
         status_ms,
         snapshot,
@@ -376,16 +435,19 @@ pub(crate) fn task_key(a: &Append) -> TaskKey {
 pub(crate) type Create<'a> = (&'a Append, &'a NewTask);
 
 /// A compaction to read for: the task, the checkpoint's sequence number and the
-/// last sequence number stored before this batch.
+/// last sequence number stored before this batch (the append's first number - 1).
 pub(crate) type CompactRange<'a> = (&'a Append, i64, i64);
+
+/// One event row to insert: its append, the event and its JSON text.
+pub(crate) type EventRow<'a> = (&'a Append, &'a StoredEvent, &'a str);
 
 /// Everything a batch writes.
 #[derive(Debug, Default)]
 pub(crate) struct Writes<'a> {
-    /// New tasks (their rows and empty-or-initial checkpoints).
+    /// New tasks (their rows and checkpoints).
     pub creates: Vec<Create<'a>>,
-    /// Every accepted event with its sequence number.
-    pub events: Vec<(&'a Append, i64)>,
+    /// Every event of every accepted append, in order.
+    pub events: Vec<EventRow<'a>>,
     /// Rewritten checkpoints.
     pub artifacts: Vec<(&'a Append, String)>,
     /// Existing task rows: the new values (`seq - 1` is the `last_seq` they replace).
@@ -450,7 +512,7 @@ pub(crate) async fn write_batch<T: BatchOps>(
     let ranges: Vec<CompactRange<'_>> = planned
         .iter()
         .filter_map(|(a, w)| match w {
-            RowWrite::Update(u) if u.compact => Some((*a, u.art_seq, u.seq - 1)),
+            RowWrite::Update(u) if u.compact => Some((*a, u.art_seq, u.prev_seq)),
             _ => None,
         })
         .collect();
@@ -479,7 +541,9 @@ pub(crate) async fn write_batch<T: BatchOps>(
     }
     let mut creates = Vec::new();
     for (a, w) in planned {
-        writes.events.push((a, w.seq()));
+        writes
+            .events
+            .extend(a.encoded().map(|(e, json)| (a, e, json)));
         match w {
             RowWrite::Create(c) => creates.push((a, c)),
             RowWrite::Update(mut u) => {
@@ -539,9 +603,12 @@ fn fold_compactions<'a>(
             .iter()
             .map(|(_, e)| from_json::<StreamResponse>(e))
             .collect::<Result<Vec<_>, _>>()?;
-        if folds_artifacts(&a.event) {
-            events.push(a.event.clone());
-        }
+        events.extend(
+            a.events
+                .iter()
+                .filter(|e| folds_artifacts(&e.event))
+                .map(|e| e.event.clone()),
+        );
         let artifacts = to_json(&fold_artifacts(from_json(&checkpoint)?, events))?;
         out.push((*a, artifacts));
     }

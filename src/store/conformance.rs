@@ -2,9 +2,11 @@
 //! unchanged. Each check uses fresh random tenants and ids, so the suite can run
 //! repeatedly against the same database.
 
+use std::sync::Arc;
+
 use chrono::Duration;
 
-use super::{PageCursor, Scope, StoreError, TaskQuery, TaskStore, projection};
+use super::{PageCursor, Scope, StoreError, StoredEvent, TaskQuery, TaskStore, projection};
 use crate::executor::{new_agent_text_message, new_id, new_user_text_message};
 use crate::protocol::time::{self, Timestamp};
 use crate::protocol::{
@@ -22,6 +24,8 @@ pub async fn run_all(store: &dyn TaskStore) {
     list_paging_equal_timestamps_and_inserts(store).await;
     unsettled_lists_running_tasks(store).await;
     long_artifact_stream_projects(store).await;
+    grouped_appends_fold_like_single_ones(store).await;
+    grouped_append_is_all_or_nothing(store).await;
     purge_removes_old_terminal_tasks(store).await;
     expired_input_required_lists_old_waiting_tasks(store).await;
 }
@@ -670,4 +674,139 @@ async fn expired_input_required_lists_old_waiting_tasks(store: &dyn TaskStore) {
         .await
         .unwrap();
     assert!(!found.contains(&(scope.clone(), stale.clone())));
+}
+
+fn stored(first_seq: u64, events: &[StreamResponse]) -> Vec<Arc<StoredEvent>> {
+    events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            Arc::new(StoredEvent {
+                seq: first_seq + i as u64,
+                event: e.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The events of a long stream written with `append_all` in groups of uneven sizes
+/// (the first one creating the task, one group spanning an artifact checkpoint
+/// compaction): after each group the snapshot equals the fold of every event so far,
+/// and the log replays every event once, in order.
+async fn grouped_appends_fold_like_single_ones(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let id = new_id();
+    let now = time::now();
+    let text = "0123456789abcdef".repeat(8);
+    let mut events = vec![
+        StreamResponse::Task(task_at(&id, "ctx", now)),
+        status(&id, "ctx", TaskState::Working, now),
+    ];
+    for i in 0..1200usize {
+        events.push(chunk(&id, "ctx", &format!("{i}:{text}"), i > 0, false));
+        if i == 400 {
+            events.push(status(&id, "ctx", TaskState::InputRequired, now));
+            events.push(StreamResponse::Message(new_user_text_message("go on")));
+            events.push(status(&id, "ctx", TaskState::Working, now));
+        }
+    }
+    events.push(chunk(&id, "ctx", "end", true, true));
+    events.push(status(&id, "ctx", TaskState::Completed, now));
+    let sizes = [3usize, 1, 2, 7, 1, 64, 500, 13, 128];
+    let mut at = 0usize;
+    let mut expected: Option<crate::protocol::Task> = None;
+    let mut k = 0;
+    while at < events.len() {
+        let n = sizes[k % sizes.len()].min(events.len() - at);
+        k += 1;
+        let group = &events[at..at + n];
+        store
+            .append_all(&scope, &id, &stored(at as u64 + 1, group))
+            .await
+            .unwrap();
+        for e in group {
+            expected = projection::apply(expected, e);
+        }
+        at += n;
+        let rec = store.get(&scope, &id).await.unwrap().unwrap();
+        assert_eq!(rec.last_seq, at as u64);
+        assert_eq!(
+            Some(&rec.task),
+            expected.as_ref(),
+            "snapshot after event {at}"
+        );
+    }
+    let mut replay = Vec::new();
+    while replay.len() < events.len() {
+        let more = store
+            .events_after(&scope, &id, replay.len() as u64, 500)
+            .await
+            .unwrap();
+        assert!(!more.is_empty());
+        replay.extend(more);
+    }
+    assert_eq!(
+        replay.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=events.len() as u64).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        replay.into_iter().map(|e| e.event).collect::<Vec<_>>(),
+        events
+    );
+}
+
+/// A refused `append_all` writes none of its events.
+async fn grouped_append_is_all_or_nothing(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let id = new_id();
+    let now = time::now();
+    let created = StreamResponse::Task(task_at(&id, "ctx", now));
+    let working = status(&id, "ctx", TaskState::Working, now);
+    let done = status(&id, "ctx", TaskState::Completed, now);
+    store.append_all(&scope, &id, &[]).await.unwrap();
+    assert!(store.get(&scope, &id).await.unwrap().is_none());
+    // A new task's first event must be a Task.
+    assert!(matches!(
+        store
+            .append_all(&scope, &id, &stored(1, &[working.clone(), created.clone()]))
+            .await,
+        Err(StoreError::InvalidEvent(_))
+    ));
+    // Numbers with a gap.
+    let mut gap = stored(1, &[created.clone(), working.clone()]);
+    gap[1] = Arc::new(StoredEvent {
+        seq: 3,
+        event: working.clone(),
+    });
+    assert!(matches!(
+        store.append_all(&scope, &id, &gap).await,
+        Err(StoreError::InvalidEvent(_))
+    ));
+    assert!(store.get(&scope, &id).await.unwrap().is_none());
+    store
+        .append_all(&scope, &id, &stored(1, &[created.clone(), working.clone()]))
+        .await
+        .unwrap();
+    // Starting at a taken number: nothing of the group is written.
+    assert!(matches!(
+        store
+            .append_all(&scope, &id, &stored(2, &[working.clone(), done.clone()]))
+            .await,
+        Err(StoreError::Conflict { expected: 3, .. })
+    ));
+    let rec = store.get(&scope, &id).await.unwrap().unwrap();
+    assert_eq!(rec.last_seq, 2);
+    assert_eq!(rec.task.status.state, TaskState::Working);
+    assert_eq!(
+        store.events_after(&scope, &id, 0, 10).await.unwrap().len(),
+        2
+    );
+    // Creating an existing task again is a conflict too.
+    assert!(matches!(
+        store
+            .append_all(&scope, &id, &stored(1, &[created.clone(), done.clone()]))
+            .await,
+        Err(StoreError::Conflict { .. })
+    ));
+    assert_eq!(store.get(&scope, &id).await.unwrap().unwrap().last_seq, 2);
 }

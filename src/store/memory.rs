@@ -2,7 +2,7 @@
 //! a restart.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
@@ -11,12 +11,12 @@ use super::{
     projection,
 };
 use crate::protocol::time::Timestamp;
-use crate::protocol::{StreamResponse, Task, TaskState};
+use crate::protocol::{Task, TaskState};
 
 #[derive(Debug)]
 struct Entry {
     task: Task,
-    events: Vec<StoredEvent>,
+    events: Vec<Arc<StoredEvent>>,
 }
 
 /// A [`TaskStore`] in process memory, behind one mutex.
@@ -68,28 +68,30 @@ pub(crate) fn matches(task: &Task, query: &TaskQuery) -> bool {
 
 #[async_trait]
 impl TaskStore for MemoryTaskStore {
-    async fn append(
+    async fn append_all(
         &self,
         scope: &Scope,
         task_id: &str,
-        seq: u64,
-        event: &StreamResponse,
+        events: &[Arc<StoredEvent>],
     ) -> Result<(), StoreError> {
+        let Some(seq) = super::first_seq(events)? else {
+            return Ok(());
+        };
         let mut tasks = self.lock();
         let key = (scope.clone(), task_id.to_owned());
         match tasks.get_mut(&key) {
             None if seq == 1 => {
-                let task = projection::apply(None, event).ok_or_else(|| {
+                let mut task = projection::apply(None, &events[0].event).ok_or_else(|| {
                     StoreError::InvalidEvent("the first event of a task must be a Task".into())
                 })?;
+                for e in &events[1..] {
+                    task = projection::apply(Some(task), &e.event).expect("existing task");
+                }
                 tasks.insert(
                     key,
                     Entry {
                         task,
-                        events: vec![StoredEvent {
-                            seq,
-                            event: event.clone(),
-                        }],
+                        events: events.to_vec(),
                     },
                 );
                 Ok(())
@@ -104,12 +106,12 @@ impl TaskStore for MemoryTaskStore {
                         got: seq,
                     });
                 }
-                let cur = std::mem::replace(&mut entry.task, placeholder());
-                entry.task = projection::apply(Some(cur), event).expect("existing task");
-                entry.events.push(StoredEvent {
-                    seq,
-                    event: event.clone(),
-                });
+                let mut cur = std::mem::replace(&mut entry.task, placeholder());
+                for e in events {
+                    cur = projection::apply(Some(cur), &e.event).expect("existing task");
+                }
+                entry.task = cur;
+                entry.events.extend_from_slice(events);
                 Ok(())
             }
         }
@@ -140,7 +142,7 @@ impl TaskStore for MemoryTaskStore {
                     .iter()
                     .skip(after as usize)
                     .take(limit)
-                    .cloned()
+                    .map(|e| StoredEvent::clone(e))
                     .collect()
             })
             .unwrap_or_default())

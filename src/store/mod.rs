@@ -25,6 +25,8 @@ pub use open::open_store;
 pub use postgres::PostgresTaskStore;
 pub use sqlite::SqliteTaskStore;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
@@ -134,25 +136,74 @@ pub enum StoreError {
     Backend(String),
 }
 
+/// The sequence number of the first of `events`, after checking that the numbers
+/// are consecutive (`None` for no events).
+///
+/// # Errors
+/// [`StoreError::InvalidEvent`] when they are not.
+pub(crate) fn first_seq(events: &[Arc<StoredEvent>]) -> Result<Option<u64>, StoreError> {
+    let Some(first) = events.first() else {
+        return Ok(None);
+    };
+    for (i, e) in events.iter().enumerate() {
+        if e.seq != first.seq + i as u64 {
+            return Err(StoreError::InvalidEvent(format!(
+                "sequence numbers of one append must be consecutive: {} follows {}",
+                e.seq,
+                first.seq + i as u64 - 1
+            )));
+        }
+    }
+    Ok(Some(first.seq))
+}
+
 /// Persistent task state (see the module docs). Implementations: [`MemoryTaskStore`],
 /// SQLite and PostgreSQL. All run the same [`conformance`] suite.
 #[async_trait]
 pub trait TaskStore: Send + Sync + 'static {
-    /// Appends `event` as number `seq` of the task's log and updates the snapshot,
-    /// atomically. `seq == 1` creates the task and `event` must be a `Task`.
+    /// Appends `events` to the task's log and updates the snapshot, atomically: all
+    /// of them or none. Their sequence numbers must be consecutive; the first must be
+    /// the task's next number. A first number of 1 creates the task and the first
+    /// event must then be a `Task`. An empty slice does nothing.
+    ///
+    /// Writing several events at once is how the task driver persists everything an
+    /// executor queued while the previous write was in flight: one round trip and,
+    /// on the SQL stores, one row update per task instead of one per event.
     ///
     /// # Errors
-    /// [`StoreError::Conflict`] when `seq` is not the next number,
-    /// [`StoreError::NotFound`] for `seq > 1` on an unknown task,
-    /// [`StoreError::InvalidEvent`] for a first event that is not a `Task`,
-    /// [`StoreError::Backend`] on database failure.
+    /// [`StoreError::Conflict`] when the first number is not the next one,
+    /// [`StoreError::NotFound`] for a first number above 1 on an unknown task,
+    /// [`StoreError::InvalidEvent`] for a first event of a new task that is not a
+    /// `Task`, or numbers that are not consecutive,
+    /// [`StoreError::Backend`] on database failure. Nothing is written on error.
+    async fn append_all(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        events: &[Arc<StoredEvent>],
+    ) -> Result<(), StoreError>;
+
+    /// Appends one `event` as number `seq` of the task's log: [`append_all`] with
+    /// one event.
+    ///
+    /// [`append_all`]: Self::append_all
+    ///
+    /// # Errors
+    /// As [`append_all`](Self::append_all).
     async fn append(
         &self,
         scope: &Scope,
         task_id: &str,
         seq: u64,
         event: &StreamResponse,
-    ) -> Result<(), StoreError>;
+    ) -> Result<(), StoreError> {
+        let one = Arc::new(StoredEvent {
+            seq,
+            event: event.clone(),
+        });
+        self.append_all(scope, task_id, std::slice::from_ref(&one))
+            .await
+    }
 
     /// The snapshot of a task, or `None` when it does not exist in this scope.
     ///

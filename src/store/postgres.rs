@@ -22,6 +22,7 @@
 //! Text keys use the `"C"` collation (bytewise order, as the page cursor compares ids).
 
 use std::str::FromStr;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use sqlx::Row;
@@ -35,12 +36,12 @@ use super::batch::{
 use super::memory::shape_for_list;
 use super::sql::{
     db, fold_artifacts, folds_artifacts, from_json, is_unique_violation, kind, migrate_error,
-    to_i64, to_json, to_u64,
+    to_i64, to_u64,
 };
 use super::{
     PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
-use crate::protocol::time::{self, Timestamp};
+use crate::protocol::time::Timestamp;
 use crate::protocol::{StreamResponse, Task, TaskState};
 
 /// The embedded PostgreSQL migrations (`migrations/postgres`).
@@ -123,22 +124,16 @@ super::sql_reads::sql_reads!(sqlx::PgConnection, sqlx::postgres::PgRow);
 
 #[async_trait]
 impl TaskStore for PostgresTaskStore {
-    async fn append(
+    async fn append_all(
         &self,
         scope: &Scope,
         task_id: &str,
-        seq: u64,
-        event: &StreamResponse,
+        events: &[Arc<StoredEvent>],
     ) -> Result<(), StoreError> {
-        let append = Append {
-            scope: scope.clone(),
-            task_id: task_id.to_owned(),
-            seq,
-            event: event.clone(),
-            event_json: to_json(event)?,
-            now: time::now().timestamp_millis(),
-        };
-        self.batcher.append(append).await
+        match Append::encode(scope, task_id, events)? {
+            Some(append) => self.batcher.append(append).await,
+            None => Ok(()),
+        }
     }
 
     async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -294,7 +289,20 @@ fn outcome_unknown(e: &sqlx::Error) -> bool {
 #[async_trait]
 impl BatchOps for PgOps {
     async fn rows(&mut self, batch: &[Append]) -> Result<Vec<(TaskKey, TaskRow)>, StoreError> {
-        let (t, o, i) = key_arrays(batch.iter());
+        // In a batch of several, a task's first append is planned as new without
+        // reading: if the task exists after all, its insert fails the write as a
+        // whole (a primary key violation, so `Stale`) and the lane retries each
+        // append alone, which reads every row and reports the conflict. This saves a
+        // round trip per batch when every append in it creates a task.
+        let read: Vec<&Append> = if batch.len() > 1 {
+            batch.iter().filter(|a| a.seq > 1).collect()
+        } else {
+            batch.iter().collect()
+        };
+        if read.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (t, o, i) = key_arrays(read.into_iter());
         let rows = sqlx::query(
             "SELECT t.tenant, t.owner, t.id, t.last_seq, t.state, t.status_ms, t.snapshot, \
                     t.art_seq, t.art_bytes, t.pending_bytes \
@@ -377,27 +385,25 @@ impl BatchOps for PgOps {
             .iter()
             .map(|(_, c)| c.artifacts.len() as i64)
             .collect();
+        let c_last_seq: Vec<i64> = creates.iter().map(|(_, c)| c.last_seq).collect();
 
-        let (et, eo, ei) = key_arrays(w.events.iter().map(|(a, _)| *a));
-        let e_seq: Vec<i64> = w.events.iter().map(|(_, s)| *s).collect();
-        let e_kind: Vec<&str> = w.events.iter().map(|(a, _)| kind(&a.event)).collect();
+        let (et, eo, ei) = key_arrays(w.events.iter().map(|(a, _, _)| *a));
+        let e_seq: Vec<i64> = w.events.iter().map(|(_, e, _)| to_i64(e.seq)).collect();
+        let e_kind: Vec<&str> = w.events.iter().map(|(_, e, _)| kind(&e.event)).collect();
         let e_folds: Vec<i32> = w
             .events
             .iter()
-            .map(|(a, _)| i32::from(folds_artifacts(&a.event)))
+            .map(|(_, e, _)| i32::from(folds_artifacts(&e.event)))
             .collect();
-        let e_json: Vec<&str> = w
-            .events
-            .iter()
-            .map(|(a, _)| a.event_json.as_str())
-            .collect();
-        let e_now: Vec<i64> = w.events.iter().map(|(a, _)| a.now).collect();
+        let e_json: Vec<&str> = w.events.iter().map(|(_, _, json)| *json).collect();
+        let e_now: Vec<i64> = w.events.iter().map(|(a, _, _)| a.now).collect();
 
         let (at, ao, ai) = key_arrays(w.artifacts.iter().map(|(a, _)| *a));
         let a_artifacts: Vec<&str> = w.artifacts.iter().map(|(_, s)| s.as_str()).collect();
 
         let (ut, uo, ui) = key_arrays(w.updates.iter().map(|(a, _)| *a));
         let u_seq: Vec<i64> = w.updates.iter().map(|(_, u)| u.seq).collect();
+        let u_prev: Vec<i64> = w.updates.iter().map(|(_, u)| u.prev_seq).collect();
         let u_state: Vec<&str> = w.updates.iter().map(|(_, u)| u.state.as_str()).collect();
         let u_status: Vec<i64> = w.updates.iter().map(|(_, u)| u.status_ms).collect();
         let u_now: Vec<i64> = w.updates.iter().map(|(a, _)| a.now).collect();
@@ -415,12 +421,12 @@ impl BatchOps for PgOps {
             "WITH new_tasks AS ( \
                INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, \
                  created_ms, updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
-               SELECT tenant, owner, id, context_id, state, status_ms, now, now, 1, snapshot, 1, \
-                      art_bytes, 0 \
+               SELECT tenant, owner, id, context_id, state, status_ms, now, now, last_seq, \
+                      snapshot, last_seq, art_bytes, 0 \
                FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
-                           $6::int8[], $7::int8[], $8::text[], $9::int8[]) \
+                           $6::int8[], $7::int8[], $8::text[], $9::int8[], $35::int8[]) \
                     AS v(tenant, owner, id, context_id, state, status_ms, now, snapshot, \
-                         art_bytes)), \
+                         art_bytes, last_seq)), \
              new_artifacts AS ( \
                INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) \
                SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $10::text[])), \
@@ -442,11 +448,11 @@ impl BatchOps for PgOps {
                       art_bytes = k.art_bytes, pending_bytes = k.pending \
                FROM UNNEST($23::text[], $24::text[], $25::text[], $26::int8[], $27::text[], \
                            $28::int8[], $29::int8[], $30::text[], $31::int8[], $32::int8[], \
-                           $33::int8[]) \
+                           $33::int8[], $36::int8[]) \
                     AS k(tenant, owner, id, last_seq, state, status_ms, now, snapshot, \
-                         art_seq, art_bytes, pending) \
+                         art_seq, art_bytes, pending, prev_seq) \
                WHERE t.tenant = k.tenant COLLATE \"C\" AND t.owner = k.owner COLLATE \"C\" \
-                 AND t.id = k.id COLLATE \"C\" AND t.last_seq = k.last_seq - 1 \
+                 AND t.id = k.id COLLATE \"C\" AND t.last_seq = k.prev_seq \
                RETURNING 1) \
              SELECT 1 / ((SELECT count(*) FROM updated) = $34)::int",
         )
@@ -484,6 +490,8 @@ impl BatchOps for PgOps {
         .bind(u_art_bytes)
         .bind(u_pending)
         .bind(u_count)
+        .bind(c_last_seq)
+        .bind(u_prev)
         .execute(&mut *self.conn)
         .await
         .map_err(|e| {

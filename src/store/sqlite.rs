@@ -19,6 +19,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -39,7 +40,7 @@ use super::sql::{
 use super::{
     PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
-use crate::protocol::time::{self, Timestamp};
+use crate::protocol::time::Timestamp;
 use crate::protocol::{StreamResponse, Task, TaskState};
 
 /// The embedded SQLite migrations (`migrations/sqlite`).
@@ -185,22 +186,16 @@ super::sql_reads::sql_reads!(sqlx::SqliteConnection, sqlx::sqlite::SqliteRow);
 
 #[async_trait]
 impl TaskStore for SqliteTaskStore {
-    async fn append(
+    async fn append_all(
         &self,
         scope: &Scope,
         task_id: &str,
-        seq: u64,
-        event: &StreamResponse,
+        events: &[Arc<StoredEvent>],
     ) -> Result<(), StoreError> {
-        let append = Append {
-            scope: scope.clone(),
-            task_id: task_id.to_owned(),
-            seq,
-            event: event.clone(),
-            event_json: to_json(event)?,
-            now: time::now().timestamp_millis(),
-        };
-        self.batcher.append(append).await
+        match Append::encode(scope, task_id, events)? {
+            Some(append) => self.batcher.append(append).await,
+            None => Ok(()),
+        }
     }
 
     async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -417,21 +412,22 @@ impl BatchOps for SqliteOps {
                     &c.snapshot,
                     c.artifacts.len() as i64,
                     &c.artifacts,
+                    c.last_seq,
                 )
             })
             .collect();
         let events: Vec<_> = w
             .events
             .iter()
-            .map(|(a, seq)| {
+            .map(|(a, e, json)| {
                 (
                     &a.scope.tenant,
                     &a.scope.owner,
                     &a.task_id,
-                    seq,
-                    kind(&a.event),
-                    i32::from(folds_artifacts(&a.event)),
-                    &a.event_json,
+                    e.seq,
+                    kind(&e.event),
+                    i32::from(folds_artifacts(&e.event)),
+                    json,
                     a.now,
                 )
             })
@@ -464,7 +460,8 @@ impl BatchOps for SqliteOps {
             "INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, created_ms, \
              updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
              SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
-                    value->>6, 1, value->>7, 1, value->>8, 0 FROM json_each($1); \
+                    value->>6, value->>10, value->>7, value->>10, value->>8, 0 \
+             FROM json_each($1); \
              INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) \
              SELECT value->>0, value->>1, value->>2, value->>9 FROM json_each($1); \
              INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, folds_artifacts, \
