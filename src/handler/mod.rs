@@ -376,23 +376,20 @@ impl RequestHandler {
                 Some(events),
                 false,
             );
+            // Every event after the snapshot arrives, in order: folding them gives the
+            // stored task as of the settling event without reading it back.
             while let Some(ev) = follow.next().await {
-                if ev?
+                let ev = ev?;
+                let done = ev
                     .event
                     .state()
-                    .is_some_and(|s| immediate || s.is_settled())
-                {
+                    .is_some_and(|s| immediate || s.is_settled());
+                task = crate::store::projection::apply(Some(task), &ev.event)
+                    .expect("folding onto an existing task");
+                if done {
                     break;
                 }
             }
-            task = self
-                .inner
-                .store
-                .get(&scope, &task.id)
-                .await
-                .map_err(A2aError::internal)?
-                .map(|r| r.task)
-                .unwrap_or(task);
         }
         task.apply_history_length(hl);
         Ok(SendMessageResponse::Task(task))
