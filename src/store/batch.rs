@@ -431,6 +431,18 @@ pub(crate) fn task_key(a: &Append) -> TaskKey {
     )
 }
 
+/// The appends of `batch` whose task rows must be read before planning. In a batch
+/// of several, a task's first append (sequence number 1) is planned as new without
+/// reading: if the task exists after all, its insert fails the write as a whole (a
+/// primary key violation) and the lane retries each append alone, which reads every
+/// row and reports the conflict to that append only. A batch in which every append
+/// creates its task (the common case: a short task written in one group) thus costs
+/// no read at all.
+pub(crate) fn to_read(batch: &[Append]) -> impl Iterator<Item = &Append> {
+    let several = batch.len() > 1;
+    batch.iter().filter(move |a| !several || a.seq > 1)
+}
+
 /// A new task's row.
 pub(crate) type Create<'a> = (&'a Append, &'a NewTask);
 

@@ -31,7 +31,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::batch::{
     Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, TaskKey,
-    TaskRow, Writes, write_batch,
+    TaskRow, Writes, to_read, write_batch,
 };
 use super::memory::shape_for_list;
 use super::sql::{
@@ -289,16 +289,7 @@ fn outcome_unknown(e: &sqlx::Error) -> bool {
 #[async_trait]
 impl BatchOps for PgOps {
     async fn rows(&mut self, batch: &[Append]) -> Result<Vec<(TaskKey, TaskRow)>, StoreError> {
-        // In a batch of several, a task's first append is planned as new without
-        // reading: if the task exists after all, its insert fails the write as a
-        // whole (a primary key violation, so `Stale`) and the lane retries each
-        // append alone, which reads every row and reports the conflict. This saves a
-        // round trip per batch when every append in it creates a task.
-        let read: Vec<&Append> = if batch.len() > 1 {
-            batch.iter().filter(|a| a.seq > 1).collect()
-        } else {
-            batch.iter().collect()
-        };
+        let read: Vec<&Append> = to_read(batch).collect();
         if read.is_empty() {
             return Ok(Vec::new());
         }

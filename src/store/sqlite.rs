@@ -31,7 +31,7 @@ use sqlx::sqlite::{
 
 use super::batch::{
     Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, TaskKey,
-    TaskRow, Writes, write_batch,
+    TaskRow, Writes, to_read, write_batch,
 };
 use super::memory::shape_for_list;
 use super::sql::{
@@ -46,6 +46,45 @@ use crate::protocol::{StreamResponse, Task, TaskState};
 /// The embedded SQLite migrations (`migrations/sqlite`).
 pub static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
 
+/// How often the background checkpointer copies committed WAL frames into the
+/// database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
+
+/// The WAL size, in pages, at which the writer checkpoints by itself (only when the
+/// background checkpointer falls behind; SQLite's default is 1,000).
+const WRITER_CHECKPOINT_PAGES: u32 = 10_000;
+
+/// Runs `PRAGMA wal_checkpoint(PASSIVE)` every [`CHECKPOINT_EVERY`] on a reader
+/// connection until the store is dropped or closed. A passive checkpoint neither
+/// waits for nor blocks the writer, so copying the WAL into the database happens
+/// beside the appends instead of inside a commit; the writer's own automatic
+/// checkpoint stays as a backstop at [`WRITER_CHECKPOINT_PAGES`].
+fn spawn_checkpointer(pool: SqlitePool, alive: std::sync::Weak<()>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if alive.strong_count() == 0 || pool.is_closed() {
+                return;
+            }
+            if let Err(e) = checkpoint(&pool).await {
+                tracing::debug!(error = %e, "background WAL checkpoint failed");
+            }
+        }
+    });
+}
+
+/// One passive checkpoint: the WAL's frames and how many of them are now in the
+/// database file.
+async fn checkpoint(pool: &SqlitePool) -> Result<(i64, i64), StoreError> {
+    let row = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+        .fetch_one(pool)
+        .await
+        .map_err(db)?;
+    Ok((row.get(1), row.get(2)))
+}
+
 /// How long a connection waits for another process's lock on the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -56,6 +95,8 @@ pub struct SqliteTaskStore {
     reader: SqlitePool,
     /// The writer lane that commits appends in batches.
     batcher: Batcher,
+    /// Keeps the background WAL checkpointer running (file databases only).
+    _checkpointer: Option<Arc<()>>,
 }
 
 impl SqliteTaskStore {
@@ -112,7 +153,11 @@ impl SqliteTaskStore {
             .synchronous(SqliteSynchronous::Normal);
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
-            .connect_with(base.clone().journal_mode(SqliteJournalMode::Wal))
+            .connect_with(
+                base.clone()
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .pragma("wal_autocheckpoint", WRITER_CHECKPOINT_PAGES.to_string()),
+            )
             .await
             .map_err(|e| {
                 StoreError::Backend(format!(
@@ -129,7 +174,11 @@ impl SqliteTaskStore {
             .connect_with(base.pragma("query_only", "ON"))
             .await
             .map_err(db)?;
-        Ok(Self::with_pools(writer, reader))
+        let mut store = Self::with_pools(writer, reader);
+        let alive = Arc::new(());
+        spawn_checkpointer(store.reader.clone(), Arc::downgrade(&alive));
+        store._checkpointer = Some(alive);
+        Ok(store)
     }
 
     /// Opens a private in-memory database on one connection that lives as long as
@@ -159,6 +208,7 @@ impl SqliteTaskStore {
             writer,
             reader,
             batcher,
+            _checkpointer: None,
         }
     }
 
@@ -304,6 +354,40 @@ impl BatchWriter for SqliteWriter {
     }
 }
 
+/// The statements of a batch's writes, ending with `COMMIT` (see [`SqliteOps`]).
+macro_rules! write_sql {
+    () => {
+            "INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, created_ms, \
+             updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
+             SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
+                    value->>6, value->>10, value->>7, value->>10, value->>8, 0 \
+             FROM json_each($1); \
+             INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) \
+             SELECT value->>0, value->>1, value->>2, value->>9 FROM json_each($1); \
+             INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, folds_artifacts, \
+             event, created_ms) \
+             SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
+                    value->>7 FROM json_each($2); \
+             UPDATE a2a_task_artifacts SET artifacts = k.artifacts \
+             FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
+                          value->>3 AS artifacts FROM json_each($3)) AS k \
+             WHERE a2a_task_artifacts.tenant = k.tenant AND a2a_task_artifacts.owner = k.owner \
+               AND a2a_task_artifacts.task_id = k.id; \
+             UPDATE a2a_tasks SET last_seq = k.last_seq, state = k.state, \
+                    status_ms = k.status_ms, updated_ms = k.now, \
+                    snapshot = COALESCE(k.snapshot, a2a_tasks.snapshot), art_seq = k.art_seq, \
+                    art_bytes = k.art_bytes, pending_bytes = k.pending \
+             FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
+                          value->>3 AS last_seq, value->>4 AS state, value->>5 AS status_ms, \
+                          value->>6 AS now, value->>7 AS snapshot, value->>8 AS art_seq, \
+                          value->>9 AS art_bytes, value->>10 AS pending \
+                   FROM json_each($4)) AS k \
+             WHERE a2a_tasks.tenant = k.tenant AND a2a_tasks.owner = k.owner \
+               AND a2a_tasks.id = k.id; \
+             COMMIT"
+    };
+}
+
 /// The batch round trips on SQLite. Each statement takes its rows as one JSON array
 /// bound as a single parameter and unpacked with `json_each`, so every statement has
 /// a fixed text (prepared once) whatever the batch size; the statements of a round
@@ -329,10 +413,13 @@ fn row_key(r: &sqlx::sqlite::SqliteRow) -> TaskKey {
 #[async_trait]
 impl BatchOps for SqliteOps {
     async fn rows(&mut self, batch: &[Append]) -> Result<Vec<(TaskKey, TaskRow)>, StoreError> {
-        let keys: Vec<_> = batch
-            .iter()
+        let keys: Vec<_> = to_read(batch)
             .map(|a| (&a.scope.tenant, &a.scope.owner, &a.task_id))
             .collect();
+        if keys.is_empty() {
+            // Nothing to read: the transaction begins with the writes.
+            return Ok(Vec::new());
+        }
         self.open = true;
         let rows = sqlx::query(
             "BEGIN IMMEDIATE; \
@@ -456,43 +543,21 @@ impl BatchOps for SqliteOps {
                 )
             })
             .collect();
-        sqlx::query(
-            "INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, created_ms, \
-             updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
-             SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
-                    value->>6, value->>10, value->>7, value->>10, value->>8, 0 \
-             FROM json_each($1); \
-             INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) \
-             SELECT value->>0, value->>1, value->>2, value->>9 FROM json_each($1); \
-             INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, folds_artifacts, \
-             event, created_ms) \
-             SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
-                    value->>7 FROM json_each($2); \
-             UPDATE a2a_task_artifacts SET artifacts = k.artifacts \
-             FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
-                          value->>3 AS artifacts FROM json_each($3)) AS k \
-             WHERE a2a_task_artifacts.tenant = k.tenant AND a2a_task_artifacts.owner = k.owner \
-               AND a2a_task_artifacts.task_id = k.id; \
-             UPDATE a2a_tasks SET last_seq = k.last_seq, state = k.state, \
-                    status_ms = k.status_ms, updated_ms = k.now, \
-                    snapshot = COALESCE(k.snapshot, a2a_tasks.snapshot), art_seq = k.art_seq, \
-                    art_bytes = k.art_bytes, pending_bytes = k.pending \
-             FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
-                          value->>3 AS last_seq, value->>4 AS state, value->>5 AS status_ms, \
-                          value->>6 AS now, value->>7 AS snapshot, value->>8 AS art_seq, \
-                          value->>9 AS art_bytes, value->>10 AS pending \
-                   FROM json_each($4)) AS k \
-             WHERE a2a_tasks.tenant = k.tenant AND a2a_tasks.owner = k.owner \
-               AND a2a_tasks.id = k.id; \
-             COMMIT",
-        )
-        .bind(encode(rows_json(&tasks))?)
-        .bind(encode(rows_json(&events))?)
-        .bind(encode(rows_json(&artifacts))?)
-        .bind(encode(rows_json(&updates))?)
-        .execute(&mut *self.conn)
-        .await
-        .map_err(|e| BatchError::Write(db(e)))?;
+        // Without a read before it, this statement begins the transaction too.
+        let sql = if self.open {
+            write_sql!()
+        } else {
+            concat!("BEGIN IMMEDIATE; ", write_sql!())
+        };
+        self.open = true;
+        sqlx::query(sql)
+            .bind(encode(rows_json(&tasks))?)
+            .bind(encode(rows_json(&events))?)
+            .bind(encode(rows_json(&artifacts))?)
+            .bind(encode(rows_json(&updates))?)
+            .execute(&mut *self.conn)
+            .await
+            .map_err(|e| BatchError::Write(db(e)))?;
         // A failed COMMIT leaves the transaction open or rolled back, never
         // committed: `abort` ends it, and nothing was written.
         self.open = false;
@@ -509,6 +574,31 @@ impl BatchOps for SqliteOps {
 
 #[cfg(test)]
 mod tests {
+    use crate::protocol::StreamResponse;
+    use crate::store::TaskStore;
+    use crate::store::conformance::task_at;
+
+    /// The background checkpointer's statement works on the `query_only` reader
+    /// connections and copies every committed frame.
+    #[tokio::test]
+    async fn readers_checkpoint_the_wal() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::SqliteTaskStore::open_path(&dir.path().join("t.db"), 2)
+            .await
+            .unwrap();
+        assert!(store._checkpointer.is_some());
+        let scope = crate::store::Scope::new("", "alice");
+        for i in 0..20 {
+            let id = format!("task-{i}");
+            let ev = StreamResponse::Task(task_at(&id, "ctx", crate::protocol::time::now()));
+            store.append(&scope, &id, 1, &ev).await.unwrap();
+        }
+        let (frames, copied) = super::checkpoint(&store.reader).await.unwrap();
+        assert!(frames > 0, "appends went to the WAL");
+        assert_eq!(copied, frames, "every committed frame is checkpointed");
+        store.close().await;
+    }
+
     #[tokio::test]
     async fn conformance_in_memory() {
         let store = super::SqliteTaskStore::open("sqlite::memory:", 1)
