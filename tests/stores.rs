@@ -20,8 +20,8 @@ use a2a_gateway::protocol::{
     TaskStatusUpdateEvent,
 };
 use a2a_gateway::store::{
-    PostgresTaskStore, Scope, SqliteTaskStore, StoreError, TaskStore, conformance, open_store,
-    projection,
+    PostgresTaskStore, Scope, SqliteTaskStore, StoreError, StoredEvent, TaskStore, conformance,
+    open_store, projection,
 };
 use sqlx::Row;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -108,6 +108,53 @@ async fn racing_writers(store: Arc<dyn TaskStore>) {
     let rec = store.get(&scope, &id).await.unwrap().unwrap();
     assert_eq!(rec.last_seq, 5);
     assert_eq!(rec.task.artifacts()[0].parts[0].as_text(), Some("xxxx"));
+    racing_group_creators(store).await;
+}
+
+/// Many tasks created at once, each by two writers with `append_all` of a whole
+/// group: the batches mix new tasks (written without a read) with a duplicate, and
+/// still exactly one creator of each task wins, the other gets `Conflict`, and no
+/// event of the losing group is written.
+async fn racing_group_creators(store: Arc<dyn TaskStore>) {
+    let scope = Scope::new(format!("t-{}", new_id()), "alice");
+    let ids: Vec<String> = (0..30).map(|_| new_id()).collect();
+    let mut joins = Vec::new();
+    for round in 0..2 {
+        for id in &ids {
+            let (store, scope, id) = (store.clone(), scope.clone(), id.clone());
+            joins.push(tokio::spawn(async move {
+                let text = format!("from writer {round}");
+                let group: Vec<Arc<StoredEvent>> = [created(&id), chunk(&id, &text, false)]
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, event)| {
+                        Arc::new(StoredEvent {
+                            seq: i as u64 + 1,
+                            event,
+                        })
+                    })
+                    .collect();
+                (id.clone(), store.append_all(&scope, &id, &group).await)
+            }));
+        }
+    }
+    let mut wins: std::collections::HashMap<String, usize> = Default::default();
+    for j in joins {
+        let (id, result) = j.await.unwrap();
+        match result {
+            Ok(()) => *wins.entry(id).or_default() += 1,
+            Err(StoreError::Conflict { .. }) => {}
+            Err(e) => panic!("unexpected error creating {id}: {e}"),
+        }
+    }
+    for id in &ids {
+        assert_eq!(wins.get(id), Some(&1), "exactly one creator of {id} wins");
+        let log = store.events_after(&scope, id, 0, 10).await.unwrap();
+        assert_eq!(log.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
+        let rec = store.get(&scope, id).await.unwrap().unwrap();
+        assert_eq!(rec.last_seq, 2);
+        assert_eq!(rec.task.artifacts().len(), 1);
+    }
 }
 
 /// The checkpoint bookkeeping of one task: (last_seq, art_seq, art_bytes, pending_bytes).
