@@ -11,7 +11,10 @@
 //! all the appends waiting for it in one transaction (group commit, see the `batch`
 //! module); each caller gets its answer after that commit. `synchronous = NORMAL` in WAL mode: a committed append
 //! survives a process crash (the WAL is in the OS page cache); only a power loss can
-//! lose the last transactions. `busy_timeout` is 5 s for other processes sharing
+//! lose the last transactions. WAL frames are copied into the database file by a
+//! passive checkpoint on a reader connection every 250 ms, beside the writer rather
+//! than inside one of its commits (the writer checkpoints by itself only if the WAL
+//! reaches 10,000 pages). `busy_timeout` is 5 s for other processes sharing
 //! the file (e.g. `a2a-gateway migrate`).
 //!
 //! `sqlite::memory:` uses a single connection for everything (each SQLite connection
