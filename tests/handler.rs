@@ -568,6 +568,9 @@ struct HookedStore {
     inner: MemoryTaskStore,
     yield_before_append: bool,
     hold: Mutex<Option<(Arc<Semaphore>, oneshot::Sender<()>)>>,
+    /// Refuses (as a database failure) every append that holds an event numbered
+    /// this or higher.
+    fail_from_seq: Option<u64>,
 }
 
 #[async_trait]
@@ -580,6 +583,11 @@ impl TaskStore for HookedStore {
     ) -> Result<(), StoreError> {
         if self.yield_before_append {
             tokio::task::yield_now().await;
+        }
+        if let Some(n) = self.fail_from_seq
+            && events.iter().any(|e| e.seq >= n)
+        {
+            return Err(StoreError::Backend("disk full".into()));
         }
         self.inner.append_all(scope, task_id, events).await
     }
@@ -679,6 +687,48 @@ async fn every_event_is_in_the_store_before_a_subscriber_sees_it() {
     // Task, WORKING, 200 chunks, COMPLETED; the subscription starts at WORKING.
     assert_eq!(within(a).await.unwrap(), 203);
     assert_eq!(within(b).await.unwrap(), 202);
+}
+
+/// A store write that fails stops the run: no client sees an event that is not
+/// stored (not on the stream, not in GetTask, not in CancelTask's answer), and the
+/// task stays as the store has it.
+#[tokio::test]
+async fn a_failed_store_write_stops_the_run_and_shows_nothing_unstored() {
+    let (exec, mut probe) = gated(3);
+    let store = Arc::new(HookedStore {
+        fail_from_seq: Some(3),
+        ..Default::default()
+    });
+    let h = RequestHandler::new(Arc::new(exec), store.clone(), HandlerConfig::default());
+    let mut stream = h
+        .send_streaming_message(&anon(), req(text("go")))
+        .await
+        .unwrap();
+    let id = probe.started().await;
+    stored_working(&h, &id).await;
+    probe.release(1);
+    let mut seen = Vec::new();
+    while let Some(ev) = within(stream.next()).await {
+        // An error item may end the stream; no event after it.
+        if let Ok(ev) = ev {
+            seen.push(ev.seq.expect("sequenced"));
+        }
+    }
+    assert!(
+        seen.iter().all(|&s| s < 3),
+        "unstored events seen: {seen:?}"
+    );
+    let scope = Scope::from(&anon());
+    let stored = store.get(&scope, &id).await.unwrap().unwrap();
+    assert_eq!(stored.last_seq, 2);
+    let task = get(&h, &anon(), &id).await;
+    assert_eq!(task.status.state, TaskState::Working);
+    assert!(task.artifacts().is_empty());
+    // Canceling needs a write too: it fails, and never reports a state the store
+    // does not hold.
+    let e = err(within(h.cancel_task(&anon(), cancel_req(&id))).await);
+    assert!(matches!(e, A2aError::Internal(_)), "{e:?}");
+    assert_eq!(get(&h, &anon(), &id).await.status.state, TaskState::Working);
 }
 
 #[tokio::test]

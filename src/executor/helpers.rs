@@ -3,10 +3,12 @@
 use crate::protocol::{Artifact, Message, Part, Role, Task, TaskState, TaskStatus};
 
 /// A new unique id: a UUID v7 (RFC 9562), hyphenated: 48 bits of Unix time in
-/// milliseconds, then 74 random bits. Ids made later sort later, so the task and
-/// event indexes of the SQL stores grow at their right edge instead of being
-/// written at random pages (a batch of new tasks dirties a few pages, not one per
-/// task); the random part keeps them unguessable.
+/// milliseconds, then (as the `uuid` crate fills them) a counter that starts at a
+/// random value each millisecond, and random bits. Ids made later sort later, so
+/// the task and event indexes of the SQL stores grow at their right edge instead of
+/// being written at random pages (a batch of new tasks dirties a few pages, not one
+/// per task). An id shows when it was made and is not a secret: every task lookup
+/// is scoped to its caller, so knowing another caller's task id grants nothing.
 pub fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }

@@ -250,14 +250,12 @@ impl Driver {
     /// store write comes first: no subscriber sees an event that is not durable. On
     /// failure the driver stops writing (its snapshot is ahead of the store).
     async fn flush(&mut self) -> Result<(), A2aError> {
-        if self.broken {
-            self.staged.clear();
-            return Err(A2aError::internal(
-                "task driver stopped after a store failure",
-            ));
-        }
         if self.staged.is_empty() {
             return Ok(());
+        }
+        if self.broken {
+            self.staged.clear();
+            return Err(stopped());
         }
         let staged = std::mem::take(&mut self.staged);
         if let Err(e) = self
@@ -282,9 +280,10 @@ impl Driver {
 
     /// Stages and writes one event (see [`flush`](Self::flush)).
     async fn persist(&mut self, event: StreamResponse) -> Result<(), A2aError> {
-        if !self.broken {
-            self.stage(event);
+        if self.broken {
+            return Err(stopped());
         }
+        self.stage(event);
         self.flush().await
     }
 
@@ -373,9 +372,7 @@ impl Driver {
             reply,
         } = run;
         if self.broken {
-            let _ = reply.send(Err(A2aError::internal(
-                "task driver stopped after a store failure",
-            )));
+            let _ = reply.send(Err(stopped()));
             return;
         }
         if let Some(state) = self.state().filter(|s| s.is_terminal()) {
@@ -448,6 +445,10 @@ impl Driver {
                 cmd = self.rx.recv(), if outcome.is_none() => match cmd {
                     Some(Command::Run(run)) => self.pending.push_back(*run),
                     Some(Command::Cancel(reply)) => {
+                        if self.broken {
+                            let _ = reply.send(Err(stopped()));
+                            continue;
+                        }
                         // CancelTask read the task before it reached its final state.
                         if let Some(state) = self.state().filter(|s| s.is_terminal()) {
                             let _ = reply.send(Err(A2aError::TaskNotCancelable {
@@ -673,6 +674,9 @@ impl Driver {
         }
         self.abort(r, TaskState::Canceled, "canceled by the client")
             .await;
+        if self.broken {
+            return Err(stopped());
+        }
         self.task
             .clone()
             .ok_or_else(|| A2aError::TaskNotFound(self.task_id().to_owned()))
@@ -717,6 +721,9 @@ impl Driver {
 
     /// CancelTask on a task with no run in progress.
     async fn cancel_idle(&mut self) -> Result<Task, A2aError> {
+        if self.broken {
+            return Err(stopped());
+        }
         let Some(task) = self.task.clone() else {
             return Err(A2aError::TaskNotFound(self.task_id().to_owned()));
         };
@@ -768,6 +775,12 @@ impl Driver {
         }
         Ok(self.task.clone().expect("task exists"))
     }
+}
+
+/// The error of every operation on a driver whose store write failed: its snapshot
+/// may hold events that are not in the store, so it is never shown to a client.
+fn stopped() -> A2aError {
+    A2aError::internal("task driver stopped after a store failure")
 }
 
 /// Answers a caller once; a caller that went away is ignored.

@@ -14,13 +14,16 @@
 //!   waits for the next batch, in arrival order), so each append is checked against
 //!   the row as the previous append of that task left it;
 //! - sequence conflicts, unknown tasks and invalid first events are found by
-//!   [`plan`] before anything is written, and only that append is refused;
+//!   [`plan`] before anything is written, and only that append is refused; the
+//!   exception is a task created in a batch of several, which is planned without
+//!   reading its row ([`to_read`]): if it exists after all, the batch's write fails
+//!   on the primary key and the retry below reports the conflict;
 //! - when the transaction fails before its commit (a database error on any
 //!   statement, or, on PostgreSQL, a row changed by another instance since it was
 //!   read), nothing of it was written and each append of the batch is retried alone
 //!   in its own transaction (planned again on fresh rows), so an error or conflict
-//!   reaches only the append it concerns. A failed commit is reported to every append of the batch (its outcome
-//!   is unknown, as it is for a single append).
+//!   reaches only the append it concerns. A failed commit is reported to every
+//!   append of the batch (its outcome is unknown, as it is for a single append).
 //!
 //! A store may run several writer lanes (PostgreSQL, to use its pool); the lane of an
 //! append is chosen by hashing its task key, so appends to one task always go
@@ -462,7 +465,7 @@ pub(crate) struct Writes<'a> {
     pub events: Vec<EventRow<'a>>,
     /// Rewritten checkpoints.
     pub artifacts: Vec<(&'a Append, String)>,
-    /// Existing task rows: the new values (`seq - 1` is the `last_seq` they replace).
+    /// Existing task rows: the new values (`prev_seq` is the `last_seq` they replace).
     pub updates: Vec<(&'a Append, TaskUpdate)>,
 }
 

@@ -175,7 +175,9 @@ pub trait TaskStore: Send + Sync + 'static {
     /// [`StoreError::NotFound`] for a first number above 1 on an unknown task,
     /// [`StoreError::InvalidEvent`] for a first event of a new task that is not a
     /// `Task`, or numbers that are not consecutive,
-    /// [`StoreError::Backend`] on database failure. Nothing is written on error.
+    /// [`StoreError::Backend`] on database failure. Nothing is written on any other
+    /// error; after a `Backend` error the events are either all written or none (a
+    /// commit whose answer was lost leaves the outcome unknown, as with any database).
     async fn append_all(
         &self,
         scope: &Scope,

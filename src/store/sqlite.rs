@@ -66,13 +66,21 @@ fn spawn_checkpointer(pool: SqlitePool, alive: std::sync::Weak<()>) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut failing = false;
         loop {
             tick.tick().await;
             if alive.strong_count() == 0 || pool.is_closed() {
                 return;
             }
-            if let Err(e) = checkpoint(&pool).await {
-                tracing::debug!(error = %e, "background WAL checkpoint failed");
+            match checkpoint(&pool).await {
+                // Said once per failing spell: the WAL then grows up to the writer's
+                // own checkpoint threshold.
+                Err(e) if !failing => {
+                    failing = true;
+                    tracing::warn!(error = %e, "background WAL checkpoint failed; the writer will checkpoint by itself");
+                }
+                Err(_) => {}
+                Ok(_) => failing = false,
             }
         }
     });
