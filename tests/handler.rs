@@ -568,9 +568,10 @@ struct HookedStore {
     inner: MemoryTaskStore,
     yield_before_append: bool,
     hold: Mutex<Option<(Arc<Semaphore>, oneshot::Sender<()>)>>,
-    /// Refuses (as a database failure) every append that holds an event numbered
-    /// this or higher.
+    /// Refuses (as a database failure) appends that hold an event numbered this or
+    /// higher, `fail_times` times.
     fail_from_seq: Option<u64>,
+    fail_times: AtomicUsize,
 }
 
 #[async_trait]
@@ -586,6 +587,10 @@ impl TaskStore for HookedStore {
         }
         if let Some(n) = self.fail_from_seq
             && events.iter().any(|e| e.seq >= n)
+            && self
+                .fail_times
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| t.checked_sub(1))
+                .is_ok()
         {
             return Err(StoreError::Backend("disk full".into()));
         }
@@ -689,14 +694,16 @@ async fn every_event_is_in_the_store_before_a_subscriber_sees_it() {
     assert_eq!(within(b).await.unwrap(), 202);
 }
 
-/// A store write that fails stops the run: no client sees an event that is not
-/// stored (not on the stream, not in GetTask, not in CancelTask's answer), and the
-/// task stays as the store has it.
-#[tokio::test]
-async fn a_failed_store_write_stops_the_run_and_shows_nothing_unstored() {
+/// A gated 3-chunk run on a store that refuses the appends from event 3 on
+/// `fail_times` times; returns the handler, the store, the task id and the stream's
+/// items (sequence numbers, `None` for an error item) once the stream ended.
+async fn run_with_failing_store(
+    fail_times: usize,
+) -> (RequestHandler, Arc<HookedStore>, String, Vec<Option<u64>>) {
     let (exec, mut probe) = gated(3);
     let store = Arc::new(HookedStore {
         fail_from_seq: Some(3),
+        fail_times: AtomicUsize::new(fail_times),
         ..Default::default()
     });
     let h = RequestHandler::new(Arc::new(exec), store.clone(), HandlerConfig::default());
@@ -707,28 +714,72 @@ async fn a_failed_store_write_stops_the_run_and_shows_nothing_unstored() {
     let id = probe.started().await;
     stored_working(&h, &id).await;
     probe.release(1);
-    let mut seen = Vec::new();
-    while let Some(ev) = within(stream.next()).await {
-        // An error item may end the stream; no event after it.
-        if let Ok(ev) = ev {
-            seen.push(ev.seq.expect("sequenced"));
-        }
+    let mut items = Vec::new();
+    while let Some(ev) = stream.next().await {
+        items.push(ev.ok().map(|ev| ev.seq.expect("sequenced")));
     }
+    (h, store, id, items)
+}
+
+/// A store that stays down: the run is stopped, no client sees an event that is not
+/// stored (not on the stream, not in GetTask, not in CancelTask's answer), and the
+/// stream ends with an error instead of as if complete.
+#[tokio::test(start_paused = true)]
+async fn a_store_that_stays_down_stops_the_run_and_shows_nothing_unstored() {
+    let (h, store, id, items) = run_with_failing_store(usize::MAX).await;
+    let (last, seen) = items.split_last().expect("items");
+    assert_eq!(*last, None, "the stream ends with an error item: {items:?}");
     assert!(
-        seen.iter().all(|&s| s < 3),
-        "unstored events seen: {seen:?}"
+        seen.iter().all(|s| s.is_some_and(|s| s < 3)),
+        "unstored events seen: {items:?}"
     );
-    let scope = Scope::from(&anon());
-    let stored = store.get(&scope, &id).await.unwrap().unwrap();
+    let stored = store
+        .get(&Scope::from(&anon()), &id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.last_seq, 2);
     let task = get(&h, &anon(), &id).await;
     assert_eq!(task.status.state, TaskState::Working);
     assert!(task.artifacts().is_empty());
     // Canceling needs a write too: it fails, and never reports a state the store
     // does not hold.
-    let e = err(within(h.cancel_task(&anon(), cancel_req(&id))).await);
+    let e = err(h.cancel_task(&anon(), cancel_req(&id)).await);
     assert!(matches!(e, A2aError::Internal(_)), "{e:?}");
     assert_eq!(get(&h, &anon(), &id).await.status.state, TaskState::Working);
+}
+
+/// A store that fails for a moment (a lock held for a few seconds): the write is
+/// retried and the run completes as if nothing happened.
+#[tokio::test(start_paused = true)]
+async fn a_store_write_that_fails_briefly_is_retried() {
+    let (h, _, id, items) = run_with_failing_store(3).await;
+    assert!(items.iter().all(Option::is_some), "{items:?}");
+    let task = get(&h, &anon(), &id).await;
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(task.artifacts()[0].parts[0].as_text(), Some("0,1,2,"));
+}
+
+/// A store that fails longer than the retries but comes back: the run was stopped,
+/// and the task is then recorded FAILED with the reason, which the stream delivers as
+/// its final event.
+#[tokio::test(start_paused = true)]
+async fn a_run_stopped_by_the_store_is_recorded_failed_when_it_returns() {
+    let (h, _, id, items) = run_with_failing_store(7).await;
+    assert!(items.iter().all(Option::is_some), "{items:?}");
+    assert_eq!(
+        items.last(),
+        Some(&Some(3)),
+        "FAILED follows the stored events"
+    );
+    let task = get(&h, &anon(), &id).await;
+    assert_eq!(task.status.state, TaskState::Failed);
+    assert!(
+        status_text(&task).contains("the task store failed to record events 3..="),
+        "{}",
+        status_text(&task)
+    );
+    assert!(task.artifacts().is_empty(), "nothing unstored appears");
 }
 
 #[tokio::test]

@@ -36,6 +36,21 @@ const IDLE_RECHECK: Duration = Duration::from_secs(5);
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most queued executor events taken into one store write.
 const MAX_GROUP: usize = 128;
+/// The pauses between attempts of a store write that failed with a database error
+/// (a lock held by a backup or `VACUUM`, a failover): about 8 s of retrying, plus
+/// each attempt's own wait for locks, before the run is given up.
+const WRITE_RETRY_DELAYS: [Duration; 4] = [
+    Duration::from_millis(100),
+    Duration::from_millis(400),
+    Duration::from_millis(1500),
+    Duration::from_secs(6),
+];
+/// How long a driver whose run was stopped by a store failure keeps trying to record
+/// the task FAILED once the store works again, before it leaves that to the stale-task
+/// sweep.
+const STORE_RECOVERY: Duration = Duration::from_secs(300);
+/// The longest pause between those attempts.
+const STORE_RECOVERY_MAX_DELAY: Duration = Duration::from_secs(30);
 
 pub(crate) type TaskKey = (Scope, String);
 
@@ -102,6 +117,8 @@ pub(crate) struct Driver {
     staged: Vec<Arc<StoredEvent>>,
     /// Set when the store failed: the driver stops writing.
     broken: bool,
+    /// Why a store failure stopped the run, until the task is recorded FAILED.
+    store_failure: Option<String>,
 }
 
 /// Why the executor's run ended, for the failure reason.
@@ -144,6 +161,7 @@ impl Driver {
             pending: VecDeque::new(),
             staged: Vec::new(),
             broken: false,
+            store_failure: None,
         };
         tokio::spawn(driver.main(known_new));
         handle
@@ -190,6 +208,9 @@ impl Driver {
                     let r = self.expire_idle(x.states, x.older_than, &x.reason).await;
                     let _ = x.reply.send(r);
                 }
+            }
+            if self.store_failure.is_some() {
+                self.close_after_store_failure().await;
             }
         }
     }
@@ -258,17 +279,16 @@ impl Driver {
             return Err(stopped());
         }
         let staged = std::mem::take(&mut self.staged);
-        if let Err(e) = self
-            .inner
-            .store
-            .append_all(self.scope(), self.task_id(), &staged)
-            .await
-        {
+        if let Err(e) = self.write_retrying(&staged).await {
             self.broken = true;
+            let what = format!("events {}..={}", staged[0].seq, self.seq);
+            if matches!(e, StoreError::Backend(_)) {
+                self.store_failure = Some(format!(
+                    "the task store failed to record {what} of this task ({e}); the run was stopped"
+                ));
+            }
             return Err(A2aError::internal(format!(
-                "persisting events {}..={} of task {}: {e}",
-                staged[0].seq,
-                self.seq,
+                "persisting {what} of task {}: {e}",
                 self.task_id()
             )));
         }
@@ -276,6 +296,87 @@ impl Driver {
             let _ = self.bus.send(ev);
         }
         Ok(())
+    }
+
+    /// Writes `events`, retrying database errors after [`WRITE_RETRY_DELAYS`]. A
+    /// conflict after a failed attempt may mean that attempt was committed after all
+    /// (its answer lost): the write counts as done when the store holds exactly up to
+    /// the last event.
+    async fn write_retrying(&self, events: &[Arc<StoredEvent>]) -> Result<(), StoreError> {
+        let (scope, id) = (self.scope(), self.task_id());
+        let mut delays = WRITE_RETRY_DELAYS.iter();
+        let mut retried = false;
+        loop {
+            match self.inner.store.append_all(scope, id, events).await {
+                Ok(()) => return Ok(()),
+                Err(StoreError::Backend(e)) => {
+                    let Some(delay) = delays.next() else {
+                        return Err(StoreError::Backend(e));
+                    };
+                    tracing::warn!(task.id = %id, error = %e, retry_in_ms = delay.as_millis() as u64, "task store write failed; retrying");
+                    tokio::time::sleep(*delay).await;
+                    retried = true;
+                }
+                Err(e @ StoreError::Conflict { .. }) if retried => {
+                    let last = events.last().map_or(0, |e| e.seq);
+                    return match self.inner.store.get(scope, id).await {
+                        Ok(Some(rec)) if rec.last_seq == last => Ok(()),
+                        _ => Err(e),
+                    };
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// After a store failure stopped a run: once the store works again, records the
+    /// task FAILED with the reason (on top of what the store holds), so that its
+    /// subscribers get a final event and it does not stay WORKING. Retries with
+    /// growing pauses for up to [`STORE_RECOVERY`], answering commands meanwhile with
+    /// an error; gives up at shutdown or after that (the stale-task sweep closes the
+    /// task later).
+    async fn close_after_store_failure(&mut self) {
+        let Some(reason) = self.store_failure.take() else {
+            return;
+        };
+        let shutdown = self.inner.shutdown.clone();
+        let deadline = tokio::time::Instant::now() + STORE_RECOVERY;
+        let mut delay = Duration::from_secs(1);
+        loop {
+            self.staged.clear();
+            if let Ok(found) = self.inner.store.get(self.scope(), self.task_id()).await {
+                let Some(rec) = found else { return };
+                self.task = Some(rec.task);
+                self.seq = rec.last_seq;
+                if self.state().is_some_and(TaskState::is_terminal) {
+                    self.broken = false;
+                    return;
+                }
+                let ev = self.status_event(TaskState::Failed, &reason);
+                if self.append(ev).await.is_ok() {
+                    tracing::warn!(task.id = %self.task_id(), %reason, "task closed FAILED after a store failure");
+                    self.broken = false;
+                    return;
+                }
+            }
+            let pause = tokio::time::sleep(delay);
+            tokio::pin!(pause);
+            if tokio::time::Instant::now() + delay > deadline {
+                tracing::error!(task.id = %self.task_id(), "the task store is still failing; the task stays as stored until the stale-task sweep closes it");
+                return;
+            }
+            loop {
+                tokio::select! {
+                    _ = &mut pause => break,
+                    _ = shutdown.cancelled() => return,
+                    cmd = self.rx.recv() => match cmd {
+                        Some(cmd) => reject(cmd),
+                        None => return,
+                    },
+                }
+            }
+            delay = (delay * 2).min(STORE_RECOVERY_MAX_DELAY);
+        }
     }
 
     /// Stages and writes one event (see [`flush`](Self::flush)).
@@ -781,6 +882,21 @@ impl Driver {
 /// may hold events that are not in the store, so it is never shown to a client.
 fn stopped() -> A2aError {
     A2aError::internal("task driver stopped after a store failure")
+}
+
+/// Answers a command with [`stopped`] without acting on it.
+fn reject(cmd: Command) {
+    match cmd {
+        Command::Run(run) => {
+            let _ = run.reply.send(Err(stopped()));
+        }
+        Command::Cancel(reply) => {
+            let _ = reply.send(Err(stopped()));
+        }
+        Command::Expire(x) => {
+            let _ = x.reply.send(Err(stopped()));
+        }
+    }
 }
 
 /// Answers a caller once; a caller that went away is ignored.

@@ -51,6 +51,11 @@ impl Follow {
         }
     }
 
+    /// The followed task's id.
+    pub(crate) fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
     async fn refill(&mut self) -> Result<bool, A2aError> {
         let events = self
             .store

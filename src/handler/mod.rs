@@ -749,7 +749,18 @@ fn task_stream(
             return Some((Ok(ev), st));
         }
         loop {
-            match st.follow.next().await? {
+            let Some(next) = st.follow.next().await else {
+                // The task's driver is gone and the log holds no final state: only a
+                // store failure that could not be recorded does this (a shutdown
+                // records FAILED first). Say so rather than end as if complete.
+                st.done = true;
+                let e = A2aError::internal(format!(
+                    "the stream of task {} ended before a final state: its events could not be stored",
+                    st.follow.task_id()
+                ));
+                return Some((Err(e), st));
+            };
+            match next {
                 Err(e) => {
                     st.done = true;
                     return Some((Err(e), st));
