@@ -317,6 +317,28 @@ async fn sqlite_compaction_stays_bounded() {
     .await;
 }
 
+/// A database file that cannot be written is refused at start, naming the file,
+/// instead of starting and failing every task.
+#[tokio::test]
+async fn sqlite_refuses_a_read_only_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let store = SqliteTaskStore::open_path(&path, 1).await.unwrap();
+    store.ping().await.unwrap();
+    store.close().await;
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .read_only(true);
+    let err = SqliteTaskStore::open_file(options, 1)
+        .await
+        .expect_err("a read-only database is refused")
+        .to_string();
+    assert!(
+        err.contains("cannot be written") && err.contains("tasks.db") && err.contains("readonly"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn sqlite_in_memory_via_open_store() {
     let store = open_store("sqlite::memory:", 4).await.unwrap();
@@ -445,6 +467,37 @@ async fn postgres_refuses_a_database_from_a_newer_build() {
             text.contains("99990101000000") && text.contains("newer a2a-gateway"),
             "{text}"
         );
+    })
+    .await;
+}
+
+/// A session that refuses writes (opened while the database was read-only, or a
+/// standby) makes readiness fail and is replaced: the next ping and the next write
+/// use a new connection and succeed.
+#[tokio::test]
+async fn postgres_read_only_sessions_fail_readiness_and_are_replaced() {
+    in_schema("postgres_read_only_sessions", |schema| async move {
+        // One connection, shared by the writer lane and the ping.
+        let store = PostgresTaskStore::connect_with(schema.options(), 1)
+            .await
+            .unwrap();
+        store.ping().await.unwrap();
+        let read_only = "SET default_transaction_read_only = on";
+        sqlx::query(read_only).execute(store.pool()).await.unwrap();
+        let err = store.ping().await.expect_err("read-only").to_string();
+        assert!(err.contains("read-only"), "{err}");
+        store.ping().await.expect("a fresh connection takes writes");
+
+        let scope = Scope::new("t", "alice");
+        let id = new_id();
+        sqlx::query(read_only).execute(store.pool()).await.unwrap();
+        let err = store
+            .append(&scope, &id, 1, &created(&id))
+            .await
+            .expect_err("the read-only session refuses the write");
+        assert!(err.to_string().contains("read-only"), "{err}");
+        store.append(&scope, &id, 1, &created(&id)).await.unwrap();
+        assert_eq!(store.get(&scope, &id).await.unwrap().unwrap().last_seq, 1);
     })
     .await;
 }

@@ -262,7 +262,9 @@ pub trait TaskStore: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<(Scope, String)>, StoreError>;
 
-    /// Whether the store answers (for readiness checks).
+    /// Whether the store answers and takes writes (for readiness checks): the SQL
+    /// stores also refuse a read-only database (a read-only SQLite file, a PostgreSQL
+    /// standby or `default_transaction_read_only`).
     ///
     /// # Errors
     /// [`StoreError::Backend`] when it does not.

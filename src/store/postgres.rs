@@ -216,7 +216,22 @@ impl TaskStore for PostgresTaskStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         let mut conn = self.pool.acquire().await.map_err(db)?;
-        ping(&mut conn).await
+        let read_only: bool = sqlx::query_scalar(
+            "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on'",
+        )
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db)?;
+        if read_only {
+            // A connection opened while the database refused writes keeps refusing
+            // them: let the pool open a new one.
+            conn.close_on_drop();
+            return Err(StoreError::Backend(
+                "the PostgreSQL store is read-only (a standby, or default_transaction_read_only)"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -233,7 +248,17 @@ impl BatchWriter for PgWriter {
             .acquire()
             .await
             .map_err(|e| BatchError::Write(db(e)))?;
-        write_batch(&mut PgOps { conn }, batch).await
+        let mut ops = PgOps {
+            conn,
+            read_only: false,
+        };
+        let result = write_batch(&mut ops, batch).await;
+        if ops.read_only_seen() {
+            // The session refused writes (opened while the database was read-only,
+            // or a standby): replace it rather than fail every later batch with it.
+            ops.conn.close_on_drop();
+        }
+        result
     }
 }
 
@@ -251,6 +276,15 @@ impl BatchWriter for PgWriter {
 /// the rows again and reports the conflict to the append it concerns.
 struct PgOps {
     conn: sqlx::pool::PoolConnection<sqlx::Postgres>,
+    /// The server refused the write because the session is read-only (SQLSTATE
+    /// 25006).
+    read_only: bool,
+}
+
+impl PgOps {
+    fn read_only_seen(&self) -> bool {
+        self.read_only
+    }
 }
 
 /// The key columns of batch rows, as arrays.
@@ -408,7 +442,7 @@ impl BatchOps for PgOps {
         let u_pending: Vec<i64> = w.updates.iter().map(|(_, u)| u.pending_bytes).collect();
         let u_count = w.updates.len() as i64;
 
-        sqlx::query(
+        let done = sqlx::query(
             "WITH new_tasks AS ( \
                INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, \
                  created_ms, updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
@@ -484,8 +518,15 @@ impl BatchOps for PgOps {
         .bind(c_last_seq)
         .bind(u_prev)
         .execute(&mut *self.conn)
-        .await
-        .map_err(|e| {
+        .await;
+        if let Err(e) = &done
+            && e.as_database_error()
+                .and_then(|d| d.code())
+                .is_some_and(|c| c == "25006")
+        {
+            self.read_only = true;
+        }
+        done.map_err(|e| {
             if outcome_unknown(&e) {
                 BatchError::Commit(db(e))
             } else if is_unique_violation(&e) || is_division_by_zero(&e) {

@@ -236,12 +236,6 @@ macro_rules! sql_reads {
             .map_err(db)?;
             Ok(scoped_ids(rows))
         }
-
-        /// `TaskStore::ping` on `conn`: one trivial query.
-        pub(crate) async fn ping(conn: &mut $conn) -> Result<(), StoreError> {
-            sqlx::query("SELECT 1").execute(&mut *conn).await.map_err(db)?;
-            Ok(())
-        }
     };
 }
 

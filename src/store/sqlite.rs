@@ -86,6 +86,31 @@ fn spawn_checkpointer(pool: SqlitePool, alive: std::sync::Weak<()>) {
     });
 }
 
+/// Whether the database takes writes: takes the write lock and runs a write that
+/// changes nothing, then rolls back. A read-only file or connection fails the write
+/// ("attempt to write a readonly database"); a lock another process holds fails
+/// after the busy timeout.
+async fn writable(writer: &SqlitePool) -> Result<(), StoreError> {
+    let message = |e: sqlx::Error| {
+        StoreError::Backend(match &e {
+            sqlx::Error::Database(d) => d.message().to_owned(),
+            other => other.to_string(),
+        })
+    };
+    let mut conn = writer.acquire().await.map_err(db)?;
+    sqlx::raw_sql("BEGIN IMMEDIATE")
+        .execute(&mut *conn)
+        .await
+        .map_err(message)?;
+    let probe = sqlx::raw_sql("UPDATE a2a_tasks SET state = state WHERE 0")
+        .execute(&mut *conn)
+        .await;
+    // Ends the transaction either way.
+    let _ = sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await;
+    probe.map_err(message)?;
+    Ok(())
+}
+
 /// One passive checkpoint: the WAL's frames and how many of them are now in the
 /// database file.
 async fn checkpoint(pool: &SqlitePool) -> Result<(i64, i64), StoreError> {
@@ -180,6 +205,11 @@ impl SqliteTaskStore {
                 ))
             })?;
         Self::migrate(&writer).await?;
+        writable(&writer).await.map_err(|e| {
+            StoreError::Backend(format!(
+                "the SQLite store {file} (store.url) cannot be written: {e}"
+            ))
+        })?;
         let reader = SqlitePoolOptions::new()
             .max_connections(max_readers.max(1))
             .connect_with(base.pragma("query_only", "ON"))
@@ -342,8 +372,7 @@ impl TaskStore for SqliteTaskStore {
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        let mut conn = self.reader.acquire().await.map_err(db)?;
-        ping(&mut conn).await
+        writable(&self.writer).await
     }
 }
 
