@@ -273,6 +273,7 @@ fn demo_starts_and_send_gets_a_streamed_answer() {
             "send",
             "--url",
             &demo.url,
+            "--stream",
             "--task-id",
             task,
             "--context-id",
@@ -287,6 +288,8 @@ fn demo_starts_and_send_gets_a_streamed_answer() {
         stdout.contains("With \"v1.2\" I have everything"),
         "{stdout}"
     );
+    // The stream opens with the task as the question left it; that is not repeated.
+    assert!(!stdout.contains("input-required"), "{stdout}");
     assert!(stdout.contains(&format!("task id: {task}")), "{stdout}");
 
     // A failing task: non-zero exit, the reason shown.

@@ -58,6 +58,9 @@ struct Progress {
     state: Option<TaskState>,
     /// Artifact text is being written on the current line.
     mid_line: bool,
+    /// A follow-up's stream opens with the task as the previous turn left it: that
+    /// snapshot is not printed again.
+    skip_snapshot: bool,
 }
 
 impl Progress {
@@ -106,6 +109,11 @@ impl Progress {
 
     fn event(&mut self, event: StreamResponse) {
         match event {
+            StreamResponse::Task(t) if self.skip_snapshot => {
+                self.skip_snapshot = false;
+                self.task_id = Some(t.id);
+                self.context_id = Some(t.context_id);
+            }
             StreamResponse::Task(t) => self.task(&t, true),
             StreamResponse::Message(m) => {
                 self.end_line();
@@ -235,6 +243,7 @@ pub(super) async fn run(args: SendArgs) -> Result<ExitCode, CliError> {
         }
         return Ok(progress.finish(&args.url));
     }
+    progress.skip_snapshot = args.task_id.is_some();
     let mut events = resp.bytes_stream().eventsource();
     while let Some(ev) = events.next().await {
         let ev = ev.map_err(|e| format!("the stream broke: {e}"))?;
