@@ -671,3 +671,26 @@ async fn send_presents_the_api_key_from_the_flag_or_the_environment() {
     assert!(!logs.contains(KEY), "{logs}");
     assert!(!logs.contains("A2A_GATEWAY_API_KEY"), "{logs}");
 }
+
+/// `migrate` creates the schema and leaves it in the database file itself (the
+/// write-ahead log folded in), so copying the `.db` file alone keeps it.
+#[test]
+fn migrate_leaves_the_schema_in_the_database_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tasks.db");
+    let url = format!("sqlite://{}", db.display());
+    let out = run(
+        dir.path(),
+        &["migrate"],
+        &[("A2A_GATEWAY_STORE__URL", url.as_str())],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("at the current schema"));
+    let wal = dir.path().join("tasks.db-wal");
+    let wal_len = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(wal_len, 0, "the WAL was folded into {}", db.display());
+    assert!(
+        std::fs::metadata(&db).unwrap().len() > 4096,
+        "the schema is in the file"
+    );
+}

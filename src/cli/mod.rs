@@ -105,7 +105,8 @@ pub type CliError = Box<dyn std::error::Error + Send + Sync>;
 
 async fn migrate(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
     let config = crate::config::Config::load(crate::config::ConfigSources::discover(file))?;
-    build::build_store(&config).await?;
+    let store = build::build_store(&config).await?;
+    store.close().await;
     println!("store {} is at the current schema", config.store.url);
     Ok(ExitCode::SUCCESS)
 }

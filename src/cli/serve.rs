@@ -49,6 +49,7 @@ pub(super) async fn serve_config(
     // The executor first: a config it refuses must not leave a new database behind.
     let (executor, ready) = super::build_executor(config)?;
     let store = super::build_store(config).await?;
+    let closing = store.clone();
     let mut gateway = Gateway::new(config, executor, store, ready);
     let recovered = if config.store.recover_on_start {
         gateway.state.handler.recover_interrupted().await?
@@ -82,6 +83,7 @@ pub(super) async fn serve_config(
         Some(tls) => gateway.serve_tls(listener, tls, grace, shutdown).await?,
         None => gateway.serve(listener, grace, shutdown).await?,
     }
+    closing.close().await;
     tracing::info!("a2a-gateway stopped");
     Ok(())
 }

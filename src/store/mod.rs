@@ -262,6 +262,11 @@ pub trait TaskStore: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<(Scope, String)>, StoreError>;
 
+    /// Closes the store's connections at shutdown, after the last write. SQLite first
+    /// folds its write-ahead log into the database file, so the `.db` file alone
+    /// holds everything. The default does nothing.
+    async fn close(&self) {}
+
     /// Whether the store answers and takes writes (for readiness checks): the SQL
     /// stores also refuse a read-only database (a read-only SQLite file, a PostgreSQL
     /// standby or `default_transaction_read_only`).

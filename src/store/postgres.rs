@@ -124,6 +124,10 @@ super::sql_reads::sql_reads!(sqlx::PgConnection, sqlx::postgres::PgRow);
 
 #[async_trait]
 impl TaskStore for PostgresTaskStore {
+    async fn close(&self) {
+        PostgresTaskStore::close(self).await;
+    }
+
     async fn append_all(
         &self,
         scope: &Scope,

@@ -207,7 +207,8 @@ impl SqliteTaskStore {
         Self::migrate(&writer).await?;
         writable(&writer).await.map_err(|e| {
             StoreError::Backend(format!(
-                "the SQLite store {file} (store.url) cannot be written: {e}"
+                "the SQLite store {file} (store.url) cannot be written (check the file, its \
+                 -wal and -shm files and their directory): {e}"
             ))
         })?;
         let reader = SqlitePoolOptions::new()
@@ -266,8 +267,15 @@ impl SqliteTaskStore {
         &self.writer
     }
 
-    /// Closes every connection (checkpointing the WAL).
+    /// Folds the WAL into the database file (a `TRUNCATE` checkpoint: the `-wal`
+    /// file is left empty) and closes every connection.
     pub async fn close(&self) {
+        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.writer)
+            .await
+        {
+            tracing::warn!(error = %e, "final WAL checkpoint failed; the -wal file holds the latest writes");
+        }
         self.reader.close().await;
         self.writer.close().await;
     }
@@ -373,6 +381,10 @@ impl TaskStore for SqliteTaskStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         writable(&self.writer).await
+    }
+
+    async fn close(&self) {
+        SqliteTaskStore::close(self).await;
     }
 }
 
