@@ -84,8 +84,12 @@ async fn readyz(
     State((handler, ready)): State<(RequestHandler, Option<ReadinessCheck>)>,
 ) -> Response {
     if let Err(e) = handler.store().ping().await {
-        tracing::warn!(error = %e, "readiness: store unreachable");
-        return (StatusCode::SERVICE_UNAVAILABLE, "store unreachable\n").into_response();
+        tracing::warn!(error = %e, "readiness: the task store is unreachable or takes no writes");
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "task store unavailable: unreachable or not taking writes (the log says why)\n",
+        )
+            .into_response();
     }
     if let Some(check) = ready
         && let Err(reason) = check().await
