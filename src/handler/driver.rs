@@ -344,10 +344,10 @@ impl Driver {
         let mut delay = Duration::from_secs(1);
         loop {
             self.staged.clear();
-            if let Ok(found) = self.inner.store.get(self.scope(), self.task_id()).await {
-                let Some(rec) = found else { return };
-                self.task = Some(rec.task);
-                self.seq = rec.last_seq;
+            if let Ok(exists) = self.reload().await {
+                if !exists {
+                    return;
+                }
                 if self.state().is_some_and(TaskState::is_terminal) {
                     self.broken = false;
                     return;
@@ -660,8 +660,8 @@ impl Driver {
     /// Prepares the caller's answer: the snapshot after this run's first event (sent
     /// once it is written).
     fn announce(&mut self, r: &mut Running) {
+        // `sub` is taken once: by the first announcement, or by a follow-up's answer.
         if r.reply.is_some()
-            && r.start.is_none()
             && let Some(sub) = r.sub.take()
         {
             r.start = Some(RunStart::Task {

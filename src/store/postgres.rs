@@ -35,8 +35,8 @@ use super::batch::{
 };
 use super::memory::shape_for_list;
 use super::sql::{
-    db, fold_artifacts, folds_artifacts, from_json, is_unique_violation, kind, migrate_error,
-    to_i64, to_u64,
+    db, db_message, fold_artifacts, folds_artifacts, from_json, is_unique_violation, kind,
+    migrate_error, to_i64, to_u64,
 };
 use super::{
     PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
@@ -257,7 +257,7 @@ impl BatchWriter for PgWriter {
             read_only: false,
         };
         let result = write_batch(&mut ops, batch).await;
-        if ops.read_only_seen() {
+        if ops.read_only {
             // The session refused writes (opened while the database was read-only,
             // or a standby): replace it rather than fail every later batch with it.
             ops.conn.close_on_drop();
@@ -283,12 +283,6 @@ struct PgOps {
     /// The server refused the write because the session is read-only (SQLSTATE
     /// 25006).
     read_only: bool,
-}
-
-impl PgOps {
-    fn read_only_seen(&self) -> bool {
-        self.read_only
-    }
 }
 
 /// The key columns of batch rows, as arrays.
@@ -550,8 +544,7 @@ fn describe_connect_error(e: &sqlx::Error) -> String {
     match e {
         sqlx::Error::Io(io) => io.to_string(),
         sqlx::Error::PoolTimedOut => "no connection within 10 s (is the server reachable?)".into(),
-        sqlx::Error::Database(d) => d.message().to_owned(),
-        other => other.to_string(),
+        other => db_message(other),
     }
 }
 

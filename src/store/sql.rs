@@ -106,6 +106,15 @@ pub(crate) fn db(e: sqlx::Error) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
+/// The text of a driver error for a message of our own: the database's own message
+/// without the driver's "error returned from database" prefix.
+pub(crate) fn db_message(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(d) => d.message().to_owned(),
+        other => other.to_string(),
+    }
+}
+
 /// Whether the driver error is a primary key / unique violation.
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
     e.as_database_error()

@@ -38,7 +38,8 @@ use super::batch::{
 };
 use super::memory::shape_for_list;
 use super::sql::{
-    db, fold_artifacts, folds_artifacts, from_json, kind, migrate_error, to_i64, to_json, to_u64,
+    db, db_message, fold_artifacts, folds_artifacts, from_json, kind, migrate_error, to_i64,
+    to_json, to_u64,
 };
 use super::{
     PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
@@ -91,12 +92,7 @@ fn spawn_checkpointer(pool: SqlitePool, alive: std::sync::Weak<()>) {
 /// ("attempt to write a readonly database"); a lock another process holds fails
 /// after the busy timeout.
 async fn writable(writer: &SqlitePool) -> Result<(), StoreError> {
-    let message = |e: sqlx::Error| {
-        StoreError::Backend(match &e {
-            sqlx::Error::Database(d) => d.message().to_owned(),
-            other => other.to_string(),
-        })
-    };
+    let message = |e: sqlx::Error| StoreError::Backend(db_message(&e));
     let mut conn = writer.acquire().await.map_err(db)?;
     sqlx::raw_sql("BEGIN IMMEDIATE")
         .execute(&mut *conn)
@@ -198,10 +194,7 @@ impl SqliteTaskStore {
             .map_err(|e| {
                 StoreError::Backend(format!(
                     "cannot open the SQLite store {file} (store.url): {}",
-                    match &e {
-                        sqlx::Error::Database(d) => d.message().to_owned(),
-                        other => other.to_string(),
-                    }
+                    db_message(&e)
                 ))
             })?;
         Self::migrate(&writer).await?;
