@@ -180,6 +180,20 @@ impl A2aError {
         }])
     }
 
+    /// The HTTP+JSON error body (spec §11.6, v1.0.1: a `google.rpc.Status` in ProtoJSON,
+    /// the AIP-193 shape): `{"error":{"code":<HTTP status>,"status":"<gRPC code name>",
+    /// "message":"…","details":[ErrorInfo]}}`.
+    pub fn to_http_error_body(&self) -> Value {
+        json!({
+            "error": {
+                "code": self.http_status(),
+                "status": self.grpc_status(),
+                "message": self.to_string(),
+                "details": self.details(),
+            }
+        })
+    }
+
     /// The JSON-RPC error object with an ErrorInfo in `data` (spec §9.5).
     pub fn to_error_object(&self) -> ErrorObject {
         ErrorObject {

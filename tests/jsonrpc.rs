@@ -49,14 +49,18 @@ async fn start(max_body_bytes: usize) -> Server {
 }
 
 async fn start_with(executor: Arc<dyn AgentExecutor>, max_body_bytes: usize) -> Server {
+    start_with_config(executor, max_body_bytes, HandlerConfig::default()).await
+}
+
+async fn start_with_config(
+    executor: Arc<dyn AgentExecutor>,
+    max_body_bytes: usize,
+    config: HandlerConfig,
+) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let url = format!("http://{addr}/");
-    let handler = RequestHandler::new(
-        executor,
-        Arc::new(MemoryTaskStore::new()),
-        HandlerConfig::default(),
-    );
+    let handler = RequestHandler::new(executor, Arc::new(MemoryTaskStore::new()), config);
     let card = server::simple_card("echo", "echoes", &url, vec![]);
     let state = AppState::new(
         handler,
@@ -222,7 +226,11 @@ async fn version_header_and_content_type_and_body_limit() {
         ("1.0", -32001),
         ("0.3", -32009),
         ("2.0", -32009),
-        ("1.0.1", -32009),
+        ("1.1", -32009),
+        ("1.0.x", -32009),
+        // Major.Minor (spec §3.6): a patch component is ignored.
+        ("1.0.1", -32001),
+        ("1.0.7", -32001),
     ] {
         let resp = s
             .client
@@ -248,6 +256,8 @@ async fn version_header_and_content_type_and_body_limit() {
     let (status, text) = s.raw(body.clone(), Some("text/plain")).await;
     assert_eq!(status, 415, "{text}");
     assert!(text.contains("Content-Type"));
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["error"]["code"], -32005, "{text}");
     let (status, _) = s
         .raw(body.clone(), Some("application/json; charset=utf-8"))
         .await;
@@ -481,4 +491,53 @@ async fn slow_clients_are_cut_off_after_the_read_timeouts() {
         .unwrap();
     let reply = read_to_close(&mut sock).await;
     assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+}
+
+/// Works until the test lets it finish.
+struct Stall(Arc<tokio::sync::Notify>);
+
+#[async_trait]
+impl AgentExecutor for Stall {
+    async fn execute(&self, ctx: RequestContext, queue: EventQueue) -> Result<(), ExecutorError> {
+        let u = TaskUpdater::from_context(&ctx, queue);
+        u.start_work(None).await?;
+        self.0.notified().await;
+        u.complete(None).await?;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_for_capacity_is_503_with_retry_after_and_the_jsonrpc_body() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let s = start_with_config(
+        Arc::new(Stall(release.clone())),
+        4096,
+        HandlerConfig {
+            max_concurrent_tasks: 1,
+            ..Default::default()
+        },
+    )
+    .await;
+    let send = |id: u32| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "SendMessage", "params": {
+            "message": message("hold"), "configuration": {"returnImmediately": true}}})
+    };
+    let first = s.call(send(1)).await;
+    assert!(first["result"]["task"]["id"].is_string(), "{first}");
+    let resp = s
+        .client
+        .post(&s.url)
+        .header("content-type", "application/json")
+        .body(send(2).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.headers()["retry-after"], "1");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["id"], 2, "{body}");
+    assert_eq!(body["error"]["code"], -32000, "{body}");
+    assert_eq!(body["error"]["data"][0]["reason"], "UNAVAILABLE", "{body}");
+    release.notify_waiters();
 }

@@ -1,14 +1,19 @@
 //! Transport adapters: turn HTTP requests into [`RequestHandler`] calls and render
 //! results and errors back. Only this module (and `server`) knows HTTP.
 //!
+//! - [`operations`]: the one operation table every binding shares (decode, dispatch,
+//!   version, content type, caller).
 //! - [`jsonrpc`]: the JSON-RPC 2.0 binding (spec §9) at `POST /`.
+//! - [`http_body`]: bounded request-body reading for the HTTP bindings.
 //! - [`auth`]: inbound authentication (`[server.auth]`) of every JSON-RPC request.
 //! - [`sse`]: rendering of response streams as `text/event-stream`.
 //! - [`agent_card`]: `GET /.well-known/agent-card.json` with ETag and caching.
 
 pub mod agent_card;
 pub mod auth;
+pub mod http_body;
 pub mod jsonrpc;
+pub mod operations;
 pub mod sse;
 
 use std::sync::Arc;

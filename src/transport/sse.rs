@@ -1,7 +1,8 @@
-//! Response streams as Server-Sent Events (spec §9.4.2): every event is
-//! `id: <task event sequence number>` and
-//! `data: {"jsonrpc":"2.0","id":<request id>,"result":<StreamResponse>}`; an error
-//! after the first event is one final `error` event, then the stream closes.
+//! Response streams as Server-Sent Events (spec §9.4.2 and §11.7): every event is
+//! `id: <task event sequence number>` and a `data:` line framed per binding
+//! ([`Framing`]): the JSON-RPC envelope, or the bare `StreamResponse` for HTTP+JSON.
+//! An error after the first event is one final event carrying the error, then the
+//! stream closes.
 //! Keep-alive comment lines are sent while the stream is idle.
 
 use std::convert::Infallible;
@@ -18,12 +19,27 @@ use crate::protocol::jsonrpc::{self, RequestId};
 /// How long an open stream may still deliver events after shutdown began.
 pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(1);
 
-fn event_for(id: &RequestId, item: Result<SequencedEvent, crate::A2aError>) -> Event {
+/// How each event of a stream is framed in its `data:` line.
+#[derive(Debug, Clone)]
+pub enum Framing {
+    /// JSON-RPC (spec §9.4.2): `{"jsonrpc":"2.0","id":<request id>,"result":<StreamResponse>}`,
+    /// an error as a JSON-RPC error response with the same id.
+    JsonRpc(RequestId),
+    /// HTTP+JSON (spec §11.7): the bare `StreamResponse`, an error as the binding's
+    /// error body `{"error":{"code","status","message","details"}}`.
+    Bare,
+}
+
+fn event_for(framing: &Framing, item: Result<SequencedEvent, crate::A2aError>) -> Event {
     match item {
         Ok(SequencedEvent { seq, event }) => {
-            let body = match jsonrpc::success_text(id, &event) {
+            let body = match framing {
+                Framing::JsonRpc(id) => jsonrpc::success_text(id, &event),
+                Framing::Bare => serde_json::to_string(&event),
+            };
+            let body = match body {
                 Ok(b) => b,
-                Err(e) => return event_for(id, Err(crate::A2aError::internal(e))),
+                Err(e) => return event_for(framing, Err(crate::A2aError::internal(e))),
             };
             let mut ev = Event::default().data(body);
             if let Some(seq) = seq {
@@ -31,29 +47,32 @@ fn event_for(id: &RequestId, item: Result<SequencedEvent, crate::A2aError>) -> E
             }
             ev
         }
-        Err(e) => {
-            Event::default().data(jsonrpc::failure(Some(id), &e.to_error_object()).to_string())
-        }
+        Err(e) => match framing {
+            Framing::JsonRpc(id) => {
+                Event::default().data(jsonrpc::failure(Some(id), &e.to_error_object()).to_string())
+            }
+            Framing::Bare => Event::default().data(e.to_http_error_body().to_string()),
+        },
     }
 }
 
 /// Renders `first` (already taken from the stream, so that an error before it can
-/// be a plain JSON-RPC response) and the rest of `rest` as SSE. The stream also
-/// ends [`SHUTDOWN_DRAIN`] after `shutdown` is cancelled (normally sooner: its
-/// task's final event ends it).
+/// be a plain error response) and the rest of `rest` as SSE framed as `framing` says.
+/// The stream also ends [`SHUTDOWN_DRAIN`] after `shutdown` is cancelled (normally
+/// sooner: its task's final event ends it).
 pub fn render(
-    id: RequestId,
+    framing: Framing,
     first: Option<SequencedEvent>,
     rest: EventStream,
     keepalive: Duration,
     shutdown: CancellationToken,
 ) -> Response {
-    let first_ev = first.map(|f| event_for(&id, Ok(f)));
+    let first_ev = first.map(|f| event_for(&framing, Ok(f)));
     // Lives as long as the response body: counts the stream in `a2a_open_streams`.
     let guard = crate::ops::OpenStreamGuard::new();
     let rest = rest.map(move |item| {
         let _ = &guard;
-        event_for(&id, item)
+        event_for(&framing, item)
     });
     let events = futures::stream::iter(first_ev)
         .chain(rest)

@@ -1,0 +1,431 @@
+//! The one operation table every binding shares (spec §3.1, §5.3): JSON-RPC, HTTP+JSON
+//! (REST) and gRPC adapters each turn their request into an [`Operation`], the caller's
+//! [`CallContext`] and the request message in its ProtoJSON form (a
+//! [`serde_json::Value`]), call [`invoke`], and render the [`Outcome`] or the
+//! [`A2aError`] in their own framing. Decoding the request message, validating its
+//! shape and calling the handler happen here once, so the three bindings cannot drift.
+//!
+//! The checks every binding makes before an operation also live here:
+//! [`negotiate_version`] (`A2A-Version`, spec §3.6), [`check_content_type`],
+//! [`requested_extensions`] (`A2A-Extensions`), [`call_context`] (who is calling and in
+//! which tenant) and [`parse_last_event_id`] (the SSE resume cursor).
+
+use axum::http::{HeaderMap, header};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::AppState;
+use crate::error::A2aError;
+use crate::executor::CallContext;
+use crate::handler::EventStream;
+use crate::protocol::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
+};
+
+/// One A2A operation (spec §3.1). [`Operation::name`] is its A2A 1.0 name, which is
+/// also the JSON-RPC method (spec §9.3) and the gRPC method of `lf.a2a.v1.A2AService`
+/// (spec §10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// SendMessage (§3.1.1).
+    SendMessage,
+    /// SendStreamingMessage (§3.1.2).
+    SendStreamingMessage,
+    /// GetTask (§3.1.3).
+    GetTask,
+    /// ListTasks (§3.1.4).
+    ListTasks,
+    /// CancelTask (§3.1.5).
+    CancelTask,
+    /// SubscribeToTask (§3.1.6).
+    SubscribeToTask,
+    /// CreateTaskPushNotificationConfig (§3.1.7).
+    CreateTaskPushNotificationConfig,
+    /// GetTaskPushNotificationConfig (§3.1.8).
+    GetTaskPushNotificationConfig,
+    /// ListTaskPushNotificationConfigs (§3.1.9).
+    ListTaskPushNotificationConfigs,
+    /// DeleteTaskPushNotificationConfig (§3.1.10).
+    DeleteTaskPushNotificationConfig,
+    /// GetExtendedAgentCard (§3.1.11).
+    GetExtendedAgentCard,
+}
+
+impl Operation {
+    /// Every operation, in the spec's order.
+    pub const ALL: [Operation; 11] = [
+        Operation::SendMessage,
+        Operation::SendStreamingMessage,
+        Operation::GetTask,
+        Operation::ListTasks,
+        Operation::CancelTask,
+        Operation::SubscribeToTask,
+        Operation::CreateTaskPushNotificationConfig,
+        Operation::GetTaskPushNotificationConfig,
+        Operation::ListTaskPushNotificationConfigs,
+        Operation::DeleteTaskPushNotificationConfig,
+        Operation::GetExtendedAgentCard,
+    ];
+
+    /// The A2A 1.0 operation name (`SendMessage`, `GetTask`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::SendMessage => "SendMessage",
+            Operation::SendStreamingMessage => "SendStreamingMessage",
+            Operation::GetTask => "GetTask",
+            Operation::ListTasks => "ListTasks",
+            Operation::CancelTask => "CancelTask",
+            Operation::SubscribeToTask => "SubscribeToTask",
+            Operation::CreateTaskPushNotificationConfig => "CreateTaskPushNotificationConfig",
+            Operation::GetTaskPushNotificationConfig => "GetTaskPushNotificationConfig",
+            Operation::ListTaskPushNotificationConfigs => "ListTaskPushNotificationConfigs",
+            Operation::DeleteTaskPushNotificationConfig => "DeleteTaskPushNotificationConfig",
+            Operation::GetExtendedAgentCard => "GetExtendedAgentCard",
+        }
+    }
+
+    /// The operation named `name` (exact A2A 1.0 spelling), if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|op| op.name() == name)
+    }
+
+    /// Whether the operation answers with a stream of events (SSE or gRPC server
+    /// streaming) rather than one message.
+    pub fn is_streaming(self) -> bool {
+        matches!(
+            self,
+            Operation::SendStreamingMessage | Operation::SubscribeToTask
+        )
+    }
+
+    /// A bounded label for metrics and logs: the operation name, with the four
+    /// push-config operations grouped as `PushNotificationConfig`.
+    pub fn metric_label(self) -> &'static str {
+        match self {
+            Operation::CreateTaskPushNotificationConfig
+            | Operation::GetTaskPushNotificationConfig
+            | Operation::ListTaskPushNotificationConfigs
+            | Operation::DeleteTaskPushNotificationConfig => "PushNotificationConfig",
+            op => op.name(),
+        }
+    }
+}
+
+/// What an operation produced, before a binding frames it.
+pub enum Outcome {
+    /// One response message in ProtoJSON (a Task, a `SendMessageResponse`, a
+    /// `ListTasksResponse`, an AgentCard ...).
+    Value(Value),
+    /// A stream whose first event decides between a stream response and a plain error
+    /// (the handler may still fail before it): bindings take the first item before
+    /// committing to a streaming response.
+    Stream(EventStream),
+    /// A stream already validated (a resume with `Last-Event-ID`): its response headers
+    /// go out at once, even if the next event is far off.
+    Resumed(EventStream),
+}
+
+impl std::fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Value(v) => f.debug_tuple("Value").field(v).finish(),
+            Outcome::Stream(_) => f.write_str("Stream(..)"),
+            Outcome::Resumed(_) => f.write_str("Resumed(..)"),
+        }
+    }
+}
+
+/// The A2A protocol versions a request can ask for (spec §3.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtocolVersion {
+    /// A2A 1.0: every binding.
+    V1_0,
+    /// A2A 0.3: JSON-RPC only, translated at the edge.
+    V0_3,
+}
+
+/// The protocol version this gateway speaks natively.
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// The version a request asks for (`A2A-Version` header or, for HTTP bindings, the
+/// `A2A-Version` query parameter), as sent, trimmed; `None` when absent.
+pub fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
+    if let Some(v) = headers.get("a2a-version") {
+        return Some(v.to_str().unwrap_or("<not text>").trim().to_owned());
+    }
+    query?.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        k.eq_ignore_ascii_case("a2a-version")
+            .then(|| v.trim().to_owned())
+    })
+}
+
+/// Reads a requested version as `Major.Minor` (spec §3.6: a patch component such as
+/// the `7` of `1.0.7` is ignored). `None` (no version sent) is `Ok(None)`: the binding
+/// decides what that means.
+///
+/// # Errors
+/// [`A2aError::VersionNotSupported`] (-32009) for anything but 1.0 and 0.3, including
+/// text that is not `Major.Minor[.Patch]` with decimal numbers.
+pub fn negotiate_version(requested: Option<&str>) -> Result<Option<ProtocolVersion>, A2aError> {
+    let Some(v) = requested.filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let refuse = || {
+        A2aError::VersionNotSupported(format!(
+            "A2A-Version {v:?} is not supported; this server speaks {PROTOCOL_VERSION} (and 0.3 on JSON-RPC)"
+        ))
+    };
+    let mut parts = v.split('.');
+    let number = |p: Option<&str>| -> Option<u32> {
+        let p = p?;
+        (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| p.parse().ok())
+            .flatten()
+    };
+    let (Some(major), Some(minor)) = (number(parts.next()), number(parts.next())) else {
+        return Err(refuse());
+    };
+    match parts.next() {
+        None => {}
+        Some(p) if number(Some(p)).is_some() && parts.next().is_none() => {}
+        Some(_) => return Err(refuse()),
+    }
+    match (major, minor) {
+        (1, 0) => Ok(Some(ProtocolVersion::V1_0)),
+        (0, 3) => Ok(Some(ProtocolVersion::V0_3)),
+        _ => Err(refuse()),
+    }
+}
+
+/// Accepts a request body's `Content-Type` when it is JSON (`application/json`,
+/// `application/a2a+json`, `application/json-rpc`, `text/json`, any parameters) or
+/// absent.
+///
+/// # Errors
+/// [`A2aError::ContentTypeNotSupported`] (-32005) naming the media type received.
+pub fn check_content_type(headers: &HeaderMap) -> Result<(), A2aError> {
+    let Some(ct) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
+    let essence = ct.split(';').next().unwrap_or("").trim();
+    if matches!(
+        essence,
+        "application/json" | "application/a2a+json" | "application/json-rpc" | "text/json"
+    ) {
+        Ok(())
+    } else {
+        Err(A2aError::ContentTypeNotSupported(format!(
+            "request Content-Type {essence:?} is not supported; send application/json or application/a2a+json"
+        )))
+    }
+}
+
+/// Extension URIs the client activates (`A2A-Extensions`, comma-separated, possibly
+/// repeated), trimmed, empty entries dropped.
+pub fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
+    headers
+        .get_all("a2a-extensions")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// The caller of one request: `owner` as authenticated (`None`: the anonymous owner),
+/// the tenant named by the request message's `tenant` field (a REST path tenant is put
+/// there by its adapter), and the extensions `headers` activate.
+pub fn call_context(owner: Option<String>, headers: &HeaderMap, params: &Value) -> CallContext {
+    let mut ctx = CallContext::anonymous();
+    if let Some(owner) = owner {
+        ctx.owner = owner;
+    }
+    if let Some(t) = params.get("tenant").and_then(Value::as_str) {
+        ctx.tenant = t.to_owned();
+    }
+    ctx.requested_extensions = requested_extensions(headers);
+    ctx
+}
+
+/// Reads a `Last-Event-ID` (the SSE resume cursor this server issued as `id:`): absent
+/// or empty is `None`.
+///
+/// # Errors
+/// [`A2aError::InvalidParams`] for anything but decimal digits that fit 64 bits.
+pub fn parse_last_event_id(value: Option<&str>) -> Result<Option<u64>, A2aError> {
+    let Some(s) = value.map(str::trim).filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    s.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| s.parse::<u64>().ok())
+        .flatten()
+        .map(Some)
+        .ok_or_else(|| {
+            let shown: String = s.chars().take(64).collect();
+            A2aError::InvalidParams(format!(
+                "Last-Event-ID {shown:?} is not an event id this server issued"
+            ))
+        })
+}
+
+/// Decodes a request message from its ProtoJSON form. A missing body (`null`) is an
+/// empty message.
+///
+/// # Errors
+/// [`A2aError::InvalidParams`] when it is not an object or a field has the wrong type.
+pub fn decode<T: DeserializeOwned>(params: Value) -> Result<T, A2aError> {
+    let params = match params {
+        Value::Null => Value::Object(Default::default()),
+        p @ Value::Object(_) => p,
+        _ => return Err(A2aError::InvalidParams("params must be an object".into())),
+    };
+    serde_json::from_value(params).map_err(|e| A2aError::InvalidParams(e.to_string()))
+}
+
+fn to_value(v: impl serde::Serialize) -> Result<Value, A2aError> {
+    serde_json::to_value(v).map_err(A2aError::internal)
+}
+
+/// Runs `op` for `call` with the request message `params` (ProtoJSON) on the state's
+/// handler. `last_event_id` is the binding's resume cursor for SubscribeToTask (the
+/// SSE `Last-Event-ID` header), ignored by other operations.
+///
+/// # Errors
+/// InvalidParams when `params` does not decode as the operation's request message or
+/// `last_event_id` is not one this server issued, and every error the handler's
+/// operation returns (see [`RequestHandler`](crate::handler::RequestHandler)).
+pub async fn invoke(
+    state: &AppState,
+    call: &CallContext,
+    op: Operation,
+    params: Value,
+    last_event_id: Option<&str>,
+) -> Result<Outcome, A2aError> {
+    let h = &state.handler;
+    match op {
+        Operation::SendMessage => Ok(Outcome::Value(to_value(
+            h.send_message(call, decode::<SendMessageRequest>(params)?)
+                .await?,
+        )?)),
+        Operation::SendStreamingMessage => Ok(Outcome::Stream(
+            h.send_streaming_message(call, decode::<SendMessageRequest>(params)?)
+                .await?,
+        )),
+        Operation::GetTask => Ok(Outcome::Value(to_value(
+            h.get_task(call, decode::<GetTaskRequest>(params)?).await?,
+        )?)),
+        Operation::ListTasks => Ok(Outcome::Value(to_value(
+            h.list_tasks(call, decode::<ListTasksRequest>(params)?)
+                .await?,
+        )?)),
+        Operation::CancelTask => Ok(Outcome::Value(to_value(
+            h.cancel_task(call, decode::<CancelTaskRequest>(params)?)
+                .await?,
+        )?)),
+        Operation::SubscribeToTask => {
+            let last = parse_last_event_id(last_event_id)?;
+            let stream = h
+                .subscribe_to_task(call, decode::<SubscribeToTaskRequest>(params)?, last)
+                .await?;
+            Ok(match last {
+                Some(_) => Outcome::Resumed(stream),
+                None => Outcome::Stream(stream),
+            })
+        }
+        Operation::GetExtendedAgentCard => {
+            Ok(Outcome::Value(to_value(h.get_extended_agent_card(call)?)?))
+        }
+        Operation::CreateTaskPushNotificationConfig
+        | Operation::GetTaskPushNotificationConfig
+        | Operation::ListTaskPushNotificationConfigs
+        | Operation::DeleteTaskPushNotificationConfig => {
+            h.push_notification_config()?;
+            Ok(Outcome::Value(Value::Null))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for op in Operation::ALL {
+            assert_eq!(Operation::from_name(op.name()), Some(op));
+        }
+        assert_eq!(Operation::from_name("message/send"), None);
+        assert_eq!(Operation::from_name("sendMessage"), None);
+    }
+
+    #[test]
+    fn versions_are_major_minor() {
+        use ProtocolVersion::*;
+        for (v, want) in [
+            ("1.0", Some(V1_0)),
+            ("1.0.7", Some(V1_0)),
+            ("1.0.0", Some(V1_0)),
+            ("0.3", Some(V0_3)),
+            ("0.3.0", Some(V0_3)),
+            ("", None),
+        ] {
+            assert_eq!(negotiate_version(Some(v)).unwrap(), want, "{v}");
+        }
+        assert_eq!(negotiate_version(None).unwrap(), None);
+        for bad in [
+            "1.1", "2.0", "1", "1.", "1.0.", "1.0.x", "1.0.0.0", "v1.0", " 1.0", "+1.0", "1.-0",
+            "0.2",
+        ] {
+            let err = negotiate_version(Some(bad)).unwrap_err();
+            assert_eq!(err.jsonrpc_code(), -32009, "{bad}");
+        }
+    }
+
+    #[test]
+    fn content_types() {
+        let with = |ct: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::CONTENT_TYPE, ct.parse().unwrap());
+            h
+        };
+        assert!(check_content_type(&HeaderMap::new()).is_ok());
+        for ok in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "Application/A2A+JSON",
+        ] {
+            assert!(check_content_type(&with(ok)).is_ok(), "{ok}");
+        }
+        for bad in ["text/plain", "application/xml", "multipart/form-data; b=1"] {
+            assert_eq!(
+                check_content_type(&with(bad)).unwrap_err().jsonrpc_code(),
+                -32005,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn last_event_ids() {
+        assert_eq!(parse_last_event_id(None).unwrap(), None);
+        assert_eq!(parse_last_event_id(Some(" ")).unwrap(), None);
+        assert_eq!(parse_last_event_id(Some("42")).unwrap(), Some(42));
+        for bad in ["-1", "4x", "99999999999999999999999", "1.5"] {
+            assert_eq!(
+                parse_last_event_id(Some(bad)).unwrap_err().jsonrpc_code(),
+                -32602,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn decode_refuses_non_objects() {
+        assert!(decode::<GetTaskRequest>(Value::Array(vec![])).is_err());
+        assert!(decode::<ListTasksRequest>(Value::Null).is_ok());
+    }
+}
