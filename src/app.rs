@@ -11,8 +11,8 @@ use crate::config::Config;
 use crate::executor::AgentExecutor;
 use crate::handler::{HandlerConfig, MaintenanceConfig, RequestHandler};
 use crate::protocol::{
-    AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, SecurityRequirement,
-    SecurityScheme, StringList,
+    AgentCapabilities, AgentCard, AgentProvider, AgentSkill, SecurityRequirement, SecurityScheme,
+    StringList,
 };
 use crate::server::{self, ReadinessCheck};
 use crate::store::TaskStore;
@@ -22,8 +22,8 @@ use crate::transport::{AppState, TransportConfig};
 /// Name of the security scheme the card declares with `[server.auth] kind = "api_key"`.
 pub const API_KEY_SCHEME: &str = "apiKey";
 
-/// The public agent card described by `config` (`[agent]`), reachable over
-/// JSON-RPC at `server.public_url`. With `[server.auth] kind = "api_key"` it declares the
+/// The public agent card described by `config` (`[agent]`), declaring every binding of
+/// `server.bindings` at `server.public_url` (see [`crate::transport::interfaces`]). With `[server.auth] kind = "api_key"` it declares the
 /// `apiKey` HTTP Bearer scheme and requires it (spec §4.5).
 pub fn agent_card(config: &Config) -> AgentCard {
     let a = &config.agent;
@@ -45,12 +45,11 @@ pub fn agent_card(config: &Config) -> AgentCard {
     AgentCard {
         name: a.name.clone(),
         description: a.description.clone(),
-        supported_interfaces: vec![AgentInterface {
-            url: config.server.public_url().to_string(),
-            protocol_binding: "JSONRPC".into(),
-            protocol_version: crate::transport::jsonrpc::PROTOCOL_VERSION.into(),
-            tenant: None,
-        }],
+        supported_interfaces: crate::transport::interfaces::supported_interfaces(
+            config.server.public_url().as_str(),
+            &config.server.bindings,
+            None,
+        ),
         provider: a.provider.as_ref().map(|p| AgentProvider {
             url: p.url.to_string(),
             organization: p.organization.clone(),
@@ -113,6 +112,7 @@ impl Gateway {
             max_body_bytes: usize::try_from(config.server.max_body_bytes).unwrap_or(usize::MAX),
             sse_keepalive: config.server.sse_keepalive(),
             auth: Authenticator::from_config(&config.server.auth),
+            bindings: config.server.bindings.clone(),
         };
         let state = AppState::new(handler, agent_card(config), transport);
         let router = server::router(state.clone(), ready);

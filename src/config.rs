@@ -46,7 +46,7 @@ pub use arn::{AgentRuntimeArn, ArnError};
 pub use auth::{AuthKind, UpstreamAuthConfig};
 pub use error::{ConfigError, ConfigOrigin};
 pub use log::{LogConfig, LogFormat};
-pub use server::ServerConfig;
+pub use server::{Binding, ServerConfig};
 pub use server_auth::{ApiKeyConfig, SHA256_LEN, ServerAuthConfig, ServerAuthKind, sha256_hex};
 pub use sources::ENV_PREFIX;
 pub use store::{SqliteLocation, StoreConfig, StoreUrl, StoreUrlError};

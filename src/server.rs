@@ -12,8 +12,9 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::Binding;
 use crate::handler::RequestHandler;
-use crate::protocol::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill};
+use crate::protocol::{AgentCapabilities, AgentCard, AgentSkill};
 use crate::transport::agent_card::CardDocument;
 use crate::transport::{AppState, TransportConfig, a2a_routes};
 
@@ -33,17 +34,18 @@ impl AppState {
     }
 }
 
-/// A minimal valid card for an agent reachable over JSON-RPC at `url`.
+/// A minimal valid card for an agent reachable over JSON-RPC at `url` and over
+/// HTTP+JSON at `url` + [`REST_PATH`](crate::transport::rest::REST_PATH) (the two
+/// bindings [`router`] serves by default).
 pub fn simple_card(name: &str, description: &str, url: &str, skills: Vec<AgentSkill>) -> AgentCard {
     AgentCard {
         name: name.into(),
         description: description.into(),
-        supported_interfaces: vec![AgentInterface {
-            url: url.into(),
-            protocol_binding: "JSONRPC".into(),
-            protocol_version: crate::transport::jsonrpc::PROTOCOL_VERSION.into(),
-            tenant: None,
-        }],
+        supported_interfaces: crate::transport::interfaces::supported_interfaces(
+            url,
+            &[Binding::Jsonrpc, Binding::Rest],
+            None,
+        ),
         provider: None,
         version: env!("CARGO_PKG_VERSION").into(),
         documentation_url: None,

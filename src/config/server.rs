@@ -44,6 +44,45 @@ pub struct ServerConfig {
     pub shutdown_grace_secs: u64,
     /// `[server.auth]`: inbound authentication of A2A requests. Default `none`.
     pub auth: ServerAuthConfig,
+    /// The A2A protocol bindings served and declared in the agent card's
+    /// `supportedInterfaces`, in the card's order of preference. Default all three:
+    /// `["jsonrpc", "rest", "grpc"]`.
+    pub bindings: Vec<Binding>,
+}
+
+/// One A2A protocol binding (spec §5), as named in `server.bindings`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Binding {
+    /// JSON-RPC 2.0 (spec §9) at `POST /` of the public URL.
+    Jsonrpc,
+    /// HTTP+JSON (spec §11) under `/a2a/rest` of the public URL.
+    Rest,
+    /// gRPC (spec §10), service `lf.a2a.v1.A2AService`.
+    Grpc,
+}
+
+impl Binding {
+    /// Every binding, in the default order.
+    pub const ALL: [Binding; 3] = [Binding::Jsonrpc, Binding::Rest, Binding::Grpc];
+
+    /// The name used in `server.bindings`: `jsonrpc`, `rest` or `grpc`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Binding::Jsonrpc => "jsonrpc",
+            Binding::Rest => "rest",
+            Binding::Grpc => "grpc",
+        }
+    }
+
+    /// The card's `protocolBinding` value: `JSONRPC`, `HTTP+JSON` or `GRPC`.
+    pub fn protocol_binding(self) -> &'static str {
+        match self {
+            Binding::Jsonrpc => "JSONRPC",
+            Binding::Rest => "HTTP+JSON",
+            Binding::Grpc => "GRPC",
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -58,6 +97,7 @@ impl Default for ServerConfig {
             tls_key_file: None,
             shutdown_grace_secs: 30,
             auth: ServerAuthConfig::default(),
+            bindings: Binding::ALL.to_vec(),
         }
     }
 }
@@ -104,6 +144,23 @@ impl ServerConfig {
         nonzero("server.sse_keepalive_secs", self.sse_keepalive_secs)?;
         nonzero("server.shutdown_grace_secs", self.shutdown_grace_secs)?;
         self.auth.validate()?;
+        if self.bindings.is_empty() {
+            return Err(Invalid::new(
+                "server.bindings",
+                "must name at least one of \"jsonrpc\", \"rest\", \"grpc\"",
+            ));
+        }
+        if let Some(dup) = self
+            .bindings
+            .iter()
+            .enumerate()
+            .find_map(|(i, b)| self.bindings[..i].contains(b).then_some(b))
+        {
+            return Err(Invalid::new(
+                "server.bindings",
+                format!("names {:?} more than once", dup.name()),
+            ));
+        }
         match (&self.tls_cert_file, &self.tls_key_file) {
             (Some(_), None) => {
                 return Err(Invalid::because_of(

@@ -97,6 +97,7 @@ fn fully_populated() -> Config {
             tls_cert_file: Some("c".into()),
             tls_key_file: Some("k".into()),
             shutdown_grace_secs: 1,
+            bindings: vec![Binding::Rest],
             auth: ServerAuthConfig {
                 kind: ServerAuthKind::ApiKey,
                 keys: vec![ApiKeyConfig {

@@ -4,8 +4,10 @@
 //! Only SHA-256 digests of the keys are held. The presented key is hashed and compared
 //! with **every** configured digest in constant time (`subtle`), so neither the position
 //! of a match nor the length of a common prefix shows in the timing. A missing or wrong
-//! key is answered with HTTP 401, `WWW-Authenticate: Bearer realm="a2a-gateway"` and a
-//! JSON-RPC error (id `null`, -32600 "authentication required") before the body is read;
+//! key is answered with HTTP 401, `WWW-Authenticate: Bearer realm="a2a-gateway"` and the
+//! binding's error body before the request body is read: on JSON-RPC an error with id
+//! `null` (-32600 "authentication required"), on HTTP+JSON the `google.rpc.Status` body
+//! with status `UNAUTHENTICATED`;
 //! the failure is logged at `warn` with the peer address (never the key) and counted in
 //! `a2a_auth_failures_total{reason}`.
 
@@ -81,13 +83,47 @@ impl AuthFailure {
         }
     }
 
-    /// HTTP 401 with the `Bearer` challenge (RFC 6750 §3; `error="invalid_token"` for a
-    /// key that was presented but not accepted) and a JSON-RPC error body with id `null`.
-    pub fn response(self) -> Response {
+    /// The `WWW-Authenticate` challenge (RFC 6750 §3; `error="invalid_token"` for a key
+    /// that was presented but not accepted).
+    fn challenge(self) -> HeaderValue {
         let challenge = match self {
             AuthFailure::Missing => format!("Bearer realm=\"{REALM}\""),
             AuthFailure::Invalid => format!("Bearer realm=\"{REALM}\", error=\"invalid_token\""),
         };
+        HeaderValue::from_str(&challenge).expect("the challenge is ASCII")
+    }
+
+    fn unauthorized(self, body: String, content_type: &'static str) -> Response {
+        let mut resp = (StatusCode::UNAUTHORIZED, body).into_response();
+        let headers = resp.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        headers.insert(header::WWW_AUTHENTICATE, self.challenge());
+        resp
+    }
+
+    /// The HTTP+JSON rendering (spec §11.6): HTTP 401 with the `Bearer` challenge and the
+    /// binding's error body, `{"error":{"code":401,"status":"UNAUTHENTICATED",
+    /// "message":"authentication required","details":[ErrorInfo UNAUTHENTICATED]}}`,
+    /// served as `content_type`.
+    pub fn rest_response(self, content_type: &'static str) -> Response {
+        let body = json!({
+            "error": {
+                "code": 401,
+                "status": "UNAUTHENTICATED",
+                "message": UNAUTHENTICATED_MESSAGE,
+                "details": [{
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "UNAUTHENTICATED",
+                    "domain": crate::error::ERROR_DOMAIN,
+                    "metadata": {},
+                }],
+            }
+        });
+        self.unauthorized(body.to_string(), content_type)
+    }
+
+    /// HTTP 401 with the `Bearer` challenge and a JSON-RPC error body with id `null`.
+    pub fn response(self) -> Response {
         let error = ErrorObject {
             code: UNAUTHENTICATED_CODE,
             message: UNAUTHENTICATED_MESSAGE.to_owned(),
@@ -97,18 +133,10 @@ impl AuthFailure {
                 "domain": crate::error::ERROR_DOMAIN,
             }])),
         };
-        let body = jsonrpc::failure(None, &error).to_string();
-        let mut resp = (StatusCode::UNAUTHORIZED, body).into_response();
-        let headers = resp.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        headers.insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_str(&challenge).expect("the challenge is ASCII"),
-        );
-        resp
+        self.unauthorized(
+            jsonrpc::failure(None, &error).to_string(),
+            "application/json",
+        )
     }
 }
 
@@ -196,15 +224,28 @@ impl Authenticator {
         headers: &HeaderMap,
         peer: Option<SocketAddr>,
     ) -> Result<Option<String>, Box<Response>> {
-        match self.authenticate(headers) {
-            Ok(caller) => Ok(caller.map(str::to_owned)),
-            Err(failure) => {
+        self.verify(headers, peer)
+            .map_err(|failure| Box::new(failure.response()))
+    }
+
+    /// [`authenticate`](Self::authenticate) for a binding that renders the refusal
+    /// itself (HTTP+JSON, gRPC): on failure, logs it at `warn` with `peer` (never the key)
+    /// and counts it in `a2a_auth_failures_total`.
+    ///
+    /// # Errors
+    /// The [`AuthFailure`].
+    pub fn verify(
+        &self,
+        headers: &HeaderMap,
+        peer: Option<SocketAddr>,
+    ) -> Result<Option<String>, AuthFailure> {
+        self.authenticate(headers)
+            .map(|caller| caller.map(str::to_owned))
+            .inspect_err(|failure| {
                 metrics::counter!(AUTH_FAILURES, "reason" => failure.reason()).increment(1);
                 let peer = peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
                 tracing::warn!(%peer, reason = failure.reason(), "authentication failed");
-                Err(Box::new(failure.response()))
-            }
-        }
+            })
     }
 }
 

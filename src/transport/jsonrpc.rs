@@ -209,9 +209,9 @@ pub async fn handle(
         Err(e) => (error_response(Some(&id), &e), e.reason()),
     };
     let label = op.map_or("unknown", Operation::metric_label);
-    metrics::counter!("a2a_requests_total", "method" => label, "outcome" => outcome_label)
+    metrics::counter!("a2a_requests_total", "binding" => "jsonrpc", "method" => label, "outcome" => outcome_label)
         .increment(1);
-    metrics::histogram!("a2a_request_duration_seconds", "method" => label)
+    metrics::histogram!("a2a_request_duration_seconds", "binding" => "jsonrpc", "method" => label)
         .record(elapsed.as_secs_f64());
     tracing::info!(
         rpc.method = %method.chars().take(64).collect::<String>(),

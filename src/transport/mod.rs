@@ -4,16 +4,20 @@
 //! - [`operations`]: the one operation table every binding shares (decode, dispatch,
 //!   version, content type, caller).
 //! - [`jsonrpc`]: the JSON-RPC 2.0 binding (spec §9) at `POST /`.
+//! - [`rest`]: the HTTP+JSON binding (spec §11) under [`rest::REST_PATH`].
+//! - [`interfaces`]: the card's `supportedInterfaces`, one per served binding.
 //! - [`http_body`]: bounded request-body reading for the HTTP bindings.
-//! - [`auth`]: inbound authentication (`[server.auth]`) of every JSON-RPC request.
+//! - [`auth`]: inbound authentication (`[server.auth]`) of every A2A request.
 //! - [`sse`]: rendering of response streams as `text/event-stream`.
 //! - [`agent_card`]: `GET /.well-known/agent-card.json` with ETag and caching.
 
 pub mod agent_card;
 pub mod auth;
 pub mod http_body;
+pub mod interfaces;
 pub mod jsonrpc;
 pub mod operations;
+pub mod rest;
 pub mod sse;
 
 use std::sync::Arc;
@@ -23,6 +27,7 @@ use axum::Router;
 use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
+use crate::config::Binding;
 use crate::handler::RequestHandler;
 use agent_card::CardDocument;
 
@@ -34,8 +39,12 @@ pub struct TransportConfig {
     pub max_body_bytes: usize,
     /// Interval between SSE keep-alive comment lines.
     pub sse_keepalive: Duration,
-    /// Who may call `POST /`, and as which owner. Default: no authentication.
+    /// Who may call the A2A operations (every binding), and as which owner. Default: no
+    /// authentication.
     pub auth: auth::Authenticator,
+    /// The bindings [`a2a_routes`] serves (`server.bindings`). Default all three; gRPC is
+    /// not an axum route and is ignored here.
+    pub bindings: Vec<Binding>,
 }
 
 impl Default for TransportConfig {
@@ -44,6 +53,7 @@ impl Default for TransportConfig {
             max_body_bytes: 10 * 1024 * 1024,
             sse_keepalive: Duration::from_secs(15),
             auth: auth::Authenticator::none(),
+            bindings: Binding::ALL.to_vec(),
         }
     }
 }
@@ -61,13 +71,20 @@ pub struct AppState {
     pub shutdown: CancellationToken,
 }
 
-/// The A2A routes: `POST /` (JSON-RPC, authenticated as `state.config.auth` says) and the
-/// public agent card at `/.well-known/agent-card.json` (also the pre-1.0
-/// `/.well-known/agent.json`).
+/// The A2A routes of the enabled bindings (`state.config.bindings`), all authenticated
+/// as `state.config.auth` says: JSON-RPC at `POST /`, HTTP+JSON under
+/// [`rest::REST_PATH`]; and the public agent card at `/.well-known/agent-card.json`
+/// (also the pre-1.0 `/.well-known/agent.json`).
 pub fn a2a_routes(state: AppState) -> Router {
-    Router::new()
-        .route("/", post(jsonrpc::handle))
+    let bindings = &state.config.bindings;
+    let mut router = Router::new()
         .route("/.well-known/agent-card.json", get(agent_card::handle))
-        .route("/.well-known/agent.json", get(agent_card::handle))
-        .with_state(state)
+        .route("/.well-known/agent.json", get(agent_card::handle));
+    if bindings.contains(&Binding::Jsonrpc) {
+        router = router.route("/", post(jsonrpc::handle));
+    }
+    if bindings.contains(&Binding::Rest) {
+        router = router.nest(rest::REST_PATH, rest::routes());
+    }
+    router.with_state(state)
 }
