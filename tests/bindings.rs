@@ -1,0 +1,549 @@
+//! One scenario table run against every binding the gateway serves (spec §5: the
+//! bindings must behave equivalently), over real sockets: each scenario is written once
+//! against the [`Binding`] client trait, runs on JSON-RPC and on HTTP+JSON (a gRPC
+//! client plugs into the same trait), and the normalized transcripts must be equal.
+//! Then cross-binding checks: a task created on one binding is read, streamed, resumed
+//! and canceled on another.
+
+mod bindings_common;
+
+use std::time::Duration;
+
+use bindings_common::client::{Binding, Codes, Event, Events, Failure, Operation, Opts};
+use bindings_common::server::{Server, start};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn message(text: &str) -> Value {
+    json!({
+        "messageId": uuid::Uuid::new_v4().to_string(),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    })
+}
+
+/// Ids, timestamps and page tokens differ between runs: masked so transcripts compare.
+fn normalize(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let masked = match (k.as_str(), v) {
+                        (
+                            "id" | "taskId" | "contextId" | "messageId" | "artifactId",
+                            Value::String(_),
+                        ) => json!("<id>"),
+                        ("timestamp", Value::String(_)) => json!("<time>"),
+                        ("nextPageToken", Value::String(s)) if !s.is_empty() => json!("<token>"),
+                        _ => normalize(v),
+                    };
+                    (k.clone(), masked)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(normalize).collect()),
+        v => v.clone(),
+    }
+}
+
+fn state_of(task: &Value) -> &str {
+    task["status"]["state"].as_str().unwrap_or("<none>")
+}
+
+async fn unary(b: &dyn Binding, op: Operation, req: Value) -> Value {
+    match b.unary(op, req.clone(), &Opts::default()).await {
+        Ok(v) => v,
+        Err(f) => panic!("{} {} {req}: {f:?}", b.name(), op.name()),
+    }
+}
+
+async fn send(b: &dyn Binding, req: Value) -> Value {
+    unary(b, Operation::SendMessage, req).await["task"].clone()
+}
+
+async fn send_text(b: &dyn Binding, text: &str) -> Value {
+    send(b, json!({"message": message(text)})).await
+}
+
+async fn send_now(b: &dyn Binding, text: &str) -> Value {
+    send(
+        b,
+        json!({"message": message(text), "configuration": {"returnImmediately": true}}),
+    )
+    .await
+}
+
+async fn get(b: &dyn Binding, id: &str) -> Value {
+    unary(b, Operation::GetTask, json!({"id": id})).await
+}
+
+async fn open(b: &dyn Binding, op: Operation, req: Value, opts: &Opts) -> Events {
+    match tokio::time::timeout(WAIT, b.stream(op, req, opts)).await {
+        Ok(Ok(events)) => events,
+        Ok(Err(f)) => panic!("{} {}: {f:?}", b.name(), op.name()),
+        Err(_) => panic!("{} {}: no answer", b.name(), op.name()),
+    }
+}
+
+async fn next(events: &mut Events) -> Option<Event> {
+    match tokio::time::timeout(WAIT, events.next()).await {
+        Ok(item) => item.map(|r| r.expect("no error event")),
+        Err(_) => panic!("no event within {WAIT:?}"),
+    }
+}
+
+async fn rest_of(mut events: Events) -> Vec<Event> {
+    let mut out = vec![];
+    while let Some(ev) = next(&mut events).await {
+        out.push(ev);
+    }
+    out
+}
+
+/// The events up to the artifact `part 1` of a `gated` task (the stream stays open).
+async fn until_part_one(events: &mut Events) -> Vec<Event> {
+    let mut seen = vec![];
+    loop {
+        let ev = next(events).await.expect("the stream reaches part 1");
+        let done = ev.body["artifactUpdate"]["artifact"]["parts"][0]["text"] == "part 1";
+        seen.push(ev);
+        if done {
+            return seen;
+        }
+    }
+}
+
+/// Polls until `id` has the artifact `part 1`, so a snapshot taken afterwards is the
+/// same on every run.
+async fn wait_for_part_one(b: &dyn Binding, id: &str) {
+    for _ in 0..200 {
+        let t = get(b, id).await;
+        if t["artifacts"][0]["parts"][0]["text"] == "part 1" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("task {id} never reached part 1");
+}
+
+fn transcript(events: &[Event]) -> Vec<Value> {
+    events
+        .iter()
+        .map(|e| json!({"id": e.id, "event": normalize(&e.body)}))
+        .collect()
+}
+
+fn assert_ids_increase(events: &[Event]) {
+    let ids: Vec<u64> = events
+        .iter()
+        .map(|e| e.id.expect("every event has an id"))
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+}
+
+/// Each scenario: the transcript (normalized results) it saw on one binding. Each also
+/// asserts the behaviour it names.
+mod scenarios {
+    use super::*;
+
+    pub async fn send_blocking(_: &Server, b: &dyn Binding) -> Vec<Value> {
+        let task = send_text(b, "echo hi").await;
+        assert_eq!(state_of(&task), "TASK_STATE_COMPLETED");
+        assert_eq!(task["artifacts"][0]["parts"][0]["text"], "echo: hi");
+        vec![normalize(&task)]
+    }
+
+    pub async fn send_streaming(_: &Server, b: &dyn Binding) -> Vec<Value> {
+        let events = rest_of(
+            open(
+                b,
+                Operation::SendStreamingMessage,
+                json!({"message": message("echo streamed")}),
+                &Opts::default(),
+            )
+            .await,
+        )
+        .await;
+        assert!(events[0].body.get("task").is_some(), "the task comes first");
+        let last = &events.last().unwrap().body;
+        assert_eq!(
+            last["statusUpdate"]["status"]["state"],
+            "TASK_STATE_COMPLETED"
+        );
+        assert_ids_increase(&events);
+        transcript(&events)
+    }
+
+    pub async fn get_task(_: &Server, b: &dyn Binding) -> Vec<Value> {
+        let task = send_text(b, "echo get me").await;
+        let id = task["id"].as_str().unwrap();
+        let full = get(b, id).await;
+        assert_eq!(full["id"], id);
+        let short = unary(b, Operation::GetTask, json!({"id": id, "historyLength": 1})).await;
+        assert!(short["history"].as_array().map_or(0, Vec::len) <= 1);
+        let none = unary(b, Operation::GetTask, json!({"id": id, "historyLength": 0})).await;
+        assert!(none.get("history").is_none(), "{none}");
+        vec![normalize(&full), normalize(&short), normalize(&none)]
+    }
+
+    pub async fn list_with_paging(_: &Server, b: &dyn Binding) -> Vec<Value> {
+        let context = uuid::Uuid::new_v4().to_string();
+        for i in 0..3 {
+            let mut m = message(&format!("echo {i}"));
+            m["contextId"] = json!(context);
+            send(b, json!({"message": m})).await;
+        }
+        let first = unary(
+            b,
+            Operation::ListTasks,
+            json!({"contextId": context, "pageSize": 2}),
+        )
+        .await;
+        assert_eq!(first["tasks"].as_array().unwrap().len(), 2);
+        assert_eq!(first["totalSize"], 3);
+        assert!(
+            first["tasks"][0].get("artifacts").is_none(),
+            "artifacts omitted by default"
+        );
+        let token = first["nextPageToken"].as_str().unwrap().to_owned();
+        assert!(!token.is_empty());
+        let second = unary(
+            b,
+            Operation::ListTasks,
+            json!({"contextId": context, "pageSize": 2, "pageToken": token, "includeArtifacts": true,
+                   "status": "TASK_STATE_COMPLETED", "historyLength": 0}),
+        )
+        .await;
+        assert_eq!(second["tasks"].as_array().unwrap().len(), 1);
+        assert_eq!(second["nextPageToken"], "");
+        assert!(second["tasks"][0]["artifacts"].is_array());
+        let none = unary(
+            b,
+            Operation::ListTasks,
+            json!({"contextId": context, "status": "TASK_STATE_WORKING"}),
+        )
+        .await;
+        assert_eq!(none["tasks"], json!([]));
+        vec![normalize(&first), normalize(&second), normalize(&none)]
+    }
+
+    pub async fn cancel(_: &Server, b: &dyn Binding) -> Vec<Value> {
+        let task = send_now(b, "hold").await;
+        let id = task["id"].as_str().unwrap();
+        assert!(matches!(
+            state_of(&task),
+            "TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING"
+        ));
+        let canceled = unary(b, Operation::CancelTask, json!({"id": id})).await;
+        assert_eq!(state_of(&canceled), "TASK_STATE_CANCELED");
+        assert_eq!(state_of(&get(b, id).await), "TASK_STATE_CANCELED");
+        vec![json!(state_of(&canceled))]
+    }
+
+    pub async fn subscribe(s: &Server, b: &dyn Binding) -> Vec<Value> {
+        let task = send_now(b, "gated").await;
+        let id = task["id"].as_str().unwrap();
+        wait_for_part_one(b, id).await;
+        let mut events = open(
+            b,
+            Operation::SubscribeToTask,
+            json!({"id": id}),
+            &Opts::default(),
+        )
+        .await;
+        let first = next(&mut events).await.unwrap();
+        assert_eq!(
+            first.body["task"]["id"], id,
+            "the first event is the task snapshot"
+        );
+        s.gate.notify_one();
+        let mut all = vec![first];
+        all.extend(rest_of(events).await);
+        let last = &all.last().unwrap().body;
+        assert_eq!(
+            last["statusUpdate"]["status"]["state"],
+            "TASK_STATE_COMPLETED"
+        );
+        transcript(&all)
+    }
+
+    pub async fn resume_with_last_event_id(s: &Server, b: &dyn Binding) -> Vec<Value> {
+        let mut events = open(
+            b,
+            Operation::SendStreamingMessage,
+            json!({"message": message("gated")}),
+            &Opts::default(),
+        )
+        .await;
+        let seen = until_part_one(&mut events).await;
+        drop(events);
+        let id = seen[0].body["task"]["id"].as_str().unwrap().to_owned();
+        let cursor = seen.last().unwrap().id.expect("events carry ids");
+        let resumed = open(
+            b,
+            Operation::SubscribeToTask,
+            json!({"id": id}),
+            &Opts::resume_after(cursor),
+        )
+        .await;
+        s.gate.notify_one();
+        let rest = rest_of(resumed).await;
+        assert!(
+            rest.iter().all(|e| e.id.unwrap() > cursor),
+            "nothing replayed twice"
+        );
+        assert_eq!(
+            rest[0].body["artifactUpdate"]["artifact"]["parts"][0]["text"],
+            "part 2"
+        );
+        let mut all = seen;
+        all.extend(rest);
+        assert_ids_increase(&all);
+        transcript(&all)
+    }
+
+    pub async fn input_required_follow_up(_: &Server, b: &dyn Binding) -> Vec<Value> {
+        let task = send_text(b, "ask").await;
+        assert_eq!(state_of(&task), "TASK_STATE_INPUT_REQUIRED");
+        let mut follow = message("the blue one");
+        follow["taskId"] = task["id"].clone();
+        follow["contextId"] = task["contextId"].clone();
+        let done = send(b, json!({"message": follow})).await;
+        assert_eq!(done["id"], task["id"]);
+        assert_eq!(state_of(&done), "TASK_STATE_COMPLETED");
+        assert_eq!(done["artifacts"][0]["parts"][0]["text"], "got the blue one");
+        vec![normalize(&task), normalize(&done)]
+    }
+
+    pub async fn extended_card(_: &Server, b: &dyn Binding) -> Vec<Value> {
+        let card = unary(b, Operation::GetExtendedAgentCard, json!({})).await;
+        assert_eq!(card["name"], "scripted+");
+        vec![card["name"].clone()]
+    }
+
+    /// Every error a client can provoke, with the reason and this binding's code.
+    pub async fn every_error(s: &Server, b: &dyn Binding) -> Vec<Value> {
+        let done = send_text(b, "echo done").await;
+        let done_id = done["id"].as_str().unwrap().to_owned();
+        let waiting = send_text(b, "ask").await;
+        let waiting_id = waiting["id"].as_str().unwrap().to_owned();
+        let mut to_done = message("more");
+        to_done["taskId"] = json!(done_id);
+        let not_found = Codes {
+            jsonrpc: -32001,
+            http: 404,
+            grpc: "NOT_FOUND",
+        };
+        let invalid = Codes {
+            jsonrpc: -32602,
+            http: 400,
+            grpc: "INVALID_ARGUMENT",
+        };
+        let precondition = |jsonrpc| Codes {
+            jsonrpc,
+            http: 400,
+            grpc: "FAILED_PRECONDITION",
+        };
+        let push = precondition(-32003);
+        let v2 = Opts {
+            version: Some("2.0"),
+            ..Opts::default()
+        };
+        let text_plain = Opts {
+            content_type: Some("text/plain"),
+            ..Opts::default()
+        };
+        let bad_cursor = Opts {
+            last_event_id: Some("abc".into()),
+            ..Opts::default()
+        };
+        let hook = "http://127.0.0.1:9/hook";
+        #[rustfmt::skip]
+        let unary_cases: Vec<(&str, Operation, Value, Opts, &str, Codes)> = vec![
+            ("get unknown task", Operation::GetTask, json!({"id": "no-such-task"}), Opts::default(), "TASK_NOT_FOUND", not_found),
+            ("cancel unknown task", Operation::CancelTask, json!({"id": "no-such-task"}), Opts::default(), "TASK_NOT_FOUND", not_found),
+            ("follow-up to unknown task", Operation::SendMessage, json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "x"}], "taskId": "no-such-task"}}), Opts::default(), "TASK_NOT_FOUND", not_found),
+            ("cancel completed task", Operation::CancelTask, json!({"id": done_id}), Opts::default(), "TASK_NOT_CANCELABLE", precondition(-32002)),
+            ("message to completed task", Operation::SendMessage, json!({"message": to_done}), Opts::default(), "UNSUPPORTED_OPERATION", precondition(-32004)),
+            ("page size 0", Operation::ListTasks, json!({"pageSize": 0}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("page size 101", Operation::ListTasks, json!({"pageSize": 101}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("page size not a number", Operation::ListTasks, json!({"pageSize": "ten"}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("unknown state filter", Operation::ListTasks, json!({"status": "TASK_STATE_BOGUS"}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("bad timestamp filter", Operation::ListTasks, json!({"statusTimestampAfter": "yesterday"}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("negative history", Operation::GetTask, json!({"id": done_id, "historyLength": -1}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("message missing", Operation::SendMessage, json!({}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("message of the wrong type", Operation::SendMessage, json!({"message": "hi"}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("version 2.0", Operation::GetTask, json!({"id": done_id}), v2.clone(), "VERSION_NOT_SUPPORTED", precondition(-32009)),
+            ("content type text/plain", Operation::SendMessage, json!({"message": message("echo x")}), text_plain, "CONTENT_TYPE_NOT_SUPPORTED", Codes { jsonrpc: -32005, http: 415, grpc: "INVALID_ARGUMENT" }),
+            ("create push config", Operation::CreateTaskPushNotificationConfig, json!({"taskId": done_id, "url": hook}), Opts::default(), "PUSH_NOTIFICATION_NOT_SUPPORTED", push),
+            ("get push config", Operation::GetTaskPushNotificationConfig, json!({"taskId": done_id, "id": "c1"}), Opts::default(), "PUSH_NOTIFICATION_NOT_SUPPORTED", push),
+            ("list push configs", Operation::ListTaskPushNotificationConfigs, json!({"taskId": done_id}), Opts::default(), "PUSH_NOTIFICATION_NOT_SUPPORTED", push),
+            ("delete push config", Operation::DeleteTaskPushNotificationConfig, json!({"taskId": done_id, "id": "c1"}), Opts::default(), "PUSH_NOTIFICATION_NOT_SUPPORTED", push),
+        ];
+        #[rustfmt::skip]
+        let stream_cases: Vec<(&str, Operation, Value, Opts, &str, Codes)> = vec![
+            ("subscribe to unknown task", Operation::SubscribeToTask, json!({"id": "no-such-task"}), Opts::default(), "TASK_NOT_FOUND", not_found),
+            ("subscribe to completed task", Operation::SubscribeToTask, json!({"id": done_id}), Opts::default(), "UNSUPPORTED_OPERATION", precondition(-32004)),
+            ("resume with a foreign cursor", Operation::SubscribeToTask, json!({"id": waiting_id}), bad_cursor, "INVALID_PARAMS", invalid),
+            ("stream with version 2.0", Operation::SendStreamingMessage, json!({"message": message("echo x")}), v2, "VERSION_NOT_SUPPORTED", precondition(-32009)),
+            ("stream without message", Operation::SendStreamingMessage, json!({}), Opts::default(), "INVALID_PARAMS", invalid),
+        ];
+        let _ = s;
+        let mut out = vec![];
+        for (name, op, req, opts, reason, codes) in unary_cases {
+            let got = b.unary(op, req, &opts).await.expect_err(name);
+            check_failure(b, name, &got, reason, codes);
+            out.push(json!([name, got.reason]));
+        }
+        for (name, op, req, opts, reason, codes) in stream_cases {
+            let got = match b.stream(op, req, &opts).await {
+                Ok(_) => panic!("{}: {name} opened a stream", b.name()),
+                Err(f) => f,
+            };
+            check_failure(b, name, &got, reason, codes);
+            out.push(json!([name, got.reason]));
+        }
+        out
+    }
+
+    fn check_failure(b: &dyn Binding, name: &str, got: &Failure, reason: &str, codes: Codes) {
+        assert_eq!(got.reason, reason, "{}: {name}", b.name());
+        assert_eq!(got.code, b.code(codes), "{}: {name}", b.name());
+    }
+}
+
+/// Runs each named scenario on every binding of a fresh gateway and requires equal
+/// transcripts.
+macro_rules! across_bindings {
+    ($($name:ident),* $(,)?) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let s = start().await;
+            let bindings = s.bindings();
+            assert!(bindings.len() >= 2, "the card declares every served binding");
+            let mut seen: Vec<(&str, Vec<Value>)> = vec![];
+            for b in &bindings {
+                seen.push((b.name(), scenarios::$name(&s, b.as_ref()).await));
+            }
+            let (first, want) = &seen[0];
+            for (name, got) in &seen[1..] {
+                assert_eq!(got, want, "{name} differs from {first}");
+            }
+        }
+    )*};
+}
+
+across_bindings! {
+    send_blocking,
+    send_streaming,
+    get_task,
+    list_with_paging,
+    cancel,
+    subscribe,
+    resume_with_last_event_id,
+    input_required_follow_up,
+    extended_card,
+    every_error,
+}
+
+/// Every ordered pair of distinct bindings.
+fn pairs(s: &Server) -> Vec<(Box<dyn Binding>, Box<dyn Binding>)> {
+    let n = s.bindings().len();
+    let mut out = vec![];
+    for i in 0..n {
+        for j in 0..n {
+            if i != j {
+                let mut a = s.bindings();
+                let b = a.remove(j);
+                let a = a.remove(if i > j { i - 1 } else { i });
+                out.push((a, b));
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_task_created_on_one_binding_is_read_streamed_and_canceled_on_another() {
+    let s = start().await;
+    for (a, b) in pairs(&s) {
+        let (a, b) = (a.as_ref(), b.as_ref());
+        let task = send_now(a, "hold").await;
+        let id = task["id"].as_str().unwrap();
+        let read = get(b, id).await;
+        assert_eq!(
+            read["contextId"],
+            task["contextId"],
+            "{} -> {}",
+            a.name(),
+            b.name()
+        );
+        let mut events = open(
+            b,
+            Operation::SubscribeToTask,
+            json!({"id": id}),
+            &Opts::default(),
+        )
+        .await;
+        let first = next(&mut events).await.unwrap();
+        assert_eq!(first.body["task"]["id"], id);
+        let canceled = unary(a, Operation::CancelTask, json!({"id": id})).await;
+        assert_eq!(state_of(&canceled), "TASK_STATE_CANCELED");
+        let rest = rest_of(events).await;
+        let last = &rest.last().expect("the cancel reaches the stream").body;
+        assert_eq!(
+            last["statusUpdate"]["status"]["state"],
+            "TASK_STATE_CANCELED",
+            "{} -> {}",
+            a.name(),
+            b.name()
+        );
+        assert_eq!(state_of(&get(b, id).await), "TASK_STATE_CANCELED");
+        let listed = unary(
+            b,
+            Operation::ListTasks,
+            json!({"contextId": task["contextId"]}),
+        )
+        .await;
+        assert_eq!(listed["tasks"][0]["id"], id);
+    }
+}
+
+#[tokio::test]
+async fn a_stream_started_on_one_binding_resumes_on_another() {
+    let s = start().await;
+    for (a, b) in pairs(&s) {
+        let (a, b) = (a.as_ref(), b.as_ref());
+        let mut events = open(
+            a,
+            Operation::SendStreamingMessage,
+            json!({"message": message("gated")}),
+            &Opts::default(),
+        )
+        .await;
+        let seen = until_part_one(&mut events).await;
+        drop(events);
+        let id = seen[0].body["task"]["id"].as_str().unwrap().to_owned();
+        let cursor = seen.last().unwrap().id.unwrap();
+        let resumed = open(
+            b,
+            Operation::SubscribeToTask,
+            json!({"id": id}),
+            &Opts::resume_after(cursor),
+        )
+        .await;
+        s.gate.notify_one();
+        let rest = rest_of(resumed).await;
+        assert_eq!(rest[0].id, Some(cursor + 1), "{} -> {}", a.name(), b.name());
+        assert_eq!(
+            rest[0].body["artifactUpdate"]["artifact"]["parts"][0]["text"],
+            "part 2"
+        );
+        assert_eq!(
+            rest.last().unwrap().body["statusUpdate"]["status"]["state"],
+            "TASK_STATE_COMPLETED"
+        );
+    }
+}
