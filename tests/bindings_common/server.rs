@@ -82,6 +82,8 @@ impl AgentExecutor for Scripted {
 
 /// A running gateway.
 pub struct Server {
+    /// Its base URL (`http://127.0.0.1:port/`).
+    pub url: String,
     /// Its public agent card.
     pub card: AgentCard,
     /// Releases `gated` tasks.
@@ -98,6 +100,11 @@ pub fn extended_card(url: &str) -> AgentCard {
 /// Starts a gateway with an in-memory store (all HTTP bindings, default limits, the
 /// extended card enabled).
 pub async fn start() -> Server {
+    start_with(TransportConfig::default()).await
+}
+
+/// [`start`] with these limits, authentication and bindings.
+pub async fn start_with(transport: TransportConfig) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
     let gate = Arc::new(Notify::new());
@@ -111,14 +118,17 @@ pub async fn start() -> Server {
         Arc::new(MemoryTaskStore::new()),
         config,
     );
-    let card = server::simple_card("scripted", "scripted agent", &url, vec![]);
-    let state = AppState::new(handler, card.clone(), TransportConfig::default());
+    let mut card = server::simple_card("scripted", "scripted agent", &url, vec![]);
+    card.supported_interfaces =
+        a2a_gateway::transport::interfaces::supported_interfaces(&url, &transport.bindings, None);
+    let state = AppState::new(handler, card.clone(), transport);
     tokio::spawn(server::serve(
         listener,
         server::router(state, None),
         futures::future::pending(),
     ));
     Server {
+        url,
         card,
         gate,
         http: reqwest::Client::new(),
@@ -126,13 +136,15 @@ pub async fn start() -> Server {
 }
 
 impl Server {
-    /// A client for every interface the card declares, in the card's order.
+    /// A client for every interface the card declares, in the card's order. (The card
+    /// also names gRPC when `bindings` has it; its client joins here with the gRPC
+    /// binding.)
     pub fn bindings(&self) -> Vec<Box<dyn Binding>> {
         self.card
             .supported_interfaces
             .iter()
-            .map(|i| -> Box<dyn Binding> {
-                match i.protocol_binding.as_str() {
+            .filter_map(|i| -> Option<Box<dyn Binding>> {
+                Some(match i.protocol_binding.as_str() {
                     "JSONRPC" => Box::new(JsonRpc {
                         url: i.url.clone(),
                         http: self.http.clone(),
@@ -142,9 +154,21 @@ impl Server {
                         http: self.http.clone(),
                         subscribe_with_get: false,
                     }),
+                    "GRPC" => return None,
                     other => panic!("no test client for {other}"),
-                }
+                })
             })
             .collect()
+    }
+
+    /// The card's HTTP+JSON interface URL.
+    pub fn rest_url(&self) -> String {
+        self.card
+            .supported_interfaces
+            .iter()
+            .find(|i| i.protocol_binding == "HTTP+JSON")
+            .expect("the card declares HTTP+JSON")
+            .url
+            .clone()
     }
 }
