@@ -46,12 +46,19 @@ def _bounded_in_time():
 
 
 @pytest.fixture
-async def make_client():
-    """make_client(url, streaming=...) -> the SDK's Client; all closed at the end."""
+def binding():
+    """The binding the SDK client uses; a module parametrizes it to run on several."""
+    return "JSONRPC"
+
+
+@pytest.fixture
+async def make_client(binding):
+    """make_client(url, streaming=...) -> the SDK's Client on `binding`; all closed at
+    the end."""
     opened = []
 
     async def make(base_url: str, *, streaming: bool = False):
-        client, http = await sdk_client(base_url, streaming=streaming)
+        client, http = await sdk_client(base_url, streaming=streaming, binding=binding)
         opened.append((client, http))
         return client
 

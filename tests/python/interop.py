@@ -148,13 +148,22 @@ def start_example(name: str, *extra: str) -> tuple[Proc, str]:
     return proc, base
 
 
-async def sdk_client(base_url: str, *, streaming: bool):
-    """The SDK's client for the agent at base_url (card resolved by the SDK)."""
+TRANSPORT_CLASSES = {"JSONRPC": "JsonRpcTransport", "HTTP+JSON": "RestTransport"}
+
+
+async def sdk_client(base_url: str, *, streaming: bool, binding: str = "JSONRPC"):
+    """The SDK's client for the agent at base_url (card resolved by the SDK) on the card's
+    interface for `binding` ("JSONRPC" or "HTTP+JSON"): the SDK picks it from the card's
+    supportedInterfaces, and the transport it built is checked."""
     config = ClientConfig(
         streaming=streaming,
         httpx_client=httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECS),
+        supported_protocol_bindings=[binding],
     )
-    return await create_client(base_url, client_config=config), config.httpx_client
+    client = await create_client(base_url, client_config=config)
+    transport = type(client._transport).__name__
+    assert transport == TRANSPORT_CLASSES[binding], (binding, transport)
+    return client, config.httpx_client
 
 
 def user_message(text: str, *, task_id: str = "", context_id: str = "") -> Message:

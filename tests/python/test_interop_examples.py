@@ -87,10 +87,11 @@ async def test_sdk_resolves_the_card(hello_world_url):
     assert card.name == "Hello World Agent"
     assert card.capabilities.streaming
     assert not card.capabilities.push_notifications
-    [iface] = card.supported_interfaces
-    assert iface.protocol_binding == "JSONRPC"
-    assert iface.protocol_version == "1.0"
-    assert iface.url.rstrip("/") == hello_world_url
+    [rpc, rest] = card.supported_interfaces
+    assert (rpc.protocol_binding, rpc.protocol_version) == ("JSONRPC", "1.0")
+    assert rpc.url.rstrip("/") == hello_world_url
+    assert (rest.protocol_binding, rest.protocol_version) == ("HTTP+JSON", "1.0")
+    assert rest.url == hello_world_url + "/a2a/rest"
     assert [s.id for s in card.skills] == ["hello_world"]
 
 

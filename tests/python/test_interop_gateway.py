@@ -2,6 +2,9 @@
 forwards to a real AgentCore runtime app: tests/python/upstream_agent.py, a
 `BedrockAgentCoreApp` from PyPI `bedrock-agentcore` on 127.0.0.1 (auth none, memory store).
 
+Every test runs twice: on the SDK's JSON-RPC transport and on its HTTP+JSON (REST)
+transport, both picked by the SDK from the card's supportedInterfaces.
+
 The prompt picks the upstream's reply shape (see upstream_agent.py): a dict, a string, a
 sync generator, an async generator, a generator raising mid-stream, a control object
 asking for input.
@@ -85,15 +88,25 @@ def check_chunks(events: list[StreamResponse], *, clean_end: bool) -> str:
     return "".join(text_of(c.artifact.parts) for c in chunks)
 
 
+@pytest.fixture(params=["JSONRPC", "HTTP+JSON"])
+def binding(request):
+    """Every test of this module runs on the SDK's JSON-RPC and on its REST transport."""
+    return request.param
+
+
 async def test_sdk_resolves_the_gateway_card(gateway_url):
     import httpx
 
     async with httpx.AsyncClient(timeout=10) as http:
         card = await A2ACardResolver(http, gateway_url).get_agent_card()
     assert card.capabilities.streaming
-    [iface] = card.supported_interfaces
-    assert (iface.protocol_binding, iface.protocol_version) == ("JSONRPC", "1.0")
-    assert iface.url.rstrip("/") == gateway_url
+    got = [(i.protocol_binding, i.protocol_version, i.url) for i in card.supported_interfaces]
+    host = gateway_url.removeprefix("http://").rstrip("/")
+    assert got == [
+        ("JSONRPC", "1.0", gateway_url + "/"),
+        ("HTTP+JSON", "1.0", gateway_url + "/a2a/rest"),
+        ("GRPC", "1.0", host),
+    ]
 
 
 @pytest.mark.parametrize("prompt", list(REPLIES))
