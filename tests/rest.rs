@@ -8,7 +8,7 @@ mod bindings_common;
 use a2a_gateway::config::Binding;
 use a2a_gateway::transport::TransportConfig;
 use a2a_gateway::transport::auth::Authenticator;
-use bindings_common::server::{Server, start, start_with};
+use bindings_common::server::{Server, start, start_on, start_with};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sha2::Digest;
@@ -223,6 +223,17 @@ async fn media_type_follows_accept_and_both_are_accepted() {
     assert_eq!(ct, "application/json");
 }
 
+/// Name, method, path, headers, body, expected status and reason.
+type Case<'a> = (
+    &'a str,
+    Method,
+    String,
+    Vec<(&'a str, &'a str)>,
+    Option<String>,
+    u16,
+    &'a str,
+);
+
 #[tokio::test]
 async fn bad_input_gets_the_json_error_body_never_a_500() {
     let s = start_with(TransportConfig {
@@ -234,7 +245,7 @@ async fn bad_input_gets_the_json_error_body_never_a_500() {
     let long_tenant = "t".repeat(2000);
     let big = format!("{{\"message\": \"{}\"}}", "x".repeat(8192));
     #[rustfmt::skip]
-    let cases: Vec<(&str, Method, String, Vec<(&str, &str)>, Option<String>, u16, &str)> = vec![
+    let cases: Vec<Case> = vec![
         ("unknown route", Method::GET, "/nope/nope/nope".into(), vec![], None, 404, "METHOD_NOT_FOUND"),
         ("interface root", Method::GET, "".into(), vec![], None, 404, "METHOD_NOT_FOUND"),
         ("unknown verb suffix", Method::POST, "/message:shout".into(), vec![], None, 404, "METHOD_NOT_FOUND"),
@@ -382,4 +393,59 @@ async fn server_bindings_decide_what_is_served() {
     );
     let (status, _, _) = call(&only_rest, Method::GET, "/tasks", &[], None).await;
     assert_eq!(status, 200);
+}
+
+/// PostgreSQL cannot store a NUL character: a NUL in a path tenant or task id must be
+/// refused as invalid (400), not reach the store and come back as a 500.
+#[tokio::test]
+async fn nul_characters_in_the_path_are_invalid_params_on_postgresql() {
+    let Some(url) = std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but A2A_GATEWAY_TEST_POSTGRES_URL is not set"
+        );
+        eprintln!("note: skipping: A2A_GATEWAY_TEST_POSTGRES_URL is not set");
+        return;
+    };
+    let schema = format!("a2a_rest_{}", uuid::Uuid::new_v4().simple());
+    let admin = sqlx::PgPool::connect(&url).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+        .execute(&admin)
+        .await
+        .unwrap();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let scoped = format!("{url}{sep}options=-csearch_path%3D{schema}");
+    let store = a2a_gateway::store::open_store(&scoped, 2).await.unwrap();
+    let s = start_on(store, TransportConfig::default()).await;
+    let ct = [("content-type", "application/json")];
+    for (method, path, body) in [
+        (Method::GET, "/%00/tasks", None),
+        (Method::GET, "/tasks/a%00b", None),
+        (Method::GET, "/tasks?contextId=%00", None),
+        (Method::POST, "/%00/message:send", Some(send_body("echo x"))),
+        (Method::POST, "/tasks/a%00b:cancel", None),
+    ] {
+        let (status, _, v) = call(&s, method.clone(), path, &ct, body).await;
+        assert_eq!(
+            (status, reason(&v)),
+            (400, "INVALID_PARAMS"),
+            "{method} {path}: {v}"
+        );
+    }
+    let (status, _, _) = call(
+        &s,
+        Method::POST,
+        "/message:send",
+        &ct,
+        Some(send_body("echo ok")),
+    )
+    .await;
+    assert_eq!(status, 200);
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
+        .execute(&admin)
+        .await
+        .unwrap();
 }

@@ -117,7 +117,14 @@ fn history_length(v: Option<i32>) -> Result<Option<u32>, A2aError> {
 /// Longest id (task, context, message) a client may send, in bytes.
 pub const MAX_ID_BYTES: usize = 1024;
 
+/// Refuses an id longer than [`MAX_ID_BYTES`] or holding a NUL character (which no SQL
+/// text column stores: PostgreSQL refuses it).
 fn check_id(field: &str, id: &str) -> Result<(), A2aError> {
+    if id.contains('\0') {
+        return Err(A2aError::InvalidParams(format!(
+            "{field} contains a NUL character"
+        )));
+    }
     if id.len() > MAX_ID_BYTES {
         return Err(A2aError::InvalidParams(format!(
             "{field} is {} bytes long; ids are at most {MAX_ID_BYTES} bytes",
@@ -470,6 +477,7 @@ impl RequestHandler {
         req: ListTasksRequest,
     ) -> Result<ListTasksResponse, A2aError> {
         check_call(call)?;
+        check_id("contextId", req.context_id.as_deref().unwrap_or(""))?;
         let page_size = req.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
         if !(1..=MAX_PAGE_SIZE).contains(&page_size) {
             return Err(A2aError::InvalidParams(format!(

@@ -7,7 +7,7 @@ use a2a_gateway::executor::{
 };
 use a2a_gateway::protocol::{AgentCard, Part};
 use a2a_gateway::server;
-use a2a_gateway::store::MemoryTaskStore;
+use a2a_gateway::store::{MemoryTaskStore, TaskStore};
 use a2a_gateway::transport::{AppState, TransportConfig};
 use a2a_gateway::{HandlerConfig, RequestHandler};
 use async_trait::async_trait;
@@ -105,6 +105,11 @@ pub async fn start() -> Server {
 
 /// [`start`] with these limits, authentication and bindings.
 pub async fn start_with(transport: TransportConfig) -> Server {
+    start_on(Arc::new(MemoryTaskStore::new()), transport).await
+}
+
+/// [`start_with`] over `store`.
+pub async fn start_on(store: Arc<dyn TaskStore>, transport: TransportConfig) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
     let gate = Arc::new(Notify::new());
@@ -113,11 +118,7 @@ pub async fn start_with(transport: TransportConfig) -> Server {
         extended_agent_card_enabled: true,
         ..HandlerConfig::default()
     };
-    let handler = RequestHandler::new(
-        Arc::new(Scripted { gate: gate.clone() }),
-        Arc::new(MemoryTaskStore::new()),
-        config,
-    );
+    let handler = RequestHandler::new(Arc::new(Scripted { gate: gate.clone() }), store, config);
     let mut card = server::simple_card("scripted", "scripted agent", &url, vec![]);
     card.supported_interfaces =
         a2a_gateway::transport::interfaces::supported_interfaces(&url, &transport.bindings, None);
