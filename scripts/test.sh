@@ -5,8 +5,9 @@
 #   - formatting and clippy;
 #   - the Rust unit and integration tests, PostgreSQL ones against
 #     $A2A_GATEWAY_TEST_POSTGRES_URL (default: the local server at 127.0.0.1:5432);
-#   - the interop tests (tests/python, pytest): the official a2a-sdk client drives the
-#     example binaries and `a2a-gateway serve` over real sockets.
+#   - the interop tests (tests/python, pytest): the official a2a-sdk client (JSON-RPC and
+#     REST transports) and the official JavaScript client (@a2a-js/sdk, tests/js, installed
+#     with `npm ci`) drive the example binaries and `a2a-gateway serve` over real sockets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,11 @@ if ! .venv/bin/python -c 'import a2a, bedrock_agentcore, pytest, pytest_asyncio'
   .venv/bin/pip install --quiet -r tests/python/requirements.txt
 fi
 export A2A_GATEWAY_TEST_PYTHON="$PWD/.venv/bin/python"
+# The official JavaScript client (@a2a-js/sdk, pinned in tests/js/package-lock.json).
+if [ ! -d tests/js/node_modules/@a2a-js/sdk ]; then
+  echo "== npm ci in tests/js (the JavaScript A2A client)"
+  (cd tests/js && npm ci --no-audit --no-fund --silent)
+fi
 # PostgreSQL tests use the local server when one answers; without one they are
 # skipped with a note (under CI=true they fail instead: .ci/run starts the server).
 if [ -z "${A2A_GATEWAY_TEST_POSTGRES_URL:-}" ]; then
