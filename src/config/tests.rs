@@ -1021,3 +1021,47 @@ fn a_password_in_the_upstream_url_is_not_printed() {
         Some("pa55word")
     );
 }
+
+#[test]
+fn bindings_load_from_file_and_env_and_refuse_empty_or_repeated() {
+    let (_dir, path) = file("[server]\nbindings = [\"rest\", \"jsonrpc\"]\n");
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    assert_eq!(config.server.bindings, [Binding::Rest, Binding::Jsonrpc]);
+    let config = Config::load(sources(
+        None,
+        &[("A2A_GATEWAY_SERVER__BINDINGS", "[\"grpc\"]")],
+    ))
+    .unwrap();
+    assert_eq!(config.server.bindings, [Binding::Grpc]);
+    assert_eq!(Config::default().server.bindings, Binding::ALL);
+    for bad in ["[]", "[\"rest\", \"rest\"]", "[\"soap\"]"] {
+        let (_dir, path) = file(&format!("[server]\nbindings = {bad}\n"));
+        let (message, err) = load_err(sources(Some(&path), &[]));
+        let key = invalid_parts(&err).0;
+        assert!(key.starts_with("server.bindings"), "{bad}: {message}");
+    }
+}
+
+#[test]
+fn the_card_declares_the_configured_bindings() {
+    let mut config = Config::default();
+    config.server.public_url = Some("https://agents.example.com/".parse().unwrap());
+    let card = crate::app::agent_card(&config);
+    let got: Vec<(&str, &str)> = card
+        .supported_interfaces
+        .iter()
+        .map(|i| (i.protocol_binding.as_str(), i.url.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("JSONRPC", "https://agents.example.com/"),
+            ("HTTP+JSON", "https://agents.example.com/a2a/rest"),
+            ("GRPC", "agents.example.com:443"),
+        ]
+    );
+    config.server.bindings = vec![Binding::Rest];
+    let card = crate::app::agent_card(&config);
+    assert_eq!(card.supported_interfaces.len(), 1);
+    assert_eq!(card.supported_interfaces[0].protocol_binding, "HTTP+JSON");
+}
