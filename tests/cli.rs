@@ -543,6 +543,10 @@ async fn metrics_count_the_requests_just_made() {
     )
     .await;
     assert!(v.get("result").is_some(), "{v}");
+    let rest = reqwest::get(format!("{}a2a/rest/tasks/nope", gw.url))
+        .await
+        .unwrap();
+    assert_eq!(rest.status(), 404);
 
     let resp = reqwest::get(format!("{}metrics", gw.url)).await.unwrap();
     assert_eq!(resp.status(), 200);
@@ -559,20 +563,29 @@ async fn metrics_count_the_requests_just_made() {
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .sum()
     };
-    assert_eq!(sum("a2a_requests_total{method=\"GetTask\""), 3.0, "{body}");
     assert_eq!(
-        sum("a2a_requests_total{method=\"ListTasks\",outcome=\"ok\"}"),
-        1.0,
-        "{body}"
-    );
-    assert_eq!(
-        sum("a2a_requests_total{method=\"SendMessage\",outcome=\"ok\"}"),
-        1.0,
-        "{body}"
-    );
-    assert_eq!(
-        sum("a2a_request_duration_seconds_count{method=\"GetTask\"}"),
+        sum("a2a_requests_total{binding=\"jsonrpc\",method=\"GetTask\""),
         3.0,
+        "{body}"
+    );
+    assert_eq!(
+        sum("a2a_requests_total{binding=\"jsonrpc\",method=\"ListTasks\",outcome=\"ok\"}"),
+        1.0,
+        "{body}"
+    );
+    assert_eq!(
+        sum("a2a_requests_total{binding=\"jsonrpc\",method=\"SendMessage\",outcome=\"ok\"}"),
+        1.0,
+        "{body}"
+    );
+    assert_eq!(
+        sum("a2a_request_duration_seconds_count{binding=\"jsonrpc\",method=\"GetTask\"}"),
+        3.0,
+        "{body}"
+    );
+    assert_eq!(
+        sum("a2a_requests_total{binding=\"rest\",method=\"GetTask\",outcome=\"TASK_NOT_FOUND\"}"),
+        1.0,
         "{body}"
     );
     assert!(body.contains("a2a_active_tasks 0"), "{body}");
