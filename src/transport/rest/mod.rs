@@ -19,9 +19,10 @@
 //! This adapter only translates ([`request`]: path, query and body to the request
 //! message; [`response`]: media type and error bodies) and calls the shared
 //! [operation table](super::operations), exactly as JSON-RPC does. Order of checks:
-//! authentication (401 before the body is read), `A2A-Version` (1.0 only; header or
-//! `?A2A-Version=`), the route's method (405), the `Content-Type` of a POST body, the
-//! body (bounded: 413, 408), then the operation.
+//! authentication (401 before the body is read), the path (percent-encoded UTF-8, else
+//! 400), the route's method and verb suffix (405), `A2A-Version` (1.0 only; header or
+//! `?A2A-Version=`), the `Content-Type` of a POST body (415), the body (bounded: 413,
+//! 408), the query and body fields (400), then the operation.
 //!
 //! Static path segments win over a tenant: `/tasks/x` is GetTask of `x`, never ListTasks
 //! of tenant `tasks`, so a tenant named `tasks`, `message:send`, `message:stream` or

@@ -146,12 +146,13 @@ pub fn message(
     query: Option<&str>,
     body: &[u8],
 ) -> Result<Value, A2aError> {
+    // The operations read from a body take no query fields (`A2A-Version` alone is
+    // allowed), so the query is checked either way.
+    let fields = query::parse(op, query)?;
     let mut msg = if takes_body(op, method) {
-        // A POST carries no query fields; `A2A-Version` alone is allowed.
-        query::parse(Operation::SendMessage, query)?;
         body_object(body)?
     } else {
-        query::parse(op, query)?
+        fields
     };
     if let Some(tenant) = path.get("tenant") {
         bind(&mut msg, "tenant", tenant)?;
