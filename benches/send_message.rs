@@ -1,5 +1,5 @@
-//! Load benchmark of the JSON-RPC binding: blocking `SendMessage` and streaming
-//! `SendStreamingMessage` against the hello-world executor, at 1, 16 and 64
+//! Load benchmark of the HTTP bindings (JSON-RPC, HTTP+JSON): blocking `SendMessage` and
+//! streaming `SendStreamingMessage` against the hello-world executor, at 1, 16 and 64
 //! concurrent clients, over real sockets on 127.0.0.1, on one or more task stores in
 //! one run. The load generator runs in the same process (its own runtime), so the
 //! figures include its cost, as on a 2-core machine they must.
@@ -8,6 +8,8 @@
 //!
 //! - `BENCH_SECS`: seconds per point (default 5);
 //! - `BENCH_CLIENTS`: e.g. `1,16,64` (the default);
+//! - `BENCH_BINDING`: a comma-separated list of `jsonrpc`, `rest` (default `jsonrpc`):
+//!   the same load through `POST /` or `POST /a2a/rest/message:send|stream`;
 //! - `BENCH_STORE`: a comma-separated list of `memory`, `sqlite`, `postgres`
 //!   (default `memory`). `sqlite` is a fresh database file in a temporary directory;
 //!   `postgres` a fresh schema (dropped at the end) in the database at
@@ -92,19 +94,35 @@ async fn pg_ddl(url: &str, ddl: &str) {
     admin.close().await;
 }
 
-fn body(i: usize, stream: bool) -> String {
-    let method = if stream {
-        "SendStreamingMessage"
-    } else {
-        "SendMessage"
-    };
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{i},"method":"{method}","params":{{"message":{{"messageId":"m{i}","role":"ROLE_USER","parts":[{{"text":"hello {i}"}}]}}}}}}"#
-    )
+/// The request URL and body of request `i` on `binding` (`jsonrpc` or `rest`) at the
+/// server `base` (ending in `/`).
+fn request(base: &str, binding: &str, i: usize, stream: bool) -> (String, String) {
+    let message = format!(
+        r#"{{"message":{{"messageId":"m{i}","role":"ROLE_USER","parts":[{{"text":"hello {i}"}}]}}}}"#
+    );
+    match binding {
+        "rest" => {
+            let verb = if stream { "stream" } else { "send" };
+            (format!("{base}a2a/rest/message:{verb}"), message)
+        }
+        "jsonrpc" => {
+            let method = if stream {
+                "SendStreamingMessage"
+            } else {
+                "SendMessage"
+            };
+            (
+                base.to_owned(),
+                format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"{method}","params":{message}}}"#),
+            )
+        }
+        other => panic!("unknown BENCH_BINDING entry {other:?}: use jsonrpc, rest"),
+    }
 }
 
 async fn run_point(
     url: &str,
+    binding: &str,
     clients: usize,
     secs: u64,
     stream: bool,
@@ -118,18 +136,20 @@ async fn run_point(
     for c in 0..clients {
         let client = client.clone();
         let url = url.to_owned();
+        let binding = binding.to_owned();
         joins.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             let mut first = Vec::new();
             let mut i = c * 1_000_000;
             while Instant::now() < deadline {
                 i += 1;
+                let (target, body) = request(&url, &binding, i, stream);
                 let t0 = Instant::now();
                 let resp = client
-                    .post(&url)
+                    .post(&target)
                     .header("content-type", "application/json")
                     .header("a2a-version", "1.0")
-                    .body(body(i, stream))
+                    .body(body)
                     .send()
                     .await
                     .expect("request");
@@ -179,12 +199,15 @@ fn main() {
     let secs = common::env_u64("BENCH_SECS", 5);
     let clients = common::clients("1,16,64");
     let stores = common::env_list("BENCH_STORE", "memory");
+    let bindings = common::env_list("BENCH_BINDING", "jsonrpc");
     let server_rt = common::runtime();
     let client_rt = common::runtime();
-    println!("| store | method | clients | requests/s | vs memory | p50 | p99 | p50 first event |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|");
-    // Memory throughput by (streaming, clients), for the ratio column.
-    let mut baseline: Vec<((bool, usize), f64)> = Vec::new();
+    println!(
+        "| store | binding | method | clients | requests/s | vs memory | p50 | p99 | p50 first event |"
+    );
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|");
+    // Memory throughput by (binding, streaming, clients), for the ratio column.
+    let mut baseline: Vec<((String, bool, usize), f64)> = Vec::new();
     for store_kind in &stores {
         let Some(bench) = server_rt.block_on(open_bench_store(store_kind)) else {
             continue;
@@ -209,9 +232,13 @@ fn main() {
             }));
             (url, (stop, served))
         });
-        for stream in [false, true] {
+        for (binding, stream) in [false, true]
+            .into_iter()
+            .flat_map(|stream| bindings.iter().map(move |b| (b.clone(), stream)))
+        {
             for &c in &clients {
-                let (rps, p50, p99, first) = client_rt.block_on(run_point(&url, c, secs, stream));
+                let (rps, p50, p99, first) =
+                    client_rt.block_on(run_point(&url, &binding, c, secs, stream));
                 let method = if stream {
                     "SendStreamingMessage"
                 } else {
@@ -220,16 +247,17 @@ fn main() {
                 let first = first
                     .map(|d| format!("{:.2} ms", d.as_secs_f64() * 1e3))
                     .unwrap_or_else(|| "-".into());
+                let key = (binding.clone(), stream, c);
                 if store_kind == "memory" {
-                    baseline.push(((stream, c), rps));
+                    baseline.push((key.clone(), rps));
                 }
                 let ratio = baseline
                     .iter()
-                    .find(|(k, _)| *k == (stream, c))
+                    .find(|(k, _)| *k == key)
                     .map(|(_, m)| format!("{:.0}%", 100.0 * rps / m))
                     .unwrap_or_else(|| "-".into());
                 println!(
-                    "| {store_kind} | {method} | {c} | {rps:.0} | {ratio} | {:.2} ms | {:.2} ms | {first} |",
+                    "| {store_kind} | {binding} | {method} | {c} | {rps:.0} | {ratio} | {:.2} ms | {:.2} ms | {first} |",
                     p50.as_secs_f64() * 1e3,
                     p99.as_secs_f64() * 1e3
                 );
