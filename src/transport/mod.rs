@@ -4,6 +4,8 @@
 //! - [`operations`]: the one operation table every binding shares (decode, dispatch,
 //!   version, content type, caller).
 //! - [`jsonrpc`]: the JSON-RPC 2.0 binding (spec §9) at `POST /`.
+//! - [`compat03`]: A2A 0.3 method names and shapes on the JSON-RPC binding, translated
+//!   to and from the 1.0 operations.
 //! - [`http_body`]: bounded request-body reading for the HTTP bindings.
 //! - [`auth`]: inbound authentication (`[server.auth]`) of every JSON-RPC request.
 //! - [`sse`]: rendering of response streams as `text/event-stream`.
@@ -11,6 +13,7 @@
 
 pub mod agent_card;
 pub mod auth;
+pub mod compat03;
 pub mod http_body;
 pub mod jsonrpc;
 pub mod operations;
