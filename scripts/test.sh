@@ -6,7 +6,9 @@
 #   - the Rust unit and integration tests, PostgreSQL ones against
 #     $A2A_GATEWAY_TEST_POSTGRES_URL (default: the local server at 127.0.0.1:5432);
 #   - the interop tests (tests/python, pytest): the official a2a-sdk client drives the
-#     example binaries and `a2a-gateway serve` over real sockets.
+#     example binaries and `a2a-gateway serve` over real sockets;
+#   - the A2A 0.3 client tests (tests/python03, pytest): the last a2a-sdk 0.3.x release,
+#     in its own venv (.venv03, tests/python/requirements-03.txt), drives `a2a-gateway serve`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +17,12 @@ if ! .venv/bin/python -c 'import a2a, bedrock_agentcore, pytest, pytest_asyncio'
   python3 -m venv .venv
   .venv/bin/pip install --quiet --upgrade pip
   .venv/bin/pip install --quiet -r tests/python/requirements.txt
+fi
+if ! .venv03/bin/python -c 'import a2a.types, pytest, pytest_asyncio; from importlib.metadata import version; assert version("a2a-sdk").startswith("0.3.")' 2>/dev/null; then
+  echo "== creating .venv03 with the A2A 0.3 client (a2a-sdk 0.3.x)"
+  python3 -m venv .venv03
+  .venv03/bin/pip install --quiet --upgrade pip
+  .venv03/bin/pip install --quiet -r tests/python/requirements-03.txt
 fi
 export A2A_GATEWAY_TEST_PYTHON="$PWD/.venv/bin/python"
 # PostgreSQL tests use the local server when one answers; without one they are
@@ -37,3 +45,5 @@ echo "== cargo build --examples --bins (binaries for the interop tests)"
 cargo build --all-features --examples --bins
 echo "== pytest tests/python (official a2a-sdk client against our binaries)"
 .venv/bin/python -m pytest -q tests/python
+echo "== pytest tests/python03 (the A2A 0.3 a2a-sdk client against a2a-gateway serve)"
+.venv03/bin/python -m pytest -q tests/python03
