@@ -245,6 +245,7 @@ pub async fn handle(
         .record(elapsed.as_secs_f64());
     tracing::info!(
         rpc.method = %method.chars().take(64).collect::<String>(),
+        a2a.version = if v03 { "0.3" } else { PROTOCOL_VERSION },
         task.id = task_id.as_deref().unwrap_or("-"),
         outcome = outcome_label,
         duration_ms = elapsed.as_secs_f64() * 1000.0,
