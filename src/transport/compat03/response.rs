@@ -14,7 +14,7 @@
 //! | stream `{"artifactUpdate": E}` | `{kind:"artifact-update", …E}` |
 //! | `TaskPushNotificationConfig{taskId, id, url, token, authentication{scheme}}` | `{taskId, pushNotificationConfig:{id, url, token, authentication{schemes:[scheme]}}}` |
 //! | ListTaskPushNotificationConfigs `{configs}` | a bare array |
-//! | AgentCard | the same card plus `url`, `preferredTransport`, `protocolVersion`, `additionalInterfaces`, `supportsAuthenticatedExtendedCard`, `security` ([`card_fields`]) |
+//! | AgentCard | the same card plus `url`, `preferredTransport`, `protocolVersion`, `additionalInterfaces`, `supportsAuthenticatedExtendedCard`, `security` ([`card_fields`]) and the 0.3 shape of each security scheme ([`render_card`]) |
 //!
 //! Keys 0.3 shares with 1.0 (`messageId`, `contextId`, `taskId`, `metadata`,
 //! `extensions`, `referenceTaskIds`, `artifactId`, `append`, `lastChunk`, `timestamp`)
@@ -241,21 +241,64 @@ pub fn result_to_v03(op: Operation, result: Value) -> Value {
             other => other,
         },
         Operation::DeleteTaskPushNotificationConfig => Value::Null,
-        Operation::GetExtendedAgentCard => {
-            match serde_json::from_value::<AgentCard>(result.clone()) {
-                Ok(card) => {
-                    let mut v = result;
-                    if let Value::Object(m) = &mut v {
-                        m.extend(card_fields(&card));
-                    }
-                    v
-                }
-                Err(_) => result,
-            }
-        }
+        Operation::GetExtendedAgentCard => serde_json::from_value::<AgentCard>(result.clone())
+            .and_then(|card| render_card(&card))
+            .unwrap_or(result),
         Operation::SendStreamingMessage | Operation::SubscribeToTask | Operation::ListTasks => {
             result
         }
+    }
+}
+
+/// `card` as one JSON document for both versions: its 1.0 form plus [`card_fields`],
+/// and every `securitySchemes` entry also in its 0.3 shape, merged beside the 1.0
+/// wrapper (`{"httpAuthSecurityScheme":{…}, "type":"http", "scheme":"Bearer", …}`), as
+/// the official Python SDK renders its cards: 0.3 readers find the `type`
+/// discriminator and ignore the wrapper key, 1.0 readers read the wrapper and ignore
+/// the rest (spec: unknown fields are ignored). Keys already in the 1.0 form win.
+///
+/// # Errors
+/// The serializer's error (never for an [`AgentCard`]).
+pub fn render_card(card: &AgentCard) -> Result<Value, serde_json::Error> {
+    let mut value = serde_json::to_value(card)?;
+    let Value::Object(m) = &mut value else {
+        return Ok(value);
+    };
+    for (k, v) in card_fields(card) {
+        m.entry(k).or_insert(v);
+    }
+    if let Some(Value::Object(schemes)) = m.get_mut("securitySchemes") {
+        for scheme in schemes.values_mut() {
+            if let Value::Object(s) = scheme {
+                merge_scheme_v03(s);
+            }
+        }
+    }
+    Ok(value)
+}
+
+/// Adds the 0.3 fields of one 1.0 security scheme (`{"<kind>SecurityScheme": {…}}`)
+/// beside its wrapper: `type` and the inner fields (`location` as 0.3 `in`).
+fn merge_scheme_v03(scheme: &mut Map<String, Value>) {
+    const KINDS: [(&str, &str); 5] = [
+        ("apiKeySecurityScheme", "apiKey"),
+        ("httpAuthSecurityScheme", "http"),
+        ("oauth2SecurityScheme", "oauth2"),
+        ("openIdConnectSecurityScheme", "openIdConnect"),
+        ("mtlsSecurityScheme", "mutualTLS"),
+    ];
+    let Some((inner, kind)) = KINDS.iter().find_map(|(wrapper, kind)| {
+        scheme
+            .get(*wrapper)
+            .and_then(Value::as_object)
+            .map(|inner| (inner.clone(), *kind))
+    }) else {
+        return;
+    };
+    scheme.entry("type").or_insert_with(|| kind.into());
+    for (k, v) in inner {
+        let k = if k == "location" { "in".to_owned() } else { k };
+        scheme.entry(k).or_insert(v);
     }
 }
 
@@ -268,8 +311,8 @@ pub fn result_to_v03(op: Operation, result: Value) -> Value {
 /// `capabilities.extendedAgentCard`, and `security` is `securityRequirements` in the
 /// 0.3 shape (`[{scheme: [scopes]}]`). Empty when the card has no JSON-RPC interface.
 ///
-/// `securitySchemes` is not rewritten: 0.3 and 1.0 use the same key with different
-/// shapes, and the card keeps the 1.0 one.
+/// `securitySchemes` shares its key between the versions; [`render_card`] merges the
+/// 0.3 shape into each entry.
 pub fn card_fields(card: &AgentCard) -> Map<String, Value> {
     let jsonrpc: Vec<_> = card
         .supported_interfaces
@@ -555,5 +598,44 @@ mod tests {
         card.supported_interfaces
             .retain(|i| i.protocol_binding != "JSONRPC");
         assert!(card_fields(&card).is_empty());
+    }
+
+    #[test]
+    fn rendered_card_has_both_security_scheme_shapes() {
+        use crate::protocol::SecurityScheme;
+        let mut card = crate::server::simple_card("n", "d", "http://gw/", vec![]);
+        card.security_schemes = [
+            (
+                "bearer".to_owned(),
+                SecurityScheme::HttpAuthSecurityScheme(
+                    json!({"scheme": "Bearer", "description": "d"}),
+                ),
+            ),
+            (
+                "key".to_owned(),
+                SecurityScheme::ApiKeySecurityScheme(
+                    json!({"location": "header", "name": "X-Key"}),
+                ),
+            ),
+            (
+                "tls".to_owned(),
+                SecurityScheme::MtlsSecurityScheme(json!({})),
+            ),
+        ]
+        .into();
+        let v = render_card(&card).unwrap();
+        assert_eq!(
+            v["securitySchemes"]["bearer"],
+            json!({"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "d"},
+                   "type": "http", "scheme": "Bearer", "description": "d"})
+        );
+        assert_eq!(
+            v["securitySchemes"]["key"],
+            json!({"apiKeySecurityScheme": {"location": "header", "name": "X-Key"},
+                   "type": "apiKey", "in": "header", "name": "X-Key"})
+        );
+        assert_eq!(v["securitySchemes"]["tls"]["type"], "mutualTLS");
+        assert_eq!(v["url"], "http://gw/");
+        assert_eq!(v["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
     }
 }
