@@ -8,6 +8,8 @@
 #   - the interop tests (tests/python, pytest): the official a2a-sdk client (JSON-RPC and
 #     REST transports) and the official JavaScript client (@a2a-js/sdk, tests/js, installed
 #     with `npm ci`) drive the example binaries and `a2a-gateway serve` over real sockets.
+#   - the A2A 0.3 client tests (tests/python03, pytest): the last a2a-sdk 0.3.x release,
+#     in its own venv (.venv03, tests/python/requirements-03.txt), drives `a2a-gateway serve`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +18,12 @@ if ! .venv/bin/python -c 'import a2a, bedrock_agentcore, pytest, pytest_asyncio'
   python3 -m venv .venv
   .venv/bin/pip install --quiet --upgrade pip
   .venv/bin/pip install --quiet -r tests/python/requirements.txt
+fi
+if ! .venv03/bin/python -c 'import a2a.types, pytest, pytest_asyncio; from importlib.metadata import version; assert version("a2a-sdk").startswith("0.3.")' 2>/dev/null; then
+  echo "== creating .venv03 with the A2A 0.3 client (a2a-sdk 0.3.x)"
+  python3 -m venv .venv03
+  .venv03/bin/pip install --quiet --upgrade pip
+  .venv03/bin/pip install --quiet -r tests/python/requirements-03.txt
 fi
 export A2A_GATEWAY_TEST_PYTHON="$PWD/.venv/bin/python"
 # The official JavaScript client (@a2a-js/sdk, pinned in tests/js/package-lock.json).
@@ -43,3 +51,5 @@ echo "== cargo build --examples --bins (binaries for the interop tests)"
 cargo build --all-features --examples --bins
 echo "== pytest tests/python (official a2a-sdk client against our binaries)"
 .venv/bin/python -m pytest -q tests/python
+echo "== pytest tests/python03 (the A2A 0.3 a2a-sdk client against a2a-gateway serve)"
+.venv03/bin/python -m pytest -q tests/python03

@@ -310,6 +310,14 @@ async fn card_health_and_readiness_stay_public_and_the_card_declares_the_scheme(
     let scheme = &card["securitySchemes"]["apiKey"]["httpAuthSecurityScheme"];
     assert_eq!(scheme["scheme"], "Bearer", "{card}");
     assert!(scheme["description"].is_string(), "{card}");
+    // The A2A 0.3 shape of the same scheme sits beside the 1.0 wrapper (docs/a2a-0.3.md).
+    let v03 = &card["securitySchemes"]["apiKey"];
+    assert_eq!(
+        (&v03["type"], &v03["scheme"]),
+        (&json!("http"), &json!("Bearer")),
+        "{card}"
+    );
+    assert_eq!(card["security"], json!([{"apiKey": []}]), "{card}");
     assert_eq!(
         card["securityRequirements"],
         json!([{"schemes": {"apiKey": {"list": []}}}]),

@@ -1,5 +1,10 @@
 //! `GET /.well-known/agent-card.json` (spec §8.2): the card rendered once, served
 //! with `Cache-Control` and a content-hash `ETag` that honours `If-None-Match`.
+//! The rendered card also carries the A2A 0.3 discovery fields (`url`,
+//! `preferredTransport`, `protocolVersion`, `additionalInterfaces`, derived from
+//! `supportedInterfaces` by [`super::compat03::response::card_fields`]) and its
+//! security schemes in both shapes ([`super::compat03::response::render_card`]), so a
+//! 0.3 client finds the JSON-RPC endpoint; 1.0 clients read `supportedInterfaces`.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -22,9 +27,11 @@ pub struct CardDocument {
 }
 
 impl CardDocument {
-    /// Renders `card`.
+    /// Renders `card`, with the 0.3 discovery fields added.
     pub fn new(card: AgentCard) -> Self {
-        let json = serde_json::to_vec(&card).expect("an AgentCard always serializes");
+        let value =
+            super::compat03::response::render_card(&card).expect("an AgentCard always serializes");
+        let json = serde_json::to_vec(&value).expect("a JSON value always serializes");
         let digest = Sha256::digest(&json);
         let etag = format!("\"{}\"", hex16(&digest[..16]));
         Self {

@@ -16,9 +16,11 @@
 //! [`super::auth`]); the key's caller becomes the owner of every task the request touches.
 //!
 //! `A2A-Version` (header, or `?A2A-Version=` query parameter), read as Major.Minor
-//! (a patch component is ignored, spec §3.6): `1.0` is served; any other version →
-//! -32009. A request without it that uses a 1.0 method name is
-//! served as 1.0 (the spec reads a missing version as 0.3; see README).
+//! (a patch component is ignored, spec §3.6): `1.0` and `0.3` are served; any other
+//! version → -32009. The method name decides the shapes ([`compat03::dialect`]): a
+//! 1.0 name (`SendMessage`) is served as 1.0 with or without a version; a 0.3 name
+//! (`message/send`) without a version or with `0.3` is served as 0.3, translated at
+//! this edge by [`compat03`] (the spec reads a missing version as 0.3; see README).
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -31,6 +33,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
 
+use super::compat03::{self, Dialect};
 use super::operations::{self, Operation, Outcome, ProtocolVersion};
 use super::{AppState, http_body, sse};
 use crate::error::A2aError;
@@ -116,25 +119,37 @@ pub async fn handle(
         }
     };
     let requested = operations::requested_version(&headers, query.as_deref());
-    let version = operations::negotiate_version(requested.as_deref()).and_then(|v| match v {
-        Some(ProtocolVersion::V0_3) => Err(A2aError::VersionNotSupported(format!(
-            "A2A-Version 0.3 is not supported yet; this server speaks {PROTOCOL_VERSION}"
-        ))),
-        v => Ok(v),
-    });
-    if let Err(err) = version {
-        if req.id.is_none() {
-            // A notification gets no response body, not even an error; it is not run.
-            return StatusCode::NO_CONTENT.into_response();
+    let version = match operations::negotiate_version(requested.as_deref()) {
+        Ok(v) => v,
+        Err(err) => {
+            if req.id.is_none() {
+                // A notification gets no response body, not even an error; it is not run.
+                return StatusCode::NO_CONTENT.into_response();
+            }
+            return error_response(req.id.as_ref(), &err);
         }
-        return error_response(req.id.as_ref(), &err);
-    }
+    };
     let JsonRpcRequest { id, method, params } = req;
+    let dialect = compat03::dialect(&method, version);
+    let (op, params) = match dialect {
+        Dialect::V1_0(op) => (Some(op), Ok(params)),
+        Dialect::V0_3(op) => (Some(op), compat03::request::to_v1(op, params)),
+        Dialect::Unknown => (None, Ok(params)),
+    };
+    let v03 = matches!(dialect, Dialect::V0_3(_));
+    let params = match params {
+        Ok(p) => p,
+        Err(err) => {
+            return match &id {
+                None => StatusCode::NO_CONTENT.into_response(),
+                Some(id) => error_response(Some(id), &err),
+            };
+        }
+    };
     let call = operations::call_context(owner, &headers, &params);
     let last_event_id = headers
         .get("last-event-id")
         .map(|v| v.to_str().unwrap_or("<not text>").to_owned());
-    let op = Operation::from_name(&method);
 
     let Some(id) = id else {
         // A notification: no response body. Non-streaming calls still run.
@@ -155,11 +170,22 @@ pub async fn handle(
             .map(|s| s.chars().take(128).collect::<String>())
     };
     let mut task_id = str_at(&params, &["id"]).or_else(|| str_at(&params, &["message", "taskId"]));
+    let framing = |id: RequestId| match op {
+        Some(op) if v03 => sse::Framing::JsonRpcV03(id, op),
+        _ => sse::Framing::JsonRpc(id),
+    };
     let outcome = match op {
         Some(op) => operations::invoke(&state, &call, op, params, last_event_id.as_deref()).await,
-        None if method.contains('/') => Err(A2aError::MethodNotFound(format!(
-            "{method} is an A2A 0.3 method name; this server speaks A2A 1.0 (e.g. SendMessage, GetTask)"
-        ))),
+        None if compat03::operation(&method).is_some() => {
+            let v1 = compat03::operation(&method).map_or("", Operation::name);
+            Err(A2aError::MethodNotFound(format!(
+                "{method} is an A2A 0.3 method name, but the request says A2A-Version {}; use {v1}, or send A2A-Version: 0.3",
+                version.map_or("-", |v| match v {
+                    ProtocolVersion::V1_0 => PROTOCOL_VERSION,
+                    ProtocolVersion::V0_3 => "0.3",
+                })
+            )))
+        }
         None => Err(A2aError::MethodNotFound(method.chars().take(128).collect())),
     };
     let elapsed = started.elapsed();
@@ -168,6 +194,10 @@ pub async fn handle(
             if task_id.is_none() {
                 task_id = str_at(&v, &["task", "id"]);
             }
+            let v = match op {
+                Some(op) if v03 => compat03::response::result_to_v03(op, v),
+                _ => v,
+            };
             (
                 match jsonrpc::success_text(&id, &v) {
                     Ok(body) => json_text(StatusCode::OK, body),
@@ -178,7 +208,7 @@ pub async fn handle(
         }
         Ok(Outcome::Resumed(stream)) => (
             sse::render(
-                sse::Framing::JsonRpc(id),
+                framing(id),
                 None,
                 stream,
                 state.config.sse_keepalive,
@@ -191,7 +221,7 @@ pub async fn handle(
                 task_id = task_id.or_else(|| first.event.task_id().map(str::to_owned));
                 (
                     sse::render(
-                        sse::Framing::JsonRpc(id),
+                        framing(id),
                         Some(first),
                         stream,
                         state.config.sse_keepalive,
@@ -215,6 +245,7 @@ pub async fn handle(
         .record(elapsed.as_secs_f64());
     tracing::info!(
         rpc.method = %method.chars().take(64).collect::<String>(),
+        a2a.version = if v03 { "0.3" } else { PROTOCOL_VERSION },
         task.id = task_id.as_deref().unwrap_or("-"),
         outcome = outcome_label,
         duration_ms = elapsed.as_secs_f64() * 1000.0,

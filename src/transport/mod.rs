@@ -6,6 +6,8 @@
 //! - [`jsonrpc`]: the JSON-RPC 2.0 binding (spec §9) at `POST /`.
 //! - [`rest`]: the HTTP+JSON binding (spec §11) under [`rest::REST_PATH`].
 //! - [`interfaces`]: the card's `supportedInterfaces`, one per served binding.
+//! - [`compat03`]: A2A 0.3 method names and shapes on the JSON-RPC binding, translated
+//!   to and from the 1.0 operations.
 //! - [`http_body`]: bounded request-body reading for the HTTP bindings.
 //! - [`auth`]: inbound authentication (`[server.auth]`) of every A2A request.
 //! - [`sse`]: rendering of response streams as `text/event-stream`.
@@ -13,6 +15,7 @@
 
 pub mod agent_card;
 pub mod auth;
+pub mod compat03;
 pub mod http_body;
 pub mod interfaces;
 pub mod jsonrpc;

@@ -1,6 +1,7 @@
 //! Response streams as Server-Sent Events (spec §9.4.2 and §11.7): every event is
 //! `id: <task event sequence number>` and a `data:` line framed per binding
-//! ([`Framing`]): the JSON-RPC envelope, or the bare `StreamResponse` for HTTP+JSON.
+//! ([`Framing`]): the JSON-RPC envelope (around the 1.0 `StreamResponse` or its 0.3
+//! shape), or the bare `StreamResponse` for HTTP+JSON.
 //! An error after the first event is one final event carrying the error, then the
 //! stream closes.
 //! Keep-alive comment lines are sent while the stream is idle.
@@ -13,6 +14,8 @@ use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
+use super::compat03;
+use super::operations::Operation;
 use crate::handler::{EventStream, SequencedEvent};
 use crate::protocol::jsonrpc::{self, RequestId};
 
@@ -28,6 +31,10 @@ pub enum Framing {
     /// HTTP+JSON (spec §11.7): the bare `StreamResponse`, an error as the binding's
     /// error body `{"error":{"code","status","message","details"}}`.
     Bare,
+    /// A2A 0.3 on JSON-RPC: the envelope of [`Framing::JsonRpc`] around the event's
+    /// 0.3 shape (`kind`, `final`; see [`super::compat03::response`]) for a stream of
+    /// the given operation; errors as for `JsonRpc`.
+    JsonRpcV03(RequestId, Operation),
 }
 
 fn event_for(framing: &Framing, item: Result<SequencedEvent, crate::A2aError>) -> Event {
@@ -36,6 +43,8 @@ fn event_for(framing: &Framing, item: Result<SequencedEvent, crate::A2aError>) -
             let body = match framing {
                 Framing::JsonRpc(id) => jsonrpc::success_text(id, &event),
                 Framing::Bare => serde_json::to_string(&event),
+                Framing::JsonRpcV03(id, op) => compat03::response::stream_event_to_v03(&event, *op)
+                    .and_then(|v| jsonrpc::success_text(id, &v)),
             };
             let body = match body {
                 Ok(b) => b,
@@ -48,7 +57,7 @@ fn event_for(framing: &Framing, item: Result<SequencedEvent, crate::A2aError>) -
             ev
         }
         Err(e) => match framing {
-            Framing::JsonRpc(id) => {
+            Framing::JsonRpc(id) | Framing::JsonRpcV03(id, _) => {
                 Event::default().data(jsonrpc::failure(Some(id), &e.to_error_object()).to_string())
             }
             Framing::Bare => Event::default().data(e.to_http_error_body().to_string()),

@@ -23,12 +23,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from a2a.client import ClientConfig, create_client
-from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest
+# The SDK (1.x) is imported where it is used, so that the A2A 0.3 client tests
+# (tests/python03, a2a-sdk 0.3 in .venv03) can reuse the process helpers here.
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-PYTHON = sys.executable
+# The Python with the upstream peer (bedrock-agentcore): scripts/test.sh names .venv's.
+PYTHON = os.environ.get("A2A_GATEWAY_TEST_PYTHON") or sys.executable
 
 # Upper bound for a single test (SIGALRM), for starting a process, and for one HTTP call.
 TEST_TIMEOUT_SECS = 60
@@ -155,6 +156,8 @@ async def sdk_client(base_url: str, *, streaming: bool, binding: str = "JSONRPC"
     """The SDK's client for the agent at base_url (card resolved by the SDK) on the card's
     interface for `binding` ("JSONRPC" or "HTTP+JSON"): the SDK picks it from the card's
     supportedInterfaces, and the transport it built is checked."""
+    from a2a.client import ClientConfig, create_client
+
     config = ClientConfig(
         streaming=streaming,
         httpx_client=httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECS),
@@ -167,6 +170,8 @@ async def sdk_client(base_url: str, *, streaming: bool, binding: str = "JSONRPC"
 
 
 def user_message(text: str, *, task_id: str = "", context_id: str = "") -> Message:
+    from a2a.types.a2a_pb2 import Message, Part, Role
+
     return Message(
         message_id=str(uuid.uuid4()),
         role=Role.ROLE_USER,
@@ -177,6 +182,8 @@ def user_message(text: str, *, task_id: str = "", context_id: str = "") -> Messa
 
 
 def send_request(text: str, **kwargs) -> SendMessageRequest:
+    from a2a.types.a2a_pb2 import SendMessageRequest
+
     return SendMessageRequest(message=user_message(text, **kwargs))
 
 
