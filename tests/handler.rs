@@ -1273,7 +1273,7 @@ fn turn_taker() -> (
                         true,
                     )
                     .await?;
-                    up.complete(Some(up.new_agent_text(&format!("done: {input}"))))
+                    up.complete(Some(up.new_agent_text(format!("done: {input}"))))
                         .await?
                 }
             }
