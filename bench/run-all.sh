@@ -11,7 +11,7 @@ echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(uname 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 cargo bench --no-run --benches >/dev/null 2>&1 || cargo bench --no-run --benches
 echo "== SendMessage / SendStreamingMessage, hello-world executor (issue: core)"
-BENCH_BINDING="${BENCH_BINDING:-jsonrpc,rest}" BENCH_STORE="${BENCH_STORE:-memory,sqlite,postgres}" cargo bench --bench send_message 2>/dev/null
+BENCH_BINDING="${BENCH_BINDING:-jsonrpc,rest}" BENCH_STORE="${BENCH_STORE:-memory,sqlite,sqlite-normal,postgres}" cargo bench --bench send_message 2>/dev/null
 echo "== gateway added latency over a local upstream (issue: AgentCore executor)"
 cargo bench --bench upstream_overhead 2>/dev/null
 echo "== store write cost"

@@ -10,11 +10,13 @@
 //! - `BENCH_CLIENTS`: e.g. `1,16,64` (the default);
 //! - `BENCH_BINDING`: a comma-separated list of `jsonrpc`, `rest` (default `jsonrpc`):
 //!   the same load through `POST /` or `POST /a2a/rest/message:send|stream`;
-//! - `BENCH_STORE`: a comma-separated list of `memory`, `sqlite`, `postgres`
-//!   (default `memory`). `sqlite` is a fresh database file in a temporary directory;
+//! - `BENCH_STORE`: a comma-separated list of `memory`, `sqlite`, `sqlite-normal`,
+//!   `postgres` (default `memory`). `sqlite` is a fresh database file in a temporary
+//!   directory with the default `synchronous = FULL`, `sqlite-normal` the same with
+//!   `[store] sqlite_synchronous = "normal"`;
 //!   `postgres` a fresh schema (dropped at the end) in the database at
-//!   `A2A_GATEWAY_TEST_POSTGRES_URL`, skipped with a note when that is unset. Both are
-//!   opened through `open_store` with the default pool size (10), as `serve` does.
+//!   `A2A_GATEWAY_TEST_POSTGRES_URL`, skipped with a note when that is unset. Each is
+//!   opened with the default pool size (10), as `serve` does.
 //!
 //! Each row also gives its throughput as a percentage of the in-memory store's at
 //! the same method and client count (when `memory` is in the list; run it first for
@@ -26,7 +28,7 @@ use std::time::{Duration, Instant};
 use a2a_gateway::agents::hello_world::HelloWorldAgentExecutor;
 use a2a_gateway::executor::new_id;
 use a2a_gateway::server;
-use a2a_gateway::store::{TaskStore, open_store};
+use a2a_gateway::store::{SqliteTaskStore, Synchronous, TaskStore, open_store};
 use a2a_gateway::transport::{AppState, TransportConfig};
 use a2a_gateway::{HandlerConfig, RequestHandler};
 
@@ -53,11 +55,22 @@ async fn open_bench_store(kind: &str) -> Option<BenchStore> {
             _dir: None,
             pg_schema: None,
         }),
-        "sqlite" => {
+        "sqlite" | "sqlite-normal" => {
             let dir = tempfile::tempdir().unwrap();
-            let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+            let sync = if kind == "sqlite" {
+                Synchronous::Full
+            } else {
+                Synchronous::Normal
+            };
+            let store = SqliteTaskStore::open_path_with(
+                &dir.path().join("bench.db"),
+                MAX_CONNECTIONS,
+                sync,
+            )
+            .await
+            .unwrap();
             Some(BenchStore {
-                store: open_store(&url, MAX_CONNECTIONS).await.unwrap(),
+                store: Arc::new(store),
                 _dir: Some(dir),
                 pg_schema: None,
             })
@@ -80,7 +93,9 @@ async fn open_bench_store(kind: &str) -> Option<BenchStore> {
                 pg_schema: Some((url, schema)),
             })
         }
-        other => panic!("unknown BENCH_STORE entry {other:?}: use memory, sqlite, postgres"),
+        other => panic!(
+            "unknown BENCH_STORE entry {other:?}: use memory, sqlite, sqlite-normal, postgres"
+        ),
     }
 }
 

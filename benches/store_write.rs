@@ -6,8 +6,11 @@
 //! Each measurement keeps appending to the same pre-filled task, so the task grows
 //! by the iterations criterion runs (a few thousand at most) on top of `at`.
 //!
-//! PostgreSQL runs when `A2A_GATEWAY_TEST_POSTGRES_URL` is set, in a schema of its
-//! own that is dropped at the end. Run:
+//! SQLite runs twice: `sqlite` with the default `synchronous = FULL` and
+//! `sqlite-normal` with `[store] sqlite_synchronous = "normal"`. PostgreSQL runs when
+//! `A2A_GATEWAY_TEST_POSTGRES_URL` is set, in a schema of its own that is dropped at
+//! the end. `BENCH_STORE` (a comma-separated list of `memory`, `sqlite`,
+//! `sqlite-normal`, `postgres`; default all) picks the backends. Run:
 //!
 //! ```text
 //! A2A_GATEWAY_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test \
@@ -23,7 +26,9 @@ use a2a_gateway::executor::new_id;
 use a2a_gateway::protocol::{
     Artifact, Part, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
 };
-use a2a_gateway::store::{MemoryTaskStore, PostgresTaskStore, Scope, SqliteTaskStore, TaskStore};
+use a2a_gateway::store::{
+    MemoryTaskStore, PostgresTaskStore, Scope, SqliteTaskStore, Synchronous, TaskStore,
+};
 use criterion::{BenchmarkId, Criterion, criterion_main};
 use sqlx::postgres::{PgConnectOptions, PgPool};
 use tokio::runtime::Runtime;
@@ -141,16 +146,34 @@ fn bench_backend(c: &mut Criterion, rt: &Runtime, name: &str, store: Arc<dyn Tas
 
 fn store_write(c: &mut Criterion) {
     let rt = Runtime::new().unwrap();
-    bench_backend(c, &rt, "memory", Arc::new(MemoryTaskStore::new()));
+    let wanted = std::env::var("BENCH_STORE")
+        .unwrap_or_else(|_| "memory,sqlite,sqlite-normal,postgres".into());
+    let wanted: Vec<&str> = wanted.split(',').map(str::trim).collect();
+    if wanted.contains(&"memory") {
+        bench_backend(c, &rt, "memory", Arc::new(MemoryTaskStore::new()));
+    }
 
-    let dir = tempfile::tempdir().unwrap();
-    let sqlite = rt
-        .block_on(SqliteTaskStore::open_path(&dir.path().join("bench.db"), 4))
-        .unwrap();
-    bench_backend(c, &rt, "sqlite", Arc::new(sqlite.clone()));
-    rt.block_on(sqlite.close());
+    for (name, sync) in [
+        ("sqlite", Synchronous::Full),
+        ("sqlite-normal", Synchronous::Normal),
+    ] {
+        if !wanted.contains(&name) {
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let sqlite = rt
+            .block_on(SqliteTaskStore::open_path_with(
+                &dir.path().join("bench.db"),
+                4,
+                sync,
+            ))
+            .unwrap();
+        bench_backend(c, &rt, name, Arc::new(sqlite.clone()));
+        rt.block_on(sqlite.close());
+    }
 
     match std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL") {
+        Ok(_) if !wanted.contains(&"postgres") => {}
         Ok(url) if !url.trim().is_empty() => {
             let schema = format!("a2a_bench_{}", new_id().replace('-', ""));
             let admin = rt.block_on(PgPool::connect(&url)).unwrap();

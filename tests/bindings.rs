@@ -236,10 +236,30 @@ mod scenarios {
             state_of(&task),
             "TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING"
         ));
+        // A message to the working task (taskId, no contextId) is accepted at once
+        // and queued behind the running turn (issue 15).
+        let mut more = message("and one more thing");
+        more["taskId"] = json!(id);
+        let queued = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            send(
+                b,
+                json!({"message": more, "configuration": {"returnImmediately": true}}),
+            ),
+        )
+        .await
+        .expect("answered without waiting for the running turn");
+        assert_eq!(state_of(&queued), "TASK_STATE_WORKING", "{queued}");
+        let last = queued["history"].as_array().unwrap().last().unwrap();
+        assert_eq!(last["messageId"], more["messageId"]);
+        assert_eq!(last["contextId"], task["contextId"]);
         let canceled = unary(b, Operation::CancelTask, json!({"id": id})).await;
         assert_eq!(state_of(&canceled), "TASK_STATE_CANCELED");
         assert_eq!(state_of(&get(b, id).await), "TASK_STATE_CANCELED");
-        vec![json!(state_of(&canceled))]
+        // Cancel is idempotent: the CANCELED task again.
+        let again = unary(b, Operation::CancelTask, json!({"id": id})).await;
+        assert_eq!(state_of(&again), "TASK_STATE_CANCELED");
+        vec![json!(state_of(&canceled)), json!(state_of(&again))]
     }
 
     pub async fn subscribe(s: &Server, b: &dyn Binding) -> Vec<Value> {

@@ -1090,11 +1090,12 @@ async fn cancel_calls_the_executor_drops_the_run_and_rejects_late_events() {
         "nothing is recorded after CANCELED"
     );
 
+    // Cancel is idempotent: the CANCELED task again, without calling the executor.
     for _ in 0..2 {
-        assert!(matches!(
-            err(h.cancel_task(&anon(), cancel_req(&t.id)).await),
-            A2aError::TaskNotCancelable { .. }
-        ));
+        let again = within(h.cancel_task(&anon(), cancel_req(&t.id)))
+            .await
+            .expect("a repeated cancel returns the canceled task");
+        assert_eq!(again, now);
     }
     assert_eq!(cancels.load(Ordering::SeqCst), 1);
     assert!(matches!(
@@ -1129,10 +1130,40 @@ async fn cancel_of_an_idle_input_required_task() {
         get(&h, &anon(), &t.id).await.status.state,
         TaskState::Canceled
     );
-    assert!(matches!(
-        err(h.cancel_task(&anon(), cancel_req(&t.id)).await),
-        A2aError::TaskNotCancelable { .. }
-    ));
+    let again = within(h.cancel_task(&anon(), cancel_req(&t.id)))
+        .await
+        .expect("idempotent");
+    assert_eq!(again.status.state, TaskState::Canceled);
+    assert_eq!(cancels.load(Ordering::SeqCst), 1);
+}
+
+/// Only a CANCELED task is canceled again; one that ended otherwise is not
+/// cancelable (-32002), however often it is asked.
+#[tokio::test]
+async fn cancel_of_a_task_that_ended_otherwise_is_not_cancelable() {
+    for end in [TaskState::Completed, TaskState::Failed, TaskState::Rejected] {
+        let exec = scripted(move |ctx, q| async move {
+            let up = TaskUpdater::from_context(&ctx, q);
+            up.submit().await?;
+            match end {
+                TaskState::Completed => up.complete(None).await?,
+                TaskState::Failed => up.failed(None).await?,
+                _ => up.reject(None).await?,
+            }
+            Ok(())
+        });
+        let cancels = exec.cancels.clone();
+        let h = handler(exec);
+        let t = send_task(&h, &anon(), req(text("go"))).await;
+        assert_eq!(t.status.state, end);
+        for _ in 0..2 {
+            match err(h.cancel_task(&anon(), cancel_req(&t.id)).await) {
+                A2aError::TaskNotCancelable { state, .. } => assert_eq!(state, end),
+                other => panic!("{end}: {other:?}"),
+            }
+        }
+        assert_eq!(cancels.load(Ordering::SeqCst), 0);
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1197,6 +1228,261 @@ async fn two_messages_to_one_live_task_run_one_after_the_other() {
         .map(|m| get_message_text(m, ""))
         .collect();
     assert_eq!(users, ["one", "two"]);
+}
+
+/// An executor whose every turn goes WORKING, reports the user's text on `started`,
+/// waits at the gate, then ends by the text: `fail` FAILED, `ask` INPUT_REQUIRED,
+/// anything else an `echo: <text>` artifact and COMPLETED. Records how many turns
+/// overlapped.
+fn turn_taker() -> (
+    Scripted,
+    mpsc::UnboundedReceiver<String>,
+    Arc<Semaphore>,
+    Arc<AtomicUsize>,
+) {
+    let (tx, started) = mpsc::unbounded_channel();
+    let gate = Arc::new(Semaphore::new(0));
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let max_seen = Arc::new(AtomicUsize::new(0));
+    let (g, f, m) = (gate.clone(), in_flight.clone(), max_seen.clone());
+    let exec = scripted(move |ctx, q| {
+        let (tx, g, f, m) = (tx.clone(), g.clone(), f.clone(), m.clone());
+        async move {
+            m.fetch_max(f.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+            let up = TaskUpdater::from_context(&ctx, q);
+            if ctx.current_task.is_none() {
+                up.submit().await?;
+            }
+            up.start_work(None).await?;
+            let input = ctx.user_input();
+            let _ = tx.send(input.clone());
+            pass(&g).await;
+            f.fetch_sub(1, Ordering::SeqCst);
+            match input.as_str() {
+                "fail" => up.failed(Some(up.new_agent_text("turn failed"))).await?,
+                "ask" => {
+                    up.requires_input(Some(up.new_agent_text("which one?")))
+                        .await?
+                }
+                _ => {
+                    up.add_artifact(
+                        vec![Part::text(format!("echo: {input}"))],
+                        Some("out".into()),
+                        None,
+                        false,
+                        true,
+                    )
+                    .await?;
+                    up.complete(Some(up.new_agent_text(format!("done: {input}"))))
+                        .await?
+                }
+            }
+            Ok(())
+        }
+    });
+    (exec, started, gate, max_seen)
+}
+
+fn turn_ended(ev: &StreamResponse) -> Option<(String, String)> {
+    let StreamResponse::StatusUpdate(e) = ev else {
+        return None;
+    };
+    let mark = e
+        .metadata
+        .as_ref()?
+        .get(a2a_gateway::handler::TURN_ENDED_METADATA)?;
+    Some((
+        mark["messageId"].as_str()?.to_owned(),
+        mark["state"].as_str()?.to_owned(),
+    ))
+}
+
+fn user_texts(task: &Task) -> Vec<String> {
+    task.history()
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| get_message_text(m, ""))
+        .collect()
+}
+
+/// Issue 15: a message with the taskId of a WORKING task is accepted at once
+/// (returnImmediately honoured, the message in history with the task's contextId),
+/// becomes the executor's next turn on that task, and the task does not go terminal
+/// while a message waits. Each blocking caller returns when its own turn ends.
+#[tokio::test]
+async fn a_message_to_a_working_task_is_accepted_at_once_and_runs_as_its_next_turn() {
+    let (exec, mut started, gate, max_seen) = turn_taker();
+    let h = handler(exec);
+    let first = text("one");
+    let first_id = first.message_id.clone();
+    let h1 = h.clone();
+    let turn1 = tokio::spawn(async move { h1.send_message(&anon(), req(first)).await });
+    assert_eq!(within(started.recv()).await.unwrap(), "one");
+    let id = h
+        .list_tasks(&anon(), ListTasksRequest::default())
+        .await
+        .unwrap()
+        .tasks[0]
+        .id
+        .clone();
+    stored_working(&h, &id).await;
+    let t = get(&h, &anon(), &id).await;
+
+    // Accepted while turn 1 is held at the gate: no waiting behind it.
+    let accepted = send_task(&h, &anon(), immediate(follow_up(&t, "two"))).await;
+    assert_eq!(accepted.status.state, TaskState::Working);
+    let last = accepted
+        .history()
+        .last()
+        .expect("the message is in history");
+    assert_eq!(get_message_text(last, ""), "two");
+    assert_eq!(last.context_id.as_deref(), Some(t.context_id.as_str()));
+    assert_eq!(last.task_id.as_deref(), Some(t.id.as_str()));
+    // A third, blocking, waits for its own turn.
+    let third = follow_up(&t, "three");
+    let h3 = h.clone();
+    let turn3 = tokio::spawn(async move { h3.send_message(&anon(), req(third)).await });
+    within(async {
+        while user_texts(&get(&h, &anon(), &id).await).len() < 3 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert_eq!(
+        user_texts(&get(&h, &anon(), &id).await),
+        ["one", "two", "three"]
+    );
+
+    // Turn 1 reports COMPLETED: recorded as WORKING, marked as the end of its turn;
+    // its blocking caller returns with it.
+    gate.add_permits(1);
+    let SendMessageResponse::Task(after1) = within(turn1).await.unwrap().unwrap() else {
+        panic!("a task")
+    };
+    assert_eq!(after1.status.state, TaskState::Working);
+    assert_eq!(status_text(&after1), "done: one");
+    assert_eq!(get_artifact_text(&after1.artifacts()[0], ""), "echo: one");
+    assert_eq!(within(started.recv()).await.unwrap(), "two");
+    assert!(!get(&h, &anon(), &id).await.status.state.is_terminal());
+    gate.add_permits(1);
+    assert_eq!(within(started.recv()).await.unwrap(), "three");
+    gate.add_permits(1);
+    let SendMessageResponse::Task(done) = within(turn3).await.unwrap().unwrap() else {
+        panic!("a task")
+    };
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(status_text(&done), "done: three");
+    assert_eq!(max_seen.load(Ordering::SeqCst), 1, "turns overlapped");
+
+    // The log: each held-open end names its message and the state it reported.
+    let log = h
+        .store()
+        .events_after(&Scope::from(&anon()), &id, 0, 100)
+        .await
+        .unwrap();
+    let marks: Vec<(String, String)> = log.iter().filter_map(|e| turn_ended(&e.event)).collect();
+    assert_eq!(marks.len(), 2, "{marks:?}");
+    assert_eq!(marks[0], (first_id, "TASK_STATE_COMPLETED".to_owned()));
+    let terminal: Vec<u64> = log
+        .iter()
+        .filter(|e| e.event.state().is_some_and(TaskState::is_terminal))
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(
+        terminal,
+        [log.last().unwrap().seq],
+        "terminal once, at the end"
+    );
+}
+
+/// The stream of the first message ends with its turn; the stream of a message sent
+/// while that turn runs opens at once with the current Task, carries the rest of the
+/// running turn, then its own turn to the end. An INPUT_REQUIRED turn end with a
+/// message waiting is held open like COMPLETED: the waiting message is the input.
+#[tokio::test]
+async fn streams_of_queued_messages_follow_their_own_turn() {
+    let (exec, mut started, gate, _) = turn_taker();
+    let h = handler(exec);
+    let first = text("ask");
+    let first_id = first.message_id.clone();
+    let mut s1 = within(h.send_streaming_message(&anon(), req(first)))
+        .await
+        .unwrap();
+    assert_eq!(within(started.recv()).await.unwrap(), "ask");
+    let StreamResponse::Task(t) = next(&mut s1).await.event else {
+        panic!("task first")
+    };
+    let second = follow_up(&t, "two");
+    let s2 = within(h.send_streaming_message(&anon(), req(second)))
+        .await
+        .expect("accepted at once while turn 1 waits at the gate");
+    gate.add_permits(1);
+    let rest1 = drain(s1).await;
+    let end1 = rest1.last().unwrap();
+    assert_eq!(
+        turn_ended(&end1.event),
+        Some((first_id, "TASK_STATE_INPUT_REQUIRED".to_owned())),
+        "{:?}",
+        kinds(&rest1)
+    );
+    assert_eq!(state(end1), Some(TaskState::Working));
+    assert_eq!(within(started.recv()).await.unwrap(), "two");
+    gate.add_permits(1);
+    let evs2 = drain(s2).await;
+    assert_contiguous(&evs2[1..]);
+    let StreamResponse::Task(snap) = &evs2[0].event else {
+        panic!("task first: {:?}", kinds(&evs2))
+    };
+    assert_eq!(snap.status.state, TaskState::Working);
+    assert_eq!(user_texts(snap), ["ask", "two"]);
+    assert!(
+        evs2.iter().any(|e| turn_ended(&e.event).is_some()),
+        "the running turn's end is in the stream: {:?}",
+        kinds(&evs2)
+    );
+    assert_eq!(state(evs2.last().unwrap()), Some(TaskState::Completed));
+}
+
+/// A turn that ends the task (FAILED) while a message waits: the task ends FAILED,
+/// the waiting message is not run, and its blocking caller gets the FAILED task (not
+/// a refusal). A message after that is refused at once.
+#[tokio::test]
+async fn a_turn_that_fails_ends_the_task_and_its_queued_message_is_not_run() {
+    let (exec, mut started, gate, _) = turn_taker();
+    let h = handler(exec);
+    let t = send_task(&h, &anon(), immediate(text("fail"))).await;
+    assert_eq!(within(started.recv()).await.unwrap(), "fail");
+    let h2 = h.clone();
+    let m2 = follow_up(&t, "two");
+    let queued = tokio::spawn(async move { h2.send_message(&anon(), req(m2)).await });
+    within(async {
+        while user_texts(&get(&h, &anon(), &t.id).await).len() < 2 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    gate.add_permits(2);
+    let SendMessageResponse::Task(end) = within(queued).await.unwrap().unwrap() else {
+        panic!("a task")
+    };
+    assert_eq!(end.status.state, TaskState::Failed);
+    assert_eq!(status_text(&end), "turn failed");
+    assert!(
+        started.try_recv().is_err(),
+        "the queued message was not run"
+    );
+    within(async {
+        while h.active_runs() > 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(matches!(
+        err(h
+            .send_message(&anon(), immediate(follow_up(&t, "three")))
+            .await),
+        A2aError::UnsupportedOperation(_)
+    ));
 }
 
 async fn failed_reason(exec: Scripted) -> String {

@@ -544,3 +544,93 @@ async fn a_refusal_for_capacity_is_503_with_retry_after_and_the_jsonrpc_body() {
     assert_eq!(body["error"]["data"][0]["reason"], "UNAVAILABLE", "{body}");
     release.notify_waiters();
 }
+
+/// Works until the gate opens (one permit per turn), then echoes and completes.
+struct Gated(Arc<tokio::sync::Semaphore>);
+
+#[async_trait]
+impl AgentExecutor for Gated {
+    async fn execute(&self, ctx: RequestContext, queue: EventQueue) -> Result<(), ExecutorError> {
+        let u = TaskUpdater::from_context(&ctx, queue);
+        if ctx.current_task.is_none() {
+            u.submit().await?;
+        }
+        u.start_work(None).await?;
+        self.0.acquire().await.expect("gate").forget();
+        u.complete(Some(
+            u.new_agent_text(format!("done: {}", ctx.user_input())),
+        ))
+        .await?;
+        Ok(())
+    }
+}
+
+/// Issue 15 over the wire: a SendMessage with the taskId of a WORKING task (no
+/// contextId) and returnImmediately answers at once with the task, the message in
+/// its history under the task's contextId; it runs as the next turn and the task
+/// completes with it. CancelTask twice answers the CANCELED task both times.
+#[tokio::test]
+async fn a_message_to_a_working_task_is_accepted_at_once_and_cancel_is_idempotent() {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let s = start_with(Arc::new(Gated(gate.clone())), 1 << 20).await;
+    let v = s
+        .call(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": message("one"), "configuration": {"returnImmediately": true}}}),
+        )
+        .await;
+    let task = &v["result"]["task"];
+    let (id, ctx) = (
+        task["id"].as_str().unwrap(),
+        task["contextId"].as_str().unwrap(),
+    );
+    let second = json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {
+        "message": {"messageId": "m2", "role": "ROLE_USER", "taskId": id, "parts": [{"text": "two"}]},
+        "configuration": {"returnImmediately": true}}});
+    let v = tokio::time::timeout(std::time::Duration::from_secs(5), s.call(second))
+        .await
+        .expect("answered without waiting for the running turn");
+    let t = &v["result"]["task"];
+    assert_eq!(t["status"]["state"], "TASK_STATE_WORKING", "{v}");
+    let last = t["history"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["messageId"], "m2");
+    assert_eq!(last["contextId"], ctx);
+    gate.add_permits(2);
+    let done = loop {
+        let got = s
+            .call(json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": id}}))
+            .await;
+        if got["result"]["status"]["state"] != "TASK_STATE_WORKING" {
+            break got;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(
+        done["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+    assert_eq!(
+        done["result"]["status"]["message"]["parts"][0]["text"],
+        "done: two"
+    );
+
+    // Cancel is idempotent on a canceled task.
+    let v = s
+        .call(
+            json!({"jsonrpc": "2.0", "id": 4, "method": "SendMessage", "params": {
+            "message": {"messageId": "m3", "role": "ROLE_USER", "parts": [{"text": "three"}]},
+            "configuration": {"returnImmediately": true}}}),
+        )
+        .await;
+    let id = v["result"]["task"]["id"].as_str().unwrap().to_owned();
+    for n in 0..2 {
+        let c = s
+            .call(json!({"jsonrpc": "2.0", "id": 5, "method": "CancelTask", "params": {"id": id}}))
+            .await;
+        assert_eq!(
+            c["result"]["status"]["state"], "TASK_STATE_CANCELED",
+            "{n}: {c}"
+        );
+        assert_eq!(c["result"]["id"], id.as_str());
+    }
+}

@@ -4,7 +4,8 @@
 //! intact from GetTask and ListTasks; the interrupted one is FAILED with
 //! "interrupted by a gateway restart"; every event the client saw before the kill is
 //! in the store (replayed by SubscribeToTask with `Last-Event-ID: 0`). On SQLite, and
-//! again on PostgreSQL. And `serve` closing an unanswered INPUT_REQUIRED task after
+//! again on PostgreSQL. A second `serve` on the SQLite file of a running one is
+//! refused. And `serve` closing an unanswered INPUT_REQUIRED task after
 //! `input_required_ttl_secs`.
 //!
 //! PostgreSQL reads `A2A_GATEWAY_TEST_POSTGRES_URL` and runs in a schema of its own
@@ -412,6 +413,94 @@ async fn sqlite_sigkill_and_restart_keeps_completed_tasks_and_fails_the_interrup
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("t.db").display());
     kill_and_restart(&url).await;
+}
+
+/// Runs `a2a-gateway <args>` with exactly `env` (plus PATH) in `dir`, expecting it to
+/// exit within [`START_TIMEOUT`]; returns its status and stderr.
+fn run_to_exit(
+    dir: &std::path::Path,
+    env: &[(String, String)],
+    args: &[&str],
+) -> (std::process::ExitStatus, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir)
+        .env_clear()
+        .env("NO_COLOR", "1")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if let Some(path) = std::env::var_os("PATH") {
+        cmd.env("PATH", path);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn a2a-gateway");
+    let deadline = Instant::now() + START_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("a2a-gateway {args:?} did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (status, err)
+}
+
+/// Issue 15, "one store, one writer": a second `serve` (or `migrate`) on the SQLite
+/// file a running gateway uses refuses to start, naming the file and the running
+/// process's pid, and leaves that gateway's running task alone (it is not marked
+/// FAILED, and its stream goes on). After the first gateway is SIGKILLed, its stale
+/// lock does not block a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_serve_on_one_sqlite_file_is_refused_and_a_killed_ones_lock_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let store_url = format!("sqlite://{}", db.display());
+    let upstream = start_upstream().await;
+    let env = gateway_env(&upstream, &store_url);
+    let client = reqwest::Client::new();
+
+    let mut first = Gateway::start(dir.path(), &env);
+    let url = first.url.clone();
+    let mut live = stream(&client, &url, "SendStreamingMessage", message("slow"), None).await;
+    let opened = next(&mut live).await.expect("the task");
+    let slow_id = opened.result["task"]["id"].as_str().unwrap().to_owned();
+    let mut chunks = 0;
+    while chunks < CHUNKS {
+        let ev = next(&mut live).await.expect("the stream stays open");
+        if ev.result.get("artifactUpdate").is_some() {
+            chunks += 1;
+        }
+    }
+
+    let pid = first.child.id();
+    for args in [&["serve"][..], &["migrate"][..]] {
+        let (status, err) = run_to_exit(dir.path(), &env, args);
+        assert!(!status.success(), "{args:?}: {status}\n{err}");
+        assert!(
+            err.contains(&db.display().to_string()) && err.contains(&format!("pid {pid}")),
+            "{args:?} names the file and the holder: {err}"
+        );
+    }
+
+    // The first gateway's task is untouched and still running.
+    let slow = rpc(&client, &url, "GetTask", json!({"id": slow_id})).await;
+    assert_eq!(slow["status"]["state"], "TASK_STATE_WORKING", "{slow}");
+    let logs = first.logs.lock().unwrap().clone();
+    assert!(!logs.contains("sequence conflict"), "{logs}");
+
+    first.kill();
+    drop(live);
+    let second = Gateway::start(dir.path(), &env);
+    let slow = rpc(&client, &second.url, "GetTask", json!({"id": slow_id})).await;
+    assert_eq!(slow["status"]["state"], "TASK_STATE_FAILED", "{slow}");
+    assert_eq!(status_text(&slow), "interrupted by a gateway restart");
 }
 
 /// `serve` runs the retention job: with a TTL of 1 s and a pass every second, an

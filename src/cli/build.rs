@@ -26,9 +26,9 @@ pub async fn build_store(config: &Config) -> Result<Arc<dyn TaskStore>, CliError
     let store = match &config.store.url {
         StoreUrl::Memory => Arc::new(MemoryTaskStore::new()) as Arc<dyn TaskStore>,
         StoreUrl::Sqlite(SqliteLocation::Memory) => open_store("sqlite::memory:", max).await?,
-        StoreUrl::Sqlite(SqliteLocation::File(path)) => {
-            Arc::new(SqliteTaskStore::open_path(path, max).await?) as Arc<dyn TaskStore>
-        }
+        StoreUrl::Sqlite(SqliteLocation::File(path)) => Arc::new(
+            SqliteTaskStore::open_path_with(path, max, config.store.sqlite_synchronous).await?,
+        ) as Arc<dyn TaskStore>,
         StoreUrl::Postgres(url) => open_store(url.expose_secret(), max).await?,
     };
     Ok(store)

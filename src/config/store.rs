@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{Invalid, nonzero};
 use super::serde_util::REDACTED;
+use crate::store::Synchronous;
 
 /// `[store]`: the task store backend and its housekeeping.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -38,6 +39,11 @@ pub struct StoreConfig {
     /// running instance is driving is closed FAILED by the retention job. Default 7200
     /// (twice the runtime's 60-minute streaming limit).
     pub stale_task_secs: u64,
+    /// SQLite files only: `"full"` (default) syncs every commit to disk before any
+    /// client sees its events, so they survive a power loss; `"normal"` syncs only at
+    /// WAL checkpoints, so a power loss or OS crash can roll back the last commits
+    /// (a process crash still loses nothing). Ignored by other backends.
+    pub sqlite_synchronous: Synchronous,
 }
 
 impl Default for StoreConfig {
@@ -50,6 +56,7 @@ impl Default for StoreConfig {
             max_connections: 10,
             recover_on_start: true,
             stale_task_secs: 7_200,
+            sqlite_synchronous: Synchronous::Full,
         }
     }
 }

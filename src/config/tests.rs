@@ -137,6 +137,7 @@ fn fully_populated() -> Config {
             max_connections: 1,
             recover_on_start: false,
             stale_task_secs: 1,
+            sqlite_synchronous: crate::store::Synchronous::Normal,
         },
         upstream: UpstreamConfig {
             kind: UpstreamKind::AgentCore,
@@ -795,6 +796,27 @@ fn skills_from_a_file_replace_the_default_and_are_checked() {
 fn bad_log_level_is_refused() {
     let (message, _) = load_err(sources(None, &[("A2A_GATEWAY_LOG__LEVEL", "a2a=[")]));
     assert!(message.contains("`log.level`"), "{message}");
+}
+
+#[test]
+fn sqlite_synchronous_defaults_to_full_and_refuses_unknown_values() {
+    use crate::store::Synchronous;
+    let config = Config::load(sources(None, &[])).unwrap();
+    assert_eq!(config.store.sqlite_synchronous, Synchronous::Full);
+    let config = Config::load(sources(
+        None,
+        &[("A2A_GATEWAY_STORE__SQLITE_SYNCHRONOUS", "normal")],
+    ))
+    .unwrap();
+    assert_eq!(config.store.sqlite_synchronous, Synchronous::Normal);
+    let (message, _) = load_err(sources(
+        None,
+        &[("A2A_GATEWAY_STORE__SQLITE_SYNCHRONOUS", "off")],
+    ));
+    assert!(
+        message.contains("store.sqlite_synchronous") && message.contains("full"),
+        "{message}"
+    );
 }
 
 #[test]

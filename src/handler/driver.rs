@@ -1,8 +1,9 @@
 //! The task driver: one tokio task per active task, the single writer of its event
-//! log. It runs the executor for each message in turn (messages to a live task are
-//! queued, never run concurrently), validates and persists every executor event
-//! before publishing it on the task's bus, handles cancel, and leaves no run
-//! without a final state.
+//! log. It runs the executor for each message in turn (a message to a task whose
+//! turn is running is recorded and answered at once, and queued as the next turn,
+//! never run concurrently; see [`super::turns`]), validates and persists every
+//! executor event before publishing it on the task's bus, handles cancel, and leaves
+//! no run without a final state.
 //!
 //! Events are written in groups: when the driver wakes for an executor event it also
 //! takes every event already queued behind it (up to [`MAX_GROUP`]), validates and
@@ -20,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use super::Inner;
+use super::{Inner, turns};
 use crate::error::A2aError;
 use crate::executor::{EventQueue, ExecutorError, RequestContext, new_agent_text_message};
 use crate::protocol::time::Timestamp;
@@ -80,7 +81,11 @@ pub(crate) struct Expire {
 pub(crate) struct Run {
     pub ctx: RequestContext,
     pub permit: OwnedSemaphorePermit,
-    pub reply: oneshot::Sender<Result<RunStart, A2aError>>,
+    /// The caller waiting for the run's start; `None` once it was answered (a
+    /// message queued behind a running turn).
+    pub reply: Option<oneshot::Sender<Result<RunStart, A2aError>>>,
+    /// The user message is already in the task's log (recorded when it was queued).
+    pub recorded: bool,
 }
 
 /// What a caller of SendMessage gets once the run has produced its first event.
@@ -88,12 +93,15 @@ pub(crate) enum RunStart {
     /// A Message-only response; nothing is stored.
     Message(Message),
     /// The task exists: its snapshot at `seq`, and the bus subscribed before `seq`
-    /// was published. `fresh`: the snapshot is this run's first event.
+    /// was published. `fresh`: the snapshot is this run's first event. `queued`: the
+    /// message was recorded behind a running turn and waits for its own; the
+    /// snapshot (WORKING, the message in its history) is current.
     Task {
         snapshot: Task,
         seq: u64,
         events: broadcast::Receiver<Arc<StoredEvent>>,
         fresh: bool,
+        queued: bool,
     },
 }
 
@@ -139,6 +147,9 @@ struct Running {
     start: Option<RunStart>,
     message_only: bool,
     closed: bool,
+    /// The turn reported a settling state that was held open for a queued message
+    /// (see [`super::turns`]): the run has ended its turn, not failed to.
+    turn_ended: bool,
 }
 
 impl Driver {
@@ -470,23 +481,26 @@ impl Driver {
         let Run {
             mut ctx,
             permit,
-            reply,
+            mut reply,
+            recorded,
         } = run;
         if self.broken {
-            let _ = reply.send(Err(stopped()));
+            send_once(&mut reply, Err(stopped()));
             return;
         }
         if let Some(state) = self.state().filter(|s| s.is_terminal()) {
-            let _ = reply.send(Err(A2aError::UnsupportedOperation(format!(
-                "task {} is in terminal state {state} and accepts no more messages",
-                self.task_id()
-            ))));
+            if recorded {
+                // Queued behind a turn that ended the task (FAILED, REJECTED, CANCELED,
+                // a shutdown): its caller follows the task and has seen that end.
+                tracing::info!(task.id = %self.task_id(), %state, "queued message not run: the task ended before its turn");
+            }
+            send_once(&mut reply, Err(terminal_refusal(self.task_id(), state)));
             return;
         }
         ctx.current_task = self.task.clone();
-        let mut reply = Some(reply);
-        let mut sub = Some(self.bus.subscribe());
-        if self.task.is_some() {
+        // A queued message's caller was answered when it was recorded.
+        let mut sub = reply.is_some().then(|| self.bus.subscribe());
+        if self.task.is_some() && !recorded {
             // A follow-up: record the user's message in the log, then hand the caller
             // the snapshot that contains it.
             if let Err(e) = self
@@ -501,6 +515,7 @@ impl Driver {
                 seq: self.seq,
                 events: sub.take().expect("subscribed"),
                 fresh: false,
+                queued: false,
             };
             send_once(&mut reply, Ok(start));
         }
@@ -521,11 +536,52 @@ impl Driver {
             start: None,
             message_only: false,
             closed: false,
+            turn_ended: false,
         };
         let outcome = self.drive(&mut r).await;
         drop(permit);
         let Some(outcome) = outcome else { return }; // canceled or shut down: already final
         self.finish(&mut r, outcome).await;
+    }
+
+    /// A message for this task while a turn runs. Refused at once when the task has
+    /// ended (or the driver stopped); otherwise recorded in the log now (history),
+    /// answered with the snapshot that holds it, and queued as a later turn (see
+    /// [`super::turns`]). The caller never waits for the running turn to learn
+    /// whether its message is taken.
+    async fn enqueue(&mut self, mut run: Run) {
+        if self.broken {
+            send_once(&mut run.reply, Err(stopped()));
+            return;
+        }
+        if let Some(state) = self.state().filter(|s| s.is_terminal()) {
+            send_once(&mut run.reply, Err(terminal_refusal(self.task_id(), state)));
+            return;
+        }
+        if self.task.is_none() {
+            // Not created yet (cannot happen for a message naming the task, which
+            // was read from the store): it waits for its turn to be answered.
+            self.pending.push_back(run);
+            return;
+        }
+        let sub = self.bus.subscribe();
+        if let Err(e) = self
+            .persist(StreamResponse::Message(run.ctx.message.clone()))
+            .await
+        {
+            send_once(&mut run.reply, Err(e));
+            return;
+        }
+        let start = RunStart::Task {
+            snapshot: self.task.clone().expect("task exists"),
+            seq: self.seq,
+            events: sub,
+            fresh: false,
+            queued: true,
+        };
+        send_once(&mut run.reply, Ok(start));
+        run.recorded = true;
+        self.pending.push_back(run);
     }
 
     /// Processes executor events until the executor returns (`Some(outcome)`) or the
@@ -544,18 +600,15 @@ impl Driver {
                     return None;
                 }
                 cmd = self.rx.recv(), if outcome.is_none() => match cmd {
-                    Some(Command::Run(run)) => self.pending.push_back(*run),
+                    Some(Command::Run(run)) => self.enqueue(*run).await,
                     Some(Command::Cancel(reply)) => {
                         if self.broken {
                             let _ = reply.send(Err(stopped()));
                             continue;
                         }
                         // CancelTask read the task before it reached its final state.
-                        if let Some(state) = self.state().filter(|s| s.is_terminal()) {
-                            let _ = reply.send(Err(A2aError::TaskNotCancelable {
-                                task_id: self.task_id().to_owned(),
-                                state,
-                            }));
+                        if let Some(task) = self.task.clone().filter(|t| t.status.state.is_terminal()) {
+                            let _ = reply.send(already_ended(task));
                             continue;
                         }
                         let result = self.cancel_running(r).await;
@@ -649,7 +702,20 @@ impl Driver {
             self.stage(normalize(first, &r.ctx));
             self.announce(r);
         } else {
-            self.stage(normalize(ev, &r.ctx));
+            let mut ev = normalize(ev, &r.ctx);
+            if !self.pending.is_empty() {
+                let (held, ended) = turns::hold_open(ev, &r.ctx.message.message_id);
+                ev = held;
+                if let Some(ended) = ended {
+                    r.turn_ended = true;
+                    if ended.is_terminal() && !r.closed {
+                        // As after a final state: the turn is over.
+                        r.events.close();
+                        r.closed = true;
+                    }
+                }
+            }
+            self.stage(ev);
         }
         if self.state().is_some_and(TaskState::is_terminal) && !r.closed {
             r.events.close();
@@ -669,6 +735,7 @@ impl Driver {
                 seq: self.seq,
                 events: sub,
                 fresh: true,
+                queued: false,
             });
         }
     }
@@ -712,7 +779,7 @@ impl Driver {
             self.stage(implied);
             self.announce(r);
         }
-        if !self.state().is_some_and(TaskState::is_settled) {
+        if !r.turn_ended && !self.state().is_some_and(TaskState::is_settled) {
             tracing::warn!(task.id = %self.task_id(), %reason, "run ended without a final state; failing the task");
             let ev = self.status_event(TaskState::Failed, &reason);
             self.stage(ev);
@@ -829,10 +896,7 @@ impl Driver {
             return Err(A2aError::TaskNotFound(self.task_id().to_owned()));
         };
         if task.status.state.is_terminal() {
-            return Err(A2aError::TaskNotCancelable {
-                task_id: task.id.clone(),
-                state: task.status.state,
-            });
+            return already_ended(task);
         }
         let (queue, mut events) = EventQueue::bounded(self.inner.config.event_queue_capacity);
         let last_message = task
@@ -878,6 +942,25 @@ impl Driver {
     }
 }
 
+/// The refusal of a message to a task in terminal `state`.
+pub(crate) fn terminal_refusal(task_id: &str, state: TaskState) -> A2aError {
+    A2aError::UnsupportedOperation(format!(
+        "task {task_id} is in terminal state {state} and accepts no more messages"
+    ))
+}
+
+/// CancelTask's answer for a task that has already ended: the task itself when it
+/// is CANCELED (cancel is idempotent), TaskNotCancelable when it ended otherwise.
+pub(crate) fn already_ended(task: Task) -> Result<Task, A2aError> {
+    if task.status.state == TaskState::Canceled {
+        return Ok(task);
+    }
+    Err(A2aError::TaskNotCancelable {
+        task_id: task.id.clone(),
+        state: task.status.state,
+    })
+}
+
 /// The error of every operation on a driver whose store write failed: its snapshot
 /// may hold events that are not in the store, so it is never shown to a client.
 fn stopped() -> A2aError {
@@ -887,8 +970,8 @@ fn stopped() -> A2aError {
 /// Answers a command with [`stopped`] without acting on it.
 fn reject(cmd: Command) {
     match cmd {
-        Command::Run(run) => {
-            let _ = run.reply.send(Err(stopped()));
+        Command::Run(mut run) => {
+            send_once(&mut run.reply, Err(stopped()));
         }
         Command::Cancel(reply) => {
             let _ = reply.send(Err(stopped()));

@@ -6,10 +6,12 @@
 mod driver;
 mod follow;
 mod retention;
+mod turns;
 
 pub use retention::{
     DEFAULT_PURGE_BATCH, MaintenanceConfig, MaintenanceReport, stale_reason, ttl_reason,
 };
+pub use turns::TURN_ENDED_METADATA;
 
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
@@ -274,10 +276,7 @@ impl RequestHandler {
                     )));
                 }
                 if rec.task.status.state.is_terminal() {
-                    return Err(A2aError::UnsupportedOperation(format!(
-                        "task {task_id} is in terminal state {} and accepts no more messages",
-                        rec.task.status.state
-                    )));
+                    return Err(driver::terminal_refusal(task_id, rec.task.status.state));
                 }
                 (task_id.to_owned(), rec.task.context_id, false)
             }
@@ -322,7 +321,8 @@ impl RequestHandler {
             let run = Run {
                 ctx: ctx.clone(),
                 permit,
-                reply: tx,
+                reply: Some(tx),
+                recorded: false,
             };
             let sent = self.with_handle(&key, known_new, |h| {
                 h.cmd.send(Command::Run(Box::new(run))).is_ok()
@@ -341,9 +341,12 @@ impl RequestHandler {
         ))
     }
 
-    /// SendMessage (spec §3.1.1): blocks until the task is terminal or interrupted
-    /// and returns it with all artifacts, or returns at once with
-    /// `configuration.returnImmediately`. A Message-only reply is returned as is.
+    /// SendMessage (spec §3.1.1): blocks until the task is terminal or interrupted,
+    /// or until the turn of this message ended while another message waits for the
+    /// task (see the `turns` module), and returns it with all artifacts; or returns at
+    /// once with `configuration.returnImmediately`. A Message-only reply is returned
+    /// as is. A message to a task whose turn is running is accepted at once and runs
+    /// as the task's next turn.
     ///
     /// # Errors
     /// InvalidParams (bad message, negative historyLength, contextId mismatch),
@@ -359,21 +362,28 @@ impl RequestHandler {
             .as_ref()
             .is_some_and(|c| c.returns_immediately());
         let hl = history_length(req.configuration.as_ref().and_then(|c| c.history_length))?;
-        let (snapshot, seq, events, fresh) = match self.start(call, req).await? {
+        let message_id = req.message.message_id.clone();
+        let (snapshot, seq, events, fresh, queued) = match self.start(call, req).await? {
             RunStart::Message(m) => return Ok(SendMessageResponse::Message(m)),
             RunStart::Task {
                 snapshot,
                 seq,
                 events,
                 fresh,
-            } => (snapshot, seq, events, fresh),
+                queued,
+            } => (snapshot, seq, events, fresh, queued),
         };
         let scope = Scope::from(call);
         let mut task = snapshot;
         let settled_now = fresh && task.status.state.is_settled();
         // A follow-up's snapshot still shows the state before this message (often
-        // INPUT_REQUIRED): with returnImmediately, wait for the run's first state.
-        let wait = if immediate { !fresh } else { !settled_now };
+        // INPUT_REQUIRED): with returnImmediately, wait for the run's first state. A
+        // queued message's snapshot is current (WORKING on the turn before it).
+        let wait = if immediate {
+            !fresh && !queued
+        } else {
+            !settled_now
+        };
         if wait {
             let mut follow = Follow::new(
                 self.inner.store.clone(),
@@ -390,7 +400,8 @@ impl RequestHandler {
                 let done = ev
                     .event
                     .state()
-                    .is_some_and(|s| immediate || s.is_settled());
+                    .is_some_and(|s| immediate || s.is_settled())
+                    || turns::ends_turn_of(&ev.event, &message_id);
                 task = crate::store::projection::apply(Some(task), &ev.event)
                     .expect("folding onto an existing task");
                 if done {
@@ -404,7 +415,11 @@ impl RequestHandler {
 
     /// SendStreamingMessage (spec §3.1.2): the Task first (or a single Message), then
     /// its status and artifact updates; ends after a terminal state or
-    /// INPUT_REQUIRED, stays open through AUTH_REQUIRED.
+    /// INPUT_REQUIRED, or after the update that ends this message's turn while
+    /// another message waits (see the `turns` module); stays open through
+    /// AUTH_REQUIRED. A message to a task whose turn is running is accepted at once:
+    /// the stream opens with the current Task (the message in its history) and
+    /// carries the running turn's events, then its own.
     ///
     /// # Errors
     /// As [`send_message`](Self::send_message), plus UnsupportedOperation when
@@ -420,6 +435,7 @@ impl RequestHandler {
             ));
         }
         let hl = history_length(req.configuration.as_ref().and_then(|c| c.history_length))?;
+        let message_id = req.message.message_id.clone();
         match self.start(call, req).await? {
             RunStart::Message(m) => {
                 let one = SequencedEvent {
@@ -433,6 +449,7 @@ impl RequestHandler {
                 seq,
                 events,
                 fresh,
+                ..
             } => {
                 snapshot.apply_history_length(hl);
                 let follow = Follow::new(
@@ -443,7 +460,12 @@ impl RequestHandler {
                     Some(events),
                     false,
                 );
-                Ok(task_stream(Some((snapshot, seq)), fresh, follow))
+                Ok(task_stream(
+                    Some((snapshot, seq)),
+                    fresh,
+                    Some(message_id),
+                    follow,
+                ))
             }
         }
     }
@@ -514,11 +536,12 @@ impl RequestHandler {
     }
 
     /// CancelTask (spec §3.1.5): calls the executor's `cancel`, aborts the run and
-    /// leaves the task CANCELED. Repeating it on the canceled task answers
-    /// TaskNotCancelable every time.
+    /// leaves the task CANCELED. Cancel is idempotent: repeating it on a CANCELED
+    /// task returns that task again, without calling the executor.
     ///
     /// # Errors
-    /// TaskNotFound, TaskNotCancelable (terminal task), Internal.
+    /// TaskNotFound, TaskNotCancelable (a task that ended COMPLETED, FAILED or
+    /// REJECTED), Internal.
     pub async fn cancel_task(
         &self,
         call: &CallContext,
@@ -529,10 +552,7 @@ impl RequestHandler {
         let scope = Scope::from(call);
         let rec = self.load(&scope, &req.id).await?;
         if rec.task.status.state.is_terminal() {
-            return Err(A2aError::TaskNotCancelable {
-                task_id: req.id.clone(),
-                state: rec.task.status.state,
-            });
+            return driver::already_ended(rec.task);
         }
         let key = (scope, req.id.clone());
         for _ in 0..3 {
@@ -602,7 +622,7 @@ impl RequestHandler {
         let live = (!terminal).then(|| self.with_handle(&key, false, |h| h.bus.subscribe()));
         if let Some(after) = last_event_id {
             let follow = Follow::new(self.inner.store.clone(), scope, req.id, after, live, true);
-            return Ok(task_stream(None, false, follow));
+            return Ok(task_stream(None, false, None, follow));
         }
         // Read the snapshot after subscribing so that nothing falls between.
         let rec = self.load(&scope, &req.id).await?;
@@ -614,7 +634,12 @@ impl RequestHandler {
             live,
             false,
         );
-        Ok(task_stream(Some((rec.task, rec.last_seq)), true, follow))
+        Ok(task_stream(
+            Some((rec.task, rec.last_seq)),
+            true,
+            None,
+            follow,
+        ))
     }
 
     /// The four push-notification config operations: not supported while the card
@@ -716,11 +741,14 @@ impl RequestHandler {
 }
 
 /// Builds a response stream: the optional snapshot, then followed events, ending
-/// after a terminal state or INPUT_REQUIRED. `end_on_snapshot`: the snapshot's own
-/// state may end the stream (it is not an older state of a task being continued).
+/// after a terminal state or INPUT_REQUIRED, or after the update that ends the turn
+/// of `own_message` (the id of the message this stream answers). `end_on_snapshot`:
+/// the snapshot's own state may end the stream (it is not an older state of a task
+/// being continued).
 fn task_stream(
     snapshot: Option<(Task, u64)>,
     end_on_snapshot: bool,
+    own_message: Option<String>,
     follow: Follow,
 ) -> EventStream {
     struct State {
@@ -728,6 +756,7 @@ fn task_stream(
         follow: Follow,
         done: bool,
         end_on_first: bool,
+        own_message: Option<String>,
     }
     let ends = |ev: &StreamResponse| {
         ev.state()
@@ -745,6 +774,7 @@ fn task_stream(
         follow,
         done: false,
         end_on_first: end_on_snapshot,
+        own_message,
     };
     Box::pin(futures::stream::unfold(state, move |mut st| async move {
         if st.done {
@@ -778,7 +808,12 @@ fn task_stream(
                     if matches!(stored.event, StreamResponse::Message(_)) {
                         continue;
                     }
-                    if ends(&stored.event) {
+                    if ends(&stored.event)
+                        || st
+                            .own_message
+                            .as_deref()
+                            .is_some_and(|m| turns::ends_turn_of(&stored.event, m))
+                    {
                         st.done = true;
                     }
                     return Some((

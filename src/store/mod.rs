@@ -8,6 +8,7 @@
 
 mod batch;
 mod cursor;
+pub mod lock;
 pub mod memory;
 pub mod open;
 pub mod postgres;
@@ -23,7 +24,7 @@ pub use cursor::PageCursor;
 pub use memory::MemoryTaskStore;
 pub use open::open_store;
 pub use postgres::PostgresTaskStore;
-pub use sqlite::SqliteTaskStore;
+pub use sqlite::{SqliteTaskStore, Synchronous};
 
 use std::sync::Arc;
 

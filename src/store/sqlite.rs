@@ -9,13 +9,21 @@
 //! mid-transaction) and a pool of `query_only` reader connections, which WAL lets run
 //! alongside the writer. Appends go through a store-owned writer task that commits
 //! all the appends waiting for it in one transaction (group commit, see the `batch`
-//! module); each caller gets its answer after that commit. `synchronous = NORMAL` in WAL mode: a committed append
-//! survives a process crash (the WAL is in the OS page cache); only a power loss can
-//! lose the last transactions. WAL frames are copied into the database file by a
+//! module); each caller gets its answer after that commit.
+//!
+//! Durability: `synchronous = FULL` by default (`[store] sqlite_synchronous`, see
+//! [`Synchronous`]): every commit is synced to disk before it returns, so an append
+//! a caller was answered for survives a process crash and a power loss. `NORMAL`
+//! syncs only at checkpoints: a committed append still survives a process crash
+//! (the WAL is in the OS page cache), but a power loss or OS crash can roll back the
+//! last transactions. WAL frames are copied into the database file by a
 //! passive checkpoint on a reader connection every 250 ms, beside the writer rather
 //! than inside one of its commits (the writer checkpoints by itself only if the WAL
-//! reaches 10,000 pages). `busy_timeout` is 5 s for other processes sharing
-//! the file (e.g. `a2a-gateway migrate`).
+//! reaches 10,000 pages). `busy_timeout` is 5 s for locks held by other tools on
+//! the file (a backup, the `sqlite3` shell).
+//!
+//! One process per file: opening a database file takes the exclusive lock of
+//! [`super::lock`] first, and another process holding it is refused by name and pid.
 //!
 //! `sqlite::memory:` uses a single connection for everything (each SQLite connection
 //! would otherwise see its own empty database), kept open for the store's lifetime.
@@ -36,6 +44,7 @@ use super::batch::{
     Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, TaskKey,
     TaskRow, Writes, to_read, write_batch,
 };
+use super::lock::StoreLock;
 use super::memory::shape_for_list;
 use super::sql::{
     db, db_message, fold_artifacts, folds_artifacts, from_json, kind, migrate_error, to_i64,
@@ -120,6 +129,31 @@ async fn checkpoint(pool: &SqlitePool) -> Result<(i64, i64), StoreError> {
 /// How long a connection waits for another process's lock on the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// SQLite's `synchronous` setting for a database file (`[store] sqlite_synchronous`),
+/// in WAL mode. Written `"full"` or `"normal"` in the config.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    /// Every commit is synced to disk (`fsync`) before the append returns: an event
+    /// a client has received survives a process crash, an OS crash and a power loss.
+    /// The default.
+    #[default]
+    Full,
+    /// The WAL is synced only at checkpoints: a committed event survives a process
+    /// crash, but an OS crash or power loss can roll back the last commits (events
+    /// clients may already have received). Faster per commit; see BENCHMARKS.md.
+    Normal,
+}
+
+impl From<Synchronous> for SqliteSynchronous {
+    fn from(s: Synchronous) -> Self {
+        match s {
+            Synchronous::Full => SqliteSynchronous::Full,
+            Synchronous::Normal => SqliteSynchronous::Normal,
+        }
+    }
+}
+
 /// A [`TaskStore`] in a SQLite database (see the module docs).
 #[derive(Debug, Clone)]
 pub struct SqliteTaskStore {
@@ -129,6 +163,8 @@ pub struct SqliteTaskStore {
     batcher: Batcher,
     /// Keeps the background WAL checkpointer running (file databases only).
     _checkpointer: Option<Arc<()>>,
+    /// The one-process lock of the database file (file databases only).
+    lock: Option<Arc<StoreLock>>,
 }
 
 impl SqliteTaskStore {
@@ -161,28 +197,51 @@ impl SqliteTaskStore {
     }
 
     /// Opens (creating if missing) the database file at `path` with up to
-    /// `max_readers` reader connections, and runs pending migrations.
+    /// `max_readers` reader connections and `synchronous = FULL`, and runs pending
+    /// migrations.
     ///
     /// # Errors
     /// As [`open`](Self::open).
     pub async fn open_path(path: &Path, max_readers: u32) -> Result<Self, StoreError> {
-        Self::open_file(SqliteConnectOptions::new().filename(path), max_readers).await
+        Self::open_path_with(path, max_readers, Synchronous::Full).await
     }
 
-    /// Opens a database file with these options (created if missing, WAL), with up
-    /// to `max_readers` reader connections, and runs pending migrations.
+    /// [`open_path`](Self::open_path) with the given [`Synchronous`] setting.
     ///
     /// # Errors
     /// As [`open`](Self::open).
+    pub async fn open_path_with(
+        path: &Path,
+        max_readers: u32,
+        synchronous: Synchronous,
+    ) -> Result<Self, StoreError> {
+        Self::open_file(
+            SqliteConnectOptions::new().filename(path),
+            max_readers,
+            synchronous,
+        )
+        .await
+    }
+
+    /// Opens a database file with these options (created if missing, WAL, the given
+    /// `synchronous`), with up to `max_readers` reader connections, and runs pending
+    /// migrations. The file's one-process lock (see [`super::lock`]) is taken first
+    /// and held until [`close`](Self::close) or the last clone is dropped.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open), and when another process holds the file's lock (the
+    /// message names the file and that process's id).
     pub async fn open_file(
         options: SqliteConnectOptions,
         max_readers: u32,
+        synchronous: Synchronous,
     ) -> Result<Self, StoreError> {
         let file = options.get_filename().display().to_string();
+        let lock = Arc::new(StoreLock::acquire(options.get_filename())?);
         let base = options
             .create_if_missing(true)
             .busy_timeout(BUSY_TIMEOUT)
-            .synchronous(SqliteSynchronous::Normal);
+            .synchronous(synchronous.into());
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .connect_with(
@@ -213,6 +272,7 @@ impl SqliteTaskStore {
         let alive = Arc::new(());
         spawn_checkpointer(store.reader.clone(), Arc::downgrade(&alive));
         store._checkpointer = Some(alive);
+        store.lock = Some(lock);
         Ok(store)
     }
 
@@ -244,6 +304,7 @@ impl SqliteTaskStore {
             reader,
             batcher,
             _checkpointer: None,
+            lock: None,
         }
     }
 
@@ -261,7 +322,8 @@ impl SqliteTaskStore {
     }
 
     /// Folds the WAL into the database file (a `TRUNCATE` checkpoint: the `-wal`
-    /// file is left empty) and closes every connection.
+    /// file is left empty), closes every connection and releases the file's
+    /// one-process lock.
     pub async fn close(&self) {
         if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
             .execute(&self.writer)
@@ -271,6 +333,9 @@ impl SqliteTaskStore {
         }
         self.reader.close().await;
         self.writer.close().await;
+        if let Some(lock) = &self.lock {
+            lock.release();
+        }
     }
 }
 
