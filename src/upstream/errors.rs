@@ -1,11 +1,20 @@
 //! Upstream failures as readable reasons (runtime contract §1.3, §6).
 //!
-//! Every [`UpstreamError`] ends up as the FAILED reason of a task, so its `Display`
-//! text is written for the person reading the task: what failed, the HTTP status,
-//! the runtime's `x-amzn-ErrorType` and `message`, and which setting to change for a
-//! timeout. It never contains a token or a client secret: error bodies are reduced to
-//! their `message` field (or a one-line excerpt) and any occurrence of the bearer
-//! token in them is replaced with `[redacted]` before the error is built.
+//! An [`UpstreamError`] has two texts:
+//!
+//! - [`UpstreamError::public_reason`]: what a remote caller is told in the FAILED
+//!   task: a short, stable sentence naming the category (the token endpoint is
+//!   unreachable, the runtime timed out after N s, the runtime answered HTTP 503
+//!   ThrottlingException, …). It never carries the gateway's own URLs, addresses or
+//!   OS errors, nor free text of the runtime's error bodies; the executor appends a
+//!   correlation id (see [`correlation_id`]).
+//! - `Display`: the whole story for the operator's log, written under that
+//!   correlation id: the transport's error chain, the runtime's `message`, the
+//!   endpoint.
+//!
+//! Neither contains a token or a client secret: error bodies are reduced to their
+//! `message` field (or a one-line excerpt) and any occurrence of the bearer token in
+//! them is replaced with `[redacted]` before the error is built.
 
 use std::fmt;
 use std::time::Duration;
@@ -164,6 +173,29 @@ impl StatusError {
     }
 }
 
+impl StatusError {
+    /// The caller-facing form: status, exception name, hint and the runtime's
+    /// request id; not the body's free text (that is in the `Display` form, for the
+    /// log).
+    pub fn public_reason(&self) -> String {
+        let mut out = format!("AgentCore runtime answered HTTP {}", self.status);
+        if let Some(t) = &self.error_type {
+            out.push(' ');
+            out.push_str(&token_text(t));
+        }
+        if self.html {
+            out.push_str(" with an HTML page instead of an agent reply");
+        }
+        if let Some(h) = self.hint() {
+            out.push_str(&format!(" ({h})"));
+        }
+        if let Some(id) = &self.request_id {
+            out.push_str(&format!(" [request id {}]", token_text(id)));
+        }
+        out
+    }
+}
+
 impl fmt::Display for StatusError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "AgentCore runtime answered HTTP {}", self.status)?;
@@ -234,11 +266,35 @@ pub enum UpstreamError {
         /// `with an empty body` or `with an HTML page`.
         what: &'static str,
     },
-    /// The reply is not well-formed (invalid UTF-8 in an SSE stream).
+    /// The reply is not well-formed (invalid UTF-8 in an SSE stream, a body declared
+    /// JSON that is not). The text is the gateway's own, never the body's.
     #[error("the AgentCore runtime's reply is malformed: {0}")]
     Malformed(String),
-    /// A JSON reply was larger than the runtime's 100 MB response limit.
-    #[error("the AgentCore runtime's reply exceeded {limit} bytes")]
+    /// A 2xx reply whose `Content-Type` is none the gateway reads (contract §3).
+    #[error(
+        "the AgentCore runtime answered HTTP {status} with Content-Type `{content_type}` instead of an agent reply (text/event-stream, application/json or text/plain)"
+    )]
+    ContentType {
+        /// The HTTP status.
+        status: u16,
+        /// The declared media type (reduced to token characters, at most 64).
+        content_type: String,
+    },
+    /// One SSE event was larger than `upstream.max_event_bytes`.
+    #[error(
+        "an event in the AgentCore runtime's stream exceeded {limit} bytes (setting `max_event_bytes`); the partial output is not a complete answer"
+    )]
+    EventTooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The SSE body ended in the middle of an event's line.
+    #[error(
+        "the AgentCore runtime's event stream ended in the middle of an event line; the partial output is not a complete answer"
+    )]
+    Truncated,
+    /// A JSON (non-SSE) reply was larger than `upstream.max_reply_bytes`.
+    #[error("the AgentCore runtime's reply exceeded {limit} bytes (setting `max_reply_bytes`)")]
     TooLarge {
         /// The limit in bytes.
         limit: u64,
@@ -255,6 +311,32 @@ impl UpstreamError {
     /// A non-2xx answer.
     pub fn status(e: StatusError) -> Self {
         Self::Status(Box::new(e))
+    }
+
+    /// The short, stable reason a remote caller is told (see the module doc). The
+    /// executor appends a correlation id under which the `Display` text is logged.
+    pub fn public_reason(&self) -> String {
+        match self {
+            Self::Token(e) => e.reason().to_owned(),
+            Self::Status(s) => s.public_reason(),
+            Self::Connect(_) => "could not connect to the AgentCore runtime".to_owned(),
+            Self::Send(_) => {
+                "the request to the AgentCore runtime failed before a reply arrived".to_owned()
+            }
+            Self::Broken { bytes, .. } => format!(
+                "the AgentCore runtime's reply broke off after {bytes} bytes; the partial output is not a complete answer"
+            ),
+            Self::Agent { message } => format!("the agent failed: {}", excerpt(message)),
+            Self::Control(m) => format!("the agent sent an invalid control object: {}", excerpt(m)),
+            Self::Settings(_) => "the gateway's upstream settings are invalid".to_owned(),
+            Self::Timeout { .. }
+            | Self::BadReply { .. }
+            | Self::Malformed(_)
+            | Self::ContentType { .. }
+            | Self::EventTooLarge { .. }
+            | Self::Truncated
+            | Self::TooLarge { .. } => self.to_string(),
+        }
     }
 
     /// Classifies a reqwest error raised before any reply byte.
@@ -302,6 +384,27 @@ fn chain_mentions(e: &(dyn std::error::Error + 'static), needle: &str) -> bool {
         cur = err.source();
     }
     false
+}
+
+/// A fresh correlation id (12 hex digits) joining a caller-facing reason to the log
+/// line that has the details.
+pub fn correlation_id() -> String {
+    use rand::Rng;
+    format!("{:012x}", rand::rng().random::<u64>() & 0xffff_ffff_ffff)
+}
+
+/// `reason` as a caller sees it, with the correlation id `id`.
+pub fn with_correlation(reason: &str, id: &str) -> String {
+    format!("{reason} [correlation id {id}]")
+}
+
+/// A header value from the peer reduced to token characters (`[A-Za-z0-9._:/+-]`),
+/// at most 64 of them: safe to repeat to a caller.
+pub(crate) fn token_text(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "._:/+-".contains(*c))
+        .take(64)
+        .collect()
 }
 
 /// Human form of a limit: `900 s`, `250 ms`.
