@@ -7,7 +7,7 @@
 //!   unreachable, the runtime timed out after N s, the runtime answered HTTP 503
 //!   ThrottlingException, …). It never carries the gateway's own URLs, addresses or
 //!   OS errors, nor free text of the runtime's error bodies; the executor appends a
-//!   correlation id (see [`correlation_id`]).
+//!   correlation id (see [`crate::telemetry::correlation_id`]).
 //! - `Display`: the whole story for the operator's log, written under that
 //!   correlation id: the transport's error chain, the runtime's `message`, the
 //!   endpoint.
@@ -386,18 +386,6 @@ fn chain_mentions(e: &(dyn std::error::Error + 'static), needle: &str) -> bool {
     false
 }
 
-/// A fresh correlation id (12 hex digits) joining a caller-facing reason to the log
-/// line that has the details.
-pub fn correlation_id() -> String {
-    use rand::Rng;
-    format!("{:012x}", rand::rng().random::<u64>() & 0xffff_ffff_ffff)
-}
-
-/// `reason` as a caller sees it, with the correlation id `id`.
-pub fn with_correlation(reason: &str, id: &str) -> String {
-    format!("{reason} [correlation id {id}]")
-}
-
 /// A header value from the peer reduced to token characters (`[A-Za-z0-9._:/+-]`),
 /// at most 64 of them: safe to repeat to a caller.
 pub(crate) fn token_text(s: &str) -> String {
@@ -535,5 +523,127 @@ mod tests {
             e.to_string(),
             "the AgentCore runtime sent nothing for too long (no progress after 300 ms; setting `read_timeout_secs`)"
         );
+    }
+
+    /// Every reason the upstream executor can give a caller, with internals planted
+    /// in each variant's detail: the caller-facing text is the category only.
+    #[test]
+    fn every_caller_reason_is_a_category_without_internals() {
+        let internal = "http://10.1.2.3:8443/oauth2/token: tcp connect error: Connection refused (os error 111)";
+        let mut h = HeaderMap::new();
+        h.insert(
+            "x-amzn-errortype",
+            "ThrottlingException:http://internal/".parse().unwrap(),
+        );
+        h.insert("x-amzn-requestid", "req-9".parse().unwrap());
+        let throttled = StatusError::from_response(503, &h, internal.as_bytes(), None);
+        let cases: Vec<(UpstreamError, &str)> = vec![
+            (
+                UpstreamError::Token(
+                    TokenError::new("the upstream token endpoint is unreachable")
+                        .with_detail(internal),
+                ),
+                "the upstream token endpoint is unreachable",
+            ),
+            (
+                UpstreamError::status(throttled),
+                "AgentCore runtime answered HTTP 503 ThrottlingException [request id req-9]",
+            ),
+            (
+                UpstreamError::Timeout {
+                    kind: TimeoutKind::Read,
+                    after: Duration::from_secs(900),
+                },
+                "the AgentCore runtime sent nothing for too long (no progress after 900 s; setting `read_timeout_secs`)",
+            ),
+            (
+                UpstreamError::Connect(internal.into()),
+                "could not connect to the AgentCore runtime",
+            ),
+            (
+                UpstreamError::Send(internal.into()),
+                "the request to the AgentCore runtime failed before a reply arrived",
+            ),
+            (
+                UpstreamError::Broken {
+                    bytes: 12,
+                    reason: internal.into(),
+                },
+                "the AgentCore runtime's reply broke off after 12 bytes; the partial output is not a complete answer",
+            ),
+            (
+                UpstreamError::Agent {
+                    message: "ValueError: boom".into(),
+                },
+                "the agent failed: ValueError: boom",
+            ),
+            (
+                UpstreamError::BadReply {
+                    status: 200,
+                    what: "with an empty body",
+                },
+                "the AgentCore runtime answered HTTP 200 with an empty body instead of an agent reply",
+            ),
+            (
+                UpstreamError::Malformed("the event stream is not UTF-8".into()),
+                "the AgentCore runtime's reply is malformed: the event stream is not UTF-8",
+            ),
+            (
+                UpstreamError::ContentType {
+                    status: 200,
+                    content_type: "application/xml".into(),
+                },
+                "the AgentCore runtime answered HTTP 200 with Content-Type `application/xml` instead of an agent reply (text/event-stream, application/json or text/plain)",
+            ),
+            (
+                UpstreamError::EventTooLarge { limit: 4 },
+                "an event in the AgentCore runtime's stream exceeded 4 bytes (setting `max_event_bytes`); the partial output is not a complete answer",
+            ),
+            (
+                UpstreamError::Truncated,
+                "the AgentCore runtime's event stream ended in the middle of an event line; the partial output is not a complete answer",
+            ),
+            (
+                UpstreamError::TooLarge { limit: 16 },
+                "the AgentCore runtime's reply exceeded 16 bytes (setting `max_reply_bytes`)",
+            ),
+            (
+                UpstreamError::Control("unknown `a2a_control` kind `x`".into()),
+                "the agent sent an invalid control object: unknown `a2a_control` kind `x`",
+            ),
+            (
+                UpstreamError::Settings(format!("upstream.url `{internal}` is not a valid URL")),
+                "the gateway's upstream settings are invalid",
+            ),
+        ];
+        for (e, want) in &cases {
+            // Adding a variant must add a case here.
+            match e {
+                UpstreamError::Token(_)
+                | UpstreamError::Status(_)
+                | UpstreamError::Timeout { .. }
+                | UpstreamError::Connect(_)
+                | UpstreamError::Send(_)
+                | UpstreamError::Broken { .. }
+                | UpstreamError::Agent { .. }
+                | UpstreamError::BadReply { .. }
+                | UpstreamError::Malformed(_)
+                | UpstreamError::ContentType { .. }
+                | UpstreamError::EventTooLarge { .. }
+                | UpstreamError::Truncated
+                | UpstreamError::TooLarge { .. }
+                | UpstreamError::Control(_)
+                | UpstreamError::Settings(_) => {}
+            }
+            let public = e.public_reason();
+            assert_eq!(&public, want);
+            for leak in ["10.1.2.3", "http://", "os error", "refused"] {
+                assert!(!public.contains(leak), "{leak} in {public}");
+            }
+        }
+        assert_eq!(cases.len(), 15);
+        // The log form keeps the details.
+        assert!(cases[0].0.to_string().contains("os error 111"));
+        assert!(cases[1].0.to_string().contains("10.1.2.3"));
     }
 }

@@ -527,8 +527,8 @@ impl AgentExecutor for AgentCoreExecutor {
                 Err(SinkError::Upstream(e)) => {
                     // The caller gets the short reason and the id; the log line with
                     // the same id has the details (URLs, addresses, OS errors).
-                    let id = errors::correlation_id();
-                    let reason = errors::with_correlation(&e.public_reason(), &id);
+                    let id = crate::telemetry::correlation_id();
+                    let reason = crate::telemetry::with_correlation(&e.public_reason(), &id);
                     tracing::warn!(
                         correlation_id = %id,
                         %reason,
