@@ -319,7 +319,17 @@ impl UpstreamError {
         match self {
             Self::Token(e) => e.reason().to_owned(),
             Self::Status(s) => s.public_reason(),
-            Self::Connect(_) => "could not connect to the AgentCore runtime".to_owned(),
+            Self::Connect(detail) => {
+                let d = detail.to_ascii_lowercase();
+                let why = if d.contains("certificate") {
+                    ": its TLS certificate is not trusted (see `ca_file`)"
+                } else if d.contains("dns error") || d.contains("lookup") {
+                    ": its host name does not resolve"
+                } else {
+                    ""
+                };
+                format!("could not connect to the AgentCore runtime{why}")
+            }
             Self::Send(_) => {
                 "the request to the AgentCore runtime failed before a reply arrived".to_owned()
             }
@@ -561,6 +571,12 @@ mod tests {
                 "could not connect to the AgentCore runtime",
             ),
             (
+                UpstreamError::Connect(format!(
+                    "{internal}: invalid peer certificate: UnknownIssuer"
+                )),
+                "could not connect to the AgentCore runtime: its TLS certificate is not trusted (see `ca_file`)",
+            ),
+            (
                 UpstreamError::Send(internal.into()),
                 "the request to the AgentCore runtime failed before a reply arrived",
             ),
@@ -641,7 +657,7 @@ mod tests {
                 assert!(!public.contains(leak), "{leak} in {public}");
             }
         }
-        assert_eq!(cases.len(), 15);
+        assert_eq!(cases.len(), 16);
         // The log form keeps the details.
         assert!(cases[0].0.to_string().contains("os error 111"));
         assert!(cases[1].0.to_string().contains("10.1.2.3"));
