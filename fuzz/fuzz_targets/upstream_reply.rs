@@ -2,6 +2,9 @@
 //! small event bound, split into reads where the first bytes say) and, separately,
 //! a JSON reply body. Nothing may panic, and nothing longer than the event bound
 //! may come out of the SSE decoder.
+//!
+//! Run for a bounded time on the stable toolchain (from `fuzz/`):
+//! `RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none -O upstream_reply -- -max_total_time=60`
 #![no_main]
 
 use a2a_gateway::upstream::UpstreamError;
