@@ -24,3 +24,16 @@ pub fn init(config: &LogConfig) {
         LogFormat::Pretty => builder.compact().try_init(),
     };
 }
+
+/// A fresh correlation id (12 hex digits). A failure reason shown to a remote caller
+/// carries it (see [`with_correlation`]); the log line with the details (URLs,
+/// addresses, OS errors, store errors) carries it as `correlation_id`.
+pub fn correlation_id() -> String {
+    use rand::Rng;
+    format!("{:012x}", rand::rng().random::<u64>() & 0xffff_ffff_ffff)
+}
+
+/// `reason` as a remote caller sees it: `<reason> [correlation id <id>]`.
+pub fn with_correlation(reason: &str, id: &str) -> String {
+    format!("{reason} [correlation id {id}]")
+}

@@ -152,6 +152,8 @@ fn fully_populated() -> Config {
             pool_timeout_secs: 1,
             request_timeout_secs: 1,
             max_stream_secs: 1,
+            max_event_bytes: 1,
+            max_reply_bytes: 1,
             max_retries: 1,
             include_message: true,
             stop_session_on_cancel: true,

@@ -48,6 +48,13 @@ pub struct UpstreamConfig {
     pub request_timeout_secs: u64,
     /// Seconds a streamed (SSE) reply may take in total. Default 3600.
     pub max_stream_secs: u64,
+    /// Largest single SSE event of a streamed reply, in bytes (its fields, comments and
+    /// blank lines since the previous event). A larger one fails the task. Default
+    /// 4194304 (4 MiB).
+    pub max_event_bytes: u64,
+    /// Largest JSON or text (non-streamed) reply body, in bytes. A larger one fails the
+    /// task. Default 16777216 (16 MiB).
+    pub max_reply_bytes: u64,
     /// Retries for 429, retryable 409 and 500/502/503/504, only before any reply byte.
     /// Default 3; 0 disables retries.
     pub max_retries: u32,
@@ -75,6 +82,8 @@ impl Default for UpstreamConfig {
             pool_timeout_secs: 10,
             request_timeout_secs: 900,
             max_stream_secs: 3600,
+            max_event_bytes: 4 * 1024 * 1024,
+            max_reply_bytes: 16 * 1024 * 1024,
             max_retries: 3,
             include_message: false,
             stop_session_on_cancel: true,
@@ -181,6 +190,8 @@ impl UpstreamConfig {
             ("upstream.pool_timeout_secs", self.pool_timeout_secs),
             ("upstream.request_timeout_secs", self.request_timeout_secs),
             ("upstream.max_stream_secs", self.max_stream_secs),
+            ("upstream.max_event_bytes", self.max_event_bytes),
+            ("upstream.max_reply_bytes", self.max_reply_bytes),
         ] {
             nonzero(key, value)?;
         }

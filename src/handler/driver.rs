@@ -294,8 +294,15 @@ impl Driver {
             self.broken = true;
             let what = format!("events {}..={}", staged[0].seq, self.seq);
             if matches!(e, StoreError::Backend(_)) {
-                self.store_failure = Some(format!(
-                    "the task store failed to record {what} of this task ({e}); the run was stopped"
+                // The caller sees the category and an id; the store's own error
+                // (file names, addresses) is logged under that id.
+                let id = crate::telemetry::correlation_id();
+                tracing::error!(task.id = %self.task_id(), correlation_id = %id, error = %e, "the task store failed; stopping the run");
+                self.store_failure = Some(crate::telemetry::with_correlation(
+                    &format!(
+                        "the task store failed to record {what} of this task; the run was stopped"
+                    ),
+                    &id,
                 ));
             }
             return Err(A2aError::internal(format!(
@@ -769,10 +776,20 @@ impl Driver {
         if r.message_only || self.broken {
             return;
         }
-        let reason = match outcome {
-            Outcome::Returned => "the agent finished without reporting a final state".to_owned(),
-            Outcome::Failed(e) => format!("the agent failed: {e}"),
-            Outcome::Panicked(e) => format!("the agent crashed: {e}"),
+        // The executor's error or panic text may hold internals: the caller gets the
+        // category and an id, the log line with that id the text.
+        let (category, detail) = match outcome {
+            Outcome::Returned => ("the agent finished without reporting a final state", None),
+            Outcome::Failed(e) => ("the agent failed", Some(e)),
+            Outcome::Panicked(e) => ("the agent crashed", Some(e)),
+        };
+        let reason = match detail {
+            None => category.to_owned(),
+            Some(detail) => {
+                let id = crate::telemetry::correlation_id();
+                tracing::warn!(task.id = %self.task_id(), correlation_id = %id, %detail, "{category}");
+                crate::telemetry::with_correlation(category, &id)
+            }
         };
         if self.task.is_none() {
             let implied = self.first_task(crate::executor::new_task(&r.ctx.message), &r.ctx);

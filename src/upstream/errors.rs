@@ -1,11 +1,20 @@
 //! Upstream failures as readable reasons (runtime contract §1.3, §6).
 //!
-//! Every [`UpstreamError`] ends up as the FAILED reason of a task, so its `Display`
-//! text is written for the person reading the task: what failed, the HTTP status,
-//! the runtime's `x-amzn-ErrorType` and `message`, and which setting to change for a
-//! timeout. It never contains a token or a client secret: error bodies are reduced to
-//! their `message` field (or a one-line excerpt) and any occurrence of the bearer
-//! token in them is replaced with `[redacted]` before the error is built.
+//! An [`UpstreamError`] has two texts:
+//!
+//! - [`UpstreamError::public_reason`]: what a remote caller is told in the FAILED
+//!   task: a short, stable sentence naming the category (the token endpoint is
+//!   unreachable, the runtime timed out after N s, the runtime answered HTTP 503
+//!   ThrottlingException, …). It never carries the gateway's own URLs, addresses or
+//!   OS errors, nor free text of the runtime's error bodies; the executor appends a
+//!   correlation id (see [`crate::telemetry::correlation_id`]).
+//! - `Display`: the whole story for the operator's log, written under that
+//!   correlation id: the transport's error chain, the runtime's `message`, the
+//!   endpoint.
+//!
+//! Neither contains a token or a client secret: error bodies are reduced to their
+//! `message` field (or a one-line excerpt) and any occurrence of the bearer token in
+//! them is replaced with `[redacted]` before the error is built.
 
 use std::fmt;
 use std::time::Duration;
@@ -164,6 +173,29 @@ impl StatusError {
     }
 }
 
+impl StatusError {
+    /// The caller-facing form: status, exception name, hint and the runtime's
+    /// request id; not the body's free text (that is in the `Display` form, for the
+    /// log).
+    pub fn public_reason(&self) -> String {
+        let mut out = format!("AgentCore runtime answered HTTP {}", self.status);
+        if let Some(t) = &self.error_type {
+            out.push(' ');
+            out.push_str(&token_text(t));
+        }
+        if self.html {
+            out.push_str(" with an HTML page instead of an agent reply");
+        }
+        if let Some(h) = self.hint() {
+            out.push_str(&format!(" ({h})"));
+        }
+        if let Some(id) = &self.request_id {
+            out.push_str(&format!(" [request id {}]", token_text(id)));
+        }
+        out
+    }
+}
+
 impl fmt::Display for StatusError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "AgentCore runtime answered HTTP {}", self.status)?;
@@ -234,11 +266,35 @@ pub enum UpstreamError {
         /// `with an empty body` or `with an HTML page`.
         what: &'static str,
     },
-    /// The reply is not well-formed (invalid UTF-8 in an SSE stream).
+    /// The reply is not well-formed (invalid UTF-8 in an SSE stream, a body declared
+    /// JSON that is not). The text is the gateway's own, never the body's.
     #[error("the AgentCore runtime's reply is malformed: {0}")]
     Malformed(String),
-    /// A JSON reply was larger than the runtime's 100 MB response limit.
-    #[error("the AgentCore runtime's reply exceeded {limit} bytes")]
+    /// A 2xx reply whose `Content-Type` is none the gateway reads (contract §3).
+    #[error(
+        "the AgentCore runtime answered HTTP {status} with Content-Type `{content_type}` instead of an agent reply (text/event-stream, application/json or text/plain)"
+    )]
+    ContentType {
+        /// The HTTP status.
+        status: u16,
+        /// The declared media type (reduced to token characters, at most 64).
+        content_type: String,
+    },
+    /// One SSE event was larger than `upstream.max_event_bytes`.
+    #[error(
+        "an event in the AgentCore runtime's stream exceeded {limit} bytes (setting `max_event_bytes`); the partial output is not a complete answer"
+    )]
+    EventTooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The SSE body ended in the middle of an event's line.
+    #[error(
+        "the AgentCore runtime's event stream ended in the middle of an event line; the partial output is not a complete answer"
+    )]
+    Truncated,
+    /// A JSON (non-SSE) reply was larger than `upstream.max_reply_bytes`.
+    #[error("the AgentCore runtime's reply exceeded {limit} bytes (setting `max_reply_bytes`)")]
     TooLarge {
         /// The limit in bytes.
         limit: u64,
@@ -255,6 +311,42 @@ impl UpstreamError {
     /// A non-2xx answer.
     pub fn status(e: StatusError) -> Self {
         Self::Status(Box::new(e))
+    }
+
+    /// The short, stable reason a remote caller is told (see the module doc). The
+    /// executor appends a correlation id under which the `Display` text is logged.
+    pub fn public_reason(&self) -> String {
+        match self {
+            Self::Token(e) => e.reason().to_owned(),
+            Self::Status(s) => s.public_reason(),
+            Self::Connect(detail) => {
+                let d = detail.to_ascii_lowercase();
+                let why = if d.contains("certificate") {
+                    ": its TLS certificate is not trusted (see `ca_file`)"
+                } else if d.contains("dns error") || d.contains("lookup") {
+                    ": its host name does not resolve"
+                } else {
+                    ""
+                };
+                format!("could not connect to the AgentCore runtime{why}")
+            }
+            Self::Send(_) => {
+                "the request to the AgentCore runtime failed before a reply arrived".to_owned()
+            }
+            Self::Broken { bytes, .. } => format!(
+                "the AgentCore runtime's reply broke off after {bytes} bytes; the partial output is not a complete answer"
+            ),
+            Self::Agent { message } => format!("the agent failed: {}", excerpt(message)),
+            Self::Control(m) => format!("the agent sent an invalid control object: {}", excerpt(m)),
+            Self::Settings(_) => "the gateway's upstream settings are invalid".to_owned(),
+            Self::Timeout { .. }
+            | Self::BadReply { .. }
+            | Self::Malformed(_)
+            | Self::ContentType { .. }
+            | Self::EventTooLarge { .. }
+            | Self::Truncated
+            | Self::TooLarge { .. } => self.to_string(),
+        }
     }
 
     /// Classifies a reqwest error raised before any reply byte.
@@ -302,6 +394,15 @@ fn chain_mentions(e: &(dyn std::error::Error + 'static), needle: &str) -> bool {
         cur = err.source();
     }
     false
+}
+
+/// A header value from the peer reduced to token characters (`[A-Za-z0-9._:/+-]`),
+/// at most 64 of them: safe to repeat to a caller.
+pub(crate) fn token_text(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "._:/+-".contains(*c))
+        .take(64)
+        .collect()
 }
 
 /// Human form of a limit: `900 s`, `250 ms`.
@@ -432,5 +533,133 @@ mod tests {
             e.to_string(),
             "the AgentCore runtime sent nothing for too long (no progress after 300 ms; setting `read_timeout_secs`)"
         );
+    }
+
+    /// Every reason the upstream executor can give a caller, with internals planted
+    /// in each variant's detail: the caller-facing text is the category only.
+    #[test]
+    fn every_caller_reason_is_a_category_without_internals() {
+        let internal = "http://10.1.2.3:8443/oauth2/token: tcp connect error: Connection refused (os error 111)";
+        let mut h = HeaderMap::new();
+        h.insert(
+            "x-amzn-errortype",
+            "ThrottlingException:http://internal/".parse().unwrap(),
+        );
+        h.insert("x-amzn-requestid", "req-9".parse().unwrap());
+        let throttled = StatusError::from_response(503, &h, internal.as_bytes(), None);
+        let cases: Vec<(UpstreamError, &str)> = vec![
+            (
+                UpstreamError::Token(
+                    TokenError::new("the upstream token endpoint is unreachable")
+                        .with_detail(internal),
+                ),
+                "the upstream token endpoint is unreachable",
+            ),
+            (
+                UpstreamError::status(throttled),
+                "AgentCore runtime answered HTTP 503 ThrottlingException [request id req-9]",
+            ),
+            (
+                UpstreamError::Timeout {
+                    kind: TimeoutKind::Read,
+                    after: Duration::from_secs(900),
+                },
+                "the AgentCore runtime sent nothing for too long (no progress after 900 s; setting `read_timeout_secs`)",
+            ),
+            (
+                UpstreamError::Connect(internal.into()),
+                "could not connect to the AgentCore runtime",
+            ),
+            (
+                UpstreamError::Connect(format!(
+                    "{internal}: invalid peer certificate: UnknownIssuer"
+                )),
+                "could not connect to the AgentCore runtime: its TLS certificate is not trusted (see `ca_file`)",
+            ),
+            (
+                UpstreamError::Send(internal.into()),
+                "the request to the AgentCore runtime failed before a reply arrived",
+            ),
+            (
+                UpstreamError::Broken {
+                    bytes: 12,
+                    reason: internal.into(),
+                },
+                "the AgentCore runtime's reply broke off after 12 bytes; the partial output is not a complete answer",
+            ),
+            (
+                UpstreamError::Agent {
+                    message: "ValueError: boom".into(),
+                },
+                "the agent failed: ValueError: boom",
+            ),
+            (
+                UpstreamError::BadReply {
+                    status: 200,
+                    what: "with an empty body",
+                },
+                "the AgentCore runtime answered HTTP 200 with an empty body instead of an agent reply",
+            ),
+            (
+                UpstreamError::Malformed("the event stream is not UTF-8".into()),
+                "the AgentCore runtime's reply is malformed: the event stream is not UTF-8",
+            ),
+            (
+                UpstreamError::ContentType {
+                    status: 200,
+                    content_type: "application/xml".into(),
+                },
+                "the AgentCore runtime answered HTTP 200 with Content-Type `application/xml` instead of an agent reply (text/event-stream, application/json or text/plain)",
+            ),
+            (
+                UpstreamError::EventTooLarge { limit: 4 },
+                "an event in the AgentCore runtime's stream exceeded 4 bytes (setting `max_event_bytes`); the partial output is not a complete answer",
+            ),
+            (
+                UpstreamError::Truncated,
+                "the AgentCore runtime's event stream ended in the middle of an event line; the partial output is not a complete answer",
+            ),
+            (
+                UpstreamError::TooLarge { limit: 16 },
+                "the AgentCore runtime's reply exceeded 16 bytes (setting `max_reply_bytes`)",
+            ),
+            (
+                UpstreamError::Control("unknown `a2a_control` kind `x`".into()),
+                "the agent sent an invalid control object: unknown `a2a_control` kind `x`",
+            ),
+            (
+                UpstreamError::Settings(format!("upstream.url `{internal}` is not a valid URL")),
+                "the gateway's upstream settings are invalid",
+            ),
+        ];
+        for (e, want) in &cases {
+            // Adding a variant must add a case here.
+            match e {
+                UpstreamError::Token(_)
+                | UpstreamError::Status(_)
+                | UpstreamError::Timeout { .. }
+                | UpstreamError::Connect(_)
+                | UpstreamError::Send(_)
+                | UpstreamError::Broken { .. }
+                | UpstreamError::Agent { .. }
+                | UpstreamError::BadReply { .. }
+                | UpstreamError::Malformed(_)
+                | UpstreamError::ContentType { .. }
+                | UpstreamError::EventTooLarge { .. }
+                | UpstreamError::Truncated
+                | UpstreamError::TooLarge { .. }
+                | UpstreamError::Control(_)
+                | UpstreamError::Settings(_) => {}
+            }
+            let public = e.public_reason();
+            assert_eq!(&public, want);
+            for leak in ["10.1.2.3", "http://", "os error", "refused"] {
+                assert!(!public.contains(leak), "{leak} in {public}");
+            }
+        }
+        assert_eq!(cases.len(), 16);
+        // The log form keeps the details.
+        assert!(cases[0].0.to_string().contains("os error 111"));
+        assert!(cases[1].0.to_string().contains("10.1.2.3"));
     }
 }

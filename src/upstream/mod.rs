@@ -10,8 +10,9 @@
 //! - [`token`] / [`oauth`]: bearer-token cache (single flight) and the
 //!   client-credentials source.
 //! - [`session`]: runtime session ids and the per-session lock.
-//! - [`reply`]: JSON / SSE reply → [`reply::UpstreamEvent`]s; [`control`]: the
-//!   control vocabulary; [`sink`]: events → A2A task events.
+//! - [`sse`]: bounded SSE decoding; [`reply`]: JSON / SSE reply →
+//!   [`reply::UpstreamEvent`]s; [`control`]: the control vocabulary; [`sink`]:
+//!   events → A2A task events.
 //! - [`errors`]: readable failure reasons.
 
 pub mod client;
@@ -22,6 +23,7 @@ pub mod reply;
 pub mod session;
 pub mod settings;
 pub mod sink;
+pub mod sse;
 pub mod token;
 
 use std::sync::Arc;
@@ -399,29 +401,36 @@ impl Inner {
         let _turn = self.sessions.lock(session).await;
         let (resp, started) = self.invoke(session, self.payload(ctx)).await?;
         let status = resp.status().as_u16();
-        let content_type = header(&resp, "content-type").unwrap_or("").to_owned();
-        let body = reply::body_stream(resp, self.settings.read_timeout);
-        let mut sink = ReplySink::new(updater);
-        if content_type
-            .to_ascii_lowercase()
-            .starts_with("text/event-stream")
+        let kind = reply::ReplyKind::of(header(&resp, "content-type"));
+        let s = &self.settings;
+        if kind != reply::ReplyKind::EventStream
+            && resp.content_length().is_some_and(|n| n > s.max_reply_bytes)
         {
-            let deadline = started + self.settings.max_stream;
-            match tokio::time::timeout_at(deadline, sink.consume(reply::sse_events(body))).await {
+            return Err(UpstreamError::TooLarge {
+                limit: s.max_reply_bytes,
+            }
+            .into());
+        }
+        let body = reply::body_stream(resp, s.read_timeout);
+        let mut sink = ReplySink::new(updater);
+        if kind == reply::ReplyKind::EventStream {
+            let deadline = started + s.max_stream;
+            let events = reply::sse_events(body, s.max_event_bytes);
+            match tokio::time::timeout_at(deadline, sink.consume(events)).await {
                 Ok(r) => r?,
                 Err(_) => {
                     return Err(UpstreamError::Timeout {
                         kind: TimeoutKind::Stream,
-                        after: self.settings.max_stream,
+                        after: s.max_stream,
                     }
                     .into());
                 }
             }
         } else {
-            let deadline = started + self.settings.request_timeout;
+            let deadline = started + s.request_timeout;
             let whole = match tokio::time::timeout_at(
                 deadline,
-                reply::read_whole_reply(status, &content_type, body),
+                reply::read_whole_reply(status, &kind, body, s.max_reply_bytes),
             )
             .await
             {
@@ -429,7 +438,7 @@ impl Inner {
                 Err(_) => {
                     return Err(UpstreamError::Timeout {
                         kind: TimeoutKind::Request,
-                        after: self.settings.request_timeout,
+                        after: s.request_timeout,
                     }
                     .into());
                 }
@@ -516,11 +525,19 @@ impl AgentExecutor for AgentCoreExecutor {
             match outcome {
                 Ok(()) | Err(SinkError::Closed) => Ok(()),
                 Err(SinkError::Upstream(e)) => {
-                    tracing::warn!(reason = %e, "the task failed");
+                    // The caller gets the short reason and the id; the log line with
+                    // the same id has the details (URLs, addresses, OS errors).
+                    let id = crate::telemetry::correlation_id();
+                    let reason = crate::telemetry::with_correlation(&e.public_reason(), &id);
+                    tracing::warn!(
+                        correlation_id = %id,
+                        %reason,
+                        detail = %e,
+                        upstream.url = %inner.settings.invocation_url,
+                        "the task failed"
+                    );
                     // The queue may be closed already; the handler fails the task then.
-                    let _ = updater
-                        .failed(Some(updater.new_agent_text(e.to_string())))
-                        .await;
+                    let _ = updater.failed(Some(updater.new_agent_text(reason))).await;
                     Ok(())
                 }
             }

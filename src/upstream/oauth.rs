@@ -3,17 +3,22 @@
 //! optional space-separated `scope`. The token endpoint is configured directly or
 //! read once from an OIDC discovery document (`token_endpoint`) and cached.
 //!
-//! `expires_in` is read leniently and deliberately (documented in
-//! `docs/upstream-contract.md`):
+//! The answer is trusted only as RFC 6749 §5.1 describes it (documented in
+//! `docs/upstream-contract.md` §2); anything else fails the fetch with a reason
+//! saying what is wrong, instead of guessing:
 //!
-//! | `expires_in` | lifetime used |
+//! | Part of the answer | Accepted |
 //! |---|---|
-//! | positive integer, float, or a string holding one | that many seconds (at most 7 days) |
-//! | missing or `null` | [`DEFAULT_TOKEN_LIFETIME`] (300 s) |
-//! | `0`, negative, or anything else | [`DEFAULT_TOKEN_LIFETIME`], with a warning |
+//! | status | exactly 200 (§5.1); any other status is an error answer (§5.2) |
+//! | `Content-Type` | `application/json` (parameters allowed) |
+//! | body | a JSON object of at most [`MAX_TOKEN_ANSWER_BYTES`] |
+//! | `access_token` | a non-empty string of visible ASCII (usable in an `Authorization` header) |
+//! | `token_type` | `Bearer`, in any case (§7.1, RFC 6750); required |
+//! | `expires_in` | a positive number, or a string holding one, of seconds (at most 7 days); missing or `null`: [`DEFAULT_TOKEN_LIFETIME`] (300 s) with a warning (the field is only RECOMMENDED); `0`, negative or anything else: an error |
 //!
-//! Failures become a [`TokenError`] that names the endpoint, its HTTP status and the
-//! OAuth `error` code, never the secret or a token.
+//! Failures become a [`TokenError`] whose reason names the status and a standard
+//! OAuth `error` code or the fault in the answer; the endpoint's URL and transport
+//! errors go to its log-only detail; never the secret or a token.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -39,6 +44,8 @@ use super::token::{FetchedToken, TokenError, TokenSource};
 pub const DEFAULT_TOKEN_LIFETIME: Duration = Duration::from_secs(300);
 /// Longest lifetime believed, whatever `expires_in` says.
 pub const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(7 * 86_400);
+/// Largest token answer or discovery document read.
+pub const MAX_TOKEN_ANSWER_BYTES: usize = 64 * 1024;
 /// One token exchange (including discovery) must finish within this.
 pub const TOKEN_FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -47,8 +54,9 @@ pub const TOKEN_FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Serialize, Deserialize)]
 pub struct LenientTokenResponse {
     access_token: AccessToken,
-    #[serde(default = "bearer")]
-    token_type: BasicTokenType,
+    /// Raw, so that a missing or non-Bearer type is refused deliberately.
+    #[serde(default)]
+    token_type: Option<Value>,
     #[serde(default)]
     expires_in: Option<Value>,
     #[serde(default)]
@@ -57,9 +65,8 @@ pub struct LenientTokenResponse {
     scopes: Option<Vec<Scope>>,
 }
 
-fn bearer() -> BasicTokenType {
-    BasicTokenType::Bearer
-}
+/// The only token type used (see [`LenientTokenResponse::token_type`]).
+static BEARER: BasicTokenType = BasicTokenType::Bearer;
 
 impl TokenResponse for LenientTokenResponse {
     type TokenType = BasicTokenType;
@@ -68,8 +75,9 @@ impl TokenResponse for LenientTokenResponse {
         &self.access_token
     }
 
+    /// Always Bearer: an answer of another type is refused by [`check_answer`].
     fn token_type(&self) -> &BasicTokenType {
-        &self.token_type
+        &BEARER
     }
 
     fn expires_in(&self) -> Option<Duration> {
@@ -85,8 +93,28 @@ impl TokenResponse for LenientTokenResponse {
     }
 }
 
+/// Checks a 200 answer's `token_type` and `access_token` (RFC 6749 §5.1, RFC 6750):
+/// `Err(what is wrong)` for a missing or non-Bearer type, an empty token or one with
+/// characters an `Authorization` header cannot carry.
+pub fn check_answer(resp: &LenientTokenResponse) -> Result<(), &'static str> {
+    match &resp.token_type {
+        None | Some(Value::Null) => return Err("the token response lacks `token_type`"),
+        Some(Value::String(t)) if t.eq_ignore_ascii_case("bearer") => {}
+        Some(_) => return Err("the token response's `token_type` is not Bearer"),
+    }
+    let token = resp.access_token.secret();
+    if token.is_empty() {
+        return Err("the token response has an empty access_token");
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("the token response's access_token has characters a bearer token cannot have");
+    }
+    Ok(())
+}
+
 /// Reads `expires_in`: `Ok(lifetime)` for a positive number (or numeric string),
-/// `Err(why)` otherwise (the caller then uses [`DEFAULT_TOKEN_LIFETIME`]).
+/// `Err(why)` otherwise (missing or `null` → the caller uses
+/// [`DEFAULT_TOKEN_LIFETIME`]; anything else fails the fetch).
 pub fn interpret_expires_in(v: Option<&Value>) -> Result<Duration, &'static str> {
     let secs = match v {
         None | Some(Value::Null) => return Err("missing"),
@@ -194,20 +222,30 @@ impl OAuthClientCredentials {
     }
 
     async fn discover(&self, url: &str) -> Result<String, TokenError> {
-        let fail =
-            |what: String| TokenError::new(format!("OAuth discovery document {url}: {what}"));
+        let fail = |what: &str, detail: String| {
+            tracing::warn!(discovery_url = url, reason = what, %detail, "OAuth discovery failed");
+            TokenError::new(format!("the OAuth discovery document {what}"))
+                .with_detail(format!("{url}: {detail}"))
+        };
         let resp = self
             .http
             .get(url)
             .header(http::header::ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|e| fail(format!("unreachable: {}", super::errors::describe(&e))))?;
+            .map_err(|e| fail("is unreachable", super::errors::describe(&e)))?;
         let status = resp.status();
         if !status.is_success() {
-            return Err(fail(format!("answered HTTP {}", status.as_u16())));
+            return Err(fail(
+                &format!("answered HTTP {}", status.as_u16()),
+                String::new(),
+            ));
         }
-        let doc: Value = resp.json().await.map_err(|_| fail("is not JSON".into()))?;
+        let body = read_capped(resp)
+            .await
+            .map_err(|e| fail("could not be read", e))?;
+        let doc: Value = serde_json::from_slice(&body)
+            .map_err(|_| fail("is not JSON", format!("{} bytes", body.len())))?;
         match doc.get("token_endpoint").and_then(Value::as_str) {
             Some(t) if t.starts_with("https://") || t.starts_with("http://") => {
                 tracing::info!(
@@ -217,26 +255,28 @@ impl OAuthClientCredentials {
                 );
                 Ok(t.to_owned())
             }
-            _ => Err(fail("has no `token_endpoint` URL".into())),
+            _ => Err(fail("has no `token_endpoint` URL", String::new())),
         }
     }
 
     async fn exchange(&self) -> Result<FetchedToken, TokenError> {
         let url = self.token_url().await?;
-        let token_url = TokenUrl::new(url.clone())
-            .map_err(|_| TokenError::new(format!("token endpoint `{url}` is not a valid URL")))?;
+        let token_url = TokenUrl::new(url.clone()).map_err(|_| {
+            TokenError::new("the upstream token endpoint is not a valid URL")
+                .with_detail(url.clone())
+        })?;
         let client: OAuthClient = oauth2::Client::new(ClientId::new(self.client_id.clone()))
             .set_client_secret(ClientSecret::new(
                 self.client_secret.expose_secret().to_owned(),
             ))
             .set_auth_type(AuthType::BasicAuth)
             .set_token_uri(token_url);
-        let status = Arc::new(Mutex::new(None::<u16>));
+        let seen = Arc::new(Mutex::new(Answer::default()));
         let http = self.http.clone();
-        let seen = status.clone();
+        let record = seen.clone();
         let send = move |req: oauth2::HttpRequest| {
             let http = http.clone();
-            let seen = seen.clone();
+            let record = record.clone();
             async move {
                 let req = reqwest::Request::try_from(req)
                     .map_err(|e| HttpClientError::Reqwest(Box::new(e)))?;
@@ -244,16 +284,28 @@ impl OAuthClientCredentials {
                     .execute(req)
                     .await
                     .map_err(|e| HttpClientError::Reqwest(Box::new(e)))?;
-                *seen.lock().expect("status lock") = Some(resp.status().as_u16());
+                let content_type = resp
+                    .headers()
+                    .get(http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                {
+                    let mut r = record.lock().expect("answer lock");
+                    r.status = Some(resp.status().as_u16());
+                    r.json = content_type.as_deref().is_some_and(is_json_media_type);
+                }
                 let mut b = http::Response::builder().status(resp.status());
                 for (k, v) in resp.headers() {
                     b = b.header(k, v);
                 }
-                let body = resp
-                    .bytes()
-                    .await
-                    .map_err(|e| HttpClientError::Reqwest(Box::new(e)))?;
-                b.body(body.to_vec()).map_err(HttpClientError::Http)
+                let body = match read_capped(resp).await {
+                    Ok(body) => body,
+                    Err(e) => {
+                        record.lock().expect("answer lock").unreadable = Some(e.clone());
+                        return Err(HttpClientError::Other(e));
+                    }
+                };
+                b.body(body).map_err(HttpClientError::Http)
             }
         };
         let result = client
@@ -261,36 +313,44 @@ impl OAuthClientCredentials {
             .add_scopes(self.scopes.iter().cloned().map(Scope::new))
             .request_async(&send)
             .await;
-        let status = *status.lock().expect("status lock");
+        let answer = seen.lock().expect("answer lock").clone();
         // Client-visible reasons (task status, /readyz) name the status and a
-        // standard OAuth error code only: never the endpoint's URL or its free text,
-        // which an echoing endpoint could fill with the credentials it received.
-        let at = |what: String| {
-            let status = status
+        // standard OAuth error code or the fault in the answer only: never the
+        // endpoint's URL or its free text, which an echoing endpoint could fill with
+        // the credentials it received. The URL goes to the log-only detail.
+        let at = |what: &str| {
+            let status = answer
+                .status
                 .map(|s| format!("HTTP {s}"))
                 .unwrap_or_else(|| "no answer".into());
             tracing::warn!(token_endpoint = %url, %status, reason = %what, "token request failed");
             TokenError::new(format!(
                 "the upstream token endpoint failed ({status}): {what}"
             ))
+            .with_detail(format!("token endpoint {url}"))
         };
         match result {
             Ok(resp) => {
+                if !answer.json {
+                    return Err(at("the token response is not declared application/json"));
+                }
+                check_answer(&resp).map_err(at)?;
                 let lifetime = match interpret_expires_in(resp.expires_in.as_ref()) {
                     Ok(l) => l,
-                    Err(why) => {
+                    Err("missing") => {
                         tracing::warn!(
                             token_endpoint = %url,
-                            expires_in = why,
                             default_secs = DEFAULT_TOKEN_LIFETIME.as_secs(),
-                            "token response has no usable expires_in; assuming the default lifetime"
+                            "token response has no expires_in; assuming the default lifetime"
                         );
                         DEFAULT_TOKEN_LIFETIME
                     }
+                    Err(_) => {
+                        return Err(at(
+                            "the token response's `expires_in` is not a positive number of seconds",
+                        ));
+                    }
                 };
-                if resp.access_token.secret().is_empty() {
-                    return Err(at("the token response has an empty access_token".into()));
-                }
                 tracing::debug!(token_endpoint = %url, lifetime_secs = lifetime.as_secs(), "fetched an access token");
                 Ok(FetchedToken {
                     token: SecretString::from(resp.access_token.secret().clone()),
@@ -311,17 +371,24 @@ impl OAuthClientCredentials {
                         "token endpoint error description"
                     );
                 }
-                Err(at(what))
+                Err(at(&what))
             }
             Err(RequestTokenError::Request(e)) => {
-                let why = super::errors::describe(&e);
+                if let Some(why) = answer.unreadable {
+                    return Err(at(&why));
+                }
+                let why = redact(&super::errors::describe(&e), &self.redactions());
                 tracing::warn!(token_endpoint = %url, error = %why, "token endpoint unreachable");
-                Err(TokenError::new(format!(
-                    "the upstream token endpoint is unreachable: {}",
-                    redact(&why, &self.redactions())
-                )))
+                Err(
+                    TokenError::new("the upstream token endpoint is unreachable")
+                        .with_detail(format!("token endpoint {url}: {why}")),
+                )
             }
             Err(RequestTokenError::Parse(e, _body)) => {
+                if answer.status != Some(200) {
+                    // oauth2 reads every other status as a §5.2 error answer.
+                    return Err(at("the answer is not an OAuth error response"));
+                }
                 // Only the field path and the kind of problem: serde's text may quote values.
                 let inner = e.inner();
                 let what = if inner.is_syntax() || inner.is_eof() {
@@ -337,11 +404,63 @@ impl OAuthClientCredentials {
                         e.path()
                     )
                 };
+                Err(at(&what))
+            }
+            Err(RequestTokenError::Other(s)) => {
+                // oauth2's own text (it quotes the endpoint's Content-Type): log only.
+                tracing::warn!(token_endpoint = %url, error = %s, "token answer refused");
+                let what = if answer.status == Some(200) && !answer.json {
+                    "the token response is not declared application/json"
+                } else if s.contains("empty") {
+                    "the answer has an empty body"
+                } else {
+                    "the answer is not a token response"
+                };
                 Err(at(what))
             }
-            Err(RequestTokenError::Other(s)) => Err(at(s)),
         }
     }
+}
+
+/// What the send function saw of the token endpoint's answer.
+#[derive(Debug, Clone, Default)]
+struct Answer {
+    status: Option<u16>,
+    /// The declared `Content-Type` is `application/json`.
+    json: bool,
+    /// Why the body could not be read (too large, broke off).
+    unreadable: Option<String>,
+}
+
+/// `application/json` or a `+json` type, parameters ignored, any case.
+fn is_json_media_type(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// The body, at most [`MAX_TOKEN_ANSWER_BYTES`].
+async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| format!("the answer broke off: {}", super::errors::describe(&e)))?
+    {
+        if body.len() + chunk.len() > MAX_TOKEN_ANSWER_BYTES {
+            return Err(format!(
+                "the answer is larger than {} KiB",
+                MAX_TOKEN_ANSWER_BYTES / 1024
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// The error codes of RFC 6749 §5.2; anything else is not repeated to clients.
@@ -375,7 +494,7 @@ impl TokenSource for OAuthClientCredentials {
         match tokio::time::timeout(TOKEN_FETCH_TIMEOUT, self.exchange()).await {
             Ok(r) => r,
             Err(_) => Err(TokenError::new(format!(
-                "the token endpoint did not answer within {} s",
+                "the upstream token endpoint did not answer within {} s",
                 TOKEN_FETCH_TIMEOUT.as_secs()
             ))),
         }

@@ -1,12 +1,17 @@
 //! Translates the runtime's reply (runtime contract §1.2 and §4 "Gateway translation
 //! rules") into a stream of typed [`UpstreamEvent`]s.
 //!
-//! - `text/event-stream`: parsed with `eventsource-stream` (frames split at any byte
-//!   and multi-byte UTF-8 split across reads come out exactly); each `data` payload
-//!   is classified by [`classify_frame`].
-//! - anything else: the whole body (at most 100 MB) is read and classified by
-//!   [`classify_json_reply`]; a `text/plain` body is the text; an HTML page or an
-//!   empty body is an error.
+//! The declared `Content-Type` (its media type, any case, parameters ignored)
+//! decides, as [`ReplyKind::of`] says; nothing is guessed from the body:
+//!
+//! - `text/event-stream`: decoded by [`super::sse`] (bounded, CR/LF/CRLF, frames
+//!   split at any byte); each `data` payload is classified by [`classify_frame`].
+//! - `application/json` (or `+json`), or no `Content-Type` at all: the whole body
+//!   (at most `max_reply_bytes`) must be JSON and is classified by
+//!   [`classify_json_reply`]; a body that is not JSON fails.
+//! - `text/plain`: the whole body is the text (it must be UTF-8).
+//! - `text/html`, an HTML page under any type, or an empty body: an error.
+//! - any other type: an error naming it; the body is not read.
 //!
 //! The body stream carries the read (idle) timeout; a transport error after the
 //! first byte is [`UpstreamError::Broken`], never a clean end.
@@ -14,15 +19,55 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::Value;
 
 use super::control::{self, Control};
 use super::errors::{TimeoutKind, UpstreamError};
 
-/// The runtime's response size limit (contract §1.4); a JSON reply may not exceed it.
-pub const MAX_JSON_REPLY_BYTES: u64 = 100 * 1024 * 1024;
+/// Default of `upstream.max_reply_bytes`, the largest JSON or text (non-SSE) reply
+/// read: 16 MiB (the runtime's own limit is 100 MB, contract §1.4; every byte is
+/// held in memory until the reply is complete).
+pub const DEFAULT_MAX_REPLY_BYTES: u64 = 16 * 1024 * 1024;
+
+/// How a 2xx reply is read, by its declared `Content-Type`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplyKind {
+    /// `text/event-stream`.
+    EventStream,
+    /// `application/json`, `application/*+json`, or no `Content-Type`.
+    Json,
+    /// `text/plain`.
+    Text,
+    /// `text/html`: a proxy's or load balancer's page.
+    Html,
+    /// Anything else: the media type, reduced to token characters.
+    Other(String),
+}
+
+impl ReplyKind {
+    /// The kind for a `Content-Type` header value (`None`: the header is absent).
+    pub fn of(content_type: Option<&str>) -> Self {
+        let Some(ct) = content_type else {
+            return Self::Json;
+        };
+        let essence = ct
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match essence.as_str() {
+            "" => Self::Json,
+            "text/event-stream" => Self::EventStream,
+            "application/json" => Self::Json,
+            "text/plain" => Self::Text,
+            "text/html" => Self::Html,
+            e if e.starts_with("application/") && e.ends_with("+json") => Self::Json,
+            e => Self::Other(super::errors::token_text(e)),
+        }
+    }
+}
 
 /// One thing the upstream agent said.
 #[derive(Debug, Clone, PartialEq)]
@@ -240,26 +285,22 @@ pub fn body_stream(
     .boxed()
 }
 
-/// Parses an SSE body into upstream events (stopping after `[DONE]` or the first error).
+/// Parses an SSE body into upstream events (stopping after `[DONE]` or the first
+/// error); one event may hold at most `max_event_bytes` (see [`super::sse`]).
 pub fn sse_events(
     body: BoxStream<'static, Result<Bytes, UpstreamError>>,
+    max_event_bytes: usize,
 ) -> BoxStream<'static, Result<UpstreamEvent, UpstreamError>> {
     let mut state = FrameState::default();
     let mut finished = false;
-    body.eventsource()
+    super::sse::event_data(body, max_event_bytes)
         .filter_map(move |item| {
             let out = if finished {
                 None
             } else {
                 match item {
-                    Ok(ev) => classify_frame(&ev.data, &mut state).transpose(),
-                    Err(EventStreamError::Transport(e)) => Some(Err(e)),
-                    Err(EventStreamError::Utf8(e)) => Some(Err(UpstreamError::Malformed(format!(
-                        "the event stream is not UTF-8: {e}"
-                    )))),
-                    Err(EventStreamError::Parser(e)) => Some(Err(UpstreamError::Malformed(
-                        format!("the event stream is not valid SSE: {e}"),
-                    ))),
+                    Ok(data) => classify_frame(&data, &mut state).transpose(),
+                    Err(e) => Some(Err(e)),
                 }
             };
             if matches!(out, Some(Err(_)) | Some(Ok(UpstreamEvent::Done))) {
@@ -270,28 +311,50 @@ pub fn sse_events(
         .boxed()
 }
 
-/// Reads a whole non-SSE body (at most [`MAX_JSON_REPLY_BYTES`]) and classifies it
-/// according to its content type.
+/// Reads a whole non-SSE body of kind `kind` (at most `max_bytes`) and classifies it.
 ///
 /// # Errors
-/// Transport errors and timeouts from `body`, [`UpstreamError::TooLarge`],
-/// [`UpstreamError::BadReply`] for an empty body or an HTML page, and the errors of
-/// [`classify_json_reply`].
+/// Transport errors and timeouts from `body`; [`UpstreamError::TooLarge`];
+/// [`UpstreamError::ContentType`] for a kind the gateway does not read (the body is
+/// not read); [`UpstreamError::BadReply`] for an empty body or an HTML page;
+/// [`UpstreamError::Malformed`] for a JSON reply that is not JSON or a text reply that
+/// is not UTF-8; the errors of [`classify_json_reply`].
 pub async fn read_whole_reply(
     status: u16,
-    content_type: &str,
+    kind: &ReplyKind,
     mut body: BoxStream<'static, Result<Bytes, UpstreamError>>,
+    max_bytes: u64,
 ) -> Result<Option<UpstreamEvent>, UpstreamError> {
-    let mut buf = BytesMut::new();
-    while let Some(chunk) = body.next().await {
-        buf.extend_from_slice(&chunk?);
-        if buf.len() as u64 > MAX_JSON_REPLY_BYTES {
-            return Err(UpstreamError::TooLarge {
-                limit: MAX_JSON_REPLY_BYTES,
+    let what = match kind {
+        ReplyKind::Json => "JSON",
+        ReplyKind::Text => "text/plain",
+        ReplyKind::Html => {
+            return Err(UpstreamError::BadReply {
+                status,
+                what: "with an HTML page",
             });
         }
+        ReplyKind::Other(ct) => {
+            return Err(UpstreamError::ContentType {
+                status,
+                content_type: ct.clone(),
+            });
+        }
+        ReplyKind::EventStream => unreachable!("an event stream is not read whole"),
+    };
+    let mut buf = BytesMut::new();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk?;
+        if (buf.len() + chunk.len()) as u64 > max_bytes {
+            return Err(UpstreamError::TooLarge { limit: max_bytes });
+        }
+        buf.extend_from_slice(&chunk);
     }
-    let text = String::from_utf8_lossy(&buf);
+    let Ok(text) = std::str::from_utf8(&buf) else {
+        return Err(UpstreamError::Malformed(format!(
+            "the {what} body is not UTF-8"
+        )));
+    };
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Err(UpstreamError::BadReply {
@@ -299,32 +362,26 @@ pub async fn read_whole_reply(
             what: "with an empty body",
         });
     }
-    let ct = content_type.to_ascii_lowercase();
     let looks_html = trimmed
         .get(..5)
         .is_some_and(|s| s.eq_ignore_ascii_case("<html"))
         || trimmed
             .get(..9)
             .is_some_and(|s| s.eq_ignore_ascii_case("<!doctype"));
-    if ct.starts_with("text/html") || (looks_html && !ct.contains("json")) {
+    if looks_html {
         return Err(UpstreamError::BadReply {
             status,
             what: "with an HTML page",
         });
     }
-    if ct.starts_with("text/plain") {
-        return Ok(Some(UpstreamEvent::FinalText(text.into_owned())));
+    if *kind == ReplyKind::Text {
+        return Ok(Some(UpstreamEvent::FinalText(text.to_owned())));
     }
     match serde_json::from_str::<Value>(trimmed) {
         Ok(v) => classify_json_reply(v),
-        Err(_) => {
-            tracing::warn!(
-                content_type,
-                bytes = buf.len(),
-                "the reply is not JSON; using it as text"
-            );
-            Ok(Some(UpstreamEvent::FinalText(text.into_owned())))
-        }
+        Err(_) => Err(UpstreamError::Malformed(
+            "the body is declared JSON (or undeclared) but is not JSON".into(),
+        )),
     }
 }
 
@@ -442,7 +499,7 @@ mod tests {
         let raw = "data: \"h\u{e9}\u{1f600}\"\n\n: comment\nevent: x\ndata: {\"delta\": \"\u{4e16}\"}\r\n\r\ndata: line1\ndata: line2\n\n";
         let bytes = raw.as_bytes().to_vec();
         let body = stream::iter(bytes.into_iter().map(|b| Ok(Bytes::from(vec![b])))).boxed();
-        let events: Vec<_> = sse_events(body).collect().await;
+        let events: Vec<_> = sse_events(body, 1024).collect().await;
         let texts: Vec<String> = events
             .into_iter()
             .map(|e| match e.unwrap() {

@@ -113,6 +113,12 @@ pub struct AgentCoreSettings {
     /// A streamed (SSE) reply must be complete within this. Default 3600 s (the
     /// runtime's 60-minute streaming limit).
     pub max_stream: Duration,
+    /// Largest SSE event (bytes received since the previous event); a larger one
+    /// fails the task. Default 4 MiB ([`super::sse::DEFAULT_MAX_EVENT_BYTES`]).
+    pub max_event_bytes: usize,
+    /// Largest JSON or text (non-SSE) reply body, in bytes; a larger one fails the
+    /// task. Default 16 MiB ([`super::reply::DEFAULT_MAX_REPLY_BYTES`]).
+    pub max_reply_bytes: u64,
     /// Retries of 429, 409 RetryableConflict, 500/502/503/504 and connection
     /// failures, before any reply byte. Default 3.
     pub max_retries: u32,
@@ -174,6 +180,8 @@ impl AgentCoreSettings {
             pool_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(900),
             max_stream: Duration::from_secs(3600),
+            max_event_bytes: super::sse::DEFAULT_MAX_EVENT_BYTES,
+            max_reply_bytes: super::reply::DEFAULT_MAX_REPLY_BYTES,
             max_retries: 3,
             retry_base_delay: Duration::from_millis(200),
             retry_max_delay: Duration::from_secs(20),
@@ -216,6 +224,8 @@ impl TryFrom<&crate::config::UpstreamConfig> for AgentCoreSettings {
         s.pool_timeout = c.pool_timeout();
         s.request_timeout = c.request_timeout();
         s.max_stream = c.max_stream();
+        s.max_event_bytes = usize::try_from(c.max_event_bytes).unwrap_or(usize::MAX);
+        s.max_reply_bytes = c.max_reply_bytes;
         s.max_retries = c.max_retries;
         s.include_message = c.include_message;
         let a = &c.auth;

@@ -26,28 +26,56 @@ pub const FAILURE_BACKOFF_INITIAL: Duration = Duration::from_secs(1);
 /// Longest backoff after consecutive failed fetches.
 pub const FAILURE_BACKOFF_MAX: Duration = Duration::from_secs(30);
 
-/// Why no token could be had. The text names the endpoint and its HTTP status or
-/// OAuth error code; never the client secret or a token. Cheap to clone, because
-/// every caller waiting on one failed fetch gets the same error.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{reason}")]
+/// Why no token could be had. The reason names what failed (the endpoint is
+/// unreachable, its HTTP status, a standard OAuth error code, what is wrong with its
+/// answer) and is what a remote caller may see; the detail (the endpoint's URL, the
+/// transport's error chain) is for the log only. Neither holds the client secret or
+/// a token. Cheap to clone, because every caller waiting on one failed fetch gets
+/// the same error.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenError {
     reason: String,
+    detail: Option<String>,
 }
 
 impl TokenError {
-    /// An error with the given reason (which must not contain secrets).
+    /// An error with the given caller-safe reason (no secret, URL, address or OS error).
     pub fn new(reason: impl Into<String>) -> Self {
         Self {
             reason: reason.into(),
+            detail: None,
         }
     }
 
-    /// The reason text.
+    /// The same error with a log-only `detail` (which must not contain secrets).
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// The caller-safe reason text.
     pub fn reason(&self) -> &str {
         &self.reason
     }
+
+    /// The log-only detail, if any.
+    pub fn detail(&self) -> Option<&str> {
+        self.detail.as_deref()
+    }
 }
+
+/// The reason, then the log-only detail in parentheses.
+impl fmt::Display for TokenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)?;
+        if let Some(d) = &self.detail {
+            write!(f, " ({d})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for TokenError {}
 
 /// A freshly fetched token.
 pub struct FetchedToken {
@@ -233,11 +261,14 @@ impl TokenCache {
         let st = self.state.lock().expect("token state lock");
         st.failure.as_ref().filter(|f| now < f.retry_at).map(|f| {
             let left = f.retry_at - now;
-            TokenError::new(format!(
-                "{} (token endpoint failing; next attempt in {})",
-                f.error.reason,
-                super::errors::fmt_duration(Duration::from_secs(left.as_secs().max(1)))
-            ))
+            TokenError {
+                reason: format!(
+                    "{} (token endpoint failing; next attempt in {})",
+                    f.error.reason,
+                    super::errors::fmt_duration(Duration::from_secs(left.as_secs().max(1)))
+                ),
+                detail: f.error.detail.clone(),
+            }
         })
     }
 }

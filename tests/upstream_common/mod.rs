@@ -84,8 +84,25 @@ impl Outcome {
         *self.states().last().expect("some state")
     }
 
-    /// The text of the last status message.
+    /// The text of the last status message without its ` [correlation id …]` suffix
+    /// (see [`raw_reason`](Self::raw_reason)).
     pub fn reason(&self) -> String {
+        let r = self.raw_reason();
+        match r.rsplit_once(" [correlation id ") {
+            Some((head, id)) if id.ends_with(']') => head.to_owned(),
+            _ => r,
+        }
+    }
+
+    /// The correlation id of the last status message, if it has one.
+    pub fn correlation_id(&self) -> Option<String> {
+        let r = self.raw_reason();
+        let (_, id) = r.rsplit_once(" [correlation id ")?;
+        id.strip_suffix(']').map(str::to_owned)
+    }
+
+    /// The text of the last status message, exactly as a caller sees it.
+    pub fn raw_reason(&self) -> String {
         self.events
             .iter()
             .rev()
