@@ -92,6 +92,8 @@ pub struct Gateway {
     pub router: Router,
     /// The retention job [`serve`](Self::serve) runs (from `[store]`).
     pub maintenance: MaintenanceConfig,
+    /// Header and idle timeouts and the connection cap of the listener (from `[server]`).
+    pub connections: server::ConnectionLimits,
 }
 
 impl Gateway {
@@ -120,6 +122,7 @@ impl Gateway {
             state,
             router,
             maintenance: MaintenanceConfig::from_store_config(&config.store),
+            connections: server::ConnectionLimits::from_config(&config.server),
         }
     }
 
@@ -137,7 +140,7 @@ impl Gateway {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let stop = self.stop(grace, shutdown);
-        server::serve(listener, self.router, stop).await
+        server::serve_with_limits(listener, self.router, self.connections, stop).await
     }
 
     /// Like [`Gateway::serve`], over HTTPS with `tls` (see [`crate::tls::server_config`]).
@@ -152,7 +155,7 @@ impl Gateway {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let stop = self.stop(grace, shutdown);
-        crate::tls::serve_tls(listener, self.router, tls, stop).await
+        crate::tls::serve_tls_with_limits(listener, self.router, tls, self.connections, stop).await
     }
 
     /// Starts the retention job, then returns the shutdown sequence: after

@@ -13,6 +13,10 @@
 //! | `a2a_upstream_retries_total` | counter | `reason` | upstream executor, each retry (`429`, `503`, `connect`, …) |
 //! | `a2a_upstream_token_fetches_total` | counter | `outcome` (`ok`, `error`) | upstream token cache, each token endpoint call |
 //! | `a2a_auth_failures_total` | counter | `reason` (`missing`, `invalid`) | transport, each request refused with 401 |
+//! | `a2a_open_connections` | gauge | | listener, connections open now (refusal lane included) |
+//! | `a2a_connections_over_limit_total` | counter | `outcome` (`refusal_lane`, `closed`) | listener, each connection accepted beyond `server.max_connections` |
+//! | `a2a_connections_timed_out_total` | counter | `reason` (`header`, `idle`) | listener, each connection closed by the header or idle timeout |
+//! | `a2a_accept_errors_total` | counter | | listener, each failed `accept` (EMFILE, …) |
 //!
 //! `/metrics` itself is not authenticated (nor are `/healthz`, `/readyz` and the agent card):
 //! keep it reachable only from the scraper (firewall, network policy).
@@ -61,6 +65,8 @@ pub fn install_metrics() -> Option<PrometheusHandle> {
                     // Present from the first scrape, before any stream opened.
                     metrics::gauge!(OPEN_STREAMS).set(0.0);
                     metrics::gauge!(ACTIVE_TASKS).set(0.0);
+                    metrics::gauge!(crate::server::OPEN_CONNECTIONS).set(0.0);
+                    metrics::counter!(crate::server::ACCEPT_ERRORS).absolute(0);
                     Some(handle)
                 }
                 Err(e) => {
@@ -95,6 +101,22 @@ fn describe() {
     describe_counter!(
         "a2a_upstream_token_fetches_total",
         "Token endpoint calls by outcome"
+    );
+    describe_gauge!(
+        crate::server::OPEN_CONNECTIONS,
+        "Connections open now (refusal lane included)"
+    );
+    describe_counter!(
+        crate::server::OVER_LIMIT,
+        "Connections accepted beyond server.max_connections, by outcome (refusal_lane, closed)"
+    );
+    describe_counter!(
+        crate::server::TIMED_OUT,
+        "Connections closed by the header or idle timeout, by reason"
+    );
+    describe_counter!(
+        crate::server::ACCEPT_ERRORS,
+        "Failed accepts on the listener (e.g. out of file descriptors)"
     );
     describe_counter!(
         crate::transport::auth::AUTH_FAILURES,

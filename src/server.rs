@@ -1,8 +1,13 @@
 //! HTTP server assembly: the A2A routes plus operations endpoints, the tower layers,
 //! and serving with graceful shutdown.
 
+mod connection;
+pub mod limits;
+mod spell;
+
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::extract::State;
@@ -11,6 +16,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use connection::{GuardedBody, Lane, TrackedIo, Tracker};
+pub use limits::ConnectionLimits;
+use spell::Spell;
 
 use crate::config::Binding;
 use crate::handler::RequestHandler;
@@ -101,13 +111,23 @@ async fn readyz(
     (StatusCode::OK, "ready\n").into_response()
 }
 
-/// Longest time a client may take to send a request's headers (HTTP/1.1); slower
-/// connections are closed (a "slowloris" client cannot hold them forever).
+/// Default longest time a client may take to send a request's head (see
+/// [`ConnectionLimits::header_timeout`]); slower connections are closed, so a
+/// "slowloris" client cannot hold them forever.
 pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Serves `app` on `listener` (HTTP/1.1 and h2c) until `shutdown` resolves, then
-/// stops accepting and lets in-flight requests finish. Request headers must arrive
-/// within [`HEADER_READ_TIMEOUT`].
+/// Counter of failed `accept` calls (EMFILE and friends).
+pub const ACCEPT_ERRORS: &str = "a2a_accept_errors_total";
+/// Gauge of connections currently open (the refusal lane included).
+pub const OPEN_CONNECTIONS: &str = "a2a_open_connections";
+/// Counter of connections accepted beyond `max_connections`, label `outcome`:
+/// `refusal_lane` (answered once) or `closed` (closed at once).
+pub const OVER_LIMIT: &str = "a2a_connections_over_limit_total";
+/// Counter of connections closed by a timeout, label `reason` (`header`, `idle`).
+pub const TIMED_OUT: &str = connection::TIMED_OUT;
+
+/// Serves `app` on `listener` (HTTP/1.1 and h2c) under the default [`ConnectionLimits`]
+/// until `shutdown` resolves; see [`serve_with_limits`].
 ///
 /// # Errors
 /// None today: accept errors are logged and the loop goes on.
@@ -116,23 +136,56 @@ pub async fn serve(
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    serve_connections(
-        listener,
-        app,
-        shutdown,
-        |tcp, _peer| async move { Some(tcp) },
-    )
+    serve_with_limits(listener, app, ConnectionLimits::default(), shutdown).await
+}
+
+/// Serves `app` on `listener` (HTTP/1.1 and h2c) under `limits` until `shutdown`
+/// resolves, then stops accepting, asks open connections to close and waits for
+/// in-flight requests to finish.
+///
+/// # Errors
+/// None today: accept errors are logged and the loop goes on.
+pub async fn serve_with_limits(
+    listener: TcpListener,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_connections(listener, app, limits, shutdown, |tcp, _peer| async move {
+        Some(tcp)
+    })
     .await
 }
 
+/// One open connection slot; frees it when dropped.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(open: &Arc<AtomicUsize>) -> Self {
+        let n = open.fetch_add(1, Ordering::Relaxed) + 1;
+        metrics::gauge!(OPEN_CONNECTIONS).set(n as f64);
+        Self(open.clone())
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let n = self.0.fetch_sub(1, Ordering::Relaxed) - 1;
+        metrics::gauge!(OPEN_CONNECTIONS).set(n as f64);
+    }
+}
+
 /// The accept loop shared by plain HTTP and TLS: accepts TCP connections (with
-/// `TCP_NODELAY`), turns each into a byte stream with `handshake` (`None` drops it),
-/// and serves HTTP/1.1 or HTTP/2 on it with `app`, the peer address available to
-/// handlers as `ConnectInfo`. On `shutdown` it stops accepting and waits for open
-/// connections to finish.
+/// `TCP_NODELAY`), turns each into a byte stream with `handshake` (`None` drops it;
+/// it must finish within the header timeout), and serves HTTP/1.1 or HTTP/2 on it
+/// with `app` under `limits`, the peer address available to handlers as
+/// `ConnectInfo`. Failed accepts back off (5 ms doubling to 1 s) and are logged once
+/// per spell. On `shutdown` it stops accepting, asks connections to close and waits
+/// for them.
 pub(crate) async fn serve_connections<H, Fut, Io>(
     listener: TcpListener,
     app: Router,
+    limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
     handshake: H,
 ) -> std::io::Result<()>
@@ -142,14 +195,33 @@ where
     Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    use tower::ServiceExt;
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    // Head deadlines are enforced per connection (see `connection`), for every
+    // protocol; hyper's own HTTP/1.1 timer would also close idle keep-alive
+    // connections at the header timeout.
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+        .header_read_timeout(None);
     builder.http2().timer(TokioTimer::new());
+    let limits = Arc::new(limits);
+    let lane = limits.refusal_lane();
+    if let Some(soft) = limits::open_file_limit()
+        && (limits.max_connections + lane) as u64 > soft
+    {
+        tracing::warn!(
+            max_connections = limits.max_connections,
+            open_file_limit = soft,
+            "server.max_connections (plus its refusal lane of {lane}) exceeds the open-file \
+             limit: accepts will fail before the cap is reached (raise the limit, e.g. \
+             LimitNOFILE=, or lower server.max_connections)"
+        );
+    }
+    let open = Arc::new(AtomicUsize::new(0));
+    let stop = CancellationToken::new();
+    let tasks = tokio_util::task::TaskTracker::new();
+    let mut accept_errors = Spell::default();
+    let mut over_limit = Spell::default();
     tokio::pin!(shutdown);
     loop {
         let (tcp, peer) = tokio::select! {
@@ -157,38 +229,116 @@ where
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
                 Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
+                    metrics::counter!(ACCEPT_ERRORS).increment(1);
+                    if accept_errors.hit() {
+                        tracing::warn!(
+                            error = %e,
+                            "accept failed; backing off (logged once until accepting works again)"
+                        );
+                    }
+                    let wait = accept_errors.backoff();
+                    tokio::select! {
+                        () = &mut shutdown => break,
+                        () = tokio::time::sleep(wait) => continue,
+                    }
                 }
             },
         };
+        if let Some((errors, took)) = accept_errors.end() {
+            tracing::info!(
+                errors,
+                duration_ms = took.as_millis() as u64,
+                "accepting connections again"
+            );
+        }
+        let accepted_at = tokio::time::Instant::now();
+        let open_now = open.load(Ordering::Relaxed);
+        let conn_lane = if open_now < limits.max_connections {
+            if let Some((connections, took)) = over_limit.end() {
+                tracing::info!(
+                    connections,
+                    duration_ms = took.as_millis() as u64,
+                    "back under server.max_connections"
+                );
+            }
+            Lane::Normal
+        } else {
+            if over_limit.hit() {
+                tracing::warn!(
+                    max_connections = limits.max_connections,
+                    "server.max_connections reached: {lane} more connections get 503 \
+                     (probes still answer), the rest are closed at once (logged once until \
+                     back under the limit)"
+                );
+            }
+            if open_now >= limits.max_connections + lane {
+                metrics::counter!(OVER_LIMIT, "outcome" => "closed").increment(1);
+                drop(tcp);
+                continue;
+            }
+            metrics::counter!(OVER_LIMIT, "outcome" => "refusal_lane").increment(1);
+            Lane::Refusal
+        };
+        let slot = Slot::take(&open);
         // Small JSON replies and SSE frames must not wait for Nagle's algorithm.
         let _ = tcp.set_nodelay(true);
         let (app, builder, handshake) = (app.clone(), builder.clone(), handshake.clone());
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let Some(io) = handshake(tcp, peer).await else {
-                return;
+        let (limits, stop) = (limits.clone(), stop.clone());
+        tasks.spawn(async move {
+            let _slot = slot;
+            let deadline = accepted_at + limits.header_timeout;
+            let io = tokio::select! {
+                io = tokio::time::timeout_at(deadline, handshake(tcp, peer)) => match io {
+                    Ok(Some(io)) => io,
+                    Ok(None) => return,
+                    Err(_) => {
+                        metrics::counter!(connection::TIMED_OUT, "reason" => "header")
+                            .increment(1);
+                        return;
+                    }
+                },
+                () = stop.cancelled() => return,
             };
+            let tracker = Tracker::new();
+            let service_tracker = tracker.clone();
+            let service_stop = stop.clone();
             let service =
                 hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let mut req = req.map(axum::body::Body::new);
-                    req.extensions_mut()
-                        .insert(axum::extract::ConnectInfo(peer));
-                    app.clone().oneshot(req)
+                    let guard = service_tracker.start(req.version());
+                    let refused = connection::refusal(&req, conn_lane, service_stop.is_cancelled());
+                    let app = app.clone();
+                    async move {
+                        let resp = match refused {
+                            Some(why) => {
+                                connection::refusal_response(why, req.method(), req.version())
+                            }
+                            None => {
+                                let mut req = req.map(axum::body::Body::new);
+                                req.extensions_mut()
+                                    .insert(axum::extract::ConnectInfo(peer));
+                                match app.oneshot(req).await {
+                                    Ok(resp) => resp,
+                                    Err(never) => match never {},
+                                }
+                            }
+                        };
+                        Ok::<_, std::convert::Infallible>(
+                            resp.map(|body| GuardedBody::new(body, guard)),
+                        )
+                    }
                 });
-            let conn = builder
-                .serve_connection_with_upgrades(TokioIo::new(io), service)
-                .into_owned();
-            if let Err(e) = watcher.watch(conn).await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
+            let conn = builder.serve_connection_with_upgrades(
+                TokioIo::new(TrackedIo::new(io, tracker.clone())),
+                service,
+            );
+            connection::supervise(conn, &tracker, &limits, accepted_at, conn_lane, &stop, peer)
+                .await;
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    stop.cancel();
+    tasks.close();
+    tasks.wait().await;
     Ok(())
 }
 

@@ -70,10 +70,9 @@ pub fn server_config(
     Ok(Arc::new(config))
 }
 
-/// Serves `app` over TLS on `listener` until `shutdown` resolves, then stops
-/// accepting and lets in-flight connections finish (open SSE streams must already
-/// have been ended by the caller's shutdown future). The TLS handshake must finish
-/// within 10 s; connections are then served as by [`crate::server::serve`].
+/// Serves `app` over TLS on `listener` under the default
+/// [`ConnectionLimits`](crate::server::ConnectionLimits) until `shutdown` resolves; see
+/// [`serve_tls_with_limits`].
 ///
 /// # Errors
 /// None today: accept errors are logged and the loop goes on (returns `Ok` after
@@ -84,8 +83,27 @@ pub async fn serve_tls(
     tls: Arc<rustls::ServerConfig>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
+    serve_tls_with_limits(listener, app, tls, Default::default(), shutdown).await
+}
+
+/// Serves `app` over TLS on `listener` under `limits` until `shutdown` resolves, then
+/// stops accepting and lets in-flight connections finish (open SSE streams must already
+/// have been ended by the caller's shutdown future). The TLS handshake must finish within
+/// 10 s, and with the first request head within `limits.header_timeout`; connections are
+/// then served as by [`crate::server::serve_with_limits`].
+///
+/// # Errors
+/// None today: accept errors are logged and the loop goes on (returns `Ok` after
+/// shutdown); the `Result` mirrors [`crate::server::serve`].
+pub async fn serve_tls_with_limits(
+    listener: TcpListener,
+    app: Router,
+    tls: Arc<rustls::ServerConfig>,
+    limits: crate::server::ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
     let acceptor = TlsAcceptor::from(tls);
-    crate::server::serve_connections(listener, app, shutdown, move |tcp, peer| {
+    crate::server::serve_connections(listener, app, limits, shutdown, move |tcp, peer| {
         let acceptor = acceptor.clone();
         async move {
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {

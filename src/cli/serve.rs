@@ -76,6 +76,7 @@ pub(super) async fn serve_config(
         listen = %local,
         public_url = %config.server.public_url(),
         store = %config.store.url,
+        max_connections = gateway.connections.max_connections,
         "a2a-gateway listening on {scheme}://{local}/"
     );
     let grace = config.server.shutdown_grace();

@@ -42,6 +42,21 @@ pub struct ServerConfig {
     /// How long a shutdown waits for in-flight requests before ending them, in seconds.
     /// Default 30.
     pub shutdown_grace_secs: u64,
+    /// Longest time from accepting a connection to a complete first request head, in
+    /// seconds: the TLS handshake and the HTTP/2 preface count too; a connection that has
+    /// sent nothing or a partial head by then is closed. Also bounds each later HTTP/1.1
+    /// head once its first byte arrived. Default 30.
+    pub header_timeout_secs: u64,
+    /// How long a keep-alive HTTP/1.1 or HTTP/2 connection with no request in flight stays
+    /// open, in seconds (HTTP/2 gets a GOAWAY). Default 75 (above the 60 s idle timeout of
+    /// common load balancers, so they close first).
+    pub idle_timeout_secs: u64,
+    /// Most connections served at once. Beyond it a few more (an eighth of it, at most 64)
+    /// are answered `503` with `Retry-After` (`/healthz` and `/readyz` still answer there),
+    /// the rest are closed at once. Unset: half the soft open-file limit
+    /// (`RLIMIT_NOFILE`), at most 65,536 (see [`crate::server::ConnectionLimits`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<usize>,
     /// `[server.auth]`: inbound authentication of A2A requests. Default `none`.
     pub auth: ServerAuthConfig,
     /// The A2A protocol bindings served and declared in the agent card's
@@ -96,6 +111,9 @@ impl Default for ServerConfig {
             tls_cert_file: None,
             tls_key_file: None,
             shutdown_grace_secs: 30,
+            header_timeout_secs: 30,
+            idle_timeout_secs: 75,
+            max_connections: None,
             auth: ServerAuthConfig::default(),
             bindings: Binding::ALL.to_vec(),
         }
@@ -135,6 +153,16 @@ impl ServerConfig {
         Duration::from_secs(self.shutdown_grace_secs)
     }
 
+    /// `header_timeout_secs` as a [`Duration`].
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_secs(self.header_timeout_secs)
+    }
+
+    /// `idle_timeout_secs` as a [`Duration`].
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.idle_timeout_secs)
+    }
+
     pub(crate) fn validate(&self) -> Result<(), Invalid> {
         nonzero("server.max_body_bytes", self.max_body_bytes)?;
         nonzero(
@@ -143,6 +171,11 @@ impl ServerConfig {
         )?;
         nonzero("server.sse_keepalive_secs", self.sse_keepalive_secs)?;
         nonzero("server.shutdown_grace_secs", self.shutdown_grace_secs)?;
+        nonzero("server.header_timeout_secs", self.header_timeout_secs)?;
+        nonzero("server.idle_timeout_secs", self.idle_timeout_secs)?;
+        if let Some(max) = self.max_connections {
+            nonzero("server.max_connections", max as u64)?;
+        }
         self.auth.validate()?;
         if self.bindings.is_empty() {
             return Err(Invalid::new(

@@ -98,6 +98,9 @@ fn fully_populated() -> Config {
             tls_key_file: Some("k".into()),
             shutdown_grace_secs: 1,
             bindings: vec![Binding::Rest],
+            header_timeout_secs: 1,
+            idle_timeout_secs: 1,
+            max_connections: Some(1),
             auth: ServerAuthConfig {
                 kind: ServerAuthKind::ApiKey,
                 keys: vec![ApiKeyConfig {
