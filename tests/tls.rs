@@ -88,3 +88,61 @@ fn bad_tls_files_name_the_key() {
     let err = a2a_gateway::tls::server_config(&not_a_key, &cert).unwrap_err();
     assert_eq!(err.key, "server.tls_cert_file", "{err}");
 }
+
+/// Over TLS the header timeout counts from accept: a socket that never starts the
+/// handshake, and one that completes it but sends no request, are both closed then.
+#[tokio::test(start_paused = true)]
+async fn tls_connections_without_a_request_are_closed_after_the_header_timeout() {
+    use tokio::io::AsyncReadExt;
+    const HEADER: Duration = Duration::from_secs(2);
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key, cert_pem) = self_signed(dir.path());
+    let tls = a2a_gateway::tls::server_config(&cert, &key).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = Router::new().route("/healthz", get(|| async { "ok\n" }));
+    let limits = a2a_gateway::server::ConnectionLimits {
+        header_timeout: HEADER,
+        idle_timeout: Duration::from_secs(60),
+        max_connections: 100,
+    };
+    tokio::spawn(a2a_gateway::tls::serve_tls_with_limits(
+        listener,
+        app,
+        tls,
+        limits,
+        futures::future::pending(),
+    ));
+
+    let started = tokio::time::Instant::now();
+    let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_pemfile::certs(&mut cert_pem.as_slice()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(client));
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut shook = connector.connect(name, tcp).await.expect("TLS handshake");
+
+    let mut out = Vec::new();
+    tokio::time::timeout(HEADER * 4, silent.read_to_end(&mut out))
+        .await
+        .expect("a socket without a handshake is closed")
+        .unwrap();
+    let at = started.elapsed();
+    assert!(at >= HEADER && at < HEADER * 2, "closed after {at:?}");
+    let closed = tokio::time::timeout(HEADER * 4, shook.read_to_end(&mut out)).await;
+    assert!(
+        closed.is_ok(),
+        "a TLS connection without a request stayed open"
+    );
+    let at = started.elapsed();
+    assert!(at >= HEADER && at < HEADER * 2, "closed after {at:?}");
+}
