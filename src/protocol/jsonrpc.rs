@@ -2,7 +2,7 @@
 //! response rendering.
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// A request id exactly as the client sent it: a string, a number or `null`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -38,30 +38,166 @@ pub enum EnvelopeError {
 /// 64 bits are refused instead of being echoed altered.
 const MAX_EXACT_ID: f64 = 9_007_199_254_740_992.0;
 
-/// Parses a request body: one JSON-RPC 2.0 request object.
+/// Longest string `id` accepted, in bytes: the same cap as task and context ids
+/// (`crate::handler::MAX_ID_BYTES`), so a client cannot make every reply echo megabytes.
+pub const MAX_ID_BYTES: usize = 1024;
+
+/// The top-level value of a body, read in one pass: the four envelope members of an
+/// object (other members skipped), or which other kind of value it was.
+enum TopLevel {
+    Object(Members),
+    Array,
+    Scalar,
+}
+
+#[derive(Default)]
+struct Members {
+    jsonrpc: Option<Value>,
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+    /// `id` appeared more than once.
+    id_repeated: bool,
+    /// The first other envelope member that appeared more than once.
+    repeated: Option<&'static str>,
+}
+
+/// A member name of the request object: one of the four, or any other.
+enum Key {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for Key {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl serde::de::Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key, E> {
+                Ok(match v {
+                    "jsonrpc" => Key::Jsonrpc,
+                    "id" => Key::Id,
+                    "method" => Key::Method,
+                    "params" => Key::Params,
+                    _ => Key::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(KeyVisitor)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TopLevel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::IgnoredAny;
+        struct TopVisitor;
+        impl<'de> serde::de::Visitor<'de> for TopVisitor {
+            type Value = TopLevel;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<TopLevel, A::Error> {
+                let mut m = Members::default();
+                while let Some(key) = map.next_key::<Key>()? {
+                    let (slot, name) = match key {
+                        Key::Jsonrpc => (&mut m.jsonrpc, "jsonrpc"),
+                        Key::Id => (&mut m.id, "id"),
+                        Key::Method => (&mut m.method, "method"),
+                        Key::Params => (&mut m.params, "params"),
+                        Key::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    if slot.is_some() {
+                        // Still read (and syntax-check) the value, but keep the first.
+                        map.next_value::<IgnoredAny>()?;
+                        if name == "id" {
+                            m.id_repeated = true;
+                        } else {
+                            m.repeated.get_or_insert(name);
+                        }
+                    } else {
+                        *slot = Some(map.next_value::<Value>()?);
+                    }
+                }
+                Ok(TopLevel::Object(m))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<TopLevel, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(TopLevel::Array)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<TopLevel, E> {
+                Ok(TopLevel::Scalar)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<TopLevel, E> {
+                Ok(TopLevel::Scalar)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<TopLevel, E> {
+                Ok(TopLevel::Scalar)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<TopLevel, E> {
+                Ok(TopLevel::Scalar)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<TopLevel, E> {
+                Ok(TopLevel::Scalar)
+            }
+            fn visit_unit<E>(self) -> Result<TopLevel, E> {
+                Ok(TopLevel::Scalar)
+            }
+        }
+        d.deserialize_any(TopVisitor)
+    }
+}
+
+/// Parses a request body: one JSON-RPC 2.0 request object, in one pass over the bytes
+/// (members other than `jsonrpc`, `id`, `method` and `params` are skipped unread).
 ///
 /// # Errors
 /// [`EnvelopeError::Parse`] for invalid JSON; [`EnvelopeError::Invalid`] for batches,
-/// non-objects, a missing or wrong `jsonrpc`, a non-string `method`, an `id` that is
-/// not a string, number or null, or `params` that is not an object or array.
+/// non-objects, an envelope member that appears more than once, a missing or wrong
+/// `jsonrpc`, a non-string `method`, an `id` that is not a string, number or null (or a
+/// string over [`MAX_ID_BYTES`]), or `params` that is not an object or array.
 pub fn parse_request(body: &[u8]) -> Result<JsonRpcRequest, EnvelopeError> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| EnvelopeError::Parse(e.to_string()))?;
-    let obj: Map<String, Value> = match v {
-        Value::Object(o) => o,
-        Value::Array(_) => {
+    let top: TopLevel =
+        serde_json::from_slice(body).map_err(|e| EnvelopeError::Parse(e.to_string()))?;
+    let m = match top {
+        TopLevel::Object(m) => m,
+        TopLevel::Array => {
             return Err(EnvelopeError::Invalid {
                 id: None,
                 reason: "batch requests are not supported".into(),
             });
         }
-        _ => {
+        TopLevel::Scalar => {
             return Err(EnvelopeError::Invalid {
                 id: None,
                 reason: "the request must be a JSON object".into(),
             });
         }
     };
-    let id = match obj.get("id") {
+    let bad_id = |reason: String| EnvelopeError::Invalid {
+        id: Some(RequestId(Value::Null)),
+        reason,
+    };
+    if m.id_repeated {
+        return Err(bad_id(
+            "`id` appears more than once in the request object".into(),
+        ));
+    }
+    let id = match m.id {
         None => None,
         Some(Value::Number(n))
             if n.is_f64()
@@ -70,34 +206,41 @@ pub fn parse_request(body: &[u8]) -> Result<JsonRpcRequest, EnvelopeError> {
         {
             // Parsed as a float, the integer has already lost digits: echoing it
             // would give the client back a different id.
-            return Err(EnvelopeError::Invalid {
-                id: Some(RequestId(Value::Null)),
-                reason: "`id` is an integer too large to echo exactly; send it as a string".into(),
-            });
+            return Err(bad_id(
+                "`id` is an integer too large to echo exactly; send it as a string".into(),
+            ));
         }
-        Some(v @ (Value::String(_) | Value::Number(_) | Value::Null)) => Some(RequestId(v.clone())),
+        Some(Value::String(s)) if s.len() > MAX_ID_BYTES => {
+            return Err(bad_id(format!(
+                "`id` is {} bytes long; string ids are at most {MAX_ID_BYTES} bytes",
+                s.len()
+            )));
+        }
+        Some(v @ (Value::String(_) | Value::Number(_) | Value::Null)) => Some(RequestId(v)),
         Some(_) => {
-            return Err(EnvelopeError::Invalid {
-                id: Some(RequestId(Value::Null)),
-                reason: "`id` must be a string, a number or null".into(),
-            });
+            return Err(bad_id("`id` must be a string, a number or null".into()));
         }
     };
     let invalid = |reason: &str| EnvelopeError::Invalid {
         id: id.clone(),
         reason: reason.into(),
     };
-    if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+    if let Some(name) = m.repeated {
+        return Err(invalid(&format!(
+            "`{name}` appears more than once in the request object"
+        )));
+    }
+    if m.jsonrpc != Some(Value::String("2.0".into())) {
         return Err(invalid("`jsonrpc` must be \"2.0\""));
     }
-    let method = match obj.get("method") {
-        Some(Value::String(m)) => m.clone(),
+    let method = match m.method {
+        Some(Value::String(m)) => m,
         Some(_) => return Err(invalid("`method` must be a string")),
         None => return Err(invalid("`method` is missing")),
     };
-    let params = match obj.get("params") {
+    let params = match m.params {
         None => Value::Null,
-        Some(p @ (Value::Object(_) | Value::Array(_))) => p.clone(),
+        Some(p @ (Value::Object(_) | Value::Array(_))) => p,
         Some(_) => return Err(invalid("`params` must be an object or an array")),
     };
     Ok(JsonRpcRequest { id, method, params })
@@ -184,10 +327,102 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1,"method":3}"#,
             br#"{"jsonrpc":"2.0","id":{},"method":"m"}"#,
             br#"{"jsonrpc":"2.0","id":1,"method":"m","params":3}"#,
+            br#"true"#,
+            br#"null"#,
+            br#""str""#,
+            br#"-1.5"#,
         ] {
             assert!(
                 matches!(parse_request(b), Err(EnvelopeError::Invalid { .. })),
                 "{b:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn ids_are_capped_like_task_ids() {
+        assert_eq!(MAX_ID_BYTES, crate::handler::MAX_ID_BYTES);
+        let body = |id: &str| {
+            serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": "m"})).unwrap()
+        };
+        let at_cap = "é".repeat(MAX_ID_BYTES / 2);
+        assert_eq!(
+            parse_request(&body(&at_cap)).unwrap().id,
+            Some(RequestId(json!(at_cap)))
+        );
+        let over = format!("{at_cap}x");
+        match parse_request(&body(&over)) {
+            Err(EnvelopeError::Invalid { id, reason }) => {
+                assert_eq!(id, Some(RequestId(Value::Null)));
+                assert!(reason.contains("1025 bytes"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn repeated_envelope_members_are_refused_not_last_wins() {
+        let cases: [(&[u8], Option<Value>, &str); 6] = [
+            (
+                br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#,
+                Some(Value::Null),
+                "`id`",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}"#,
+                Some(json!(1)),
+                "`method`",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":"x","method":"m"}"#,
+                Some(json!("x")),
+                "`jsonrpc`",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{},"params":{"a":1}}"#,
+                Some(json!(1)),
+                "`params`",
+            ),
+            // A repeat written with an escape is the same member.
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":"a","\u006dethod":"b"}"#,
+                Some(json!(1)),
+                "`method`",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","method":"a","method":"b"}"#,
+                None,
+                "`method`",
+            ),
+        ];
+        for (body, want_id, name) in cases {
+            match parse_request(body) {
+                Err(EnvelopeError::Invalid { id, reason }) => {
+                    assert_eq!(id, want_id.map(RequestId), "{body:?}");
+                    assert!(
+                        reason.contains(name) && reason.contains("more than once"),
+                        "{reason}"
+                    );
+                }
+                other => panic!("{:?}: {other:?}", String::from_utf8_lossy(body)),
+            }
+        }
+        // Other members may repeat (they are not read), and are skipped.
+        let r = parse_request(
+            br#"{"jsonrpc":"2.0","x":1,"x":[2],"id":1,"method":"m","params":{"a":1,"a":2}}"#,
+        )
+        .unwrap();
+        assert_eq!(r.method, "m");
+        // Invalid JSON inside a repeated or skipped member is still a parse error.
+        for body in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"m","method":[}"#[..],
+            br#"{"jsonrpc":"2.0","x":[1,,],"id":1,"method":"m"}"#,
+            br#"[1,]"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m"} x"#,
+        ] {
+            assert!(
+                matches!(parse_request(body), Err(EnvelopeError::Parse(_))),
+                "{body:?}"
             );
         }
     }
