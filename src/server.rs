@@ -309,9 +309,7 @@ where
                     let app = app.clone();
                     async move {
                         let resp = match refused {
-                            Some(why) => {
-                                connection::refusal_response(why, req.method(), req.version())
-                            }
+                            Some(why) => connection::refusal_response(why, &req),
                             None => {
                                 let mut req = req.map(axum::body::Body::new);
                                 req.extensions_mut()

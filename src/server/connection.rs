@@ -26,8 +26,8 @@ use tokio_util::sync::CancellationToken;
 use super::limits::ConnectionLimits;
 use crate::error::A2aError;
 
-/// Seconds a refused caller is asked to wait (`Retry-After`).
-pub(crate) const RETRY_AFTER_SECS: u64 = 1;
+/// Seconds a refused caller is asked to wait (`Retry-After`), as every binding's 503.
+pub(crate) const RETRY_AFTER_SECS: u64 = crate::transport::rest::response::RETRY_AFTER_SECS;
 
 /// How long a connection asked to close gracefully may stay open with nothing in flight.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
@@ -270,30 +270,61 @@ pub(crate) fn refusal<B>(req: &Request<B>, lane: Lane, draining: bool) -> Option
     }
 }
 
-/// The `503` for `refusal`, with `Retry-After`: a JSON-RPC error (`-32000`, `id` null)
-/// for a POST, plain text otherwise; `Connection: close` on HTTP/1.x.
-pub(crate) fn refusal_response(
-    refusal: Refusal,
-    method: &Method,
-    version: Version,
-) -> Response<Body> {
+/// The refusal answer for `req`, in its binding's form: on the HTTP+JSON binding (paths
+/// under [`REST_PATH`](crate::transport::rest::REST_PATH)) its `503` error body; a gRPC
+/// request (`content-type: application/grpc…`) gets `grpc-status: 14` (UNAVAILABLE); a
+/// POST elsewhere gets a JSON-RPC error (`-32000`, `id` null) with `503`; anything else
+/// `503` in plain text. Every `503` has `Retry-After`; HTTP/1.x answers add
+/// `Connection: close`.
+pub(crate) fn refusal_response<B>(refusal: Refusal, req: &Request<B>) -> Response<Body> {
     let text = match refusal {
         Refusal::ConnectionLimit => "the gateway is at its connection limit; retry later",
         Refusal::ShuttingDown => "the gateway is shutting down; retry later",
     };
-    let (content_type, body) = if method == Method::POST {
-        let error = A2aError::Unavailable(text.into()).to_error_object();
-        let body = crate::protocol::jsonrpc::failure(None, &error).to_string();
-        ("application/json", body)
+    let error = A2aError::Unavailable(text.into());
+    let grpc = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/grpc"));
+    let path = req.uri().path();
+    let mut resp = if grpc {
+        // Trailers-only: the status travels in the headers of an HTTP 200.
+        let mut resp = Response::new(Body::empty());
+        let headers = resp.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/grpc"),
+        );
+        headers.insert("grpc-status", HeaderValue::from_static("14"));
+        headers.insert(
+            "grpc-message",
+            HeaderValue::from_static("gateway%20unavailable%3B%20retry%20later"),
+        );
+        resp
+    } else if path == crate::transport::rest::REST_PATH
+        || path.starts_with(&format!("{}/", crate::transport::rest::REST_PATH))
+    {
+        let media = crate::transport::rest::response::media_type(req.headers());
+        crate::transport::rest::response::error(media, &error)
     } else {
-        ("text/plain; charset=utf-8", format!("{text}\n"))
+        let (content_type, body) = if req.method() == Method::POST {
+            let body = crate::protocol::jsonrpc::failure(None, &error.to_error_object());
+            ("application/json", body.to_string())
+        } else {
+            ("text/plain; charset=utf-8", format!("{text}\n"))
+        };
+        let mut resp = Response::new(Body::from(body));
+        *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        resp.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        resp
     };
-    let mut resp = Response::new(Body::from(body));
-    *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
     let headers = resp.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
-    if version < Version::HTTP_2 {
+    if !grpc {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+    }
+    if req.version() < Version::HTTP_2 {
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     resp
@@ -367,5 +398,73 @@ pub(crate) async fn supervise<C, E>(
                 None => {}
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(method: Method, path: &str, content_type: Option<&str>) -> Request<()> {
+        let mut b = Request::builder().method(method).uri(path);
+        if let Some(ct) = content_type {
+            b = b.header(header::CONTENT_TYPE, ct);
+        }
+        b.body(()).unwrap()
+    }
+
+    async fn body(resp: Response<Body>) -> String {
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn each_binding_gets_its_own_refusal() {
+        let r = refusal_response(Refusal::ShuttingDown, &req(Method::POST, "/", None));
+        assert_eq!(r.status(), 503);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "1");
+        assert_eq!(r.headers()[header::CONNECTION], "close");
+        let v: serde_json::Value = serde_json::from_str(&body(r).await).unwrap();
+        assert_eq!(v["error"]["code"], -32000);
+        assert_eq!(v["id"], serde_json::Value::Null);
+
+        let path = format!("{}/tasks/x", crate::transport::rest::REST_PATH);
+        let r = refusal_response(Refusal::ConnectionLimit, &req(Method::GET, &path, None));
+        assert_eq!(r.status(), 503);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "1");
+        let v: serde_json::Value = serde_json::from_str(&body(r).await).unwrap();
+        assert_eq!(v["error"]["code"], 503, "{v}");
+
+        let grpc = req(
+            Method::POST,
+            "/a2a.v1.A2AService/GetTask",
+            Some("application/grpc+proto"),
+        );
+        let r = refusal_response(Refusal::ConnectionLimit, &grpc);
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["grpc-status"], "14");
+
+        let r = refusal_response(Refusal::ConnectionLimit, &req(Method::GET, "/x", None));
+        assert_eq!(r.status(), 503);
+        assert!(body(r).await.contains("connection limit"));
+    }
+
+    #[test]
+    fn probes_pass_the_refusal_lane_and_healthz_the_drain() {
+        let get = |p: &str| req(Method::GET, p, None);
+        assert_eq!(refusal(&get("/healthz"), Lane::Refusal, false), None);
+        assert_eq!(refusal(&get("/readyz"), Lane::Refusal, false), None);
+        assert_eq!(
+            refusal(&get("/"), Lane::Refusal, false),
+            Some(Refusal::ConnectionLimit)
+        );
+        assert_eq!(refusal(&get("/"), Lane::Normal, false), None);
+        assert_eq!(refusal(&get("/healthz"), Lane::Normal, true), None);
+        assert_eq!(
+            refusal(&get("/readyz"), Lane::Normal, true),
+            Some(Refusal::ShuttingDown)
+        );
     }
 }
