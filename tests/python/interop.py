@@ -223,17 +223,19 @@ def wait_for_upstream_ping(proc: Proc, base: str) -> None:
     )
 
 
-def start_upstream_agent() -> tuple[Proc, str]:
-    """tests/python/upstream_agent.py (a real BedrockAgentCoreApp) on a free port."""
+def start_upstream_agent(script: Path = HERE / "upstream_agent.py") -> tuple[Proc, str]:
+    """An agent script taking its port as argument (by default tests/python/upstream_agent.py,
+    a real BedrockAgentCoreApp) on a free port; returns it and its invocation URL."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = Proc("upstream_agent", [PYTHON, str(HERE / "upstream_agent.py"), str(port)])
+    proc = Proc(script.stem, [PYTHON, str(script), str(port)])
     wait_for_upstream_ping(proc, base)
     return proc, f"{base}/invocations"
 
 
-def start_gateway(upstream_url: str) -> tuple[Proc, str]:
-    """`a2a-gateway serve`, configured only by environment, in an empty directory."""
+def start_gateway(upstream_url: str, extra_env: dict[str, str] | None = None) -> tuple[Proc, str]:
+    """`a2a-gateway serve`, configured only by environment (``extra_env`` adds settings),
+    in an empty directory."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     workdir = tempfile.mkdtemp(prefix="a2a-interop-gateway-")
@@ -246,6 +248,7 @@ def start_gateway(upstream_url: str) -> tuple[Proc, str]:
             "A2A_GATEWAY_UPSTREAM__URL": upstream_url,
             "A2A_GATEWAY_UPSTREAM__AUTH__KIND": "none",
             "A2A_GATEWAY_STORE__URL": "memory:",
+            **(extra_env or {}),
         }
     )
     proc = Proc("a2a-gateway", [str(gateway_bin()), "serve"], env=env, replace_env=True, cwd=workdir)
