@@ -36,6 +36,12 @@ def gateway_url():
     upstream.stop()
 
 
+@pytest.fixture(params=["JSONRPC", "HTTP+JSON"])
+def binding(request):
+    """Every scenario runs on the SDK's JSON-RPC and on its REST transport, as the kit does."""
+    return request.param
+
+
 def request(prefix: str, *, task_id: str = "") -> SendMessageRequest:
     """A message whose id starts with the kit's scenario prefix, as the kit's ids do."""
     return SendMessageRequest(
