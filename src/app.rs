@@ -7,12 +7,12 @@ use axum::Router;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
+use crate::config::{Config, ServerConfig};
 use crate::executor::AgentExecutor;
 use crate::handler::{HandlerConfig, MaintenanceConfig, RequestHandler};
 use crate::protocol::{
-    AgentCapabilities, AgentCard, AgentProvider, AgentSkill, SecurityRequirement, SecurityScheme,
-    StringList,
+    AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, SecurityRequirement,
+    SecurityScheme, StringList,
 };
 use crate::server::{self, ReadinessCheck};
 use crate::store::TaskStore;
@@ -45,11 +45,7 @@ pub fn agent_card(config: &Config) -> AgentCard {
     AgentCard {
         name: a.name.clone(),
         description: a.description.clone(),
-        supported_interfaces: crate::transport::interfaces::supported_interfaces(
-            config.server.public_url().as_str(),
-            &config.server.bindings,
-            None,
-        ),
+        supported_interfaces: interfaces(&config.server),
         provider: a.provider.as_ref().map(|p| AgentProvider {
             url: p.url.to_string(),
             organization: p.organization.clone(),
@@ -81,6 +77,18 @@ pub fn agent_card(config: &Config) -> AgentCard {
             .collect(),
         icon_url: None,
     }
+}
+
+/// The interfaces the card declares, in `server.bindings` order (see
+/// [`crate::transport::interfaces`]); gRPC at [`ServerConfig::grpc_address`] when it has a
+/// listener of its own.
+pub fn interfaces(server: &ServerConfig) -> Vec<AgentInterface> {
+    let grpc = server.grpc_listen.map(|_| server.grpc_address());
+    crate::transport::interfaces::supported_interfaces(
+        server.public_url().as_str(),
+        &server.bindings,
+        grpc.as_deref(),
+    )
 }
 
 /// A gateway ready to serve: its state (handler, card, limits) and router.
@@ -115,6 +123,7 @@ impl Gateway {
             sse_keepalive: config.server.sse_keepalive(),
             auth: Authenticator::from_config(&config.server.auth),
             bindings: config.server.bindings.clone(),
+            grpc_own_listener: config.server.grpc_listen.is_some(),
         };
         let state = AppState::new(handler, agent_card(config), transport);
         let router = server::router(state.clone(), ready);
@@ -139,8 +148,48 @@ impl Gateway {
         grace: std::time::Duration,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        self.serve_all(listener, None, None, grace, shutdown).await
+    }
+
+    /// Like [`Gateway::serve`], with HTTPS when `tls` is set, and gRPC also served on
+    /// `grpc_listener` (`server.grpc_listen`, the same TLS) until the main listener
+    /// stops.
+    ///
+    /// # Errors
+    /// I/O errors of either listener.
+    pub async fn serve_all(
+        self,
+        listener: TcpListener,
+        grpc_listener: Option<TcpListener>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        grace: std::time::Duration,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         let stop = self.stop(grace, shutdown);
-        server::serve_with_limits(listener, self.router, self.connections, stop).await
+        let stopped = CancellationToken::new();
+        let grpc = grpc_listener.map(|grpc_listener| {
+            let app = crate::transport::grpc::router(self.state.clone());
+            tokio::spawn(serve_one(
+                grpc_listener,
+                app,
+                tls.clone(),
+                self.connections.clone(),
+                stopped.clone().cancelled_owned(),
+            ))
+        });
+        let main_stop = {
+            let stopped = stopped.clone();
+            async move {
+                stop.await;
+                stopped.cancel();
+            }
+        };
+        let result = serve_one(listener, self.router, tls, self.connections, main_stop).await;
+        stopped.cancel();
+        if let Some(grpc) = grpc {
+            grpc.await.map_err(std::io::Error::other)??;
+        }
+        result
     }
 
     /// Like [`Gateway::serve`], over HTTPS with `tls` (see [`crate::tls::server_config`]).
@@ -154,8 +203,8 @@ impl Gateway {
         grace: std::time::Duration,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let stop = self.stop(grace, shutdown);
-        crate::tls::serve_tls_with_limits(listener, self.router, tls, self.connections, stop).await
+        self.serve_all(listener, None, Some(tls), grace, shutdown)
+            .await
     }
 
     /// Starts the retention job, then returns the shutdown sequence: after
@@ -182,5 +231,19 @@ impl Gateway {
             state.handler.shutdown(grace).await;
             state.shutdown.cancel();
         }
+    }
+}
+
+/// Serves `app` on `listener`, over HTTPS when `tls` is set, until `stop` resolves.
+async fn serve_one(
+    listener: TcpListener,
+    app: Router,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    limits: server::ConnectionLimits,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    match tls {
+        Some(tls) => crate::tls::serve_tls_with_limits(listener, app, tls, limits, stop).await,
+        None => server::serve_with_limits(listener, app, limits, stop).await,
     }
 }

@@ -44,16 +44,16 @@ impl AppState {
     }
 }
 
-/// A minimal valid card for an agent reachable over JSON-RPC at `url` and over
-/// HTTP+JSON at `url` + [`REST_PATH`](crate::transport::rest::REST_PATH) (the two
-/// bindings [`router`] serves by default).
+/// A minimal valid card for an agent reachable over JSON-RPC at `url`, over HTTP+JSON
+/// at `url` + [`REST_PATH`](crate::transport::rest::REST_PATH) and over gRPC at `url`'s
+/// `host:port` (the bindings [`router`] serves by default).
 pub fn simple_card(name: &str, description: &str, url: &str, skills: Vec<AgentSkill>) -> AgentCard {
     AgentCard {
         name: name.into(),
         description: description.into(),
         supported_interfaces: crate::transport::interfaces::supported_interfaces(
             url,
-            &[Binding::Jsonrpc, Binding::Rest],
+            &Binding::ALL,
             None,
         ),
         provider: None,
@@ -76,8 +76,21 @@ pub fn simple_card(name: &str, description: &str, url: &str, skills: Vec<AgentSk
 
 /// The whole router: A2A routes, `GET /healthz` (process alive), `GET /readyz`
 /// (the store answers and `ready` passes; 503 with the reason otherwise), with a
-/// panic guard that answers 500 without internals.
+/// panic guard that answers 500 without internals; and, when the `grpc` binding is
+/// served without a listener of its own, gRPC calls routed by their content type
+/// ([`grpc::alongside`](crate::transport::grpc::alongside)).
 pub fn router(state: AppState, ready: Option<ReadinessCheck>) -> Router {
+    let grpc = (state.config.serves(crate::config::Binding::Grpc)
+        && !state.config.grpc_own_listener)
+        .then(|| crate::transport::grpc::router(state.clone()));
+    let http = http_router(state, ready);
+    match grpc {
+        Some(grpc) => crate::transport::grpc::alongside(http, grpc),
+        None => http,
+    }
+}
+
+fn http_router(state: AppState, ready: Option<ReadinessCheck>) -> Router {
     let ops = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))

@@ -79,11 +79,20 @@ pub(super) async fn serve_config(
         max_connections = gateway.connections.max_connections,
         "a2a-gateway listening on {scheme}://{local}/"
     );
+    let grpc_listener = match config.server.grpc_listen {
+        Some(addr) if config.server.serves(crate::config::Binding::Grpc) => {
+            let l = TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("server.grpc_listen {addr}: cannot listen: {e}"))?;
+            tracing::info!(listen = %l.local_addr()?, "gRPC listening on its own port");
+            Some(l)
+        }
+        _ => None,
+    };
     let grace = config.server.shutdown_grace();
-    match tls {
-        Some(tls) => gateway.serve_tls(listener, tls, grace, shutdown).await?,
-        None => gateway.serve(listener, grace, shutdown).await?,
-    }
+    gateway
+        .serve_all(listener, grpc_listener, tls, grace, shutdown)
+        .await?;
     closing.close().await;
     tracing::info!("a2a-gateway stopped");
     Ok(())

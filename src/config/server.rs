@@ -63,6 +63,10 @@ pub struct ServerConfig {
     /// `supportedInterfaces`, in the card's order of preference. Default all three:
     /// `["jsonrpc", "rest", "grpc"]`.
     pub bindings: Vec<Binding>,
+    /// A listener of its own for gRPC (same TLS as `listen`). Default unset: gRPC calls
+    /// share `listen`, told apart by `content-type: application/grpc`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc_listen: Option<SocketAddr>,
 }
 
 /// One A2A protocol binding (spec §5), as named in `server.bindings`.
@@ -116,6 +120,7 @@ impl Default for ServerConfig {
             max_connections: None,
             auth: ServerAuthConfig::default(),
             bindings: Binding::ALL.to_vec(),
+            grpc_listen: None,
         }
     }
 }
@@ -141,6 +146,24 @@ impl ServerConfig {
     /// Whether HTTPS is configured (both TLS files set; validation refuses just one).
     pub fn tls_enabled(&self) -> bool {
         self.tls_cert_file.is_some() && self.tls_key_file.is_some()
+    }
+
+    /// Whether `binding` is served (listed in `bindings`).
+    pub fn serves(&self, binding: Binding) -> bool {
+        self.bindings.contains(&binding)
+    }
+
+    /// The gRPC address published in the agent card, `host:port` (spec §10): the host
+    /// of [`public_url`](Self::public_url), and the port of `grpc_listen` when set,
+    /// else the public URL's port (443 or 80 when it names none).
+    pub fn grpc_address(&self) -> String {
+        let url = self.public_url();
+        let host = url.host_str().unwrap_or("localhost").to_owned();
+        let port = match self.grpc_listen {
+            Some(addr) => addr.port(),
+            None => url.port_or_known_default().unwrap_or(443),
+        };
+        format!("{host}:{port}")
     }
 
     /// `sse_keepalive_secs` as a [`Duration`].
@@ -193,6 +216,22 @@ impl ServerConfig {
                 "server.bindings",
                 format!("names {:?} more than once", dup.name()),
             ));
+        }
+        if let Some(addr) = self.grpc_listen {
+            if !self.serves(Binding::Grpc) {
+                return Err(Invalid::because_of(
+                    "server.grpc_listen",
+                    "server.bindings",
+                    "is set but server.bindings does not include \"grpc\"",
+                ));
+            }
+            if addr == self.listen && addr.port() != 0 {
+                return Err(Invalid::because_of(
+                    "server.grpc_listen",
+                    "server.listen",
+                    "must differ from server.listen (leave it unset to share that listener)",
+                ));
+            }
         }
         match (&self.tls_cert_file, &self.tls_key_file) {
             (Some(_), None) => {

@@ -97,7 +97,7 @@ fn fully_populated() -> Config {
             tls_cert_file: Some("c".into()),
             tls_key_file: Some("k".into()),
             shutdown_grace_secs: 1,
-            bindings: vec![Binding::Rest],
+            bindings: vec![Binding::Rest, Binding::Grpc],
             header_timeout_secs: 1,
             idle_timeout_secs: 1,
             max_connections: Some(1),
@@ -110,6 +110,7 @@ fn fully_populated() -> Config {
                     digest: None,
                 }],
             },
+            grpc_listen: Some("127.0.0.1:2".parse().unwrap()),
         },
         agent: AgentConfig {
             name: "n".into(),
@@ -1091,4 +1092,44 @@ fn the_card_declares_the_configured_bindings() {
     let card = crate::app::agent_card(&config);
     assert_eq!(card.supported_interfaces.len(), 1);
     assert_eq!(card.supported_interfaces[0].protocol_binding, "HTTP+JSON");
+}
+
+#[test]
+fn bindings_default_to_all_three_and_name_the_card_interfaces() {
+    let config = Config::load(sources(None, &[])).unwrap();
+    assert_eq!(config.server.bindings, Binding::ALL.to_vec());
+    assert_eq!(config.server.grpc_address(), "127.0.0.1:8080");
+    let env = [
+        ("A2A_GATEWAY_SERVER__BINDINGS", r#"["grpc"]"#),
+        ("A2A_GATEWAY_SERVER__GRPC_LISTEN", "0.0.0.0:50051"),
+        (
+            "A2A_GATEWAY_SERVER__PUBLIC_URL",
+            "https://gw.example.com/a2a",
+        ),
+    ];
+    let config = Config::load(sources(None, &env)).unwrap();
+    assert!(config.server.serves(Binding::Grpc));
+    assert!(!config.server.serves(Binding::Jsonrpc));
+    assert_eq!(config.server.grpc_address(), "gw.example.com:50051");
+    let cards = crate::app::interfaces(&config.server);
+    assert_eq!(cards.len(), 1);
+    assert_eq!(cards[0].protocol_binding, "GRPC");
+    assert_eq!(cards[0].url, "gw.example.com:50051");
+}
+
+#[test]
+fn bad_bindings_are_refused() {
+    let (_dir, path) = file("[server]\nbindings = []\n");
+    let (_, err) = load_err(sources(Some(&path), &[]));
+    assert_eq!(invalid_parts(&err).0, "server.bindings");
+
+    let (_dir, path) = file("[server]\nbindings = [\"soap\"]\n");
+    let (message, _) = load_err(sources(Some(&path), &[]));
+    assert!(message.contains("soap"), "{message}");
+
+    let (_dir, path) =
+        file("[server]\nbindings = [\"jsonrpc\"]\ngrpc_listen = \"127.0.0.1:50051\"\n");
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    assert_eq!(invalid_parts(&err).0, "server.grpc_listen");
+    assert!(message.contains("grpc"), "{message}");
 }

@@ -10,12 +10,14 @@
 //!   to and from the 1.0 operations.
 //! - [`http_body`]: bounded request-body reading for the HTTP bindings.
 //! - [`auth`]: inbound authentication (`[server.auth]`) of every A2A request.
+//! - [`grpc`]: the gRPC binding (spec §10), `lf.a2a.v1.A2AService` on tonic.
 //! - [`sse`]: rendering of response streams as `text/event-stream`.
 //! - [`agent_card`]: `GET /.well-known/agent-card.json` with ETag and caching.
 
 pub mod agent_card;
 pub mod auth;
 pub mod compat03;
+pub mod grpc;
 pub mod http_body;
 pub mod interfaces;
 pub mod jsonrpc;
@@ -45,9 +47,19 @@ pub struct TransportConfig {
     /// Who may call the A2A operations (every binding), and as which owner. Default: no
     /// authentication.
     pub auth: auth::Authenticator,
-    /// The bindings [`a2a_routes`] serves (`server.bindings`). Default all three; gRPC is
-    /// not an axum route and is ignored here.
+    /// The bindings served (`server.bindings`). Default all three; gRPC is served by
+    /// [`grpc::router`], beside [`a2a_routes`] or on its own listener.
     pub bindings: Vec<Binding>,
+    /// gRPC has a listener of its own (`server.grpc_listen`), so the HTTP listener
+    /// does not route gRPC calls. Default false.
+    pub grpc_own_listener: bool,
+}
+
+impl TransportConfig {
+    /// Whether `binding` is served.
+    pub fn serves(&self, binding: Binding) -> bool {
+        self.bindings.contains(&binding)
+    }
 }
 
 impl Default for TransportConfig {
@@ -57,6 +69,7 @@ impl Default for TransportConfig {
             sse_keepalive: Duration::from_secs(15),
             auth: auth::Authenticator::none(),
             bindings: Binding::ALL.to_vec(),
+            grpc_own_listener: false,
         }
     }
 }

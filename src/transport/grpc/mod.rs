@@ -1,0 +1,162 @@
+//! The gRPC binding (spec §10): `lf.a2a.v1.A2AService` from `proto/a2a.proto`, on tonic
+//! and prost, over the same [operation table](crate::transport::operations) as the
+//! JSON-RPC and HTTP+JSON bindings.
+//!
+//! - [`proto`]: the generated messages, server trait and client.
+//! - [`json`]: prost message ⇄ ProtoJSON, the form the operation table speaks.
+//! - [`service`]: the `A2AService` implementation (metadata checks, streams).
+//! - [`status`]: [`A2aError`](crate::A2aError) → `google.rpc.Status` with `ErrorInfo`.
+//! - [`codec`]: prost's codec with `INVALID_ARGUMENT` for undecodable messages.
+//!
+//! Serving: [`router`] answers gRPC requests only. By default it shares the HTTP
+//! listener ([`alongside`]): a request whose `content-type` is `application/grpc`
+//! (with or without `+proto` or parameters) goes to gRPC, anything else to the HTTP
+//! routes; over TLS, ALPN offers `h2`, and plain connections take HTTP/2 with prior
+//! knowledge (h2c). With `server.grpc_listen` it has a listener of its own instead.
+//!
+//! Bad input never reaches the handler as a fault: an unknown method or service is
+//! `UNIMPLEMENTED` (reason `METHOD_NOT_FOUND`), an undecodable message
+//! `INVALID_ARGUMENT` (reason `PARSE_ERROR`), a message larger than
+//! `server.max_body_bytes` `RESOURCE_EXHAUSTED`, and a panic `INTERNAL` without
+//! details.
+
+pub mod codec;
+pub mod json;
+pub mod proto;
+pub mod service;
+pub mod status;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderValue, header};
+use axum::response::Response;
+use tower::ServiceExt;
+
+use super::AppState;
+use super::operations::Operation;
+use crate::error::A2aError;
+use proto::a2a_service_server::{A2aServiceServer, SERVICE_NAME};
+
+/// Whether `req` is a gRPC call: its `content-type` is `application/grpc` or
+/// `application/grpc+<codec>`, parameters allowed (gRPC-Web's `application/grpc-web`
+/// is not gRPC).
+pub fn is_grpc<B>(req: &axum::http::Request<B>) -> bool {
+    let Some(ct) = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = ct.split(';').next().unwrap_or("").trim();
+    let Some(rest) = essence
+        .get(..16)
+        .filter(|p| p.eq_ignore_ascii_case("application/grpc"))
+        .map(|_| &essence[16..])
+    else {
+        return false;
+    };
+    rest.is_empty() || rest.starts_with('+')
+}
+
+/// The path of `op` on this service: `/lf.a2a.v1.A2AService/<name>`.
+pub fn method_path(op: Operation) -> String {
+    format!("/{SERVICE_NAME}/{}", op.name())
+}
+
+/// Every gRPC request: the eleven methods of `A2AService`, `UNIMPLEMENTED` for any
+/// other path, messages up to `state.config.max_body_bytes`.
+pub fn router(state: AppState) -> Router {
+    let limit = state.config.max_body_bytes;
+    let service = A2aServiceServer::new(service::A2aGrpc::new(state))
+        .max_decoding_message_size(limit)
+        .max_encoding_message_size(usize::MAX);
+    let mut router = Router::new();
+    for op in Operation::ALL {
+        router = router.route_service(&method_path(op), service.clone());
+    }
+    router
+        .fallback(unknown_method)
+        .layer(axum::middleware::map_response(size_limit_status))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            |_: Box<dyn std::any::Any + Send>| {
+                tracing::error!("gRPC handler panicked");
+                tonic::Status::internal("internal error").into_http::<Body>()
+            },
+        ))
+}
+
+/// `http` for every request but gRPC calls, which go to `grpc`.
+pub fn alongside(http: Router, grpc: Router) -> Router {
+    Router::new().fallback_service(tower::service_fn(move |req: Request| {
+        let target = if is_grpc(&req) {
+            grpc.clone()
+        } else {
+            http.clone()
+        };
+        target.oneshot(req)
+    }))
+}
+
+/// `UNIMPLEMENTED` with reason `METHOD_NOT_FOUND` for a path that is no method here.
+async fn unknown_method(req: Request) -> Response {
+    let path: String = req.uri().path().chars().take(256).collect();
+    let err = A2aError::MethodNotFound(format!("{path} is not a method of {SERVICE_NAME}"));
+    status::from_error(&err).into_http::<Body>()
+}
+
+/// tonic refuses a message over the size limit with `OUT_OF_RANGE`; gRPC's own
+/// implementations (and its status code guide) use `RESOURCE_EXHAUSTED`, which is what
+/// clients retry-classify. Nothing else here answers `OUT_OF_RANGE`.
+async fn size_limit_status(mut resp: Response) -> Response {
+    let out_of_range = HeaderValue::from(tonic::Code::OutOfRange as i32);
+    if resp.headers().get(tonic::Status::GRPC_STATUS) == Some(&out_of_range) {
+        resp.headers_mut().insert(
+            tonic::Status::GRPC_STATUS,
+            HeaderValue::from(tonic::Code::ResourceExhausted as i32),
+        );
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_ct(ct: &str) -> axum::http::Request<()> {
+        axum::http::Request::builder()
+            .header(header::CONTENT_TYPE, ct)
+            .body(())
+            .unwrap()
+    }
+
+    #[test]
+    fn grpc_is_told_by_content_type() {
+        for yes in [
+            "application/grpc",
+            "application/grpc+proto",
+            "Application/GRPC; charset=x",
+        ] {
+            assert!(is_grpc(&with_ct(yes)), "{yes}");
+        }
+        for no in [
+            "application/json",
+            "application/grpc-web",
+            "application/grpcx",
+            "application/grp",
+            "",
+        ] {
+            assert!(!is_grpc(&with_ct(no)), "{no}");
+        }
+        assert!(!is_grpc(&axum::http::Request::new(())));
+    }
+
+    #[test]
+    fn method_paths_name_the_service() {
+        assert_eq!(
+            method_path(Operation::SendMessage),
+            "/lf.a2a.v1.A2AService/SendMessage"
+        );
+    }
+}

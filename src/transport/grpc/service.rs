@@ -1,0 +1,358 @@
+//! `lf.a2a.v1.A2AService` over the shared [operation table](crate::transport::operations):
+//! every method authenticates the call, checks `a2a-version`, turns the request
+//! message into ProtoJSON, [`invoke`]s the operation and turns the answer back into
+//! the response message or a server stream of `StreamResponse`. Nothing else happens
+//! here: validation, lifecycle rules and the store belong to the handler.
+//!
+//! Metadata: `authorization: Bearer <key>` (with `[server.auth] kind = "api_key"`;
+//! otherwise `UNAUTHENTICATED`), `a2a-version` (`1.0`, or absent; any other version is
+//! `FAILED_PRECONDITION` with reason `VERSION_NOT_SUPPORTED`; 0.3 is a JSON-RPC-only
+//! dialect), `a2a-extensions` (comma-separated URIs). A stream whose operation fails
+//! before its first event answers with that error alone; an error after it ends the
+//! stream with the error's status. Open streams end [`SHUTDOWN_DRAIN`] after shutdown
+//! began, as SSE streams do.
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::time::Instant;
+
+use axum::extract::ConnectInfo;
+use futures::{Stream, StreamExt};
+use prost::{Message, Name};
+use serde_json::Value;
+use tonic::{Request, Response, Status};
+
+use super::json::{from_json, to_json};
+use super::proto;
+use super::proto::a2a_service_server::A2aService;
+use super::status;
+use crate::error::A2aError;
+use crate::executor::CallContext;
+use crate::handler::{EventStream, SequencedEvent};
+use crate::transport::AppState;
+use crate::transport::operations::{self, Operation, Outcome, ProtocolVersion};
+use crate::transport::sse::SHUTDOWN_DRAIN;
+
+/// A server stream of `StreamResponse` messages.
+pub type ResponseStream = Pin<Box<dyn Stream<Item = Result<proto::StreamResponse, Status>> + Send>>;
+
+/// The service: the shared state, nothing else.
+#[derive(Clone, Debug)]
+pub struct A2aGrpc {
+    state: AppState,
+}
+
+impl A2aGrpc {
+    /// The service over `state`'s handler, authenticator and limits.
+    pub fn new(state: AppState) -> Self {
+        Self { state }
+    }
+
+    /// Authentication, version check and the request message as ProtoJSON.
+    fn prepare<M: Message + Name>(
+        &self,
+        op: Operation,
+        req: &Request<M>,
+    ) -> Result<(CallContext, Value), A2aCallError> {
+        let headers = req.metadata().clone().into_headers();
+        let peer = req
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| *addr);
+        let owner = self
+            .state
+            .config
+            .auth
+            .verify(&headers, peer)
+            .map_err(|_| A2aCallError::Unauthenticated)?;
+        let requested = operations::requested_version(&headers, None);
+        match operations::negotiate_version(requested.as_deref())? {
+            None | Some(ProtocolVersion::V1_0) => {}
+            Some(ProtocolVersion::V0_3) => {
+                return Err(A2aError::VersionNotSupported(format!(
+                    "A2A 0.3 is served on JSON-RPC only; {} of lf.a2a.v1.A2AService is A2A {}",
+                    op.name(),
+                    operations::PROTOCOL_VERSION
+                ))
+                .into());
+            }
+        }
+        let params = to_json(req.get_ref())
+            .map_err(|e| A2aError::InvalidParams(format!("request message: {e}")))?;
+        let call = operations::call_context(owner, &headers, &params);
+        Ok((call, params))
+    }
+
+    /// A unary method: request → operation → response message.
+    async fn unary<Req, Resp>(
+        &self,
+        op: Operation,
+        req: Request<Req>,
+    ) -> Result<Response<Resp>, Status>
+    where
+        Req: Message + Name,
+        Resp: Message + Name + Default,
+    {
+        let started = Instant::now();
+        let mut task_id = None;
+        let result = async {
+            let (call, params) = self.prepare(op, &req)?;
+            task_id = task_of(&params);
+            match operations::invoke(&self.state, &call, op, params, None).await? {
+                Outcome::Value(v) => {
+                    task_id = task_id.take().or_else(|| str_at(&v, &["task", "id"]));
+                    from_json::<Resp>(v).map_err(|e| A2aError::internal(e).into())
+                }
+                Outcome::Stream(_) | Outcome::Resumed(_) => Err(A2aError::internal(format!(
+                    "{} answered with a stream on a unary method",
+                    op.name()
+                ))
+                .into()),
+            }
+        }
+        .await;
+        log_request(op, started, task_id.as_deref(), result.as_ref().err());
+        result.map(Response::new).map_err(A2aCallError::into_status)
+    }
+
+    /// A server-streaming method: request → operation → first event (or the error that
+    /// came instead of it) → the stream.
+    async fn streaming<Req: Message + Name>(
+        &self,
+        op: Operation,
+        req: Request<Req>,
+    ) -> Result<Response<ResponseStream>, Status> {
+        let started = Instant::now();
+        let mut task_id = None;
+        let result = async {
+            let (call, params) = self.prepare(op, &req)?;
+            task_id = task_of(&params);
+            let (first, rest) =
+                match operations::invoke(&self.state, &call, op, params, None).await? {
+                    Outcome::Stream(mut stream) => match stream.next().await {
+                        Some(Ok(first)) => {
+                            if task_id.is_none() {
+                                task_id = first.event.task_id().map(str::to_owned);
+                            }
+                            (Some(first), stream)
+                        }
+                        Some(Err(e)) => return Err(e.into()),
+                        None => return Err(A2aError::internal("empty event stream").into()),
+                    },
+                    Outcome::Resumed(stream) => (None, stream),
+                    Outcome::Value(_) => {
+                        return Err(A2aError::internal(format!(
+                            "{} answered with one message on a streaming method",
+                            op.name()
+                        ))
+                        .into());
+                    }
+                };
+            Ok(render(first, rest, self.state.shutdown.clone()))
+        }
+        .await;
+        log_request(op, started, task_id.as_deref(), result.as_ref().err());
+        result.map(Response::new).map_err(A2aCallError::into_status)
+    }
+}
+
+/// Why a call failed before its answer.
+#[derive(Debug)]
+enum A2aCallError {
+    /// No accepted credentials.
+    Unauthenticated,
+    /// An A2A error.
+    A2a(A2aError),
+}
+
+impl From<A2aError> for A2aCallError {
+    fn from(e: A2aError) -> Self {
+        Self::A2a(e)
+    }
+}
+
+impl A2aCallError {
+    fn into_status(self) -> Status {
+        match self {
+            Self::Unauthenticated => status::unauthenticated(),
+            Self::A2a(e) => status::from_error(&e),
+        }
+    }
+
+    fn label(&self) -> &'static str {
+        match self {
+            Self::Unauthenticated => status::UNAUTHENTICATED_REASON,
+            Self::A2a(e) => e.reason(),
+        }
+    }
+}
+
+/// `first` and then `rest` as `StreamResponse` messages. An error item ends the
+/// stream; so does shutdown, after [`SHUTDOWN_DRAIN`].
+fn render(
+    first: Option<SequencedEvent>,
+    rest: EventStream,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> ResponseStream {
+    // Lives as long as the stream: counts it in `a2a_open_streams`.
+    let guard = crate::ops::OpenStreamGuard::new();
+    let events = futures::stream::iter(first.map(Ok))
+        .chain(rest)
+        .map(move |item| {
+            let _ = &guard;
+            item.and_then(|SequencedEvent { event, .. }| {
+                let v = serde_json::to_value(&event).map_err(A2aError::internal)?;
+                from_json::<proto::StreamResponse>(v).map_err(A2aError::internal)
+            })
+            .map_err(|e| status::from_error(&e))
+        })
+        .scan(false, |failed, item| {
+            // Nothing after an error: it is the stream's last item.
+            if *failed {
+                return futures::future::ready(None);
+            }
+            *failed = item.is_err();
+            futures::future::ready(Some(item))
+        })
+        .take_until(async move {
+            shutdown.cancelled_owned().await;
+            tokio::time::sleep(SHUTDOWN_DRAIN).await;
+        });
+    Box::pin(events)
+}
+
+fn str_at(v: &Value, path: &[&str]) -> Option<String> {
+    path.iter()
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(Value::as_str)
+        .map(|s| s.chars().take(128).collect())
+}
+
+/// The task a request is about, for the request log line.
+fn task_of(params: &Value) -> Option<String> {
+    str_at(params, &["id"])
+        .or_else(|| str_at(params, &["taskId"]))
+        .or_else(|| str_at(params, &["message", "taskId"]))
+}
+
+/// One log line and the request metrics, as the JSON-RPC binding records them.
+fn log_request(op: Operation, started: Instant, task_id: Option<&str>, err: Option<&A2aCallError>) {
+    let elapsed = started.elapsed();
+    let outcome = match err {
+        None if op.is_streaming() => "stream",
+        None => "ok",
+        Some(e) => e.label(),
+    };
+    metrics::counter!("a2a_requests_total", "binding" => "grpc", "method" => op.metric_label(), "outcome" => outcome)
+        .increment(1);
+    metrics::histogram!("a2a_request_duration_seconds", "binding" => "grpc", "method" => op.metric_label())
+        .record(elapsed.as_secs_f64());
+    tracing::info!(
+        rpc.system = "grpc",
+        rpc.method = op.name(),
+        task.id = task_id.unwrap_or("-"),
+        outcome,
+        duration_ms = elapsed.as_secs_f64() * 1000.0,
+        "request"
+    );
+}
+
+#[tonic::async_trait]
+impl A2aService for A2aGrpc {
+    async fn send_message(
+        &self,
+        request: Request<proto::SendMessageRequest>,
+    ) -> Result<Response<proto::SendMessageResponse>, Status> {
+        self.unary(Operation::SendMessage, request).await
+    }
+
+    type SendStreamingMessageStream = ResponseStream;
+
+    async fn send_streaming_message(
+        &self,
+        request: Request<proto::SendMessageRequest>,
+    ) -> Result<Response<ResponseStream>, Status> {
+        self.streaming(Operation::SendStreamingMessage, request)
+            .await
+    }
+
+    async fn get_task(
+        &self,
+        request: Request<proto::GetTaskRequest>,
+    ) -> Result<Response<proto::Task>, Status> {
+        self.unary(Operation::GetTask, request).await
+    }
+
+    async fn list_tasks(
+        &self,
+        request: Request<proto::ListTasksRequest>,
+    ) -> Result<Response<proto::ListTasksResponse>, Status> {
+        self.unary(Operation::ListTasks, request).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: Request<proto::CancelTaskRequest>,
+    ) -> Result<Response<proto::Task>, Status> {
+        self.unary(Operation::CancelTask, request).await
+    }
+
+    type SubscribeToTaskStream = ResponseStream;
+
+    async fn subscribe_to_task(
+        &self,
+        request: Request<proto::SubscribeToTaskRequest>,
+    ) -> Result<Response<ResponseStream>, Status> {
+        self.streaming(Operation::SubscribeToTask, request).await
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        request: Request<proto::TaskPushNotificationConfig>,
+    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
+        self.unary(Operation::CreateTaskPushNotificationConfig, request)
+            .await
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        request: Request<proto::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
+        self.unary(Operation::GetTaskPushNotificationConfig, request)
+            .await
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        request: Request<proto::ListTaskPushNotificationConfigsRequest>,
+    ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
+        self.unary(Operation::ListTaskPushNotificationConfigs, request)
+            .await
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        request: Request<proto::GetExtendedAgentCardRequest>,
+    ) -> Result<Response<proto::AgentCard>, Status> {
+        self.unary(Operation::GetExtendedAgentCard, request).await
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        request: Request<proto::DeleteTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<()>, Status> {
+        // google.protobuf.Empty is `()` in prost; its ProtoJSON is `{}`.
+        self.unary::<_, Empty>(Operation::DeleteTaskPushNotificationConfig, request)
+            .await
+            .map(|r| r.map(|Empty {}| ()))
+    }
+}
+
+/// `google.protobuf.Empty` as a message with a [`Name`], for the generic path.
+#[derive(Clone, PartialEq, prost::Message)]
+struct Empty {}
+
+impl Name for Empty {
+    const NAME: &'static str = "Empty";
+    const PACKAGE: &'static str = "google.protobuf";
+}
