@@ -927,6 +927,106 @@ async fn subscribe_to_an_idle_auth_required_task_sees_the_follow_up() {
     );
 }
 
+/// Asks for input on a new task; completes a follow-up with one artifact.
+fn ask_then_complete() -> Scripted {
+    scripted(|ctx, q| async move {
+        let up = TaskUpdater::from_context(&ctx, q);
+        if ctx.current_task.is_none() {
+            up.submit().await?;
+            up.requires_input(Some(up.new_agent_text("which one?")))
+                .await?;
+        } else {
+            up.start_work(None).await?;
+            up.add_artifact(vec![Part::text("done")], None, None, false, true)
+                .await?;
+            up.complete(None).await?;
+        }
+        Ok(())
+    })
+}
+
+#[tokio::test]
+async fn subscribe_to_an_input_required_task_stays_open_until_the_follow_up_completes() {
+    let h = handler(ask_then_complete());
+    let t = send_task(&h, &anon(), req(text("go"))).await;
+    assert_eq!(t.status.state, TaskState::InputRequired);
+    let mut s = subscribe(&h, &t.id).await;
+    assert_eq!(state(&next(&mut s).await), Some(TaskState::InputRequired));
+    // The stream did not end at the INPUT_REQUIRED snapshot: the follow-up's events
+    // arrive on it, up to the terminal state.
+    let done = send_task(&h, &anon(), req(follow_up(&t, "the blue one"))).await;
+    assert_eq!(done.status.state, TaskState::Completed);
+    let rest = drain(s).await;
+    assert_eq!(
+        kinds(&rest),
+        [
+            "status:TASK_STATE_WORKING",
+            "artifact",
+            "status:TASK_STATE_COMPLETED"
+        ]
+    );
+    assert_contiguous(&rest);
+    // SendStreamingMessage still ends at the interruption.
+    let evs = drain(
+        h.send_streaming_message(&anon(), req(text("again")))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        kinds(&evs),
+        [
+            "task:TASK_STATE_SUBMITTED",
+            "status:TASK_STATE_INPUT_REQUIRED"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn resume_from_the_input_required_event_continues_into_the_follow_up() {
+    let h = handler(ask_then_complete());
+    let evs = drain(
+        h.send_streaming_message(&anon(), req(text("go")))
+            .await
+            .unwrap(),
+    )
+    .await;
+    let last = evs.last().unwrap().seq.unwrap();
+    assert_eq!(state(evs.last().unwrap()), Some(TaskState::InputRequired));
+    let StreamResponse::Task(t) = &evs[0].event else {
+        unreachable!()
+    };
+    // The client's stream ended at INPUT_REQUIRED (event `last`); a resume from there
+    // is a subscription: it waits, then carries the follow-up to its end.
+    let mut resumed = h
+        .subscribe_to_task(&anon(), sub_req(&t.id), Some(last))
+        .await
+        .unwrap();
+    let mut from_before = h
+        .subscribe_to_task(&anon(), sub_req(&t.id), Some(last - 1))
+        .await
+        .unwrap();
+    assert_eq!(
+        state(&next(&mut from_before).await),
+        Some(TaskState::InputRequired)
+    );
+    send_task(&h, &anon(), req(follow_up(t, "the blue one"))).await;
+    let first = next(&mut resumed).await;
+    // The user's follow-up message (event last + 1) is history, not a stream event.
+    assert_eq!(first.seq, Some(last + 2));
+    let mut rest = vec![first];
+    rest.extend(drain(resumed).await);
+    assert_eq!(
+        kinds(&rest),
+        [
+            "status:TASK_STATE_WORKING",
+            "artifact",
+            "status:TASK_STATE_COMPLETED"
+        ]
+    );
+    assert_eq!(drain(from_before).await, rest);
+}
+
 #[tokio::test]
 async fn resume_from_last_event_id_replays_exactly_the_later_events_once() {
     const CHUNKS: usize = 5000;

@@ -398,13 +398,17 @@ async fn agent_card_has_etag_and_honours_if_none_match() {
     assert_eq!(resp.status(), 200);
 }
 
-/// Asks for input and waits there.
+/// Asks for input on a new task and waits there; completes a follow-up.
 struct AskForInput;
 
 #[async_trait]
 impl AgentExecutor for AskForInput {
     async fn execute(&self, ctx: RequestContext, queue: EventQueue) -> Result<(), ExecutorError> {
         let u = TaskUpdater::from_context(&ctx, queue);
+        if ctx.current_task.is_some() {
+            u.complete(None).await?;
+            return Ok(());
+        }
         u.submit().await?;
         u.requires_input(Some(u.new_agent_text("which one?")))
             .await?;
@@ -413,7 +417,7 @@ impl AgentExecutor for AskForInput {
 }
 
 #[tokio::test]
-async fn resume_at_the_last_event_answers_at_once_and_beyond_it_is_invalid() {
+async fn resume_at_the_last_event_opens_at_once_and_follows_the_task_to_its_end() {
     let s = start_with(Arc::new(AskForInput), 1 << 20).await;
     let v = s
         .call(json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message("hi")}}))
@@ -429,32 +433,45 @@ async fn resume_at_the_last_event_answers_at_once_and_beyond_it_is_invalid() {
             .body(json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": id}}).to_string())
             .send()
     };
-    // The client saw event 2, the INPUT_REQUIRED that ended its stream: the resumed
-    // stream opens at once and ends with nothing to replay.
-    let resp = tokio::time::timeout(std::time::Duration::from_secs(5), subscribe("2"))
-        .await
-        .expect("headers without waiting for the next event")
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    assert_eq!(resp.headers()["content-type"], "text/event-stream");
-    let body = tokio::time::timeout(std::time::Duration::from_secs(5), resp.text())
-        .await
-        .expect("the stream ends")
-        .unwrap();
-    assert!(!body.contains("data:"), "{body}");
-    // A resume from event 1 replays the INPUT_REQUIRED status and ends there.
-    let body = subscribe("1").await.unwrap().text().await.unwrap();
-    assert!(
-        body.contains("TASK_STATE_INPUT_REQUIRED") && body.contains("id: 2"),
-        "{body}"
-    );
-    for bad in ["+2", "-1", "x", "1.5"] {
+    for bad in ["+2", "-1", "x", "1.5", "99"] {
         let v: Value = subscribe(bad).await.unwrap().json().await.unwrap();
         assert_eq!(v["error"]["code"], -32602, "{bad}: {v}");
     }
-    let resp = subscribe("99").await.unwrap();
-    let v: Value = resp.json().await.unwrap();
-    assert_eq!(v["error"]["code"], -32602, "{v}");
+    // The client saw event 2, the INPUT_REQUIRED that ended its stream: the resumed
+    // stream's headers come at once, and it stays open for the rest of the task.
+    let at_end = tokio::time::timeout(std::time::Duration::from_secs(5), subscribe("2"))
+        .await
+        .expect("headers without waiting for the next event")
+        .unwrap();
+    assert_eq!(at_end.status(), 200);
+    assert_eq!(at_end.headers()["content-type"], "text/event-stream");
+    // A resume from event 1 replays the INPUT_REQUIRED status first.
+    let before = subscribe("1").await.unwrap();
+    let follow_up = json!({"messageId": "m2", "role": "ROLE_USER", "taskId": id, "parts": [{"text": "the blue one"}]});
+    let v = s
+        .call(json!({"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": {"message": follow_up}}))
+        .await;
+    assert_eq!(
+        v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{v}"
+    );
+    let read = |r: reqwest::Response| async move {
+        tokio::time::timeout(std::time::Duration::from_secs(5), r.text())
+            .await
+            .expect("the stream ends at the terminal state")
+            .unwrap()
+    };
+    let body = read(at_end).await;
+    assert!(
+        !body.contains("INPUT_REQUIRED") && body.contains("TASK_STATE_COMPLETED"),
+        "{body}"
+    );
+    let body = read(before).await;
+    let (input, done) = (
+        body.find("TASK_STATE_INPUT_REQUIRED").expect("replayed"),
+        body.find("TASK_STATE_COMPLETED").expect("followed"),
+    );
+    assert!(input < done && body.contains("id: 2"), "{body}");
 }
 
 /// Reads until the server closes the connection; returns what it sent.

@@ -43,7 +43,8 @@ pub struct SequencedEvent {
 }
 
 /// A response stream: ends after the last event it should carry (a Message, a
-/// terminal state, or INPUT_REQUIRED), or with one final error.
+/// terminal state, or, for SendStreamingMessage only, INPUT_REQUIRED), or with one
+/// final error.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<SequencedEvent, A2aError>> + Send>>;
 
 /// Handler limits and capabilities.
@@ -443,7 +444,12 @@ impl RequestHandler {
                     Some(events),
                     false,
                 );
-                Ok(task_stream(Some((snapshot, seq)), fresh, follow))
+                Ok(task_stream(
+                    Some((snapshot, seq)),
+                    fresh,
+                    StreamEnd::Interrupted,
+                    follow,
+                ))
             }
         }
     }
@@ -549,16 +555,21 @@ impl RequestHandler {
         ))
     }
 
-    /// SubscribeToTask (spec §3.1.6): the current Task snapshot, then live events.
+    /// SubscribeToTask (spec §3.1.6): the current Task snapshot, then live events
+    /// until the task is terminal. Unlike SendStreamingMessage, the stream stays open
+    /// through INPUT_REQUIRED and AUTH_REQUIRED: it follows the task, not one message,
+    /// so a follow-up sent while it is open shows on it, up to the final state.
     ///
     /// With `last_event_id` (the SSE `Last-Event-ID` of a dropped stream), the
     /// snapshot is skipped and every event after that sequence number is replayed
-    /// from the store, in order and exactly once, followed by live events. A resume
-    /// of a task that ended after `last_event_id` replays up to its final event.
+    /// from the store, in order and exactly once, followed by live events until the
+    /// task is terminal: a resume is a subscription, whichever stream dropped. A
+    /// resume of a task that ended after `last_event_id` replays up to its final event.
     ///
     /// # Errors
-    /// TaskNotFound; UnsupportedOperation when streaming is off or the task is
-    /// terminal (and, with `last_event_id`, nothing newer is left to replay).
+    /// TaskNotFound; InvalidParams for a `last_event_id` beyond the task's last event;
+    /// UnsupportedOperation when streaming is off or the task is terminal (and, with
+    /// `last_event_id`, nothing newer is left to replay).
     pub async fn subscribe_to_task(
         &self,
         call: &CallContext,
@@ -590,19 +601,11 @@ impl RequestHandler {
                 req.id, rec.task.status.state
             )));
         }
-        if !resumable
-            && last_event_id.is_some()
-            && rec.task.status.state == TaskState::InputRequired
-        {
-            // The stream being resumed already ended at this INPUT_REQUIRED event:
-            // nothing to replay, and the next events belong to the follow-up's stream.
-            return Ok(Box::pin(futures::stream::empty()));
-        }
         let key = (scope.clone(), req.id.clone());
         let live = (!terminal).then(|| self.with_handle(&key, false, |h| h.bus.subscribe()));
         if let Some(after) = last_event_id {
             let follow = Follow::new(self.inner.store.clone(), scope, req.id, after, live, true);
-            return Ok(task_stream(None, false, follow));
+            return Ok(task_stream(None, false, StreamEnd::Terminal, follow));
         }
         // Read the snapshot after subscribing so that nothing falls between.
         let rec = self.load(&scope, &req.id).await?;
@@ -614,7 +617,12 @@ impl RequestHandler {
             live,
             false,
         );
-        Ok(task_stream(Some((rec.task, rec.last_seq)), true, follow))
+        Ok(task_stream(
+            Some((rec.task, rec.last_seq)),
+            true,
+            StreamEnd::Terminal,
+            follow,
+        ))
     }
 
     /// The four push-notification config operations: not supported while the card
@@ -715,12 +723,32 @@ impl RequestHandler {
     }
 }
 
+/// Which state ends a task's response stream (spec §3.1.2, §3.1.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamEnd {
+    /// SendStreamingMessage: a terminal state or INPUT_REQUIRED (the message's turn
+    /// is over). AUTH_REQUIRED keeps it open (spec §7.6: the agent may resume on its
+    /// own once the credential arrives out of band).
+    Interrupted,
+    /// SubscribeToTask (and every resume): only a terminal state.
+    Terminal,
+}
+
+impl StreamEnd {
+    fn ends(self, ev: &StreamResponse) -> bool {
+        ev.state().is_some_and(|s| {
+            s.is_terminal() || (self == StreamEnd::Interrupted && s == TaskState::InputRequired)
+        })
+    }
+}
+
 /// Builds a response stream: the optional snapshot, then followed events, ending
-/// after a terminal state or INPUT_REQUIRED. `end_on_snapshot`: the snapshot's own
-/// state may end the stream (it is not an older state of a task being continued).
+/// after the state `end` names. `end_on_snapshot`: the snapshot's own state may end
+/// the stream (it is not an older state of a task being continued).
 fn task_stream(
     snapshot: Option<(Task, u64)>,
     end_on_snapshot: bool,
+    end: StreamEnd,
     follow: Follow,
 ) -> EventStream {
     struct State {
@@ -729,10 +757,7 @@ fn task_stream(
         done: bool,
         end_on_first: bool,
     }
-    let ends = |ev: &StreamResponse| {
-        ev.state()
-            .is_some_and(|s| s.is_terminal() || s == TaskState::InputRequired)
-    };
+    let ends = move |ev: &StreamResponse| end.ends(ev);
     let first: VecDeque<SequencedEvent> = snapshot
         .into_iter()
         .map(|(t, seq)| SequencedEvent {
