@@ -865,6 +865,135 @@ async fn a_client_dropping_its_stream_or_future_loses_nothing() {
 }
 
 // ---------------------------------------------------------------------------
+// Capabilities: streaming, required extensions, input modes
+// ---------------------------------------------------------------------------
+
+/// Completes every message; counts runs.
+fn counting() -> (Scripted, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let exec = scripted(move |ctx, q| {
+        r.fetch_add(1, Ordering::SeqCst);
+        async move {
+            let up = TaskUpdater::from_context(&ctx, q);
+            up.complete(None).await?;
+            Ok(())
+        }
+    });
+    (exec, runs)
+}
+
+#[tokio::test]
+async fn required_extensions_are_checked_by_every_task_operation() {
+    const EXT: &str = "https://example.com/ext/v1";
+    let (exec, runs) = counting();
+    let config = HandlerConfig {
+        required_extensions: vec![EXT.into()],
+        ..Default::default()
+    };
+    let h = handler_with(exec, config);
+    let mut with = anon();
+    with.requested_extensions = vec!["urn:other".into(), EXT.into()];
+    let t = send_task(&h, &with, req(text("go"))).await;
+
+    let mut without = anon();
+    without.requested_extensions = vec!["urn:other".into(), format!("{EXT}/")];
+    let refused = |e: A2aError| {
+        assert!(
+            matches!(&e, A2aError::ExtensionSupportRequired(m) if m.contains(EXT)),
+            "{e:?}"
+        );
+        assert_eq!(e.jsonrpc_code(), -32008);
+    };
+    refused(err(h.send_message(&without, req(text("go"))).await));
+    refused(err(h
+        .send_streaming_message(&without, req(text("go")))
+        .await));
+    refused(err(h.get_task(&without, get_req(&t.id, None)).await));
+    refused(err(h
+        .list_tasks(&without, ListTasksRequest::default())
+        .await));
+    refused(err(h.cancel_task(&without, cancel_req(&t.id)).await));
+    refused(err(h
+        .subscribe_to_task(&without, sub_req(&t.id), None)
+        .await));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // Discovery and the unsupported push operations answer as usual.
+    assert!(matches!(
+        err(h.get_extended_agent_card(&without)),
+        A2aError::UnsupportedOperation(_)
+    ));
+    assert!(matches!(
+        err(h.push_notification_config()),
+        A2aError::PushNotificationNotSupported
+    ));
+    assert_eq!(
+        get(&h, &with, &t.id).await.status.state,
+        TaskState::Completed
+    );
+}
+
+#[tokio::test]
+async fn parts_outside_the_input_modes_are_refused_before_the_executor_runs() {
+    let (exec, runs) = counting();
+    let config = HandlerConfig {
+        input_modes: a2a_gateway::handler::InputModes::new(["text/plain", "image/*"]),
+        ..Default::default()
+    };
+    let h = handler_with(exec, config);
+    let part = |v: serde_json::Value| -> Part { serde_json::from_value(v).unwrap() };
+    let with_parts = |parts: Vec<Part>| {
+        let mut m = text("look");
+        m.parts.extend(parts);
+        m
+    };
+    let ok = with_parts(vec![part(
+        serde_json::json!({"raw": "AAE=", "mediaType": "IMAGE/PNG"}),
+    )]);
+    send_task(&h, &anon(), req(ok)).await;
+    for bad in [
+        part(serde_json::json!({"data": {"k": 1}})),
+        part(serde_json::json!({"url": "https://x/a.pdf", "mediaType": "application/pdf"})),
+        part(serde_json::json!({"url": "https://x/blob"})),
+    ] {
+        for r in [
+            err(h
+                .send_message(&anon(), req(with_parts(vec![bad.clone()])))
+                .await),
+            err(h
+                .send_streaming_message(&anon(), req(with_parts(vec![bad.clone()])))
+                .await),
+        ] {
+            assert!(
+                matches!(&r, A2aError::ContentTypeNotSupported(m) if m.contains("parts[1]")),
+                "{r:?}"
+            );
+            assert_eq!(r.jsonrpc_code(), -32005);
+        }
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "refused messages never ran");
+}
+
+#[tokio::test]
+async fn streaming_off_refuses_both_streaming_operations() {
+    let (exec, _) = counting();
+    let config = HandlerConfig {
+        streaming: false,
+        ..Default::default()
+    };
+    let h = handler_with(exec, config);
+    let t = send_task(&h, &anon(), req(text("go"))).await;
+    assert!(matches!(
+        err(h.send_streaming_message(&anon(), req(text("go"))).await),
+        A2aError::UnsupportedOperation(_)
+    ));
+    assert!(matches!(
+        err(h.subscribe_to_task(&anon(), sub_req(&t.id), Some(0)).await),
+        A2aError::UnsupportedOperation(_)
+    ));
+}
+
+// ---------------------------------------------------------------------------
 // SubscribeToTask
 // ---------------------------------------------------------------------------
 

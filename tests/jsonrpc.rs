@@ -398,6 +398,250 @@ async fn agent_card_has_etag_and_honours_if_none_match() {
     assert_eq!(resp.status(), 200);
 }
 
+#[tokio::test]
+async fn agent_card_has_last_modified_and_honours_if_modified_since() {
+    let s = start(1 << 20).await;
+    let url = format!("{}.well-known/agent-card.json", s.url);
+    let resp = s.client.get(&url).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let lm = resp.headers()["last-modified"].to_str().unwrap().to_owned();
+    let etag = resp.headers()["etag"].to_str().unwrap().to_owned();
+    // IMF-fixdate: `Tue, 01 Dec 2026 13:31:22 GMT`.
+    assert!(lm.ends_with(" GMT") && lm.len() == 29, "{lm}");
+    let modified = httpdate::parse_http_date(&lm).unwrap();
+    let age = std::time::SystemTime::now()
+        .duration_since(modified)
+        .unwrap_or_default();
+    assert!(
+        age < std::time::Duration::from_secs(60),
+        "built at start: {lm}"
+    );
+    let get = |headers: Vec<(&'static str, String)>| {
+        let mut req = s.client.get(&url);
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        req.send()
+    };
+    let resp = get(vec![("if-modified-since", lm.clone())]).await.unwrap();
+    assert_eq!(resp.status(), 304);
+    assert_eq!(resp.headers()["last-modified"], lm.as_str());
+    assert_eq!(resp.headers()["etag"], etag.as_str());
+    assert!(resp.headers().contains_key("cache-control"));
+    let later = httpdate::fmt_http_date(modified + std::time::Duration::from_secs(3600));
+    assert_eq!(
+        get(vec![("if-modified-since", later)])
+            .await
+            .unwrap()
+            .status(),
+        304
+    );
+    let earlier = httpdate::fmt_http_date(modified - std::time::Duration::from_secs(1));
+    assert_eq!(
+        get(vec![("if-modified-since", earlier)])
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(
+        get(vec![("if-modified-since", "yesterday".into())])
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    // If-None-Match decides when both are sent (RFC 9110 §13.1.3).
+    let both = vec![
+        ("if-none-match", "\"other\"".to_owned()),
+        ("if-modified-since", lm.clone()),
+    ];
+    assert_eq!(get(both).await.unwrap().status(), 200);
+}
+
+/// Counts its runs; completes each with the text echoed.
+#[derive(Default)]
+struct Counting {
+    runs: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl AgentExecutor for Counting {
+    async fn execute(&self, ctx: RequestContext, queue: EventQueue) -> Result<(), ExecutorError> {
+        self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Echo.execute(ctx, queue).await
+    }
+}
+
+const TRACE_EXT: &str = "https://example.com/a2a/ext/trace/v1";
+
+/// A gateway built from `toml` the way `serve` builds it (card and handler from one
+/// config), over `executor`.
+async fn start_from_config(toml: &str, executor: Arc<dyn AgentExecutor>) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gw.toml");
+    std::fs::write(&file, toml).unwrap();
+    let config = a2a_gateway::config::Config::load(a2a_gateway::config::ConfigSources {
+        file: Some(file),
+        env: vec![],
+        overrides: vec![("store.url".into(), "memory:".into())],
+    })
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let gateway =
+        a2a_gateway::app::Gateway::new(&config, executor, Arc::new(MemoryTaskStore::new()), None);
+    tokio::spawn(gateway.serve(
+        listener,
+        std::time::Duration::from_secs(1),
+        futures::future::pending(),
+    ));
+    Server {
+        url,
+        client: reqwest::Client::new(),
+    }
+}
+
+impl Server {
+    async fn call_with(&self, extensions: Option<&str>, method: &str, params: Value) -> Value {
+        let mut req = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("a2a-version", "1.0");
+        if let Some(e) = extensions {
+            req = req.header("a2a-extensions", e);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let resp = req.body(body.to_string()).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
+        let text = resp.text().await.unwrap();
+        if ct.starts_with("text/event-stream") {
+            return json!({"stream": text});
+        }
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+#[tokio::test]
+async fn card_capabilities_from_config_are_enforced_on_the_wire() {
+    let exec = Arc::new(Counting::default());
+    let toml = format!(
+        r#"
+[agent]
+streaming = false
+default_input_modes = ["text/plain"]
+
+[[agent.skills]]
+id = "look"
+name = "Look"
+description = "Describes a picture."
+input_modes = ["image/*"]
+
+[[agent.extensions]]
+uri = "{TRACE_EXT}"
+description = "Carries a trace id in message metadata."
+required = true
+params = {{ header = "x-trace" }}
+
+[[agent.extensions]]
+uri = "https://example.com/a2a/ext/optional/v1"
+"#
+    );
+    let s = start_from_config(&toml, exec.clone()).await;
+    let card: Value = s
+        .client
+        .get(format!("{}.well-known/agent-card.json", s.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["capabilities"]["streaming"], false);
+    assert_eq!(
+        card["capabilities"]["extensions"],
+        json!([
+            {"uri": TRACE_EXT, "description": "Carries a trace id in message metadata.", "required": true, "params": {"header": "x-trace"}},
+            {"uri": "https://example.com/a2a/ext/optional/v1"}
+        ])
+    );
+    assert_eq!(card["skills"][0]["inputModes"], json!(["image/*"]));
+
+    let send =
+        |parts: Value| json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": parts}});
+    let text = json!([{"text": "hi"}]);
+    // A required extension not activated: every task operation refuses.
+    for (method, params) in [
+        ("SendMessage", send(text.clone())),
+        ("GetTask", json!({"id": "t"})),
+        ("ListTasks", json!({})),
+        ("CancelTask", json!({"id": "t"})),
+    ] {
+        for ext in [None, Some("https://example.com/a2a/ext/optional/v1")] {
+            let v = s.call_with(ext, method, params.clone()).await;
+            assert_eq!(v["error"]["code"], -32008, "{method} {ext:?}: {v}");
+            assert_eq!(
+                v["error"]["data"][0]["reason"], "EXTENSION_SUPPORT_REQUIRED",
+                "{v}"
+            );
+            assert!(
+                v["error"]["message"].as_str().unwrap().contains(TRACE_EXT),
+                "{v}"
+            );
+        }
+    }
+    // Discovery still answers without it.
+    let v = s.call_with(None, "GetExtendedAgentCard", json!({})).await;
+    assert_eq!(v["error"]["code"], -32004, "{v}");
+    assert_eq!(exec.runs.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    // Activated (among others): served.
+    let ext = Some("urn:other, https://example.com/a2a/ext/trace/v1");
+    let v = s.call_with(ext, "SendMessage", send(text.clone())).await;
+    assert_eq!(
+        v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{v}"
+    );
+    let id = v["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let v = s.call_with(ext, "GetTask", json!({"id": id})).await;
+    assert_eq!(v["result"]["id"], id.as_str(), "{v}");
+
+    // Input modes: text/plain (default) and image/* (skill) are accepted.
+    let png = json!([{"raw": "iVBORw0KGgo=", "mediaType": "image/png"}, {"text": "what is this?"}]);
+    let v = s.call_with(ext, "SendMessage", send(png)).await;
+    assert_eq!(
+        v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{v}"
+    );
+    let runs = exec.runs.load(std::sync::atomic::Ordering::SeqCst);
+    for parts in [
+        json!([{"text": "see file"}, {"url": "https://x/a.pdf", "mediaType": "application/pdf"}]),
+        json!([{"data": {"k": 1}}]),
+        json!([{"url": "https://x/blob"}]),
+        json!([{"text": "# md", "mediaType": "text/markdown"}]),
+    ] {
+        let v = s.call_with(ext, "SendMessage", send(parts.clone())).await;
+        assert_eq!(v["error"]["code"], -32005, "{parts}: {v}");
+        assert_eq!(
+            v["error"]["data"][0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED",
+            "{v}"
+        );
+    }
+    assert_eq!(
+        exec.runs.load(std::sync::atomic::Ordering::SeqCst),
+        runs,
+        "a refused part never reaches the executor"
+    );
+
+    // streaming = false: both streaming operations are unsupported.
+    let v = s.call_with(ext, "SendStreamingMessage", send(text)).await;
+    assert_eq!(v["error"]["code"], -32004, "{v}");
+    let v = s.call_with(ext, "SubscribeToTask", json!({"id": id})).await;
+    assert_eq!(v["error"]["code"], -32004, "{v}");
+}
+
 /// Asks for input on a new task and waits there; completes a follow-up.
 struct AskForInput;
 

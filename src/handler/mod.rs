@@ -5,7 +5,10 @@
 
 mod driver;
 mod follow;
+mod input_modes;
 mod retention;
+
+pub use input_modes::{InputModes, parse_media_range, part_media_type};
 
 pub use retention::{
     DEFAULT_PURGE_BATCH, MaintenanceConfig, MaintenanceReport, stale_reason, ttl_reason,
@@ -62,6 +65,31 @@ pub struct HandlerConfig {
     pub event_queue_capacity: usize,
     /// Live events buffered per subscriber before it falls back to reading the store.
     pub subscriber_buffer: usize,
+    /// Extension URIs the card marks `required` (spec §3.3.4): the task operations
+    /// refuse a call whose `A2A-Extensions` does not activate every one of them
+    /// (see [`RequestHandler::check_extensions`]).
+    pub required_extensions: Vec<String>,
+    /// The media types a message part may have (`defaultInputModes` and the skills'
+    /// `inputModes`); the default accepts everything.
+    pub input_modes: InputModes,
+}
+
+impl HandlerConfig {
+    /// Takes what the public `card` declares: `capabilities.streaming` (absent means
+    /// off, spec §3.3.4), its required extensions and its input modes, so the handler
+    /// enforces exactly what the card promises.
+    pub fn with_card(mut self, card: &AgentCard) -> Self {
+        self.streaming = card.capabilities.streaming.unwrap_or(false);
+        self.required_extensions = card
+            .capabilities
+            .extensions
+            .iter()
+            .filter(|e| e.required)
+            .map(|e| e.uri.clone())
+            .collect();
+        self.input_modes = InputModes::from_card(card);
+        self
+    }
 }
 
 impl Default for HandlerConfig {
@@ -73,6 +101,8 @@ impl Default for HandlerConfig {
             max_concurrent_tasks: 1024,
             event_queue_capacity: crate::executor::EventQueue::DEFAULT_CAPACITY,
             subscriber_buffer: 256,
+            required_extensions: Vec::new(),
+            input_modes: InputModes::default(),
         }
     }
 }
@@ -234,6 +264,41 @@ impl RequestHandler {
         Ok(())
     }
 
+    /// Refuses a task operation whose caller did not activate (`A2A-Extensions`) every
+    /// extension the card marks `required` (spec §1, §3.3.4). Checked by SendMessage,
+    /// SendStreamingMessage, GetTask, ListTasks, CancelTask and SubscribeToTask; not by
+    /// GetExtendedAgentCard (discovery: it is where a client learns what the agent
+    /// needs) nor the push-config operations (not offered at all). URIs compare exactly.
+    ///
+    /// # Errors
+    /// [`A2aError::ExtensionSupportRequired`] (-32008) naming the missing URIs.
+    pub fn check_extensions(&self, call: &CallContext) -> Result<(), A2aError> {
+        let missing: Vec<&str> = self
+            .inner
+            .config
+            .required_extensions
+            .iter()
+            .filter(|uri| !call.requested_extensions.iter().any(|r| r == *uri))
+            .map(String::as_str)
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(A2aError::ExtensionSupportRequired(format!(
+            "this agent requires the extension{} {}; activate {} with the A2A-Extensions header",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", "),
+            if missing.len() == 1 { "it" } else { "them" },
+        )))
+    }
+
+    /// The checks of a message before it is started: required extensions, then every
+    /// part's media type against the input modes.
+    fn admit(&self, call: &CallContext, req: &SendMessageRequest) -> Result<(), A2aError> {
+        self.check_extensions(call)?;
+        self.inner.config.input_modes.check(&req.message)
+    }
+
     /// Validates a send, resolves its task and context, and starts (or queues) the
     /// run. Returns what the run produced first.
     async fn start(
@@ -348,6 +413,8 @@ impl RequestHandler {
     ///
     /// # Errors
     /// InvalidParams (bad message, negative historyLength, contextId mismatch),
+    /// ExtensionSupportRequired (a required extension not activated),
+    /// ContentTypeNotSupported (a part's media type is not an input mode),
     /// TaskNotFound, UnsupportedOperation (terminal task), PushNotificationNotSupported
     /// (inline push config), Unavailable (too many running tasks), Internal.
     pub async fn send_message(
@@ -355,6 +422,7 @@ impl RequestHandler {
         call: &CallContext,
         req: SendMessageRequest,
     ) -> Result<SendMessageResponse, A2aError> {
+        self.admit(call, &req)?;
         let immediate = req
             .configuration
             .as_ref()
@@ -420,6 +488,7 @@ impl RequestHandler {
                 "streaming is not supported by this agent".into(),
             ));
         }
+        self.admit(call, &req)?;
         let hl = history_length(req.configuration.as_ref().and_then(|c| c.history_length))?;
         match self.start(call, req).await? {
             RunStart::Message(m) => {
@@ -458,13 +527,14 @@ impl RequestHandler {
     ///
     /// # Errors
     /// TaskNotFound (also for another caller's task), InvalidParams (negative
-    /// historyLength), Internal.
+    /// historyLength), ExtensionSupportRequired, Internal.
     pub async fn get_task(
         &self,
         call: &CallContext,
         req: GetTaskRequest,
     ) -> Result<Task, A2aError> {
         check_call(call)?;
+        self.check_extensions(call)?;
         let hl = history_length(req.history_length)?;
         check_id("id", &req.id)?;
         let mut task = self.load(&Scope::from(call), &req.id).await?.task;
@@ -476,13 +546,14 @@ impl RequestHandler {
     ///
     /// # Errors
     /// InvalidParams (pageSize outside 1..=100, bad pageToken, negative
-    /// historyLength), Internal.
+    /// historyLength), ExtensionSupportRequired, Internal.
     pub async fn list_tasks(
         &self,
         call: &CallContext,
         req: ListTasksRequest,
     ) -> Result<ListTasksResponse, A2aError> {
         check_call(call)?;
+        self.check_extensions(call)?;
         check_id("contextId", req.context_id.as_deref().unwrap_or(""))?;
         let page_size = req.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
         if !(1..=MAX_PAGE_SIZE).contains(&page_size) {
@@ -524,13 +595,15 @@ impl RequestHandler {
     /// TaskNotCancelable every time.
     ///
     /// # Errors
-    /// TaskNotFound, TaskNotCancelable (terminal task), Internal.
+    /// TaskNotFound, TaskNotCancelable (terminal task), ExtensionSupportRequired,
+    /// Internal.
     pub async fn cancel_task(
         &self,
         call: &CallContext,
         req: CancelTaskRequest,
     ) -> Result<Task, A2aError> {
         check_call(call)?;
+        self.check_extensions(call)?;
         check_id("id", &req.id)?;
         let scope = Scope::from(call);
         let rec = self.load(&scope, &req.id).await?;
@@ -567,7 +640,8 @@ impl RequestHandler {
     /// resume of a task that ended after `last_event_id` replays up to its final event.
     ///
     /// # Errors
-    /// TaskNotFound; InvalidParams for a `last_event_id` beyond the task's last event;
+    /// TaskNotFound; ExtensionSupportRequired; InvalidParams for a `last_event_id`
+    /// beyond the task's last event;
     /// UnsupportedOperation when streaming is off or the task is terminal (and, with
     /// `last_event_id`, nothing newer is left to replay).
     pub async fn subscribe_to_task(
@@ -582,6 +656,7 @@ impl RequestHandler {
                 "streaming is not supported by this agent".into(),
             ));
         }
+        self.check_extensions(call)?;
         check_id("id", &req.id)?;
         let scope = Scope::from(call);
         let rec = self.load(&scope, &req.id).await?;
