@@ -522,12 +522,15 @@ impl AgentExecutor for AgentCoreExecutor {
                 }
                 r = work => r,
             };
+            if matches!(outcome, Err(SinkError::Upstream(_))) {
+                // A failure before any output still shows the task's whole lifecycle.
+                let _ = start.ensure().await;
+            }
             match outcome {
                 Ok(()) | Err(SinkError::Closed) => Ok(()),
                 Err(SinkError::Upstream(e)) => {
                     tracing::warn!(reason = %e, "the task failed");
                     // The queue may be closed already; the handler fails the task then.
-                    let _ = start.ensure().await;
                     let _ = updater
                         .failed(Some(updater.new_agent_text(e.to_string())))
                         .await;
