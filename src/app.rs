@@ -11,7 +11,7 @@ use crate::config::{Config, ServerConfig};
 use crate::executor::AgentExecutor;
 use crate::handler::{HandlerConfig, MaintenanceConfig, RequestHandler};
 use crate::protocol::{
-    AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill, SecurityRequirement,
+    AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill, SecurityRequirement,
     SecurityScheme, StringList,
 };
 use crate::server::{self, ReadinessCheck};
@@ -53,9 +53,18 @@ pub fn agent_card(config: &Config) -> AgentCard {
         version: a.version.clone(),
         documentation_url: a.documentation_url.as_ref().map(ToString::to_string),
         capabilities: AgentCapabilities {
-            streaming: Some(true),
+            streaming: Some(a.streaming),
             push_notifications: Some(false),
-            extensions: vec![],
+            extensions: a
+                .extensions
+                .iter()
+                .map(|e| AgentExtension {
+                    uri: e.uri.clone(),
+                    description: e.description.clone(),
+                    required: e.required,
+                    params: e.params.clone().map(serde_json::Value::Object),
+                })
+                .collect(),
             extended_agent_card: Some(false),
         },
         security_schemes,
@@ -113,10 +122,12 @@ impl Gateway {
         store: Arc<dyn TaskStore>,
         ready: Option<ReadinessCheck>,
     ) -> Self {
+        let card = agent_card(config);
         let handler_config = HandlerConfig {
             max_concurrent_tasks: config.server.max_concurrent_tasks,
             ..HandlerConfig::default()
-        };
+        }
+        .with_card(&card);
         let handler = RequestHandler::new(executor, store, handler_config);
         let transport = TransportConfig {
             max_body_bytes: usize::try_from(config.server.max_body_bytes).unwrap_or(usize::MAX),
@@ -125,7 +136,7 @@ impl Gateway {
             bindings: config.server.bindings.clone(),
             grpc_own_listener: config.server.grpc_listen.is_some(),
         };
-        let state = AppState::new(handler, agent_card(config), transport);
+        let state = AppState::new(handler, card, transport);
         let router = server::router(state.clone(), ready);
         Self {
             state,

@@ -41,7 +41,7 @@ mod upstream;
 #[cfg(test)]
 mod tests;
 
-pub use agent::{AgentConfig, AgentProviderConfig, SkillConfig};
+pub use agent::{AgentConfig, AgentProviderConfig, ExtensionConfig, SkillConfig};
 pub use arn::{AgentRuntimeArn, ArnError};
 pub use auth::{AuthKind, UpstreamAuthConfig};
 pub use error::{ConfigError, ConfigOrigin};

@@ -870,6 +870,135 @@ async fn a_client_dropping_its_stream_or_future_loses_nothing() {
 }
 
 // ---------------------------------------------------------------------------
+// Capabilities: streaming, required extensions, input modes
+// ---------------------------------------------------------------------------
+
+/// Completes every message; counts runs.
+fn counting() -> (Scripted, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let exec = scripted(move |ctx, q| {
+        r.fetch_add(1, Ordering::SeqCst);
+        async move {
+            let up = TaskUpdater::from_context(&ctx, q);
+            up.complete(None).await?;
+            Ok(())
+        }
+    });
+    (exec, runs)
+}
+
+#[tokio::test]
+async fn required_extensions_are_checked_by_every_task_operation() {
+    const EXT: &str = "https://example.com/ext/v1";
+    let (exec, runs) = counting();
+    let config = HandlerConfig {
+        required_extensions: vec![EXT.into()],
+        ..Default::default()
+    };
+    let h = handler_with(exec, config);
+    let mut with = anon();
+    with.requested_extensions = vec!["urn:other".into(), EXT.into()];
+    let t = send_task(&h, &with, req(text("go"))).await;
+
+    let mut without = anon();
+    without.requested_extensions = vec!["urn:other".into(), format!("{EXT}/")];
+    let refused = |e: A2aError| {
+        assert!(
+            matches!(&e, A2aError::ExtensionSupportRequired(m) if m.contains(EXT)),
+            "{e:?}"
+        );
+        assert_eq!(e.jsonrpc_code(), -32008);
+    };
+    refused(err(h.send_message(&without, req(text("go"))).await));
+    refused(err(h
+        .send_streaming_message(&without, req(text("go")))
+        .await));
+    refused(err(h.get_task(&without, get_req(&t.id, None)).await));
+    refused(err(h
+        .list_tasks(&without, ListTasksRequest::default())
+        .await));
+    refused(err(h.cancel_task(&without, cancel_req(&t.id)).await));
+    refused(err(h
+        .subscribe_to_task(&without, sub_req(&t.id), None)
+        .await));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // Discovery and the unsupported push operations answer as usual.
+    assert!(matches!(
+        err(h.get_extended_agent_card(&without)),
+        A2aError::UnsupportedOperation(_)
+    ));
+    assert!(matches!(
+        err(h.push_notification_config()),
+        A2aError::PushNotificationNotSupported
+    ));
+    assert_eq!(
+        get(&h, &with, &t.id).await.status.state,
+        TaskState::Completed
+    );
+}
+
+#[tokio::test]
+async fn parts_outside_the_input_modes_are_refused_before_the_executor_runs() {
+    let (exec, runs) = counting();
+    let config = HandlerConfig {
+        input_modes: a2a_gateway::handler::InputModes::new(["text/plain", "image/*"]),
+        ..Default::default()
+    };
+    let h = handler_with(exec, config);
+    let part = |v: serde_json::Value| -> Part { serde_json::from_value(v).unwrap() };
+    let with_parts = |parts: Vec<Part>| {
+        let mut m = text("look");
+        m.parts.extend(parts);
+        m
+    };
+    let ok = with_parts(vec![part(
+        serde_json::json!({"raw": "AAE=", "mediaType": "IMAGE/PNG"}),
+    )]);
+    send_task(&h, &anon(), req(ok)).await;
+    for bad in [
+        part(serde_json::json!({"data": {"k": 1}})),
+        part(serde_json::json!({"url": "https://x/a.pdf", "mediaType": "application/pdf"})),
+        part(serde_json::json!({"url": "https://x/blob"})),
+    ] {
+        for r in [
+            err(h
+                .send_message(&anon(), req(with_parts(vec![bad.clone()])))
+                .await),
+            err(h
+                .send_streaming_message(&anon(), req(with_parts(vec![bad.clone()])))
+                .await),
+        ] {
+            assert!(
+                matches!(&r, A2aError::ContentTypeNotSupported(m) if m.contains("parts[1]")),
+                "{r:?}"
+            );
+            assert_eq!(r.jsonrpc_code(), -32005);
+        }
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "refused messages never ran");
+}
+
+#[tokio::test]
+async fn streaming_off_refuses_both_streaming_operations() {
+    let (exec, _) = counting();
+    let config = HandlerConfig {
+        streaming: false,
+        ..Default::default()
+    };
+    let h = handler_with(exec, config);
+    let t = send_task(&h, &anon(), req(text("go"))).await;
+    assert!(matches!(
+        err(h.send_streaming_message(&anon(), req(text("go"))).await),
+        A2aError::UnsupportedOperation(_)
+    ));
+    assert!(matches!(
+        err(h.subscribe_to_task(&anon(), sub_req(&t.id), Some(0)).await),
+        A2aError::UnsupportedOperation(_)
+    ));
+}
+
+// ---------------------------------------------------------------------------
 // SubscribeToTask
 // ---------------------------------------------------------------------------
 
@@ -930,6 +1059,106 @@ async fn subscribe_to_an_idle_auth_required_task_sees_the_follow_up() {
         kinds(&rest),
         ["status:TASK_STATE_WORKING", "status:TASK_STATE_COMPLETED"]
     );
+}
+
+/// Asks for input on a new task; completes a follow-up with one artifact.
+fn ask_then_complete() -> Scripted {
+    scripted(|ctx, q| async move {
+        let up = TaskUpdater::from_context(&ctx, q);
+        if ctx.current_task.is_none() {
+            up.submit().await?;
+            up.requires_input(Some(up.new_agent_text("which one?")))
+                .await?;
+        } else {
+            up.start_work(None).await?;
+            up.add_artifact(vec![Part::text("done")], None, None, false, true)
+                .await?;
+            up.complete(None).await?;
+        }
+        Ok(())
+    })
+}
+
+#[tokio::test]
+async fn subscribe_to_an_input_required_task_stays_open_until_the_follow_up_completes() {
+    let h = handler(ask_then_complete());
+    let t = send_task(&h, &anon(), req(text("go"))).await;
+    assert_eq!(t.status.state, TaskState::InputRequired);
+    let mut s = subscribe(&h, &t.id).await;
+    assert_eq!(state(&next(&mut s).await), Some(TaskState::InputRequired));
+    // The stream did not end at the INPUT_REQUIRED snapshot: the follow-up's events
+    // arrive on it, up to the terminal state.
+    let done = send_task(&h, &anon(), req(follow_up(&t, "the blue one"))).await;
+    assert_eq!(done.status.state, TaskState::Completed);
+    let rest = drain(s).await;
+    assert_eq!(
+        kinds(&rest),
+        [
+            "status:TASK_STATE_WORKING",
+            "artifact",
+            "status:TASK_STATE_COMPLETED"
+        ]
+    );
+    assert_contiguous(&rest);
+    // SendStreamingMessage still ends at the interruption.
+    let evs = drain(
+        h.send_streaming_message(&anon(), req(text("again")))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        kinds(&evs),
+        [
+            "task:TASK_STATE_SUBMITTED",
+            "status:TASK_STATE_INPUT_REQUIRED"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn resume_from_the_input_required_event_continues_into_the_follow_up() {
+    let h = handler(ask_then_complete());
+    let evs = drain(
+        h.send_streaming_message(&anon(), req(text("go")))
+            .await
+            .unwrap(),
+    )
+    .await;
+    let last = evs.last().unwrap().seq.unwrap();
+    assert_eq!(state(evs.last().unwrap()), Some(TaskState::InputRequired));
+    let StreamResponse::Task(t) = &evs[0].event else {
+        unreachable!()
+    };
+    // The client's stream ended at INPUT_REQUIRED (event `last`); a resume from there
+    // is a subscription: it waits, then carries the follow-up to its end.
+    let mut resumed = h
+        .subscribe_to_task(&anon(), sub_req(&t.id), Some(last))
+        .await
+        .unwrap();
+    let mut from_before = h
+        .subscribe_to_task(&anon(), sub_req(&t.id), Some(last - 1))
+        .await
+        .unwrap();
+    assert_eq!(
+        state(&next(&mut from_before).await),
+        Some(TaskState::InputRequired)
+    );
+    send_task(&h, &anon(), req(follow_up(t, "the blue one"))).await;
+    let first = next(&mut resumed).await;
+    // The user's follow-up message (event last + 1) is history, not a stream event.
+    assert_eq!(first.seq, Some(last + 2));
+    let mut rest = vec![first];
+    rest.extend(drain(resumed).await);
+    assert_eq!(
+        kinds(&rest),
+        [
+            "status:TASK_STATE_WORKING",
+            "artifact",
+            "status:TASK_STATE_COMPLETED"
+        ]
+    );
+    assert_eq!(drain(from_before).await, rest);
 }
 
 #[tokio::test]

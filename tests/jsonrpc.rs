@@ -401,13 +401,261 @@ async fn agent_card_has_etag_and_honours_if_none_match() {
     assert_eq!(resp.status(), 200);
 }
 
-/// Asks for input and waits there.
+#[tokio::test]
+async fn agent_card_has_last_modified_and_honours_if_modified_since() {
+    let s = start(1 << 20).await;
+    let url = format!("{}.well-known/agent-card.json", s.url);
+    let resp = s.client.get(&url).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let lm = resp.headers()["last-modified"].to_str().unwrap().to_owned();
+    let etag = resp.headers()["etag"].to_str().unwrap().to_owned();
+    // IMF-fixdate: `Tue, 01 Dec 2026 13:31:22 GMT`.
+    assert!(lm.ends_with(" GMT") && lm.len() == 29, "{lm}");
+    let modified = httpdate::parse_http_date(&lm).unwrap();
+    let age = std::time::SystemTime::now()
+        .duration_since(modified)
+        .unwrap_or_default();
+    assert!(
+        age < std::time::Duration::from_secs(60),
+        "built at start: {lm}"
+    );
+    let get = |headers: Vec<(&'static str, String)>| {
+        let mut req = s.client.get(&url);
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        req.send()
+    };
+    let resp = get(vec![("if-modified-since", lm.clone())]).await.unwrap();
+    assert_eq!(resp.status(), 304);
+    assert_eq!(resp.headers()["last-modified"], lm.as_str());
+    assert_eq!(resp.headers()["etag"], etag.as_str());
+    assert!(resp.headers().contains_key("cache-control"));
+    let later = httpdate::fmt_http_date(modified + std::time::Duration::from_secs(3600));
+    assert_eq!(
+        get(vec![("if-modified-since", later)])
+            .await
+            .unwrap()
+            .status(),
+        304
+    );
+    let earlier = httpdate::fmt_http_date(modified - std::time::Duration::from_secs(1));
+    assert_eq!(
+        get(vec![("if-modified-since", earlier)])
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(
+        get(vec![("if-modified-since", "yesterday".into())])
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    // If-None-Match decides when both are sent (RFC 9110 §13.1.3).
+    let both = vec![
+        ("if-none-match", "\"other\"".to_owned()),
+        ("if-modified-since", lm.clone()),
+    ];
+    assert_eq!(get(both).await.unwrap().status(), 200);
+}
+
+/// Counts its runs; completes each with the text echoed.
+#[derive(Default)]
+struct Counting {
+    runs: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl AgentExecutor for Counting {
+    async fn execute(&self, ctx: RequestContext, queue: EventQueue) -> Result<(), ExecutorError> {
+        self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Echo.execute(ctx, queue).await
+    }
+}
+
+const TRACE_EXT: &str = "https://example.com/a2a/ext/trace/v1";
+
+/// A gateway built from `toml` the way `serve` builds it (card and handler from one
+/// config), over `executor`.
+async fn start_from_config(toml: &str, executor: Arc<dyn AgentExecutor>) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gw.toml");
+    std::fs::write(&file, toml).unwrap();
+    let config = a2a_gateway::config::Config::load(a2a_gateway::config::ConfigSources {
+        file: Some(file),
+        env: vec![],
+        overrides: vec![("store.url".into(), "memory:".into())],
+    })
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let gateway =
+        a2a_gateway::app::Gateway::new(&config, executor, Arc::new(MemoryTaskStore::new()), None);
+    tokio::spawn(gateway.serve(
+        listener,
+        std::time::Duration::from_secs(1),
+        futures::future::pending(),
+    ));
+    Server {
+        url,
+        client: reqwest::Client::new(),
+    }
+}
+
+impl Server {
+    async fn call_with(&self, extensions: Option<&str>, method: &str, params: Value) -> Value {
+        let mut req = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("a2a-version", "1.0");
+        if let Some(e) = extensions {
+            req = req.header("a2a-extensions", e);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let resp = req.body(body.to_string()).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
+        let text = resp.text().await.unwrap();
+        if ct.starts_with("text/event-stream") {
+            return json!({"stream": text});
+        }
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+#[tokio::test]
+async fn card_capabilities_from_config_are_enforced_on_the_wire() {
+    let exec = Arc::new(Counting::default());
+    let toml = format!(
+        r#"
+[agent]
+streaming = false
+default_input_modes = ["text/plain"]
+
+[[agent.skills]]
+id = "look"
+name = "Look"
+description = "Describes a picture."
+input_modes = ["image/*"]
+
+[[agent.extensions]]
+uri = "{TRACE_EXT}"
+description = "Carries a trace id in message metadata."
+required = true
+params = {{ header = "x-trace" }}
+
+[[agent.extensions]]
+uri = "https://example.com/a2a/ext/optional/v1"
+"#
+    );
+    let s = start_from_config(&toml, exec.clone()).await;
+    let card: Value = s
+        .client
+        .get(format!("{}.well-known/agent-card.json", s.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["capabilities"]["streaming"], false);
+    assert_eq!(
+        card["capabilities"]["extensions"],
+        json!([
+            {"uri": TRACE_EXT, "description": "Carries a trace id in message metadata.", "required": true, "params": {"header": "x-trace"}},
+            {"uri": "https://example.com/a2a/ext/optional/v1"}
+        ])
+    );
+    assert_eq!(card["skills"][0]["inputModes"], json!(["image/*"]));
+
+    let send =
+        |parts: Value| json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": parts}});
+    let text = json!([{"text": "hi"}]);
+    // A required extension not activated: every task operation refuses.
+    for (method, params) in [
+        ("SendMessage", send(text.clone())),
+        ("GetTask", json!({"id": "t"})),
+        ("ListTasks", json!({})),
+        ("CancelTask", json!({"id": "t"})),
+    ] {
+        for ext in [None, Some("https://example.com/a2a/ext/optional/v1")] {
+            let v = s.call_with(ext, method, params.clone()).await;
+            assert_eq!(v["error"]["code"], -32008, "{method} {ext:?}: {v}");
+            assert_eq!(
+                v["error"]["data"][0]["reason"], "EXTENSION_SUPPORT_REQUIRED",
+                "{v}"
+            );
+            assert!(
+                v["error"]["message"].as_str().unwrap().contains(TRACE_EXT),
+                "{v}"
+            );
+        }
+    }
+    // Discovery still answers without it.
+    let v = s.call_with(None, "GetExtendedAgentCard", json!({})).await;
+    assert_eq!(v["error"]["code"], -32004, "{v}");
+    assert_eq!(exec.runs.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    // Activated (among others): served.
+    let ext = Some("urn:other, https://example.com/a2a/ext/trace/v1");
+    let v = s.call_with(ext, "SendMessage", send(text.clone())).await;
+    assert_eq!(
+        v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{v}"
+    );
+    let id = v["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let v = s.call_with(ext, "GetTask", json!({"id": id})).await;
+    assert_eq!(v["result"]["id"], id.as_str(), "{v}");
+
+    // Input modes: text/plain (default) and image/* (skill) are accepted.
+    let png = json!([{"raw": "iVBORw0KGgo=", "mediaType": "image/png"}, {"text": "what is this?"}]);
+    let v = s.call_with(ext, "SendMessage", send(png)).await;
+    assert_eq!(
+        v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{v}"
+    );
+    let runs = exec.runs.load(std::sync::atomic::Ordering::SeqCst);
+    for parts in [
+        json!([{"text": "see file"}, {"url": "https://x/a.pdf", "mediaType": "application/pdf"}]),
+        json!([{"data": {"k": 1}}]),
+        json!([{"url": "https://x/blob"}]),
+        json!([{"text": "# md", "mediaType": "text/markdown"}]),
+    ] {
+        let v = s.call_with(ext, "SendMessage", send(parts.clone())).await;
+        assert_eq!(v["error"]["code"], -32005, "{parts}: {v}");
+        assert_eq!(
+            v["error"]["data"][0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED",
+            "{v}"
+        );
+    }
+    assert_eq!(
+        exec.runs.load(std::sync::atomic::Ordering::SeqCst),
+        runs,
+        "a refused part never reaches the executor"
+    );
+
+    // streaming = false: both streaming operations are unsupported.
+    let v = s.call_with(ext, "SendStreamingMessage", send(text)).await;
+    assert_eq!(v["error"]["code"], -32004, "{v}");
+    let v = s.call_with(ext, "SubscribeToTask", json!({"id": id})).await;
+    assert_eq!(v["error"]["code"], -32004, "{v}");
+}
+
+/// Asks for input on a new task and waits there; completes a follow-up.
 struct AskForInput;
 
 #[async_trait]
 impl AgentExecutor for AskForInput {
     async fn execute(&self, ctx: RequestContext, queue: EventQueue) -> Result<(), ExecutorError> {
         let u = TaskUpdater::from_context(&ctx, queue);
+        if ctx.current_task.is_some() {
+            u.complete(None).await?;
+            return Ok(());
+        }
         u.submit().await?;
         u.requires_input(Some(u.new_agent_text("which one?")))
             .await?;
@@ -416,7 +664,7 @@ impl AgentExecutor for AskForInput {
 }
 
 #[tokio::test]
-async fn resume_at_the_last_event_answers_at_once_and_beyond_it_is_invalid() {
+async fn resume_at_the_last_event_opens_at_once_and_follows_the_task_to_its_end() {
     let s = start_with(Arc::new(AskForInput), 1 << 20).await;
     let v = s
         .call(json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message("hi")}}))
@@ -432,32 +680,45 @@ async fn resume_at_the_last_event_answers_at_once_and_beyond_it_is_invalid() {
             .body(json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": id}}).to_string())
             .send()
     };
-    // The client saw event 2, the INPUT_REQUIRED that ended its stream: the resumed
-    // stream opens at once and ends with nothing to replay.
-    let resp = tokio::time::timeout(std::time::Duration::from_secs(5), subscribe("2"))
-        .await
-        .expect("headers without waiting for the next event")
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    assert_eq!(resp.headers()["content-type"], "text/event-stream");
-    let body = tokio::time::timeout(std::time::Duration::from_secs(5), resp.text())
-        .await
-        .expect("the stream ends")
-        .unwrap();
-    assert!(!body.contains("data:"), "{body}");
-    // A resume from event 1 replays the INPUT_REQUIRED status and ends there.
-    let body = subscribe("1").await.unwrap().text().await.unwrap();
-    assert!(
-        body.contains("TASK_STATE_INPUT_REQUIRED") && body.contains("id: 2"),
-        "{body}"
-    );
-    for bad in ["+2", "-1", "x", "1.5"] {
+    for bad in ["+2", "-1", "x", "1.5", "99"] {
         let v: Value = subscribe(bad).await.unwrap().json().await.unwrap();
         assert_eq!(v["error"]["code"], -32602, "{bad}: {v}");
     }
-    let resp = subscribe("99").await.unwrap();
-    let v: Value = resp.json().await.unwrap();
-    assert_eq!(v["error"]["code"], -32602, "{v}");
+    // The client saw event 2, the INPUT_REQUIRED that ended its stream: the resumed
+    // stream's headers come at once, and it stays open for the rest of the task.
+    let at_end = tokio::time::timeout(std::time::Duration::from_secs(5), subscribe("2"))
+        .await
+        .expect("headers without waiting for the next event")
+        .unwrap();
+    assert_eq!(at_end.status(), 200);
+    assert_eq!(at_end.headers()["content-type"], "text/event-stream");
+    // A resume from event 1 replays the INPUT_REQUIRED status first.
+    let before = subscribe("1").await.unwrap();
+    let follow_up = json!({"messageId": "m2", "role": "ROLE_USER", "taskId": id, "parts": [{"text": "the blue one"}]});
+    let v = s
+        .call(json!({"jsonrpc": "2.0", "id": 3, "method": "SendMessage", "params": {"message": follow_up}}))
+        .await;
+    assert_eq!(
+        v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{v}"
+    );
+    let read = |r: reqwest::Response| async move {
+        tokio::time::timeout(std::time::Duration::from_secs(5), r.text())
+            .await
+            .expect("the stream ends at the terminal state")
+            .unwrap()
+    };
+    let body = read(at_end).await;
+    assert!(
+        !body.contains("INPUT_REQUIRED") && body.contains("TASK_STATE_COMPLETED"),
+        "{body}"
+    );
+    let body = read(before).await;
+    let (input, done) = (
+        body.find("TASK_STATE_INPUT_REQUIRED").expect("replayed"),
+        body.find("TASK_STATE_COMPLETED").expect("followed"),
+    );
+    assert!(input < done && body.contains("id: 2"), "{body}");
 }
 
 /// Reads until the server closes the connection; returns what it sent.

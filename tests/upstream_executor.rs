@@ -1059,3 +1059,224 @@ async fn a_message_without_text_is_rejected_unless_include_message_is_on() {
     assert_eq!(out.final_state(), TaskState::Completed);
     assert_eq!(up.count(), 1);
 }
+
+/// An upstream that hands each invocation to the test and answers only with what the
+/// test sends back: `(content type, body)`.
+type Answer = tokio::sync::oneshot::Sender<(&'static str, String)>;
+
+async fn answering_upstream() -> (String, tokio::sync::mpsc::UnboundedReceiver<Answer>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Answer>();
+    let app = Router::new().route(
+        "/invocations",
+        post(
+            move |State(tx): State<tokio::sync::mpsc::UnboundedSender<Answer>>| async move {
+                let (answer, wait) = tokio::sync::oneshot::channel();
+                let _ = tx.send(answer);
+                let (ct, body) = wait.await.unwrap_or(("application/json", "null".into()));
+                ([("content-type", ct)], body)
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/invocations", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        axum::serve(listener, app.with_state(tx)).await.unwrap();
+    });
+    (url, rx)
+}
+
+fn sse_body(frames: &[&str]) -> String {
+    frames.iter().map(|f| format!("data: {f}\n\n")).collect()
+}
+
+/// Runs `execute` in the background; returns the event receiver and the run.
+fn spawn_run(
+    e: &AgentCoreExecutor,
+    c: a2a_gateway::executor::RequestContext,
+) -> (
+    tokio::sync::mpsc::Receiver<StreamResponse>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (queue, rx) = EventQueue::bounded(64);
+    let e = e.clone();
+    let run = tokio::spawn(async move {
+        e.execute(c, queue).await.expect("execute returns Ok");
+    });
+    (rx, run)
+}
+
+async fn collect(
+    mut rx: tokio::sync::mpsc::Receiver<StreamResponse>,
+    run: tokio::task::JoinHandle<()>,
+) -> Vec<StreamResponse> {
+    run.await.unwrap();
+    let mut out = Vec::new();
+    while let Ok(ev) = rx.try_recv() {
+        out.push(ev);
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_new_task_is_published_only_at_the_upstreams_first_output() {
+    let (url, mut calls) = answering_upstream().await;
+    let e = exec(settings(&url));
+
+    // Nothing is published while the upstream has not answered: the answer may still
+    // be a Message.
+    let (mut rx, run) = spawn_run(&e, ctx("hello"));
+    let answer = calls.recv().await.unwrap();
+    assert!(
+        matches!(
+            rx.try_recv(),
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty)
+        ),
+        "no event before the upstream's first output"
+    );
+    let body = sse_body(&[
+        r#"{"event": {"messageStart": {"role": "assistant"}}}"#,
+        r#"{"a2a_control": "message", "text": "Hi, no task needed."}"#,
+        r#""never read""#,
+    ]);
+    answer.send(("text/event-stream", body)).unwrap();
+    let events = collect(rx, run).await;
+    let [StreamResponse::Message(m)] = events.as_slice() else {
+        panic!("one Message, got {events:?}")
+    };
+    assert_eq!(m.parts[0].as_text(), Some("Hi, no task needed."));
+    assert_eq!(m.task_id, None);
+    assert!(m.context_id.is_some());
+
+    // Any other first output publishes the Task first, then itself.
+    let (mut rx, run) = spawn_run(&e, ctx("hello"));
+    let answer = calls.recv().await.unwrap();
+    assert!(rx.try_recv().is_err());
+    answer
+        .send(("text/event-stream", sse_body(&[r#""Hello""#])))
+        .unwrap();
+    let out = upstream_common::Outcome {
+        events: collect(rx, run).await,
+    };
+    assert_eq!(
+        out.states(),
+        [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::Completed
+        ]
+    );
+    assert_eq!(out.text(), "Hello");
+
+    // A failure before any output still shows the whole lifecycle.
+    let (rx, run) = spawn_run(&e, ctx("hello"));
+    let answer = calls.recv().await.unwrap();
+    answer
+        .send((
+            "text/event-stream",
+            sse_body(&[r#"{"a2a_control": "fail", "text": "no"}"#]),
+        ))
+        .unwrap();
+    let out = upstream_common::Outcome {
+        events: collect(rx, run).await,
+    };
+    assert_eq!(
+        out.states(),
+        [TaskState::Submitted, TaskState::Working, TaskState::Failed]
+    );
+}
+
+#[tokio::test]
+async fn a_message_control_once_the_task_exists_ends_the_reply_completed() {
+    let up = raw_server(|n, _| {
+        vec![Step::Write(match n {
+            0 => sse_response(&[
+                r#""Hello, ""#,
+                r#"{"a2a_control": "message", "text": "world"}"#,
+                r#""never read""#,
+            ]),
+            _ => json_response(r#"{"a2a_control": "message", "text": "as a task"}"#),
+        })]
+    })
+    .await;
+    let e = exec(settings(&up.url));
+    // After other output: the message's parts end the reply.
+    let out = run(&e, ctx("a")).await;
+    assert_eq!(
+        out.states(),
+        [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::Completed
+        ]
+    );
+    assert_eq!(out.text(), "Hello, world");
+    assert!(out.chunks().last().unwrap().last);
+    // A follow-up to an existing task: no Message reply is possible.
+    let mut follow = ctx("b");
+    follow.current_task = Some(a2a_gateway::executor::new_task(&follow.message));
+    let out = run(&e, follow).await;
+    assert_eq!(out.states(), [TaskState::Working, TaskState::Completed]);
+    assert_eq!(out.text(), "as a task");
+    // returnImmediately: the client wants a task at once.
+    let mut immediate = ctx("c");
+    immediate.configuration = Some(a2a_gateway::protocol::SendMessageConfiguration {
+        return_immediately: Some(true),
+        ..Default::default()
+    });
+    let out = run(&e, immediate).await;
+    assert_eq!(
+        out.states(),
+        [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::Completed
+        ]
+    );
+    assert_eq!(out.text(), "as a task");
+}
+
+#[tokio::test]
+async fn send_message_answers_with_the_upstreams_message_and_stores_no_task() {
+    use a2a_gateway::protocol::{ListTasksRequest, SendMessageRequest, SendMessageResponse};
+    let up = raw_server(|n, _| {
+        vec![Step::Write(match n % 2 {
+            0 => {
+                json_response(r#"{"a2a_control": "message", "text": "Direct.", "data": {"k": 1}}"#)
+            }
+            _ => sse_response(&[r#"{"a2a_control": "message", "text": "Streamed."}"#]),
+        })]
+    })
+    .await;
+    let h = a2a_gateway::RequestHandler::new(
+        Arc::new(exec(settings(&up.url))),
+        Arc::new(a2a_gateway::store::MemoryTaskStore::new()),
+        a2a_gateway::HandlerConfig::default(),
+    );
+    let call = a2a_gateway::CallContext::anonymous();
+    let req = |text: &str| SendMessageRequest {
+        tenant: None,
+        message: a2a_gateway::executor::new_user_text_message(text),
+        configuration: None,
+        metadata: None,
+    };
+    let SendMessageResponse::Message(m) = h.send_message(&call, req("hi")).await.unwrap() else {
+        panic!("a Message reply")
+    };
+    assert_eq!(m.parts.len(), 2);
+    assert_eq!(m.parts[0].as_text(), Some("Direct."));
+    // Streaming: the stream is that single Message.
+    let events: Vec<_> = futures::StreamExt::collect::<Vec<_>>(
+        h.send_streaming_message(&call, req("hi")).await.unwrap(),
+    )
+    .await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    let StreamResponse::Message(m) = &events[0].as_ref().unwrap().event else {
+        panic!("{events:?}")
+    };
+    assert_eq!(m.parts[0].as_text(), Some("Streamed."));
+    let listed = h
+        .list_tasks(&call, ListTasksRequest::default())
+        .await
+        .unwrap();
+    assert!(listed.tasks.is_empty(), "{listed:?}");
+}

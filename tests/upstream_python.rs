@@ -140,6 +140,19 @@ async fn bedrock_agentcore_app_replies_translate() {
     assert_eq!(out.final_state(), TaskState::InputRequired);
     assert_eq!(out.reason(), "Which city?");
 
+    // A `message` control object, returned or as the first frame: a direct Message.
+    for (prompt, text) in [
+        ("message", "Hello, no task needed."),
+        ("message-stream", "Streamed hello, no task."),
+    ] {
+        let out = run(&e, ctx(prompt)).await;
+        let [a2a_gateway::protocol::StreamResponse::Message(m)] = out.events.as_slice() else {
+            panic!("{prompt}: one Message, got {:?}", out.events)
+        };
+        assert_eq!(m.parts[0].as_text(), Some(text), "{prompt}");
+        assert_eq!(m.task_id, None);
+    }
+
     // The session header reaches the agent's context.
     let c = ctx_in("ctx-py", "alice", "session");
     let expected = AgentCoreExecutor::session_for(&c);

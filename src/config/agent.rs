@@ -35,6 +35,30 @@ pub struct AgentConfig {
     pub default_output_modes: Vec<String>,
     /// The agent's skills. A file that sets `[[agent.skills]]` replaces the default skill.
     pub skills: Vec<SkillConfig>,
+    /// Offer SendStreamingMessage and SubscribeToTask (`capabilities.streaming`).
+    /// Default `true`; with `false` both answer `UnsupportedOperationError` (-32004).
+    pub streaming: bool,
+    /// `[[agent.extensions]]`: the A2A extensions the agent supports
+    /// (`capabilities.extensions`, spec §4.6). Default none.
+    pub extensions: Vec<ExtensionConfig>,
+}
+
+/// One `[[agent.extensions]]` entry: an A2A extension the agent supports (spec §4.6).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtensionConfig {
+    /// The extension's URI, as clients list it in `A2A-Extensions`.
+    pub uri: String,
+    /// What the extension does for this agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Clients must activate it: a task operation whose `A2A-Extensions` does not
+    /// list it is refused with `ExtensionSupportRequiredError` (-32008). Default `false`.
+    #[serde(default)]
+    pub required: bool,
+    /// Extension parameters, published as the card's `params` object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Default for AgentConfig {
@@ -50,6 +74,8 @@ impl Default for AgentConfig {
             default_input_modes: vec!["text/plain".to_owned()],
             default_output_modes: vec!["text/plain".to_owned()],
             skills: vec![SkillConfig::default()],
+            streaming: true,
+            extensions: Vec::new(),
         }
     }
 }
@@ -81,7 +107,9 @@ pub struct SkillConfig {
     /// Example prompts.
     #[serde(default)]
     pub examples: Vec<String>,
-    /// Accepted media types; unset means `agent.default_input_modes`.
+    /// Accepted media types; unset means `agent.default_input_modes`. A message part
+    /// whose media type no skill and no default accepts is refused (see
+    /// [`crate::handler::InputModes`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_modes: Option<Vec<String>>,
     /// Produced media types; unset means `agent.default_output_modes`.
@@ -120,6 +148,46 @@ impl AgentConfig {
         ] {
             if modes.is_empty() {
                 return Err(Invalid::new(key, "must list at least one media type"));
+            }
+        }
+        let skill_modes = self.skills.iter().enumerate().flat_map(|(i, s)| {
+            [
+                ("input_modes", &s.input_modes),
+                ("output_modes", &s.output_modes),
+            ]
+            .into_iter()
+            .filter_map(move |(f, m)| m.as_ref().map(|m| (format!("agent.skills.{i}.{f}"), m)))
+        });
+        for (key, modes) in [
+            (
+                "agent.default_input_modes".to_owned(),
+                &self.default_input_modes,
+            ),
+            (
+                "agent.default_output_modes".to_owned(),
+                &self.default_output_modes,
+            ),
+        ]
+        .into_iter()
+        .chain(skill_modes)
+        {
+            for (j, m) in modes.iter().enumerate() {
+                crate::handler::parse_media_range(m)
+                    .map_err(|why| Invalid::new(format!("{key}.{j}"), why))?;
+            }
+        }
+        let mut uris = HashSet::new();
+        for (i, ext) in self.extensions.iter().enumerate() {
+            let key = format!("agent.extensions.{i}.uri");
+            let uri = ext.uri.trim();
+            if uri.is_empty() || uri != ext.uri || uri.contains(',') {
+                return Err(Invalid::new(
+                    key,
+                    "must be a non-empty URI without spaces or commas (clients list it in A2A-Extensions)",
+                ));
+            }
+            if !uris.insert(uri) {
+                return Err(Invalid::new(key, format!("duplicate extension {uri:?}")));
             }
         }
         let mut ids = HashSet::new();

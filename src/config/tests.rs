@@ -132,6 +132,13 @@ fn fully_populated() -> Config {
                 input_modes: Some(vec![]),
                 output_modes: Some(vec![]),
             }],
+            streaming: false,
+            extensions: vec![ExtensionConfig {
+                uri: "urn:x".into(),
+                description: Some("d".into()),
+                required: true,
+                params: Some(serde_json::Map::from_iter([("header".into(), "x".into())])),
+            }],
         },
         store: StoreConfig {
             url: StoreUrl::Memory,
@@ -796,6 +803,51 @@ fn skills_from_a_file_replace_the_default_and_are_checked() {
     let config = Config::load(sources(Some(&path), &[])).unwrap();
     assert_eq!(config.agent.skills.len(), 1);
     assert_eq!(config.agent.skills[0].id, "a");
+}
+
+#[test]
+fn media_types_and_extensions_are_checked() {
+    for (toml, want) in [
+        (
+            "[agent]\ndefault_input_modes = [\"text\"]\n",
+            "agent.default_input_modes.0",
+        ),
+        (
+            "[agent]\ndefault_output_modes = [\"text/plain\", \"*/json\"]\n",
+            "agent.default_output_modes.1",
+        ),
+        (
+            "[[agent.skills]]\nid = \"a\"\nname = \"A\"\ndescription = \"d\"\ninput_modes = [\"image/p*\"]\n",
+            "agent.skills.0.input_modes.0",
+        ),
+        (
+            "[[agent.extensions]]\nuri = \"\"\n",
+            "agent.extensions.0.uri",
+        ),
+        (
+            "[[agent.extensions]]\nuri = \"a,b\"\n",
+            "agent.extensions.0.uri",
+        ),
+        (
+            "[[agent.extensions]]\nuri = \"urn:a\"\n[[agent.extensions]]\nuri = \"urn:a\"\n",
+            "agent.extensions.1.uri",
+        ),
+    ] {
+        let (_dir, path) = file(toml);
+        let (_, err) = load_err(sources(Some(&path), &[]));
+        assert_eq!(invalid_parts(&err).0, want, "{toml}");
+    }
+    let (_dir, path) = file(
+        "[agent]\nstreaming = false\ndefault_input_modes = [\"text/*\", \"*/*\"]\n[[agent.extensions]]\nuri = \"urn:a\"\nrequired = true\nparams = { n = 1, deep = { x = [\"y\"] } }\n",
+    );
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    assert!(!config.agent.streaming);
+    let ext = &config.agent.extensions[0];
+    assert!(ext.required);
+    assert_eq!(
+        serde_json::Value::Object(ext.params.clone().unwrap()),
+        serde_json::json!({"n": 1, "deep": {"x": ["y"]}})
+    );
 }
 
 #[test]

@@ -178,6 +178,18 @@ impl TaskUpdater {
         Ok(artifact_id)
     }
 
+    /// Publishes a direct reply: an agent Message with `parts` instead of a task
+    /// (A2A `SendMessageResponse.message`). Valid only as the run's first event for a
+    /// new task: the handler then stores nothing and ends the response with it; on a
+    /// task that exists it is rejected. The message carries the context id, no task id.
+    ///
+    /// # Errors
+    /// [`QueueClosed`] when the handler no longer accepts events.
+    pub async fn reply_message(&self, parts: Vec<Part>) -> Result<(), QueueClosed> {
+        let message = helpers::new_agent_parts_message(parts, Some(&self.context_id), None);
+        self.queue.enqueue_event(message).await
+    }
+
     /// An agent message for this task (not published; pass it to a status method).
     pub fn new_agent_message(&self, parts: Vec<Part>) -> Message {
         helpers::new_agent_parts_message(parts, Some(&self.context_id), Some(&self.task_id))

@@ -5,8 +5,11 @@
 
 mod driver;
 mod follow;
+mod input_modes;
 mod retention;
 mod turns;
+
+pub use input_modes::{InputModes, parse_media_range, part_media_type};
 
 pub use retention::{
     DEFAULT_PURGE_BATCH, MaintenanceConfig, MaintenanceReport, stale_reason, ttl_reason,
@@ -45,7 +48,8 @@ pub struct SequencedEvent {
 }
 
 /// A response stream: ends after the last event it should carry (a Message, a
-/// terminal state, or INPUT_REQUIRED), or with one final error.
+/// terminal state, or, for SendStreamingMessage only, INPUT_REQUIRED), or with one
+/// final error.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<SequencedEvent, A2aError>> + Send>>;
 
 /// Handler limits and capabilities.
@@ -63,6 +67,31 @@ pub struct HandlerConfig {
     pub event_queue_capacity: usize,
     /// Live events buffered per subscriber before it falls back to reading the store.
     pub subscriber_buffer: usize,
+    /// Extension URIs the card marks `required` (spec §3.3.4): the task operations
+    /// refuse a call whose `A2A-Extensions` does not activate every one of them
+    /// (see [`RequestHandler::check_extensions`]).
+    pub required_extensions: Vec<String>,
+    /// The media types a message part may have (`defaultInputModes` and the skills'
+    /// `inputModes`); the default accepts everything.
+    pub input_modes: InputModes,
+}
+
+impl HandlerConfig {
+    /// Takes what the public `card` declares: `capabilities.streaming` (absent means
+    /// off, spec §3.3.4), its required extensions and its input modes, so the handler
+    /// enforces exactly what the card promises.
+    pub fn with_card(mut self, card: &AgentCard) -> Self {
+        self.streaming = card.capabilities.streaming.unwrap_or(false);
+        self.required_extensions = card
+            .capabilities
+            .extensions
+            .iter()
+            .filter(|e| e.required)
+            .map(|e| e.uri.clone())
+            .collect();
+        self.input_modes = InputModes::from_card(card);
+        self
+    }
 }
 
 impl Default for HandlerConfig {
@@ -74,6 +103,8 @@ impl Default for HandlerConfig {
             max_concurrent_tasks: 1024,
             event_queue_capacity: crate::executor::EventQueue::DEFAULT_CAPACITY,
             subscriber_buffer: 256,
+            required_extensions: Vec::new(),
+            input_modes: InputModes::default(),
         }
     }
 }
@@ -235,6 +266,41 @@ impl RequestHandler {
         Ok(())
     }
 
+    /// Refuses a task operation whose caller did not activate (`A2A-Extensions`) every
+    /// extension the card marks `required` (spec §1, §3.3.4). Checked by SendMessage,
+    /// SendStreamingMessage, GetTask, ListTasks, CancelTask and SubscribeToTask; not by
+    /// GetExtendedAgentCard (discovery: it is where a client learns what the agent
+    /// needs) nor the push-config operations (not offered at all). URIs compare exactly.
+    ///
+    /// # Errors
+    /// [`A2aError::ExtensionSupportRequired`] (-32008) naming the missing URIs.
+    pub fn check_extensions(&self, call: &CallContext) -> Result<(), A2aError> {
+        let missing: Vec<&str> = self
+            .inner
+            .config
+            .required_extensions
+            .iter()
+            .filter(|uri| !call.requested_extensions.iter().any(|r| r == *uri))
+            .map(String::as_str)
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(A2aError::ExtensionSupportRequired(format!(
+            "this agent requires the extension{} {}; activate {} with the A2A-Extensions header",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", "),
+            if missing.len() == 1 { "it" } else { "them" },
+        )))
+    }
+
+    /// The checks of a message before it is started: required extensions, then every
+    /// part's media type against the input modes.
+    fn admit(&self, call: &CallContext, req: &SendMessageRequest) -> Result<(), A2aError> {
+        self.check_extensions(call)?;
+        self.inner.config.input_modes.check(&req.message)
+    }
+
     /// Validates a send, resolves its task and context, and starts (or queues) the
     /// run. Returns what the run produced first.
     async fn start(
@@ -350,6 +416,8 @@ impl RequestHandler {
     ///
     /// # Errors
     /// InvalidParams (bad message, negative historyLength, contextId mismatch),
+    /// ExtensionSupportRequired (a required extension not activated),
+    /// ContentTypeNotSupported (a part's media type is not an input mode),
     /// TaskNotFound, UnsupportedOperation (terminal task), PushNotificationNotSupported
     /// (inline push config), Unavailable (too many running tasks), Internal.
     pub async fn send_message(
@@ -357,6 +425,7 @@ impl RequestHandler {
         call: &CallContext,
         req: SendMessageRequest,
     ) -> Result<SendMessageResponse, A2aError> {
+        self.admit(call, &req)?;
         let immediate = req
             .configuration
             .as_ref()
@@ -434,6 +503,7 @@ impl RequestHandler {
                 "streaming is not supported by this agent".into(),
             ));
         }
+        self.admit(call, &req)?;
         let hl = history_length(req.configuration.as_ref().and_then(|c| c.history_length))?;
         let message_id = req.message.message_id.clone();
         match self.start(call, req).await? {
@@ -464,6 +534,7 @@ impl RequestHandler {
                     Some((snapshot, seq)),
                     fresh,
                     Some(message_id),
+                    StreamEnd::Interrupted,
                     follow,
                 ))
             }
@@ -474,13 +545,14 @@ impl RequestHandler {
     ///
     /// # Errors
     /// TaskNotFound (also for another caller's task), InvalidParams (negative
-    /// historyLength), Internal.
+    /// historyLength), ExtensionSupportRequired, Internal.
     pub async fn get_task(
         &self,
         call: &CallContext,
         req: GetTaskRequest,
     ) -> Result<Task, A2aError> {
         check_call(call)?;
+        self.check_extensions(call)?;
         let hl = history_length(req.history_length)?;
         check_id("id", &req.id)?;
         let mut task = self.load(&Scope::from(call), &req.id).await?.task;
@@ -492,13 +564,14 @@ impl RequestHandler {
     ///
     /// # Errors
     /// InvalidParams (pageSize outside 1..=100, bad pageToken, negative
-    /// historyLength), Internal.
+    /// historyLength), ExtensionSupportRequired, Internal.
     pub async fn list_tasks(
         &self,
         call: &CallContext,
         req: ListTasksRequest,
     ) -> Result<ListTasksResponse, A2aError> {
         check_call(call)?;
+        self.check_extensions(call)?;
         check_id("contextId", req.context_id.as_deref().unwrap_or(""))?;
         let page_size = req.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
         if !(1..=MAX_PAGE_SIZE).contains(&page_size) {
@@ -541,13 +614,14 @@ impl RequestHandler {
     ///
     /// # Errors
     /// TaskNotFound, TaskNotCancelable (a task that ended COMPLETED, FAILED or
-    /// REJECTED), Internal.
+    /// REJECTED), ExtensionSupportRequired, Internal.
     pub async fn cancel_task(
         &self,
         call: &CallContext,
         req: CancelTaskRequest,
     ) -> Result<Task, A2aError> {
         check_call(call)?;
+        self.check_extensions(call)?;
         check_id("id", &req.id)?;
         let scope = Scope::from(call);
         let rec = self.load(&scope, &req.id).await?;
@@ -569,16 +643,22 @@ impl RequestHandler {
         ))
     }
 
-    /// SubscribeToTask (spec §3.1.6): the current Task snapshot, then live events.
+    /// SubscribeToTask (spec §3.1.6): the current Task snapshot, then live events
+    /// until the task is terminal. Unlike SendStreamingMessage, the stream stays open
+    /// through INPUT_REQUIRED and AUTH_REQUIRED: it follows the task, not one message,
+    /// so a follow-up sent while it is open shows on it, up to the final state.
     ///
     /// With `last_event_id` (the SSE `Last-Event-ID` of a dropped stream), the
     /// snapshot is skipped and every event after that sequence number is replayed
-    /// from the store, in order and exactly once, followed by live events. A resume
-    /// of a task that ended after `last_event_id` replays up to its final event.
+    /// from the store, in order and exactly once, followed by live events until the
+    /// task is terminal: a resume is a subscription, whichever stream dropped. A
+    /// resume of a task that ended after `last_event_id` replays up to its final event.
     ///
     /// # Errors
-    /// TaskNotFound; UnsupportedOperation when streaming is off or the task is
-    /// terminal (and, with `last_event_id`, nothing newer is left to replay).
+    /// TaskNotFound; ExtensionSupportRequired; InvalidParams for a `last_event_id`
+    /// beyond the task's last event;
+    /// UnsupportedOperation when streaming is off or the task is terminal (and, with
+    /// `last_event_id`, nothing newer is left to replay).
     pub async fn subscribe_to_task(
         &self,
         call: &CallContext,
@@ -591,6 +671,7 @@ impl RequestHandler {
                 "streaming is not supported by this agent".into(),
             ));
         }
+        self.check_extensions(call)?;
         check_id("id", &req.id)?;
         let scope = Scope::from(call);
         let rec = self.load(&scope, &req.id).await?;
@@ -610,19 +691,11 @@ impl RequestHandler {
                 req.id, rec.task.status.state
             )));
         }
-        if !resumable
-            && last_event_id.is_some()
-            && rec.task.status.state == TaskState::InputRequired
-        {
-            // The stream being resumed already ended at this INPUT_REQUIRED event:
-            // nothing to replay, and the next events belong to the follow-up's stream.
-            return Ok(Box::pin(futures::stream::empty()));
-        }
         let key = (scope.clone(), req.id.clone());
         let live = (!terminal).then(|| self.with_handle(&key, false, |h| h.bus.subscribe()));
         if let Some(after) = last_event_id {
             let follow = Follow::new(self.inner.store.clone(), scope, req.id, after, live, true);
-            return Ok(task_stream(None, false, None, follow));
+            return Ok(task_stream(None, false, None, StreamEnd::Terminal, follow));
         }
         // Read the snapshot after subscribing so that nothing falls between.
         let rec = self.load(&scope, &req.id).await?;
@@ -638,6 +711,7 @@ impl RequestHandler {
             Some((rec.task, rec.last_seq)),
             true,
             None,
+            StreamEnd::Terminal,
             follow,
         ))
     }
@@ -740,15 +814,35 @@ impl RequestHandler {
     }
 }
 
+/// Which state ends a task's response stream (spec §3.1.2, §3.1.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamEnd {
+    /// SendStreamingMessage: a terminal state or INPUT_REQUIRED (the message's turn
+    /// is over). AUTH_REQUIRED keeps it open (spec §7.6: the agent may resume on its
+    /// own once the credential arrives out of band).
+    Interrupted,
+    /// SubscribeToTask (and every resume): only a terminal state.
+    Terminal,
+}
+
+impl StreamEnd {
+    fn ends(self, ev: &StreamResponse) -> bool {
+        ev.state().is_some_and(|s| {
+            s.is_terminal() || (self == StreamEnd::Interrupted && s == TaskState::InputRequired)
+        })
+    }
+}
+
 /// Builds a response stream: the optional snapshot, then followed events, ending
-/// after a terminal state or INPUT_REQUIRED, or after the update that ends the turn
-/// of `own_message` (the id of the message this stream answers). `end_on_snapshot`:
-/// the snapshot's own state may end the stream (it is not an older state of a task
-/// being continued).
+/// after the state `end` names, or after the update that ends the turn of
+/// `own_message` (the id of the message this stream answers). `end_on_snapshot`: the
+/// snapshot's own state may end the stream (it is not an older state of a task being
+/// continued).
 fn task_stream(
     snapshot: Option<(Task, u64)>,
     end_on_snapshot: bool,
     own_message: Option<String>,
+    end: StreamEnd,
     follow: Follow,
 ) -> EventStream {
     struct State {
@@ -758,10 +852,7 @@ fn task_stream(
         end_on_first: bool,
         own_message: Option<String>,
     }
-    let ends = |ev: &StreamResponse| {
-        ev.state()
-            .is_some_and(|s| s.is_terminal() || s == TaskState::InputRequired)
-    };
+    let ends = move |ev: &StreamResponse| end.ends(ev);
     let first: VecDeque<SequencedEvent> = snapshot
         .into_iter()
         .map(|(t, seq)| SequencedEvent {

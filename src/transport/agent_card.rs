@@ -1,5 +1,7 @@
 //! `GET /.well-known/agent-card.json` (spec §8.2): the card rendered once, served
-//! with `Cache-Control` and a content-hash `ETag` that honours `If-None-Match`.
+//! with `Cache-Control`, a content-hash `ETag` that honours `If-None-Match`, and
+//! `Last-Modified` (when the card was rendered: process start) that honours
+//! `If-Modified-Since` (RFC 9110 §13.1.3: only when `If-None-Match` is absent).
 //! The rendered card also carries the A2A 0.3 discovery fields (`url`,
 //! `preferredTransport`, `protocolVersion`, `additionalInterfaces`, derived from
 //! `supportedInterfaces` by [`super::compat03::response::card_fields`]) and its
@@ -10,6 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::AppState;
 use crate::protocol::AgentCard;
@@ -24,21 +27,39 @@ pub struct CardDocument {
     pub card: AgentCard,
     json: bytes::Bytes,
     etag: String,
+    /// When it was rendered, whole seconds (HTTP dates have no fraction).
+    modified: SystemTime,
+    last_modified: String,
 }
 
 impl CardDocument {
-    /// Renders `card`, with the 0.3 discovery fields added.
+    /// Renders `card`, with the 0.3 discovery fields added, modified now.
     pub fn new(card: AgentCard) -> Self {
+        Self::modified_at(card, SystemTime::now())
+    }
+
+    /// Renders `card` (with the 0.3 discovery fields) with `Last-Modified` at `when`
+    /// (truncated to whole seconds).
+    pub fn modified_at(card: AgentCard, when: SystemTime) -> Self {
         let value =
             super::compat03::response::render_card(&card).expect("an AgentCard always serializes");
         let json = serde_json::to_vec(&value).expect("a JSON value always serializes");
         let digest = Sha256::digest(&json);
         let etag = format!("\"{}\"", hex16(&digest[..16]));
+        let secs = when.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let modified = UNIX_EPOCH + Duration::from_secs(secs);
         Self {
             card,
             json: json.into(),
             etag,
+            modified,
+            last_modified: httpdate::fmt_http_date(modified),
         }
+    }
+
+    /// `Last-Modified` in IMF-fixdate (`Tue, 01 Dec 2026 13:31:22 GMT`).
+    pub fn last_modified(&self) -> &str {
+        &self.last_modified
     }
 
     /// The quoted ETag.
@@ -63,16 +84,37 @@ fn matches_etag(headers: &HeaderMap, etag: &str) -> bool {
         })
 }
 
-/// Serves the card; `304 Not Modified` when `If-None-Match` names its ETag.
+/// Whether the card is unchanged for this request's validators: `If-None-Match`
+/// names its ETag, or, without `If-None-Match`, `If-Modified-Since` (an HTTP date; an
+/// unreadable one is ignored) is not before `Last-Modified`.
+fn not_modified(headers: &HeaderMap, doc: &CardDocument) -> bool {
+    if headers.contains_key(header::IF_NONE_MATCH) {
+        return matches_etag(headers, doc.etag());
+    }
+    headers
+        .get(header::IF_MODIFIED_SINCE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
+        .is_some_and(|since| doc.modified <= since)
+}
+
+/// Serves the card; `304 Not Modified` when the request's validators match (see
+/// [`not_modified`]).
 pub async fn handle(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let doc = &state.card;
     let etag = HeaderValue::from_str(doc.etag()).expect("hex etag is a valid header");
     let cache = HeaderValue::from_str(&format!("public, max-age={CARD_MAX_AGE_SECS}"))
         .expect("valid header");
-    if matches_etag(&headers, doc.etag()) {
+    let modified =
+        HeaderValue::from_str(doc.last_modified()).expect("an HTTP date is a valid header");
+    if not_modified(&headers, doc) {
         return (
             StatusCode::NOT_MODIFIED,
-            [(header::ETAG, etag), (header::CACHE_CONTROL, cache)],
+            [
+                (header::ETAG, etag),
+                (header::CACHE_CONTROL, cache),
+                (header::LAST_MODIFIED, modified),
+            ],
         )
             .into_response();
     }
@@ -85,6 +127,7 @@ pub async fn handle(State(state): State<AppState>, headers: HeaderMap) -> Respon
             ),
             (header::ETAG, etag),
             (header::CACHE_CONTROL, cache),
+            (header::LAST_MODIFIED, modified),
         ],
         doc.json.clone(),
     )

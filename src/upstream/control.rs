@@ -16,6 +16,7 @@
 //! | `"auth_required"` | `text` | task AUTH_REQUIRED |
 //! | `"reject"` | `text`? | task REJECTED |
 //! | `"fail"` | `text`? | task FAILED with the text as reason |
+//! | `"message"` | `text`? / `data`? / `parts`? | as the reply's first output to a new message: a direct Message reply, no task (see [`super::sink::TaskStart`]); otherwise the parts end the reply and the task COMPLETES |
 
 use serde_json::{Map, Value};
 
@@ -64,6 +65,11 @@ pub enum Control {
     Fail {
         /// Why, if given.
         text: Option<String>,
+    },
+    /// Answer with a Message instead of a task (A2A `SendMessageResponse.message`).
+    Message {
+        /// The message's parts (at least one).
+        parts: Vec<Part>,
     },
 }
 
@@ -127,21 +133,7 @@ fn parse_kind(kind: &str, obj: &Map<String, Value>) -> Result<Control, String> {
             }
         }
         "artifact" => {
-            let mut parts = Vec::new();
-            if let Some(t) = text(false)? {
-                parts.push(Part::text(t));
-            }
-            if let Some(d) = obj.get("data") {
-                parts.push(Part::data(d.clone()));
-            }
-            if let Some(p) = obj.get("parts") {
-                let more: Vec<Part> = serde_json::from_value(p.clone())
-                    .map_err(|e| format!("`artifact`: `parts` is not a list of A2A parts: {e}"))?;
-                parts.extend(more);
-            }
-            if parts.is_empty() {
-                return Err("`artifact` needs `text`, `data` or `parts`".into());
-            }
+            let parts = parts_of(kind, obj, text(false)?)?;
             Control::Artifact {
                 name: string("name")?,
                 artifact_id: string("artifact_id")?,
@@ -150,8 +142,35 @@ fn parse_kind(kind: &str, obj: &Map<String, Value>) -> Result<Control, String> {
                 last_chunk: flag("last_chunk", true)?,
             }
         }
+        "message" => Control::Message {
+            parts: parts_of(kind, obj, text(false)?)?,
+        },
         other => return Err(format!("unknown `{CONTROL_KEY}` kind `{other}`")),
     })
+}
+
+/// The parts of an `artifact` or `message`: `text`, then `data`, then `parts`.
+fn parts_of(
+    kind: &str,
+    obj: &Map<String, Value>,
+    text: Option<String>,
+) -> Result<Vec<Part>, String> {
+    let mut parts = Vec::new();
+    if let Some(t) = text {
+        parts.push(Part::text(t));
+    }
+    if let Some(d) = obj.get("data") {
+        parts.push(Part::data(d.clone()));
+    }
+    if let Some(p) = obj.get("parts") {
+        let more: Vec<Part> = serde_json::from_value(p.clone())
+            .map_err(|e| format!("`{kind}`: `parts` is not a list of A2A parts: {e}"))?;
+        parts.extend(more);
+    }
+    if parts.is_empty() {
+        return Err(format!("`{kind}` needs `text`, `data` or `parts`"));
+    }
+    Ok(parts)
 }
 
 #[cfg(test)]
@@ -206,6 +225,13 @@ mod tests {
             panic!()
         };
         assert_eq!(parts.len(), 1);
+        let Some(Ok(Control::Message { parts })) =
+            parse(&json!({"a2a_control": "message", "text": "Hi", "data": {"k": 1}}))
+        else {
+            panic!()
+        };
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].as_text(), Some("Hi"));
     }
 
     #[test]
@@ -217,6 +243,9 @@ mod tests {
             json!({"a2a_control": "artifact"}),
             json!({"a2a_control": "artifact", "text": "x", "append": "yes"}),
             json!({"a2a_control": "data"}),
+            json!({"a2a_control": "message"}),
+            json!({"a2a_control": "message", "text": 5}),
+            json!({"a2a_control": "message", "parts": "x"}),
         ] {
             assert!(matches!(parse(&v), Some(Err(_))), "{v}");
         }

@@ -46,7 +46,7 @@ pub use token::{TokenCache, TokenError, TokenSource};
 
 use client::{RetryPolicy, SendTimeouts};
 use session::SessionLocks;
-use sink::{ReplySink, SinkError};
+use sink::{ReplySink, SinkError, TaskStart};
 
 /// The request and response header carrying the runtime session id (contract §1.1).
 pub const SESSION_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-session-id";
@@ -76,7 +76,10 @@ struct Inner {
 ///
 /// For each message: SUBMITTED (new task) → WORKING → the reply as artifact chunks →
 /// COMPLETED, or FAILED with a readable reason, or the state a control object asks
-/// for (INPUT_REQUIRED, AUTH_REQUIRED, REJECTED). Invocations of one runtime session
+/// for (INPUT_REQUIRED, AUTH_REQUIRED, REJECTED), or a direct Message reply without
+/// a task (a `message` control object as the first output for a new task; the Task
+/// of a new message is published only at the upstream's first output, see
+/// [`sink::TaskStart`]). Invocations of one runtime session
 /// run one at a time. Cancel drops the in-flight request at once (the handler's
 /// cancellation token), publishes CANCELED and, when configured, calls
 /// StopRuntimeSession.
@@ -397,6 +400,7 @@ impl Inner {
         ctx: &RequestContext,
         updater: &TaskUpdater,
         session: &str,
+        start: &TaskStart,
     ) -> Result<(), SinkError> {
         let _turn = self.sessions.lock(session).await;
         let (resp, started) = self.invoke(session, self.payload(ctx)).await?;
@@ -412,7 +416,7 @@ impl Inner {
             .into());
         }
         let body = reply::body_stream(resp, s.read_timeout);
-        let mut sink = ReplySink::new(updater);
+        let mut sink = ReplySink::new(updater, start);
         if kind == reply::ReplyKind::EventStream {
             let deadline = started + s.max_stream;
             let events = reply::sse_events(body, s.max_event_bytes);
@@ -495,24 +499,29 @@ impl AgentExecutor for AgentCoreExecutor {
             upstream.session = %session,
         );
         let updater = TaskUpdater::from_context(&context, queue);
+        let start = TaskStart::new(&context, &updater);
         let cancel = context.cancellation().clone();
         let inner = self.inner.clone();
         async move {
             let work = async {
-                if context.current_task.is_none() {
-                    updater.submit().await?;
-                }
                 if !inner.settings.include_message && context.user_input().trim().is_empty() {
                     // Only text reaches the runtime without `include_message`: a message
                     // of files or data alone would arrive as an empty prompt.
                     let why = "this agent takes text: the message has no text part (files \
                                and data parts reach the runtime only with \
                                upstream.include_message = true)";
+                    if context.current_task.is_none() {
+                        updater.submit().await?;
+                    }
                     updater.reject(Some(updater.new_agent_text(why))).await?;
                     return Ok(());
                 }
-                updater.start_work(None).await?;
-                inner.run(&context, &updater, &session).await
+                // The Task waits for the upstream's first output, unless it must exist
+                // now (see `TaskStart`): a new task may still become a Message reply.
+                if start.eager() {
+                    start.ensure().await?;
+                }
+                inner.run(&context, &updater, &session, &start).await
             };
             let outcome = tokio::select! {
                 biased;
@@ -522,6 +531,10 @@ impl AgentExecutor for AgentCoreExecutor {
                 }
                 r = work => r,
             };
+            if matches!(outcome, Err(SinkError::Upstream(_))) {
+                // A failure before any output still shows the task's whole lifecycle.
+                let _ = start.ensure().await;
+            }
             match outcome {
                 Ok(()) | Err(SinkError::Closed) => Ok(()),
                 Err(SinkError::Upstream(e)) => {

@@ -5,10 +5,15 @@
 //! chunk with `append: false`, later ones with `append: true`; at a clean end a final
 //! empty text chunk carries `lastChunk: true` (a reply that is one piece, like a JSON
 //! reply, is a single chunk with `lastChunk: true`), then COMPLETED.
+//!
+//! [`TaskStart`] decides when the Task itself is published, so that an upstream can
+//! still answer a new message with a direct Message instead of a task.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::{Stream, StreamExt};
 
-use crate::executor::{QueueClosed, TaskUpdater};
+use crate::executor::{QueueClosed, RequestContext, TaskUpdater};
 use crate::protocol::Part;
 
 use super::control::Control;
@@ -39,10 +44,82 @@ impl From<UpstreamError> for SinkError {
     }
 }
 
+/// When the Task is published (SUBMITTED for a new task, then WORKING).
+///
+/// A2A lets an agent answer a message with a Message instead of a task, but only as
+/// its first and only event: once the Task exists the answer is a task. So for a new
+/// task the executor publishes nothing until the upstream's reply yields its first
+/// output (text, data, any control object, or its end or failure):
+/// - a `message` control object as that first output is the whole answer: a direct
+///   Message, no task is stored, the rest of the reply is not read;
+/// - anything else publishes SUBMITTED and WORKING first, then itself.
+///
+/// The Task is published at once, so that no Message reply is possible any more,
+/// for a follow-up to an existing task (it exists already) and when the client asked
+/// for `returnImmediately` (it wants a task to poll, now). A `message` control
+/// object after that ends the reply with its parts and COMPLETES the task.
+#[derive(Debug)]
+pub struct TaskStart {
+    updater: TaskUpdater,
+    new_task: bool,
+    eager: bool,
+    started: AtomicBool,
+}
+
+impl TaskStart {
+    /// The start of `ctx`'s task, published through `updater`.
+    pub fn new(ctx: &RequestContext, updater: &TaskUpdater) -> Self {
+        let new_task = ctx.current_task.is_none();
+        let immediate = ctx
+            .configuration
+            .as_ref()
+            .is_some_and(|c| c.returns_immediately());
+        Self {
+            updater: updater.clone(),
+            new_task,
+            eager: !new_task || immediate,
+            started: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the Task must be published before the upstream is invoked.
+    pub fn eager(&self) -> bool {
+        self.eager
+    }
+
+    /// Publishes SUBMITTED (new task) and WORKING, once; later calls do nothing.
+    ///
+    /// # Errors
+    /// [`QueueClosed`] when the handler no longer accepts events.
+    pub async fn ensure(&self) -> Result<(), QueueClosed> {
+        if self.started.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        if self.new_task {
+            self.updater.submit().await?;
+        }
+        self.updater.start_work(None).await
+    }
+
+    /// Publishes `parts` as a direct Message reply if nothing was published yet for
+    /// a new task (and it was not eager); `false` when the Task exists already.
+    ///
+    /// # Errors
+    /// [`QueueClosed`] when the handler no longer accepts events.
+    pub async fn reply_message(&self, parts: Vec<Part>) -> Result<bool, QueueClosed> {
+        if !self.new_task || self.eager || self.started.swap(true, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        self.updater.reply_message(parts).await?;
+        Ok(true)
+    }
+}
+
 /// Publishes one task's reply.
 #[derive(Debug)]
 pub struct ReplySink<'a> {
     updater: &'a TaskUpdater,
+    start: &'a TaskStart,
     reply_id: Option<String>,
     text_seen: bool,
     pending_final: Option<String>,
@@ -50,10 +127,12 @@ pub struct ReplySink<'a> {
 }
 
 impl<'a> ReplySink<'a> {
-    /// A sink publishing through `updater`.
-    pub fn new(updater: &'a TaskUpdater) -> Self {
+    /// A sink publishing through `updater`, publishing the Task through `start`
+    /// before its first event.
+    pub fn new(updater: &'a TaskUpdater, start: &'a TaskStart) -> Self {
         Self {
             updater,
+            start,
             reply_id: None,
             text_seen: false,
             pending_final: None,
@@ -101,6 +180,7 @@ impl<'a> ReplySink<'a> {
             }
         }
         self.close_reply().await?;
+        self.start.ensure().await?;
         self.updater.complete(None).await?;
         Ok(())
     }
@@ -108,7 +188,22 @@ impl<'a> ReplySink<'a> {
     /// Handles a control object; `true` when it ended the task's turn.
     async fn control(&mut self, c: Control) -> Result<bool, SinkError> {
         let u = self.updater;
+        if let Control::Message { parts } = &c
+            && self.start.reply_message(parts.clone()).await?
+        {
+            return Ok(true);
+        }
+        self.start.ensure().await?;
         match c {
+            Control::Message { parts } => {
+                // The task exists: the message is the end of its reply.
+                for part in parts {
+                    self.chunk(part).await?;
+                }
+                self.close_reply().await?;
+                u.complete(None).await?;
+                return Ok(true);
+            }
             Control::Status { text } => u.start_work(Some(u.new_agent_text(text))).await?,
             Control::Artifact {
                 name,
@@ -146,6 +241,7 @@ impl<'a> ReplySink<'a> {
     }
 
     async fn chunk(&mut self, part: Part) -> Result<(), SinkError> {
+        self.start.ensure().await?;
         self.flush_final(false).await?;
         let first = self.reply_id.is_none();
         let name = first.then(|| REPLY_ARTIFACT_NAME.to_owned());
@@ -163,6 +259,7 @@ impl<'a> ReplySink<'a> {
         let Some(t) = self.pending_final.take() else {
             return Ok(false);
         };
+        self.start.ensure().await?;
         let first = self.reply_id.is_none();
         let name = first.then(|| REPLY_ARTIFACT_NAME.to_owned());
         let id = self
@@ -190,6 +287,7 @@ impl<'a> ReplySink<'a> {
         if self.flush_final(true).await? {
             return Ok(());
         }
+        self.start.ensure().await?;
         self.updater
             .add_artifact(
                 vec![Part::text("")],

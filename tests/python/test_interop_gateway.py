@@ -7,7 +7,7 @@ transport, both picked by the SDK from the card's supportedInterfaces.
 
 The prompt picks the upstream's reply shape (see upstream_agent.py): a dict, a string, a
 sync generator, an async generator, a generator raising mid-stream, a control object
-asking for input.
+asking for input, a control object answering with a direct Message.
 
 Skipped (with the reason in pytest's summary) only while the built `a2a-gateway` binary has
 no `serve` subcommand; a binary that is missing altogether fails the run.
@@ -185,6 +185,26 @@ async def test_upstream_asks_for_input_then_follow_up(gateway_url, make_client):
     assert done.id == asked.id
     assert state_name(done.status.state) == "TASK_STATE_COMPLETED"
     assert [text_of(a.parts) for a in done.artifacts] == [REPLIES["string"]]
+
+
+@pytest.mark.parametrize(
+    "prompt, text",
+    [("message", "Hello, no task needed."), ("message-stream", "Streamed hello, no task.")],
+)
+async def test_upstream_answers_with_a_direct_message(gateway_url, make_client, prompt, text):
+    """The upstream's `message` control object: SendMessage answers {"message": ...},
+    SendStreamingMessage is that single Message, and no task is created."""
+    client = await make_client(gateway_url)
+    replies = [r async for r in client.send_message(send_request(prompt))]
+    assert [kind(r) for r in replies] == ["message"], replies
+    message = replies[0].message
+    assert get_message_text(message, "") == text
+    assert not message.task_id
+
+    streaming = await make_client(gateway_url, streaming=True)
+    events = await stream(streaming, send_request(prompt))
+    assert [kind(e) for e in events] == ["message"], events
+    assert get_message_text(events[0].message, "") == text
 
 
 async def test_cancel_mid_stream(gateway_url, make_client):

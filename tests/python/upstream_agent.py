@@ -8,6 +8,8 @@ as a hosted agent does. The prompt selects the reply shape:
   raise      -> async generator raising mid-stream (trailing error frame)
   raise-now  -> exception before any output (HTTP 500)
   input      -> control object asking for input
+  message    -> control object answering with a direct Message (no task)
+  message-stream -> async generator whose first frame is that Message control object
   session    -> the runtime session id the app saw (from the session header)
   slow       -> async generator: "tick " every 0.2 s for 20 s (to cancel mid-stream)
 
@@ -43,6 +45,11 @@ async def raising():
     raise ValueError("boom mid-stream")
 
 
+async def message_gen():
+    yield {"a2a_control": "message", "text": "Streamed hello, no task."}
+    yield "never read"
+
+
 async def slow_gen():
     for _ in range(100):
         yield "tick "
@@ -66,6 +73,10 @@ def invoke(payload, context):
         raise RuntimeError("refused before any output")
     if prompt == "input":
         return {"a2a_control": "input_required", "text": "Which city?"}
+    if prompt == "message":
+        return {"a2a_control": "message", "text": "Hello, no task needed."}
+    if prompt == "message-stream":
+        return message_gen()
     if prompt == "slow":
         return slow_gen()
     if prompt == "session":
