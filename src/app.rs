@@ -11,8 +11,8 @@ use crate::config::{Config, ServerConfig};
 use crate::executor::AgentExecutor;
 use crate::handler::{HandlerConfig, MaintenanceConfig, RequestHandler};
 use crate::protocol::{
-    AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill, SecurityRequirement,
-    SecurityScheme, StringList,
+    AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill,
+    SecurityRequirement, SecurityScheme, StringList,
 };
 use crate::server::{self, ReadinessCheck};
 use crate::store::TaskStore;
