@@ -135,6 +135,7 @@ impl Gateway {
             auth: Authenticator::from_config(&config.server.auth),
             bindings: config.server.bindings.clone(),
             grpc_own_listener: config.server.grpc_listen.is_some(),
+            card_v03_fields: config.agent.v03_card_fields,
         };
         let state = AppState::new(handler, card, transport);
         let router = server::router(state.clone(), ready);

@@ -37,7 +37,11 @@ impl AppState {
     pub fn new(handler: RequestHandler, card: AgentCard, config: TransportConfig) -> Self {
         Self {
             handler,
-            card: Arc::new(CardDocument::new(card)),
+            card: Arc::new(CardDocument::render(
+                card,
+                std::time::SystemTime::now(),
+                config.card_v03_fields,
+            )),
             config: Arc::new(config),
             shutdown: CancellationToken::new(),
         }

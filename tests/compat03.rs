@@ -75,6 +75,10 @@ struct Server {
 }
 
 async fn start(executor: Arc<dyn AgentExecutor>) -> Server {
+    start_with(executor, TransportConfig::default()).await
+}
+
+async fn start_with(executor: Arc<dyn AgentExecutor>, transport: TransportConfig) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let url = format!("http://{addr}/");
@@ -84,7 +88,7 @@ async fn start(executor: Arc<dyn AgentExecutor>) -> Server {
         HandlerConfig::default(),
     );
     let card = server::simple_card("echo", "echoes", &url, vec![]);
-    let state = AppState::new(handler, card, TransportConfig::default());
+    let state = AppState::new(handler, card, transport);
     let app = server::router(state, None);
     tokio::spawn(server::serve(listener, app, futures::future::pending()));
     Server {
@@ -417,4 +421,35 @@ async fn the_card_carries_the_03_discovery_fields() {
         json!([{"url": s.url, "transport": "JSONRPC"}])
     );
     assert_eq!(card["supportsAuthenticatedExtendedCard"], false);
+}
+
+#[tokio::test]
+async fn with_v03_card_fields_off_the_card_is_pure_1_0() {
+    let s = start_with(
+        Arc::new(Echo),
+        TransportConfig {
+            card_v03_fields: false,
+            ..Default::default()
+        },
+    )
+    .await;
+    let card: Value = s
+        .client
+        .get(format!("{}.well-known/agent-card.json", s.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["supportedInterfaces"][0]["url"], s.url, "{card}");
+    for field in [
+        "url",
+        "preferredTransport",
+        "protocolVersion",
+        "additionalInterfaces",
+        "supportsAuthenticatedExtendedCard",
+    ] {
+        assert!(card.get(field).is_none(), "{field} in {card}");
+    }
 }

@@ -41,6 +41,13 @@ pub struct AgentConfig {
     /// `[[agent.extensions]]`: the A2A extensions the agent supports
     /// (`capabilities.extensions`, spec §4.6). Default none.
     pub extensions: Vec<ExtensionConfig>,
+    /// Also put the A2A 0.3 discovery fields (`url`, `preferredTransport`,
+    /// `protocolVersion`, `additionalInterfaces`, `supportsAuthenticatedExtendedCard`,
+    /// 0.3 security-scheme shapes) on the public card, so 0.3 clients find the
+    /// gateway. Default `true`. A strict 1.0 card validator (the conformance kit's
+    /// schema allows no extra properties) refuses them: set `false` when no 0.3 client
+    /// calls (see `docs/conformance.md`).
+    pub v03_card_fields: bool,
 }
 
 /// One `[[agent.extensions]]` entry: an A2A extension the agent supports (spec §4.6).
@@ -76,6 +83,7 @@ impl Default for AgentConfig {
             skills: vec![SkillConfig::default()],
             streaming: true,
             extensions: Vec::new(),
+            v03_card_fields: true,
         }
     }
 }

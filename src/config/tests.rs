@@ -139,6 +139,7 @@ fn fully_populated() -> Config {
                 required: true,
                 params: Some(serde_json::Map::from_iter([("header".into(), "x".into())])),
             }],
+            v03_card_fields: false,
         },
         store: StoreConfig {
             url: StoreUrl::Memory,

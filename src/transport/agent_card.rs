@@ -41,8 +41,19 @@ impl CardDocument {
     /// Renders `card` (with the 0.3 discovery fields) with `Last-Modified` at `when`
     /// (truncated to whole seconds).
     pub fn modified_at(card: AgentCard, when: SystemTime) -> Self {
-        let value =
-            super::compat03::response::render_card(&card).expect("an AgentCard always serializes");
+        Self::render(card, when, true)
+    }
+
+    /// Renders `card` with `Last-Modified` at `when` (truncated to whole seconds), with
+    /// the A2A 0.3 discovery fields added when `v03_fields` is true, as the pure 1.0
+    /// card otherwise.
+    pub fn render(card: AgentCard, when: SystemTime, v03_fields: bool) -> Self {
+        let value = if v03_fields {
+            super::compat03::response::render_card(&card)
+        } else {
+            serde_json::to_value(&card)
+        }
+        .expect("an AgentCard always serializes");
         let json = serde_json::to_vec(&value).expect("a JSON value always serializes");
         let digest = Sha256::digest(&json);
         let etag = format!("\"{}\"", hex16(&digest[..16]));

@@ -53,6 +53,9 @@ pub struct TransportConfig {
     /// gRPC has a listener of its own (`server.grpc_listen`), so the HTTP listener
     /// does not route gRPC calls. Default false.
     pub grpc_own_listener: bool,
+    /// The public card also carries the A2A 0.3 discovery fields (`agent.v03_card_fields`).
+    /// Default true.
+    pub card_v03_fields: bool,
 }
 
 impl TransportConfig {
@@ -70,6 +73,7 @@ impl Default for TransportConfig {
             auth: auth::Authenticator::none(),
             bindings: Binding::ALL.to_vec(),
             grpc_own_listener: false,
+            card_v03_fields: true,
         }
     }
 }

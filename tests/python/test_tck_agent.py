@@ -128,9 +128,6 @@ async def test_unknown_prefix_echoes_the_id(gateway_url, make_client):
     assert only_part(task)["text"].startswith("Unhandled messageId prefix: something-else-")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the upstream contract has no direct Message reply yet (issue 9)"
-)
 async def test_message_response(gateway_url, make_client):
     got = await replies(await make_client(gateway_url), "tck-message-response")
     assert [kind(r) for r in got] == ["message"], got
