@@ -5,11 +5,12 @@
 //! A binding's client takes the operation and its request message in ProtoJSON and
 //! answers ProtoJSON, or a [`client::Failure`] carrying the `google.rpc.ErrorInfo`
 //! reason and the binding's own code; so the same scenario runs on every binding and
-//! their results can be compared. A gRPC client plugs in as one more implementation.
+//! their results can be compared.
 
 #![allow(dead_code)]
 
 pub mod client;
+pub mod grpc;
 pub mod jsonrpc;
 pub mod rest;
 pub mod server;

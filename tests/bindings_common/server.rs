@@ -1,4 +1,5 @@
-//! A gateway on 127.0.0.1:0 serving every HTTP binding, in front of [`Scripted`].
+//! A gateway on 127.0.0.1:0 serving every binding (gRPC beside HTTP on the same port),
+//! in front of [`Scripted`].
 
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use async_trait::async_trait;
 use tokio::sync::Notify;
 
 use super::client::Binding;
+use super::grpc::Grpc;
 use super::jsonrpc::JsonRpc;
 use super::rest::Rest;
 
@@ -137,15 +139,14 @@ pub async fn start_on(store: Arc<dyn TaskStore>, transport: TransportConfig) -> 
 }
 
 impl Server {
-    /// A client for every interface the card declares, in the card's order. (The card
-    /// also names gRPC when `bindings` has it; its client joins here with the gRPC
-    /// binding.)
+    /// A client for every interface the card declares, in the card's order (gRPC at the
+    /// card's `host:port`, h2c on the HTTP port).
     pub fn bindings(&self) -> Vec<Box<dyn Binding>> {
         self.card
             .supported_interfaces
             .iter()
-            .filter_map(|i| -> Option<Box<dyn Binding>> {
-                Some(match i.protocol_binding.as_str() {
+            .map(|i| -> Box<dyn Binding> {
+                match i.protocol_binding.as_str() {
                     "JSONRPC" => Box::new(JsonRpc {
                         url: i.url.clone(),
                         http: self.http.clone(),
@@ -155,9 +156,9 @@ impl Server {
                         http: self.http.clone(),
                         subscribe_with_get: false,
                     }),
-                    "GRPC" => return None,
+                    "GRPC" => Box::new(Grpc::new(&i.url)),
                     other => panic!("no test client for {other}"),
-                })
+                }
             })
             .collect()
     }
