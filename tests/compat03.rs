@@ -285,7 +285,7 @@ async fn resubscribe_resumes_by_last_event_id_in_03_shapes() {
     assert_eq!(v["result"]["status"]["state"], "input-required");
     assert_eq!(v["result"]["status"]["message"]["role"], "agent");
     let id = v["result"]["id"].as_str().unwrap();
-    let body = s
+    let mut resp = s
         .post(
             None,
             json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/resubscribe", "params": {"id": id}}),
@@ -293,10 +293,15 @@ async fn resubscribe_resumes_by_last_event_id_in_03_shapes() {
         .header("last-event-id", "1")
         .send()
         .await
-        .unwrap()
-        .text()
-        .await
         .unwrap();
+    // A resubscription stays open through INPUT_REQUIRED (it ends only at a terminal
+    // state): read up to the replayed event, then hang up.
+    let mut body = String::new();
+    while !(body.ends_with("\n\n") && body.contains("data:")) {
+        let chunk = resp.chunk().await.unwrap().expect("the stream stays open");
+        body.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    drop(resp);
     let events = sse_events(&body);
     assert_eq!(events.len(), 1, "{body}");
     let (seq, ev) = &events[0];

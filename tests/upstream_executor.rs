@@ -982,17 +982,34 @@ impl std::io::Write for Capture {
     }
 }
 
+/// The capture behind the test binary's global tracing subscriber (installed once).
+fn global_capture() -> Capture {
+    static CAPTURE: std::sync::OnceLock<Capture> = std::sync::OnceLock::new();
+    CAPTURE
+        .get_or_init(|| {
+            let capture = Capture::default();
+            let w = capture.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::TRACE)
+                .with_writer(move || w.clone())
+                .with_ansi(false)
+                .finish();
+            tracing::subscriber::set_global_default(subscriber)
+                .expect("no other global subscriber in this test binary");
+            capture
+        })
+        .clone()
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn no_secret_or_token_in_logs_or_events() {
     const TOKEN: &str = "eyJhbGciOiJSUzI1NiJ9.SECRET-ACCESS-TOKEN.sig";
-    let capture = Capture::default();
-    let w = capture.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || w.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    // A process-wide subscriber, not a thread-local one: with a thread-local default, an
+    // event whose callsite another test's thread registers at the same moment can be
+    // lost (the callsite's interest is cached without this thread's subscriber), and
+    // the assertions below would miss lines. Other tests' lines land here too; the
+    // assertions look for this test's correlation id and secrets only.
+    let capture = global_capture();
 
     let tok = token_fake(&format!(
         r#"{{"access_token": "{TOKEN}", "token_type": "Bearer", "expires_in": 3600}}"#
