@@ -79,8 +79,18 @@ fn reference(v: &Value) -> Result<(Option<Value>, String, Value), ()> {
     Ok((id, method, params))
 }
 
+/// Multiplies every property's case count: `A2A_GATEWAY_PROPTEST_SCALE` (default 1), so
+/// `bench/properties.sh` can run the same properties far longer than `cargo test` does.
+fn scaled(cases: u32) -> u32 {
+    std::env::var("A2A_GATEWAY_PROPTEST_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .filter(|&n| n > 0)
+        .map_or(cases, |n| cases.saturating_mul(n))
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: scaled(512), ..ProptestConfig::default() })]
 
     #[test]
     fn envelope_never_panics_on_bytes(body in prop::collection::vec(any::<u8>(), 0..256)) {
@@ -252,7 +262,7 @@ fn config_line() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: scaled(128), ..ProptestConfig::default() })]
 
     #[test]
     fn config_loading_never_panics(

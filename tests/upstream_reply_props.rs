@@ -159,8 +159,18 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
+/// Multiplies every property's case count: `A2A_GATEWAY_PROPTEST_SCALE` (default 1), so
+/// `bench/properties.sh` can run the same properties far longer than `cargo test` does.
+fn scaled(cases: u32) -> u32 {
+    std::env::var("A2A_GATEWAY_PROPTEST_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .filter(|&n| n > 0)
+        .map_or(cases, |n| cases.saturating_mul(n))
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(scaled(256)))]
 
     #[test]
     fn any_split_of_a_stream_gives_its_events(
