@@ -8,8 +8,10 @@
 //!
 //! - `BENCH_SECS`: seconds per point (default 5);
 //! - `BENCH_CLIENTS`: e.g. `1,16,64` (the default);
-//! - `BENCH_BINDING`: a comma-separated list of `jsonrpc`, `rest` (default `jsonrpc`):
-//!   the same load through `POST /` or `POST /a2a/rest/message:send|stream`;
+//! - `BENCH_BINDING`: a comma-separated list of `jsonrpc`, `rest`, `grpc` (default
+//!   `jsonrpc`): the same load through `POST /`, `POST /a2a/rest/message:send|stream`, or
+//!   the gRPC `SendMessage` / `SendStreamingMessage` on the same port (one HTTP/2 channel
+//!   shared by the clients);
 //! - `BENCH_STORE`: a comma-separated list of `memory`, `sqlite`, `sqlite-normal`,
 //!   `postgres` (default `memory`). `sqlite` is a fresh database file in a temporary
 //!   directory with the default `synchronous = FULL`, `sqlite-normal` the same with
@@ -29,6 +31,7 @@ use a2a_gateway::agents::hello_world::HelloWorldAgentExecutor;
 use a2a_gateway::executor::new_id;
 use a2a_gateway::server;
 use a2a_gateway::store::{SqliteTaskStore, Synchronous, TaskStore, open_store};
+use a2a_gateway::transport::grpc::proto::{self, a2a_service_client::A2aServiceClient};
 use a2a_gateway::transport::{AppState, TransportConfig};
 use a2a_gateway::{HandlerConfig, RequestHandler};
 
@@ -131,7 +134,63 @@ fn request(base: &str, binding: &str, i: usize, stream: bool) -> (String, String
                 format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"{method}","params":{message}}}"#),
             )
         }
-        other => panic!("unknown BENCH_BINDING entry {other:?}: use jsonrpc, rest"),
+        other => panic!("unknown BENCH_BINDING entry {other:?}: use jsonrpc, rest, grpc"),
+    }
+}
+
+/// One gRPC call of `stream`ing or blocking SendMessage number `i`: the latency, the time
+/// to the first event for a stream.
+async fn grpc_call(
+    client: &mut A2aServiceClient<tonic::transport::Channel>,
+    i: usize,
+    stream: bool,
+) -> (Duration, Option<Duration>) {
+    let message = proto::Message {
+        message_id: format!("m{i}"),
+        role: proto::Role::User as i32,
+        parts: vec![proto::Part {
+            content: Some(proto::part::Content::Text(format!("hello {i}"))),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let mut req = tonic::Request::new(proto::SendMessageRequest {
+        message: Some(message),
+        ..Default::default()
+    });
+    req.metadata_mut().insert(
+        "a2a-version",
+        tonic::metadata::MetadataValue::from_static("1.0"),
+    );
+    let t0 = Instant::now();
+    if stream {
+        let mut events = client
+            .send_streaming_message(req)
+            .await
+            .expect("stream")
+            .into_inner();
+        let mut first = None;
+        let mut last = None;
+        while let Some(ev) = events.message().await.expect("event") {
+            first.get_or_insert_with(|| t0.elapsed());
+            last = Some(ev);
+        }
+        let completed = proto::TaskState::Completed as i32;
+        assert!(
+            matches!(last.and_then(|e| e.payload),
+                Some(proto::stream_response::Payload::StatusUpdate(u))
+                    if u.status.as_ref().is_some_and(|s| s.state == completed)),
+            "the stream ends COMPLETED"
+        );
+        (t0.elapsed(), first)
+    } else {
+        let resp = client.send_message(req).await.expect("send").into_inner();
+        assert!(
+            matches!(resp.payload, Some(proto::send_message_response::Payload::Task(ref t))
+                if t.status.as_ref().is_some_and(|s| s.state == proto::TaskState::Completed as i32)),
+            "{resp:?}"
+        );
+        (t0.elapsed(), None)
     }
 }
 
@@ -142,6 +201,13 @@ async fn run_point(
     secs: u64,
     stream: bool,
 ) -> (f64, Duration, Duration, Option<Duration>) {
+    // gRPC: one channel (one HTTP/2 connection) multiplexing every client, as gRPC
+    // clients use it; the HTTP bindings get a pool of up to `clients` connections.
+    let grpc = (binding == "grpc").then(|| {
+        tonic::transport::Endpoint::from_shared(url.trim_end_matches('/').to_owned())
+            .expect("the server URL")
+            .connect_lazy()
+    });
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(clients)
         .build()
@@ -152,10 +218,21 @@ async fn run_point(
         let client = client.clone();
         let url = url.to_owned();
         let binding = binding.to_owned();
+        let grpc = grpc.clone();
         joins.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             let mut first = Vec::new();
             let mut i = c * 1_000_000;
+            if let Some(channel) = grpc {
+                let mut client = A2aServiceClient::new(channel);
+                while Instant::now() < deadline {
+                    i += 1;
+                    let (l, f) = grpc_call(&mut client, i, stream).await;
+                    lat.push(l);
+                    first.extend(f);
+                }
+                return (lat, first);
+            }
             while Instant::now() < deadline {
                 i += 1;
                 let (target, body) = request(&url, &binding, i, stream);
