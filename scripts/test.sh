@@ -8,6 +8,9 @@
 #   - the interop tests (tests/python, pytest): the official a2a-sdk client (JSON-RPC and
 #     REST transports) and the official JavaScript client (@a2a-js/sdk, tests/js, installed
 #     with `npm ci`) drive the example binaries and `a2a-gateway serve` over real sockets.
+#   - tests/observability.rs runs the PromQL queries of docs/operations.md on a real
+#     Prometheus (`prometheus` on PATH, or A2A_GATEWAY_TEST_PROMETHEUS; .ci/run installs the
+#     Debian package; without it that part is skipped with a note unless CI=true).
 #   - the A2A 0.3 client tests (tests/python03, pytest): the last a2a-sdk 0.3.x release,
 #     in its own venv (.venv03, tests/python/requirements-03.txt), drives `a2a-gateway serve`.
 set -euo pipefail

@@ -17,6 +17,15 @@
 //! | `a2a_connections_over_limit_total` | counter | `outcome` (`refusal_lane`, `closed`) | listener, each connection accepted beyond `server.max_connections` |
 //! | `a2a_connections_timed_out_total` | counter | `reason` (`header`, `idle`) | listener, each connection closed by the header or idle timeout |
 //! | `a2a_accept_errors_total` | counter | | listener, each failed `accept` (EMFILE, …) |
+//! | `a2a_tasks_total` | counter | `state`, `reason` | task driver, each terminal or interrupted state written ([`crate::telemetry::tasks`]) |
+//! | `a2a_task_duration_seconds` | histogram | `state` | task driver, a turn's start to that state |
+//! | `a2a_store_write_duration_seconds` | histogram | `outcome` | task driver, each task-log write |
+//! | `a2a_stream_duration_seconds` | histogram | `binding`, `outcome` | SSE streams, at their end ([`crate::telemetry::streams`]) |
+//! | `a2a_upstream_token_fetch_duration_seconds` | histogram | `outcome` | upstream token cache, each token endpoint call |
+//! | `a2a_upstream_failures_total` | counter | `category` | upstream executor, each invocation that failed its task |
+//! | `a2a_upstream_first_chunk_seconds` | histogram | | upstream executor, attempt start to the first reply byte |
+//! | `a2a_context_queued_messages` | gauge | | upstream executor, messages waiting for their context's turn |
+//! | `a2a_context_queue_wait_seconds` | histogram | | upstream executor, each wait for the context's turn |
 //!
 //! `/metrics` itself is not authenticated (nor are `/healthz`, `/readyz` and the agent card):
 //! keep it reachable only from the scraper (firewall, network policy).
@@ -40,7 +49,7 @@ pub const ACTIVE_TASKS: &str = "a2a_active_tasks";
 /// Gauge of open SSE response streams.
 pub const OPEN_STREAMS: &str = "a2a_open_streams";
 
-/// Histogram buckets (seconds) for request and upstream latencies: 1 ms to 15 min.
+/// Histogram buckets (seconds) for every `*_seconds` histogram: 1 ms to 15 min.
 const LATENCY_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
     300.0, 900.0,
@@ -55,7 +64,7 @@ pub fn install_metrics() -> Option<PrometheusHandle> {
         .get_or_init(|| {
             let builder = PrometheusBuilder::new()
                 .set_buckets_for_metric(
-                    Matcher::Suffix("_duration_seconds".into()),
+                    Matcher::Suffix("_seconds".into()),
                     LATENCY_BUCKETS,
                 )
                 .expect("bucket list is not empty");
@@ -67,6 +76,15 @@ pub fn install_metrics() -> Option<PrometheusHandle> {
                     metrics::gauge!(ACTIVE_TASKS).set(0.0);
                     metrics::gauge!(crate::server::OPEN_CONNECTIONS).set(0.0);
                     metrics::counter!(crate::server::ACCEPT_ERRORS).absolute(0);
+                    metrics::gauge!(crate::upstream::QUEUED_MESSAGES).set(0.0);
+                    for reason in ["missing", "invalid"] {
+                        metrics::counter!(crate::transport::auth::AUTH_FAILURES, "reason" => reason)
+                            .increment(0);
+                    }
+                    for (state, reason) in crate::telemetry::tasks::PRESET {
+                        metrics::counter!(crate::telemetry::tasks::TASKS, "state" => *state, "reason" => *reason)
+                            .increment(0);
+                    }
                     Some(handle)
                 }
                 Err(e) => {
@@ -117,6 +135,48 @@ fn describe() {
     describe_counter!(
         crate::server::ACCEPT_ERRORS,
         "Failed accepts on the listener (e.g. out of file descriptors)"
+    );
+    describe_counter!(
+        crate::telemetry::tasks::TASKS,
+        "Terminal and interrupted task states written, by state and reason category"
+    );
+    describe_histogram!(
+        crate::telemetry::tasks::TASK_DURATION,
+        Unit::Seconds,
+        "From a turn's start to the state it ended in"
+    );
+    describe_histogram!(
+        crate::telemetry::tasks::STORE_WRITE_DURATION,
+        Unit::Seconds,
+        "Task-log writes (retries included), by outcome"
+    );
+    describe_histogram!(
+        crate::telemetry::streams::STREAM_DURATION,
+        Unit::Seconds,
+        "SSE response streams from start to end, by binding and outcome"
+    );
+    describe_histogram!(
+        "a2a_upstream_token_fetch_duration_seconds",
+        Unit::Seconds,
+        "Token endpoint calls, by outcome"
+    );
+    describe_counter!(
+        "a2a_upstream_failures_total",
+        "Upstream invocations that failed their task, by category"
+    );
+    describe_histogram!(
+        "a2a_upstream_first_chunk_seconds",
+        Unit::Seconds,
+        "From an upstream attempt's start to the first byte of its reply body"
+    );
+    describe_gauge!(
+        crate::upstream::QUEUED_MESSAGES,
+        "Messages waiting for their context's turn (one invocation per runtime session)"
+    );
+    describe_histogram!(
+        "a2a_context_queue_wait_seconds",
+        Unit::Seconds,
+        "Waits for the context's turn"
     );
     describe_counter!(
         crate::transport::auth::AUTH_FAILURES,

@@ -1,5 +1,13 @@
 //! Logging set-up with `tracing`: pretty or JSON lines; `RUST_LOG` overrides the
-//! configured level.
+//! configured level. Submodules: [`tasks`] (task outcome and store write metrics) and
+//! [`streams`] (the end of each SSE response stream: its metric and log line), [`trace`]
+//! (W3C `traceparent` continued into the upstream call).
+
+pub mod streams;
+pub mod tasks;
+pub mod trace;
+
+use std::time::Duration;
 
 use tracing_subscriber::EnvFilter;
 
@@ -19,7 +27,9 @@ pub fn init(config: &LogConfig) {
         LogFormat::Json => builder
             .json()
             .flatten_event(true)
+            // The innermost span's fields once, under `span`; not again under `spans`.
             .with_current_span(true)
+            .with_span_list(false)
             .try_init(),
         LogFormat::Pretty => builder.compact().try_init(),
     };
@@ -36,4 +46,10 @@ pub fn correlation_id() -> String {
 /// `reason` as a remote caller sees it: `<reason> [correlation id <id>]`.
 pub fn with_correlation(reason: &str, id: &str) -> String {
     format!("{reason} [correlation id {id}]")
+}
+
+/// `d` in milliseconds, rounded to the microsecond: the `duration_ms` field of log
+/// lines (`12.345`, not `12.345678901`).
+pub fn millis(d: Duration) -> f64 {
+    d.as_micros() as f64 / 1000.0
 }

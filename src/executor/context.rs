@@ -14,6 +14,9 @@ pub struct CallContext {
     pub owner: String,
     /// Extension URIs the client asked to activate (`A2A-Extensions`).
     pub requested_extensions: Vec<String>,
+    /// The request's W3C `traceparent`, when valid: each upstream attempt continues
+    /// its trace ([`crate::telemetry::trace`]).
+    pub trace_parent: Option<crate::telemetry::trace::TraceParent>,
 }
 
 impl CallContext {
@@ -26,6 +29,7 @@ impl CallContext {
             tenant: tenant.into(),
             owner: owner.into(),
             requested_extensions: Vec::new(),
+            trace_parent: None,
         }
     }
 
@@ -61,6 +65,7 @@ pub struct RequestContext {
     /// Who is calling.
     pub call_context: CallContext,
     pub(crate) cancellation: CancellationToken,
+    pub(crate) failure: crate::telemetry::tasks::FailureCause,
 }
 
 impl RequestContext {
@@ -81,12 +86,20 @@ impl RequestContext {
             metadata: None,
             call_context,
             cancellation: CancellationToken::new(),
+            failure: Default::default(),
         }
     }
 
     /// The text parts of the message joined with `"\n"` (the SDKs' `get_user_input()`).
     pub fn user_input(&self) -> String {
         super::get_message_text(&self.message, "\n")
+    }
+
+    /// Names the category of the FAILED state this run is about to report: the
+    /// `reason` label of `a2a_tasks_total{state="failed"}` (default `agent`). Use a
+    /// short, bounded snake_case word, never text from the request or the reply.
+    pub fn set_failure_reason(&self, category: &'static str) {
+        self.failure.set(category);
     }
 
     /// A token that is cancelled when the task is canceled or the server shuts down.

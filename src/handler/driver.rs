@@ -29,6 +29,7 @@ use crate::protocol::{
     Message, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent, time,
 };
 use crate::store::{Scope, StoreError, StoredEvent, projection};
+use crate::telemetry::tasks::{self, TurnMetrics};
 
 /// How long an idle driver with live subscribers waits before re-checking whether
 /// it may exit.
@@ -127,6 +128,8 @@ pub(crate) struct Driver {
     broken: bool,
     /// Why a store failure stopped the run, until the task is recorded FAILED.
     store_failure: Option<String>,
+    /// Counts the states this driver writes (`a2a_tasks_total`).
+    outcomes: TurnMetrics,
 }
 
 /// Why the executor's run ended, for the failure reason.
@@ -173,6 +176,7 @@ impl Driver {
             staged: Vec::new(),
             broken: false,
             store_failure: None,
+            outcomes: TurnMetrics::default(),
         };
         tokio::spawn(driver.main(known_new));
         handle
@@ -290,7 +294,15 @@ impl Driver {
             return Err(stopped());
         }
         let staged = std::mem::take(&mut self.staged);
-        if let Err(e) = self.write_retrying(&staged).await {
+        let started = std::time::Instant::now();
+        let written = self.write_retrying(&staged).await;
+        tasks::store_write(
+            self.task_id(),
+            staged.len(),
+            started.elapsed(),
+            written.is_ok(),
+        );
+        if let Err(e) = written {
             self.broken = true;
             let what = format!("events {}..={}", staged[0].seq, self.seq);
             if matches!(e, StoreError::Backend(_)) {
@@ -310,6 +322,7 @@ impl Driver {
                 self.task_id()
             )));
         }
+        self.outcomes.written(staged.iter().map(|e| &e.event));
         for ev in staged {
             let _ = self.bus.send(ev);
         }
@@ -371,6 +384,7 @@ impl Driver {
                     return;
                 }
                 let ev = self.status_event(TaskState::Failed, &reason);
+                self.outcomes.cause(tasks::reason::STORE);
                 if self.append(ev).await.is_ok() {
                     tracing::warn!(task.id = %self.task_id(), %reason, "task closed FAILED after a store failure");
                     self.broken = false;
@@ -440,6 +454,7 @@ impl Driver {
             .store
             .append_all(self.scope(), self.task_id(), std::slice::from_ref(&ev))
             .await?;
+        self.outcomes.written([&ev.event]);
         self.task = projection::apply(self.task.take(), &ev.event);
         self.seq = ev.seq;
         let _ = self.bus.send(ev);
@@ -527,6 +542,7 @@ impl Driver {
             send_once(&mut reply, Ok(start));
         }
 
+        self.outcomes.begin(&ctx.failure);
         let (queue, events) = EventQueue::bounded(self.inner.config.event_queue_capacity);
         let exec = {
             let executor = self.inner.executor.clone();
@@ -778,10 +794,14 @@ impl Driver {
         }
         // The executor's error or panic text may hold internals: the caller gets the
         // category and an id, the log line with that id the text.
-        let (category, detail) = match outcome {
-            Outcome::Returned => ("the agent finished without reporting a final state", None),
-            Outcome::Failed(e) => ("the agent failed", Some(e)),
-            Outcome::Panicked(e) => ("the agent crashed", Some(e)),
+        let (category, detail, cause) = match outcome {
+            Outcome::Returned => (
+                "the agent finished without reporting a final state",
+                None,
+                tasks::reason::NO_FINAL_STATE,
+            ),
+            Outcome::Failed(e) => ("the agent failed", Some(e), tasks::reason::AGENT_ERROR),
+            Outcome::Panicked(e) => ("the agent crashed", Some(e), tasks::reason::AGENT_PANIC),
         };
         let reason = match detail {
             None => category.to_owned(),
@@ -798,6 +818,7 @@ impl Driver {
         }
         if !r.turn_ended && !self.state().is_some_and(TaskState::is_settled) {
             tracing::warn!(task.id = %self.task_id(), %reason, "run ended without a final state; failing the task");
+            self.outcomes.cause(cause);
             let ev = self.status_event(TaskState::Failed, &reason);
             self.stage(ev);
         }
@@ -821,6 +842,9 @@ impl Driver {
             return;
         }
         if !self.state().is_some_and(TaskState::is_terminal) {
+            if state == TaskState::Failed {
+                self.outcomes.cause(tasks::reason::SHUTDOWN);
+            }
             let ev = self.status_event(state, reason);
             if let Err(e) = self.persist(ev).await {
                 tracing::error!(task.id = %self.task_id(), error = %e, "cannot record the abort");
@@ -883,6 +907,12 @@ impl Driver {
         if !waiting {
             return Ok(false);
         }
+        self.outcomes
+            .cause(if states.contains(&TaskState::InputRequired) {
+                tasks::reason::INPUT_TIMEOUT
+            } else {
+                tasks::reason::STALLED
+            });
         let ev = self.status_event(TaskState::Failed, reason);
         match self.append(ev).await {
             Ok(()) => {

@@ -25,6 +25,9 @@ use futures::Stream;
 use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
+/// How many task ids the restart-recovery summary line names.
+const RECOVERY_SAMPLE: usize = 10;
+
 use crate::error::A2aError;
 use crate::executor::{AgentExecutor, CallContext, RequestContext, new_id};
 use crate::protocol::{
@@ -751,6 +754,7 @@ impl RequestHandler {
     /// Internal on a store failure.
     pub async fn recover_interrupted(&self) -> Result<usize, A2aError> {
         let mut n = 0;
+        let mut sample: Vec<String> = Vec::new();
         loop {
             let batch = self
                 .inner
@@ -759,6 +763,14 @@ impl RequestHandler {
                 .await
                 .map_err(A2aError::internal)?;
             if batch.is_empty() {
+                if n > 0 {
+                    // One line, not one per task: the count and the first few ids.
+                    tracing::warn!(
+                        tasks = n,
+                        sample = %sample.join(","),
+                        "tasks interrupted by a gateway restart marked FAILED"
+                    );
+                }
                 return Ok(n);
             }
             for (scope, id) in batch {
@@ -790,7 +802,14 @@ impl RequestHandler {
                     .append(&scope, &id, rec.last_seq + 1, &ev)
                     .await
                     .map_err(A2aError::internal)?;
-                tracing::warn!(task.id = %id, "task interrupted by a gateway restart marked FAILED");
+                tracing::debug!(task.id = %id, "task interrupted by a gateway restart marked FAILED");
+                crate::telemetry::tasks::count(
+                    TaskState::Failed,
+                    crate::telemetry::tasks::reason::RESTART,
+                );
+                if sample.len() < RECOVERY_SAMPLE {
+                    sample.push(id.chars().take(128).collect::<String>());
+                }
                 n += 1;
             }
         }

@@ -94,11 +94,8 @@ pub async fn handle(
     body: Body,
 ) -> Response {
     let started = Instant::now();
-    let owner = match state
-        .config
-        .auth
-        .check(&headers, peer.map(|Extension(ConnectInfo(addr))| addr))
-    {
+    let peer = peer.map(|Extension(ConnectInfo(addr))| addr);
+    let owner = match state.config.auth.check(&headers, peer) {
         Ok(owner) => owner,
         Err(unauthorized) => return *unauthorized,
     };
@@ -247,8 +244,10 @@ pub async fn handle(
         rpc.method = %method.chars().take(64).collect::<String>(),
         a2a.version = if v03 { "0.3" } else { PROTOCOL_VERSION },
         task.id = task_id.as_deref().unwrap_or("-"),
+        caller = %call.owner,
+        peer = %peer.map_or_else(|| "-".to_owned(), |p| p.to_string()),
         outcome = outcome_label,
-        duration_ms = elapsed.as_secs_f64() * 1000.0,
+        duration_ms = crate::telemetry::millis(elapsed),
         "request"
     );
     resp

@@ -247,6 +247,10 @@ pub fn call_context(owner: Option<String>, headers: &HeaderMap, params: &Value) 
         ctx.tenant = t.to_owned();
     }
     ctx.requested_extensions = requested_extensions(headers);
+    ctx.trace_parent = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(crate::telemetry::trace::TraceParent::parse);
     ctx
 }
 

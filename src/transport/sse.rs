@@ -18,6 +18,7 @@ use super::compat03;
 use super::operations::Operation;
 use crate::handler::{EventStream, SequencedEvent};
 use crate::protocol::jsonrpc::{self, RequestId};
+use crate::telemetry::streams::{StreamEnd, StreamOutcome};
 
 /// How long an open stream may still deliver events after shutdown began.
 pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(1);
@@ -76,20 +77,40 @@ pub fn render(
     keepalive: Duration,
     shutdown: CancellationToken,
 ) -> Response {
-    let first_ev = first.map(|f| event_for(&framing, Ok(f)));
-    // Lives as long as the response body: counts the stream in `a2a_open_streams`.
-    let guard = crate::ops::OpenStreamGuard::new();
+    // Lives as long as the response body: counts the stream in `a2a_open_streams`
+    // and writes its `stream ended` line (see `crate::telemetry::streams`).
+    let end = StreamEnd::new(match framing {
+        Framing::Bare => "rest",
+        Framing::JsonRpc(_) | Framing::JsonRpcV03(..) => "jsonrpc",
+    });
+    let first_ev = first.map(|f| {
+        end.event(f.event.task_id());
+        event_for(&framing, Ok(f))
+    });
+    let (on_item, on_done, on_shutdown) = (end.clone(), end.clone(), end);
     let rest = rest.map(move |item| {
-        let _ = &guard;
+        match &item {
+            Ok(ev) => on_item.event(ev.event.task_id()),
+            Err(_) => {
+                on_item.event(None);
+                on_item.end(StreamOutcome::Error);
+            }
+        }
         event_for(&framing, item)
     });
+    let done = futures::stream::once(async move {
+        on_done.end(StreamOutcome::Completed);
+    })
+    .filter_map(|()| async { None });
     let events = futures::stream::iter(first_ev)
         .chain(rest)
+        .chain(done)
         .take_until(async move {
             // At shutdown the handler has already recorded the final state of every task
             // it cut short; give the stream a moment to deliver it, then close.
             shutdown.cancelled_owned().await;
             tokio::time::sleep(SHUTDOWN_DRAIN).await;
+            on_shutdown.end(StreamOutcome::Shutdown);
         })
         .map(Ok::<_, Infallible>);
     sse_response(events, keepalive)

@@ -349,6 +349,33 @@ impl UpstreamError {
         }
     }
 
+    /// The bounded category of this failure: the `category` label of
+    /// `a2a_upstream_failures_total` and the `reason` of `a2a_tasks_total{state="failed"}`.
+    /// `broken` is a reply cut off after it began (a reset, a body shorter than its
+    /// length), `truncated` an event stream that ended mid-line, `malformed` a reply
+    /// that is not what it declares (garbage), `control` an invalid control object.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::Token(_) => "token",
+            Self::Status(s) if s.status == 429 => "throttled",
+            Self::Status(s) if s.status < 500 => "status_4xx",
+            Self::Status(_) => "status_5xx",
+            Self::Timeout { .. } => "timeout",
+            Self::Connect(_) => "connect",
+            Self::Send(_) => "send",
+            Self::Broken { .. } => "broken",
+            Self::Agent { .. } => "agent_failed",
+            Self::BadReply { .. } => "bad_reply",
+            Self::Malformed(_) => "malformed",
+            Self::ContentType { .. } => "content_type",
+            Self::EventTooLarge { .. } => "event_too_large",
+            Self::Truncated => "truncated",
+            Self::TooLarge { .. } => "too_large",
+            Self::Control(_) => "control",
+            Self::Settings(_) => "settings",
+        }
+    }
+
     /// Classifies a reqwest error raised before any reply byte.
     pub(crate) fn from_send(e: &reqwest::Error, connect_timeout: Duration) -> Self {
         if e.is_connect() {

@@ -18,6 +18,8 @@
 pub mod client;
 pub mod control;
 pub mod errors;
+mod meter;
+pub use meter::QUEUED as QUEUED_MESSAGES;
 pub mod oauth;
 pub mod reply;
 pub mod session;
@@ -32,7 +34,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream;
-use rand::Rng;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::json;
 use tokio::time::Instant;
@@ -115,6 +116,10 @@ impl AgentCoreExecutor {
             settings.ca_file.as_deref(),
             settings.connect_timeout,
         )?;
+        // Every retry reason exists from the first scrape, at 0.
+        for reason in ["connect", "timeout", "status"] {
+            metrics::counter!("a2a_upstream_retries_total", "reason" => reason).increment(0);
+        }
         let auth = match &settings.auth {
             AuthSettings::None => Auth::None,
             AuthSettings::Bearer(t) => Auth::Token {
@@ -276,11 +281,13 @@ impl Inner {
     }
 
     /// One invocation with retries (only before any reply byte). Returns the 2xx
-    /// response and when its attempt started.
+    /// response and when its attempt started. Each attempt's `traceparent` continues
+    /// `trace` (the inbound request's) when given.
     async fn invoke(
         &self,
         session: &str,
         payload: Bytes,
+        trace: Option<&crate::telemetry::trace::TraceParent>,
     ) -> Result<(reqwest::Response, Instant), UpstreamError> {
         let s = &self.settings;
         let policy = RetryPolicy {
@@ -298,7 +305,7 @@ impl Inner {
         let mut refetched = false;
         loop {
             let token = self.token().await?;
-            let traceparent = new_traceparent();
+            let traceparent = crate::telemetry::trace::attempt_traceparent(trace);
             let mut rb = self
                 .http
                 .post(&s.invocation_url)
@@ -316,10 +323,11 @@ impl Inner {
                     tracing::info!(
                         upstream.status = resp.status().as_u16(),
                         upstream.request_id = header(&resp, "x-amzn-requestid").unwrap_or("-"),
-                        upstream.session = header(&resp, SESSION_HEADER).unwrap_or("-"),
+                        // The span carries the session sent; a different one echoed back is named apart.
+                        upstream.session_returned = header(&resp, SESSION_HEADER).filter(|h| *h != session),
                         upstream.version = ?resp.version(),
                         traceparent = %traceparent,
-                        duration_ms = started.elapsed().as_millis() as u64,
+                        duration_ms = crate::telemetry::millis(started.elapsed()),
                         "the runtime accepted the invocation"
                     );
                     return Ok((resp, started));
@@ -402,8 +410,17 @@ impl Inner {
         session: &str,
         start: &TaskStart,
     ) -> Result<(), SinkError> {
-        let _turn = self.sessions.lock(session).await;
-        let (resp, started) = self.invoke(session, self.payload(ctx)).await?;
+        let _turn = {
+            let _waiting = meter::QueueWait::start();
+            self.sessions.lock(session).await
+        };
+        let (resp, started) = self
+            .invoke(
+                session,
+                self.payload(ctx),
+                ctx.call_context.trace_parent.as_ref(),
+            )
+            .await?;
         let status = resp.status().as_u16();
         let kind = reply::ReplyKind::of(header(&resp, "content-type"));
         let s = &self.settings;
@@ -415,7 +432,7 @@ impl Inner {
             }
             .into());
         }
-        let body = reply::body_stream(resp, s.read_timeout);
+        let body = meter::first_chunk(reply::body_stream(resp, s.read_timeout), started);
         let mut sink = ReplySink::new(updater, start);
         if kind == reply::ReplyKind::EventStream {
             let deadline = started + s.max_stream;
@@ -451,7 +468,7 @@ impl Inner {
         }
         tracing::info!(
             chunks = sink.chunks(),
-            duration_ms = started.elapsed().as_millis() as u64,
+            duration_ms = crate::telemetry::millis(started.elapsed()),
             "the reply is complete"
         );
         Ok(())
@@ -474,14 +491,6 @@ async fn read_error_body(resp: reqwest::Response, read_timeout: Duration) -> Vec
         }
     }
     buf
-}
-
-/// A W3C `traceparent` with a random trace and span id, sampled.
-fn new_traceparent() -> String {
-    let mut rng = rand::rng();
-    let trace: u128 = rng.random_range(1..=u128::MAX);
-    let span: u64 = rng.random_range(1..=u64::MAX);
-    format!("00-{trace:032x}-{span:016x}-01")
 }
 
 #[async_trait]
@@ -540,6 +549,8 @@ impl AgentExecutor for AgentCoreExecutor {
                 Err(SinkError::Upstream(e)) => {
                     // The caller gets the short reason and the id; the log line with
                     // the same id has the details (URLs, addresses, OS errors).
+                    meter::failure(&e);
+                    context.set_failure_reason(e.category());
                     let id = crate::telemetry::correlation_id();
                     let reason = crate::telemetry::with_correlation(&e.public_reason(), &id);
                     tracing::warn!(

@@ -149,6 +149,11 @@ impl TokenCache {
     /// its lifetime instead (so it is used at least once per fetch and the endpoint is
     /// not called on every request).
     pub fn new(source: Arc<dyn TokenSource>, refresh_before: Duration) -> Self {
+        // Both outcomes exist from the first scrape (an error rate of 0 is not "no data").
+        for outcome in ["ok", "error"] {
+            metrics::counter!("a2a_upstream_token_fetches_total", "outcome" => outcome)
+                .increment(0);
+        }
         Self {
             source,
             refresh_before,
@@ -180,6 +185,8 @@ impl TokenCache {
         let result = self.source.fetch().await;
         let outcome = if result.is_ok() { "ok" } else { "error" };
         metrics::counter!("a2a_upstream_token_fetches_total", "outcome" => outcome).increment(1);
+        metrics::histogram!("a2a_upstream_token_fetch_duration_seconds", "outcome" => outcome)
+            .record(started.elapsed().as_secs_f64());
         match result {
             Ok(fetched) => {
                 let (refresh_at, expires_at) = match fetched.lifetime {

@@ -252,7 +252,7 @@ fn log_request(op: Operation, started: Instant, task_id: Option<&str>, err: Opti
         rpc.method = op.name(),
         task.id = task_id.unwrap_or("-"),
         outcome,
-        duration_ms = elapsed.as_secs_f64() * 1000.0,
+        duration_ms = crate::telemetry::millis(elapsed),
         "request"
     );
 }

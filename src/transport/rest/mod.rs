@@ -128,13 +128,16 @@ async fn handle(
 ) -> Response {
     let started = Instant::now();
     let media = response::media_type(&headers);
-    let owner = match state
-        .config
-        .auth
-        .verify(&headers, peer.map(|Extension(ConnectInfo(addr))| addr))
-    {
+    let peer = peer.map(|Extension(ConnectInfo(addr))| addr);
+    let owner = match state.config.auth.verify(&headers, peer) {
         Ok(owner) => owner,
         Err(failure) => return failure.rest_response(media),
+    };
+    let who = Who {
+        caller: owner
+            .clone()
+            .unwrap_or_else(|| crate::executor::CallContext::ANONYMOUS.to_owned()),
+        peer,
     };
     let path = match path_params(params) {
         Ok(p) => p,
@@ -156,18 +159,25 @@ async fn handle(
         v => Ok(v),
     });
     if let Err(e) = version {
-        return finish(started, op, response::error(media, &e), e.reason(), None);
+        return finish(
+            &who,
+            started,
+            op,
+            response::error(media, &e),
+            e.reason(),
+            None,
+        );
     }
     let bytes = if method == Method::POST {
         if let Err(e) = operations::check_content_type(&headers) {
             let resp = response::error_with(StatusCode::UNSUPPORTED_MEDIA_TYPE, media, &e);
-            return finish(started, op, resp, e.reason(), None);
+            return finish(&who, started, op, resp, e.reason(), None);
         }
         match http_body::read(&headers, body, state.config.max_body_bytes).await {
             Ok(b) => b,
             Err((status, e)) => {
                 let resp = response::error_with(status, media, &e);
-                return finish(started, op, resp, e.reason(), None);
+                return finish(&who, started, op, resp, e.reason(), None);
             }
         }
     } else {
@@ -182,7 +192,16 @@ async fn handle(
         &bytes,
     ) {
         Ok(m) => m,
-        Err(e) => return finish(started, op, response::error(media, &e), e.reason(), None),
+        Err(e) => {
+            return finish(
+                &who,
+                started,
+                op,
+                response::error(media, &e),
+                e.reason(),
+                None,
+            );
+        }
     };
     let call = operations::call_context(owner, &headers, &message);
     let last_event_id = headers
@@ -243,12 +262,20 @@ async fn handle(
         },
         Err(e) => (response::error(media, &e), e.reason()),
     };
-    finish(started, op, resp, label, task.as_deref())
+    finish(&who, started, op, resp, label, task.as_deref())
+}
+
+/// Who sent a request, for its log line: the authenticated caller (or `anonymous`)
+/// and the peer address.
+struct Who {
+    caller: String,
+    peer: Option<SocketAddr>,
 }
 
 /// Counts and logs one request (`a2a_requests_total{binding="rest"}`, the duration
 /// histogram and the `request` log line, as JSON-RPC does).
 fn finish(
+    who: &Who,
     started: Instant,
     op: Operation,
     resp: Response,
@@ -266,8 +293,10 @@ fn finish(
         rpc.method = op.name(),
         binding = "rest",
         task.id = task.as_deref().unwrap_or("-"),
+        caller = %who.caller,
+        peer = %who.peer.map_or_else(|| "-".to_owned(), |p| p.to_string()),
         outcome,
-        duration_ms = elapsed.as_secs_f64() * 1000.0,
+        duration_ms = crate::telemetry::millis(elapsed),
         "request"
     );
     resp

@@ -1,0 +1,64 @@
+//! Upstream metrics beyond the per-attempt ones (see `docs/operations.md`):
+//!
+//! - `a2a_upstream_failures_total{category}` (counter): invocations that failed their
+//!   task, by [`UpstreamError::category`];
+//! - `a2a_upstream_first_chunk_seconds` (histogram): from an accepted attempt's start
+//!   to the first byte of its reply body;
+//! - `a2a_context_queued_messages` (gauge) and `a2a_context_queue_wait_seconds`
+//!   (histogram): messages waiting for their context's turn (one invocation per
+//!   runtime session at a time), and how long each waited.
+
+use tokio::time::Instant;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+
+use super::errors::UpstreamError;
+
+/// Counter of failed invocations by `category`.
+pub const FAILURES: &str = "a2a_upstream_failures_total";
+/// Histogram of the time to the first reply byte (seconds).
+pub const FIRST_CHUNK: &str = "a2a_upstream_first_chunk_seconds";
+/// Gauge of messages waiting for their context's turn.
+pub const QUEUED: &str = "a2a_context_queued_messages";
+/// Histogram of the wait for the context's turn (seconds).
+pub const QUEUE_WAIT: &str = "a2a_context_queue_wait_seconds";
+
+/// Counts one invocation that failed its task.
+pub(crate) fn failure(e: &UpstreamError) {
+    metrics::counter!(FAILURES, "category" => e.category()).increment(1);
+}
+
+/// Records the first chunk of `body` (an attempt that started at `started`).
+pub(crate) fn first_chunk<T: Send + 'static, E: Send + 'static>(
+    body: BoxStream<'static, Result<T, E>>,
+    started: Instant,
+) -> BoxStream<'static, Result<T, E>> {
+    let mut first = true;
+    body.inspect(move |item| {
+        if first && item.is_ok() {
+            first = false;
+            metrics::histogram!(FIRST_CHUNK).record(started.elapsed().as_secs_f64());
+        }
+    })
+    .boxed()
+}
+
+/// Counts a message in `a2a_context_queued_messages` while it waits for its context's
+/// turn; dropping it records the wait.
+pub(crate) struct QueueWait(Instant);
+
+impl QueueWait {
+    /// Starts waiting.
+    pub(crate) fn start() -> Self {
+        metrics::gauge!(QUEUED).increment(1.0);
+        Self(Instant::now())
+    }
+}
+
+impl Drop for QueueWait {
+    fn drop(&mut self) {
+        metrics::gauge!(QUEUED).decrement(1.0);
+        metrics::histogram!(QUEUE_WAIT).record(self.0.elapsed().as_secs_f64());
+    }
+}
