@@ -17,6 +17,7 @@
 pub mod agents;
 pub mod app;
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod demo;
 pub mod error;

@@ -4,7 +4,8 @@
 //! intact from GetTask and ListTasks; the interrupted one is FAILED with
 //! "interrupted by a gateway restart"; every event the client saw before the kill is
 //! in the store (replayed by SubscribeToTask with `Last-Event-ID: 0`). On SQLite, and
-//! again on PostgreSQL. A second `serve` on the SQLite file of a running one is
+//! again on PostgreSQL, where the restarted instance does not guess: the killed
+//! instance's lease lapses and the task is FAILED naming it. A second `serve` on the SQLite file of a running one is
 //! refused. And `serve` closing an unanswered INPUT_REQUIRED task after
 //! `input_required_ttl_secs`.
 //!
@@ -268,10 +269,16 @@ fn artifact_text(task: &Value) -> String {
 // ---------------------------------------------------------------- the scenario
 
 /// The whole scenario against `store_url` (a store no other gateway uses).
-async fn kill_and_restart(store_url: &str) {
+/// `clustered`: a PostgreSQL store in cluster mode (the default there), where the
+/// restarted instance does not recover at start: the killed instance's lease lapses
+/// (`lease_secs` = 2 here) and the task is closed FAILED naming that instance.
+async fn kill_and_restart(store_url: &str, clustered: bool) {
     let dir = tempfile::tempdir().unwrap();
     let upstream = start_upstream().await;
-    let env = gateway_env(&upstream, store_url);
+    let mut env = gateway_env(&upstream, store_url);
+    if clustered {
+        env.push(("A2A_GATEWAY_STORE__LEASE_SECS".into(), "2".into()));
+    }
     let client = reqwest::Client::new();
 
     let mut first = Gateway::start(dir.path(), &env);
@@ -322,15 +329,28 @@ async fn kill_and_restart(store_url: &str) {
 
     let second = Gateway::start(dir.path(), &env);
     let url = second.url.clone();
-    assert!(
-        second
-            .logs
-            .lock()
-            .unwrap()
-            .contains("marked tasks interrupted by the previous run FAILED"),
-        "{}",
-        second.logs.lock().unwrap()
-    );
+    if clustered {
+        // Closed by the lease sweep within the lease time plus a margin.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let t = rpc(&client, &url, "GetTask", json!({"id": slow_id})).await;
+            if t["status"]["state"] == "TASK_STATE_FAILED" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "not closed within 10 s: {t}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    } else {
+        assert!(
+            second
+                .logs
+                .lock()
+                .unwrap()
+                .contains("marked tasks interrupted by the previous run FAILED"),
+            "{}",
+            second.logs.lock().unwrap()
+        );
+    }
 
     // The completed task, intact.
     let done_after = rpc(&client, &url, "GetTask", json!({"id": done_id})).await;
@@ -347,7 +367,15 @@ async fn kill_and_restart(store_url: &str) {
     // The interrupted task: FAILED with the documented reason, its chunks kept.
     let slow = rpc(&client, &url, "GetTask", json!({"id": slow_id})).await;
     assert_eq!(slow["status"]["state"], "TASK_STATE_FAILED", "{slow}");
-    assert_eq!(status_text(&slow), "interrupted by a gateway restart");
+    if clustered {
+        let reason = status_text(&slow);
+        assert!(
+            reason.contains("running this task stopped (no heartbeat for 2 s)"),
+            "{reason}"
+        );
+    } else {
+        assert_eq!(status_text(&slow), "interrupted by a gateway restart");
+    }
     assert_eq!(artifact_text(&slow), seen_text);
 
     // ListTasks: both, the completed one exactly as GetTask has it.
@@ -412,7 +440,7 @@ async fn kill_and_restart(store_url: &str) {
 async fn sqlite_sigkill_and_restart_keeps_completed_tasks_and_fails_the_interrupted_one() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("t.db").display());
-    kill_and_restart(&url).await;
+    kill_and_restart(&url, false).await;
 }
 
 /// Runs `a2a-gateway <args>` with exactly `env` (plus PATH) in `dir`, expecting it to
@@ -588,7 +616,7 @@ async fn postgres_sigkill_and_restart_keeps_completed_tasks_and_fails_the_interr
         .unwrap();
     let sep = if url.contains('?') { '&' } else { '?' };
     let store_url = format!("{url}{sep}options[search_path]={schema}");
-    let outcome = tokio::spawn(async move { kill_and_restart(&store_url).await }).await;
+    let outcome = tokio::spawn(async move { kill_and_restart(&store_url, true).await }).await;
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "DROP SCHEMA \"{schema}\" CASCADE"
     )))

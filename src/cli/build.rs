@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use secrecy::ExposeSecret;
 
+use crate::cluster::ClusterBackend;
 use crate::config::{Config, SqliteLocation, StoreUrl};
 use crate::executor::AgentExecutor;
 use crate::server::ReadinessCheck;
-use crate::store::{MemoryTaskStore, SqliteTaskStore, TaskStore, open_store};
+use crate::store::{MemoryTaskStore, PostgresTaskStore, SqliteTaskStore, TaskStore, open_store};
 use crate::upstream::{AgentCoreExecutor, AgentCoreSettings};
 
 use super::CliError;
@@ -32,6 +33,27 @@ pub async fn build_store(config: &Config) -> Result<Arc<dyn TaskStore>, CliError
         StoreUrl::Postgres(url) => open_store(url.expose_secret(), max).await?,
     };
     Ok(store)
+}
+
+/// Like [`build_store`], and for a PostgreSQL store that several instances share
+/// (`store.cluster`, the default) also its cluster side: leases, heartbeats and
+/// notifications (`store.listen_url` for the listener).
+///
+/// # Errors
+/// As [`build_store`], or a malformed `store.listen_url`.
+pub async fn build_store_for_cluster(
+    config: &Config,
+) -> Result<(Arc<dyn TaskStore>, Option<Arc<dyn ClusterBackend>>), CliError> {
+    if let (true, StoreUrl::Postgres(url)) = (config.store.clustered(), &config.store.url) {
+        let mut pg =
+            PostgresTaskStore::open(url.expose_secret(), config.store.max_connections).await?;
+        if let Some(StoreUrl::Postgres(listen)) = &config.store.listen_url {
+            pg = pg.with_listen_url(listen.expose_secret())?;
+        }
+        let pg = Arc::new(pg);
+        return Ok((pg.clone(), Some(pg)));
+    }
+    Ok((build_store(config).await?, None))
 }
 
 /// Builds the executor for `[upstream]`, plus a readiness check ("a token is

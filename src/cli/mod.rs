@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub use build::{build_executor, build_store};
+pub use build::{build_executor, build_store, build_store_for_cluster};
 pub use send::SendArgs;
 
 /// An A2A 1.0 gateway in front of a hosted agent runtime (Amazon Bedrock AgentCore).

@@ -48,10 +48,25 @@ pub(super) async fn serve_config(
     let metrics = crate::ops::install_metrics();
     // The executor first: a config it refuses must not leave a new database behind.
     let (executor, ready) = super::build_executor(config)?;
-    let store = super::build_store(config).await?;
+    let (store, backend) = super::build_store_for_cluster(config).await?;
     let closing = store.clone();
     let mut gateway = Gateway::new(config, executor, store, ready);
-    let recovered = if config.store.recover_on_start {
+    let cluster = match backend {
+        Some(backend) => {
+            let id = crate::cluster::instance_id(&config.store.instance_name);
+            let options = crate::cluster::ClusterOptions::with_lease(config.store.lease());
+            let (cluster, cancels) = crate::cluster::Cluster::join(backend, id, options).await?;
+            gateway
+                .state
+                .handler
+                .join_cluster(cluster.clone(), cancels)?;
+            // Leases replace the stale sweep and the start-up recovery.
+            gateway.maintenance.stale_after = None;
+            Some(cluster)
+        }
+        None => None,
+    };
+    let recovered = if cluster.is_none() && config.store.recover_on_start {
         gateway.state.handler.recover_interrupted().await?
     } else {
         0
@@ -76,6 +91,7 @@ pub(super) async fn serve_config(
         listen = %local,
         public_url = %config.server.public_url(),
         store = %config.store.url,
+        instance = cluster.as_ref().map_or("", |c| c.instance()),
         max_connections = gateway.connections.max_connections,
         "a2a-gateway listening on {scheme}://{local}/"
     );
@@ -93,6 +109,9 @@ pub(super) async fn serve_config(
     gateway
         .serve_all(listener, grpc_listener, tls, grace, shutdown)
         .await?;
+    if let Some(cluster) = cluster {
+        cluster.leave().await;
+    }
     closing.close().await;
     tracing::info!("a2a-gateway stopped");
     Ok(())

@@ -39,6 +39,24 @@ pub struct StoreConfig {
     /// running instance is driving is closed FAILED by the retention job. Default 7200
     /// (twice the runtime's 60-minute streaming limit).
     pub stale_task_secs: u64,
+    /// PostgreSQL only: where the notification listener connects (`LISTEN` needs a
+    /// session connection of its own). Set it to a direct connection to the same
+    /// database when `url` goes through PgBouncer in transaction mode. Default: the
+    /// settings of `url`.
+    pub listen_url: Option<StoreUrl>,
+    /// PostgreSQL only: several instances may share the store (default true). Each
+    /// instance then holds a lease on the tasks it processes, renewed by a heartbeat;
+    /// any instance closes FAILED the tasks of an instance whose heartbeat stopped for
+    /// `lease_secs`, and live events, resumes and cancels work on every instance.
+    /// This replaces `recover_on_start` and the stale sweep (`stale_task_secs`) for
+    /// PostgreSQL. False: one instance, as with SQLite.
+    pub cluster: bool,
+    /// PostgreSQL cluster only: seconds without a heartbeat after which an instance
+    /// counts as gone and its tasks are closed FAILED. Default 30.
+    pub lease_secs: u64,
+    /// PostgreSQL cluster only: the start of this instance's id in leases and failure
+    /// reasons (a random suffix is added per start). Default: the host name.
+    pub instance_name: String,
     /// SQLite files only: `"full"` (default) syncs every commit to disk before any
     /// client sees its events, so they survive a power loss; `"normal"` syncs only at
     /// WAL checkpoints, so a power loss or OS crash can roll back the last commits
@@ -57,6 +75,10 @@ impl Default for StoreConfig {
             recover_on_start: true,
             stale_task_secs: 7_200,
             sqlite_synchronous: Synchronous::Full,
+            listen_url: None,
+            cluster: true,
+            lease_secs: 30,
+            instance_name: String::new(),
         }
     }
 }
@@ -77,6 +99,16 @@ impl StoreConfig {
         Duration::from_secs(self.stale_task_secs)
     }
 
+    /// Whether this instance joins a cluster on the store (PostgreSQL with `cluster`).
+    pub fn clustered(&self) -> bool {
+        self.cluster && matches!(self.url, StoreUrl::Postgres(_))
+    }
+
+    /// `lease_secs` as a [`Duration`].
+    pub fn lease(&self) -> Duration {
+        Duration::from_secs(self.lease_secs)
+    }
+
     /// `purge_interval_secs` as a [`Duration`].
     pub fn purge_interval(&self) -> Duration {
         Duration::from_secs(self.purge_interval_secs)
@@ -91,6 +123,20 @@ impl StoreConfig {
         nonzero("store.purge_interval_secs", self.purge_interval_secs)?;
         nonzero("store.max_connections", self.max_connections.into())?;
         nonzero("store.stale_task_secs", self.stale_task_secs)?;
+        if self.lease_secs < 2 {
+            return Err(Invalid::new(
+                "store.lease_secs",
+                format!("must be at least 2, got {}", self.lease_secs),
+            ));
+        }
+        if let Some(u) = &self.listen_url
+            && !matches!(u, StoreUrl::Postgres(_))
+        {
+            return Err(Invalid::new(
+                "store.listen_url",
+                "must be a postgres:// URL (a direct connection to the store's database)",
+            ));
+        }
         Ok(())
     }
 }

@@ -150,6 +150,10 @@ fn fully_populated() -> Config {
             recover_on_start: false,
             stale_task_secs: 1,
             sqlite_synchronous: crate::store::Synchronous::Normal,
+            listen_url: Some("postgres://u:pw@127.0.0.1/db".parse().unwrap()),
+            cluster: false,
+            lease_secs: 7,
+            instance_name: "gw-a".into(),
         },
         upstream: UpstreamConfig {
             kind: UpstreamKind::AgentCore,

@@ -202,6 +202,7 @@ impl Driver {
             } else if let Ok(cmd) = self.rx.try_recv() {
                 cmd
             } else {
+                super::remote::release(self.inner.cluster(), &self.key).await;
                 if self.may_exit() && self.unregister() {
                     return;
                 }
@@ -213,6 +214,20 @@ impl Driver {
                     _ = tokio::time::sleep(IDLE_RECHECK) => continue,
                 }
             };
+            // Several instances: act only under the task's lease, on what is stored.
+            match super::remote::claim(self.inner.cluster(), &self.key).await {
+                super::remote::Claim::Kept => {}
+                super::remote::Claim::Fresh => {
+                    if let Err(e) = self.reload().await {
+                        super::remote::refuse(cmd, e.to_string());
+                        continue;
+                    }
+                }
+                super::remote::Claim::Refused(why) => {
+                    super::remote::refuse(cmd, why);
+                    continue;
+                }
+            }
             match cmd {
                 Command::Run(run) => self.run(*run).await,
                 Command::Cancel(reply) => {

@@ -25,6 +25,9 @@ pub(crate) struct Follow {
     backlog: VecDeque<StoredEvent>,
     needs_fill: bool,
     more_in_store: bool,
+    /// Several instances: wake-ups for events other instances write (see
+    /// [`crate::cluster`]); they come from the store, not the bus.
+    wake: Option<crate::cluster::Wake>,
 }
 
 impl Follow {
@@ -48,7 +51,15 @@ impl Follow {
             backlog: VecDeque::new(),
             needs_fill: fill_first,
             more_in_store: false,
+            wake: None,
         }
+    }
+
+    /// Also re-reads the store on each of `wake`'s wake-ups (another instance may be
+    /// the one writing the task).
+    pub(crate) fn with_wake(mut self, wake: Option<crate::cluster::Wake>) -> Self {
+        self.wake = wake;
+        self
     }
 
     /// The followed task's id.
@@ -99,7 +110,17 @@ impl Follow {
                     Err(e) => return Some(Err(e)),
                 }
             };
-            match live.recv().await {
+            let received = match self.wake.as_mut() {
+                None => live.recv().await,
+                Some(wake) => tokio::select! {
+                    r = live.recv() => r,
+                    _ = wake.changed() => {
+                        self.needs_fill = true;
+                        continue;
+                    }
+                },
+            };
+            match received {
                 Ok(e) => {
                     if e.seq <= self.last_seq {
                         continue;

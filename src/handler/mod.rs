@@ -6,6 +6,7 @@
 mod driver;
 mod follow;
 mod input_modes;
+mod remote;
 mod retention;
 mod turns;
 
@@ -121,6 +122,32 @@ pub(crate) struct Inner {
     pub(crate) shutdown: CancellationToken,
     /// Set by [`RequestHandler::shutdown`]: new messages are refused.
     pub(crate) closing: std::sync::atomic::AtomicBool,
+    /// Several instances on one store (see [`crate::cluster`] and the `remote` module).
+    pub(crate) cluster: std::sync::OnceLock<crate::cluster::Cluster>,
+}
+
+impl Inner {
+    /// The cluster this instance joined, if any.
+    pub(crate) fn cluster(&self) -> Option<&crate::cluster::Cluster> {
+        self.cluster.get()
+    }
+
+    /// A follower of the task's log after `after`, woken by other instances' writes
+    /// when in a cluster.
+    pub(crate) fn follow(
+        &self,
+        scope: Scope,
+        task_id: String,
+        after: u64,
+        live: Option<tokio::sync::broadcast::Receiver<Arc<crate::store::StoredEvent>>>,
+        fill_first: bool,
+    ) -> Follow {
+        let wake = match (&live, self.cluster()) {
+            (Some(_), Some(c)) => Some(c.watch(&(scope.clone(), task_id.clone()))),
+            _ => None,
+        };
+        Follow::new(self.store.clone(), scope, task_id, after, live, fill_first).with_wake(wake)
+    }
 }
 
 /// The transport-independent A2A request handler. Cheap to clone.
@@ -196,6 +223,7 @@ impl RequestHandler {
                 permits,
                 shutdown: CancellationToken::new(),
                 closing: std::sync::atomic::AtomicBool::new(false),
+                cluster: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -373,6 +401,10 @@ impl RequestHandler {
         ctx.cancellation = self.inner.shutdown.child_token();
 
         let key = (scope, task_id);
+        if !known_new {
+            // Another instance running a turn of this task: run after it.
+            self.wait_for_lease(&key).await?;
+        }
         let mut known_new = known_new;
         for _ in 0..3 {
             let permit = self
@@ -457,14 +489,9 @@ impl RequestHandler {
             !settled_now
         };
         if wait {
-            let mut follow = Follow::new(
-                self.inner.store.clone(),
-                scope.clone(),
-                task.id.clone(),
-                seq,
-                Some(events),
-                false,
-            );
+            let mut follow =
+                self.inner
+                    .follow(scope.clone(), task.id.clone(), seq, Some(events), false);
             // Every event after the snapshot arrives, in order: folding them gives the
             // stored task as of the settling event without reading it back.
             while let Some(ev) = follow.next().await {
@@ -525,8 +552,7 @@ impl RequestHandler {
                 ..
             } => {
                 snapshot.apply_history_length(hl);
-                let follow = Follow::new(
-                    self.inner.store.clone(),
+                let follow = self.inner.follow(
                     Scope::from(call),
                     snapshot.id.clone(),
                     seq,
@@ -632,9 +658,17 @@ impl RequestHandler {
             return driver::already_ended(rec.task);
         }
         let key = (scope, req.id.clone());
+        if let Some(c) = self.inner.cluster() {
+            return self.cancel_in_cluster(c, key).await;
+        }
+        self.cancel_here(&key).await
+    }
+
+    /// CancelTask through this instance's driver of the task.
+    async fn cancel_here(&self, key: &TaskKey) -> Result<Task, A2aError> {
         for _ in 0..3 {
             let (tx, rx) = oneshot::channel();
-            if !self.with_handle(&key, false, |h| h.cmd.send(Command::Cancel(tx)).is_ok()) {
+            if !self.with_handle(key, false, |h| h.cmd.send(Command::Cancel(tx)).is_ok()) {
                 continue;
             }
             if let Ok(r) = rx.await {
@@ -697,19 +731,12 @@ impl RequestHandler {
         let key = (scope.clone(), req.id.clone());
         let live = (!terminal).then(|| self.with_handle(&key, false, |h| h.bus.subscribe()));
         if let Some(after) = last_event_id {
-            let follow = Follow::new(self.inner.store.clone(), scope, req.id, after, live, true);
+            let follow = self.inner.follow(scope, req.id, after, live, true);
             return Ok(task_stream(None, false, None, StreamEnd::Terminal, follow));
         }
         // Read the snapshot after subscribing so that nothing falls between.
         let rec = self.load(&scope, &req.id).await?;
-        let follow = Follow::new(
-            self.inner.store.clone(),
-            scope,
-            req.id,
-            rec.last_seq,
-            live,
-            false,
-        );
+        let follow = self.inner.follow(scope, req.id, rec.last_seq, live, false);
         Ok(task_stream(
             Some((rec.task, rec.last_seq)),
             true,

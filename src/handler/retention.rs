@@ -166,7 +166,7 @@ impl RequestHandler {
 
     /// Sends [`Command::Expire`] to the task's driver, retrying when the driver
     /// exited just as the command was sent.
-    async fn expire(
+    pub(super) async fn expire(
         &self,
         key: super::driver::TaskKey,
         states: &'static [TaskState],

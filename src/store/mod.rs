@@ -12,6 +12,7 @@ pub mod lock;
 pub mod memory;
 pub mod open;
 pub mod postgres;
+mod postgres_cluster;
 pub mod projection;
 mod sql;
 mod sql_reads;

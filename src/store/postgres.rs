@@ -23,6 +23,7 @@
 
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use sqlx::Row;
@@ -57,6 +58,11 @@ fn writer_lanes(max_connections: u32) -> usize {
 #[derive(Debug, Clone)]
 pub struct PostgresTaskStore {
     pool: PgPool,
+    /// Send an event notification with every batch (set when the instance joins a
+    /// cluster, see `postgres_cluster`).
+    pub(super) notify: Arc<AtomicBool>,
+    /// `[store] listen_url`: where the notification listener connects.
+    pub(super) listen_options: Option<PgConnectOptions>,
     /// The writer lanes that commit appends in batches.
     batcher: Batcher,
 }
@@ -100,12 +106,18 @@ impl PostgresTaskStore {
             .run(&pool)
             .await
             .map_err(|e| migrate_error("PostgreSQL", known, e))?;
+        let notify = Arc::new(AtomicBool::new(false));
         let lanes = (0..writer_lanes(max_connections))
-            .map(|_| PgWriter { pool: pool.clone() })
+            .map(|_| PgWriter {
+                pool: pool.clone(),
+                notify: notify.clone(),
+            })
             .collect();
         Ok(Self {
             batcher: Batcher::spawn(lanes),
             pool,
+            notify,
+            listen_options: None,
         })
     }
 
@@ -242,6 +254,7 @@ impl TaskStore for PostgresTaskStore {
 /// A writer lane of a PostgreSQL store.
 struct PgWriter {
     pool: PgPool,
+    notify: Arc<AtomicBool>,
 }
 
 #[async_trait]
@@ -255,6 +268,7 @@ impl BatchWriter for PgWriter {
         let mut ops = PgOps {
             conn,
             read_only: false,
+            notify: self.notify.load(Ordering::Acquire),
         };
         let result = write_batch(&mut ops, batch).await;
         if ops.read_only {
@@ -283,6 +297,8 @@ struct PgOps {
     /// The server refused the write because the session is read-only (SQLSTATE
     /// 25006).
     read_only: bool,
+    /// Send an event notification per task written (see `postgres_cluster`).
+    notify: bool,
 }
 
 /// The key columns of batch rows, as arrays.
@@ -439,6 +455,19 @@ impl BatchOps for PgOps {
         let u_art_bytes: Vec<i64> = w.updates.iter().map(|(_, u)| u.art_bytes).collect();
         let u_pending: Vec<i64> = w.updates.iter().map(|(_, u)| u.pending_bytes).collect();
         let u_count = w.updates.len() as i64;
+        // After commit, one wake-up per task written: its tag and last sequence number.
+        let wakeups: Vec<String> = if self.notify {
+            creates
+                .iter()
+                .map(|(a, c)| (*a, c.last_seq))
+                .chain(w.updates.iter().map(|(a, u)| (*a, u.seq)))
+                .map(|(a, seq)| {
+                    crate::cluster::event_payload(&crate::cluster::tag(&a.scope, &a.task_id), seq)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
 
         let done = sqlx::query(
             "WITH new_tasks AS ( \
@@ -476,8 +505,10 @@ impl BatchOps for PgOps {
                          art_seq, art_bytes, pending, prev_seq) \
                WHERE t.tenant = k.tenant COLLATE \"C\" AND t.owner = k.owner COLLATE \"C\" \
                  AND t.id = k.id COLLATE \"C\" AND t.last_seq = k.prev_seq \
-               RETURNING 1) \
-             SELECT 1 / ((SELECT count(*) FROM updated) = $34)::int",
+               RETURNING 1), \
+             wakeups AS (SELECT pg_notify($38, n) FROM UNNEST($37::text[]) AS n) \
+             SELECT 1 / ((SELECT count(*) FROM updated) = $34)::int, \
+                    (SELECT count(*) FROM wakeups)",
         )
         .bind(&ct)
         .bind(&co)
@@ -515,6 +546,8 @@ impl BatchOps for PgOps {
         .bind(u_count)
         .bind(c_last_seq)
         .bind(u_prev)
+        .bind(wakeups)
+        .bind(crate::cluster::CHANNEL)
         .execute(&mut *self.conn)
         .await;
         if let Err(e) = &done

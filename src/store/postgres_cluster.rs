@@ -1,0 +1,285 @@
+//! The PostgreSQL side of several instances ([`crate::cluster`]): instance
+//! heartbeats and task leases (`migrations/postgres/0003_cluster.sql`),
+//! `NOTIFY` through the pool and one `LISTEN` session connection.
+//!
+//! `LISTEN` needs a session of its own: through PgBouncer in transaction mode it
+//! would not survive the transaction, so `[store] listen_url` may name a direct
+//! connection to the same database ([`PostgresTaskStore::with_listen_url`]).
+//! `NOTIFY` is transactional and delivered after commit: the event notifications
+//! are part of each batch's single write statement (see the `postgres` module), so
+//! a notification never announces an event that was not committed.
+//!
+//! Every timestamp is the database's `now()`, so instances need not agree on the
+//! time.
+
+use std::str::FromStr;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::Row;
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+
+use super::postgres::PostgresTaskStore;
+use super::sql::db;
+use super::{Scope, StoreError};
+use crate::cluster::{CHANNEL, ClusterBackend, Holder, Listener, Orphan};
+use crate::protocol::TaskState;
+
+impl PostgresTaskStore {
+    /// Listens through `url` instead of the pool's own settings (a direct connection
+    /// when the pool goes through PgBouncer in transaction mode).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] for a malformed URL (not repeated: it may hold a
+    /// password).
+    pub fn with_listen_url(mut self, url: &str) -> Result<Self, StoreError> {
+        let options = PgConnectOptions::from_str(url).map_err(|e| {
+            StoreError::Backend(format!("invalid PostgreSQL URL in store.listen_url: {e}"))
+        })?;
+        self.listen_options = Some(options);
+        Ok(self)
+    }
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+struct PgListen(PgListener);
+
+#[async_trait]
+impl Listener for PgListen {
+    async fn recv(&mut self) -> Result<Option<String>, StoreError> {
+        match self.0.try_recv().await {
+            Ok(Some(n)) => Ok(Some(n.payload().to_owned())),
+            Ok(None) => Ok(None),
+            Err(e) => Err(db(e)),
+        }
+    }
+}
+
+#[async_trait]
+impl ClusterBackend for PostgresTaskStore {
+    fn enable_notifications(&self) {
+        self.notify.store(true, Ordering::Release);
+    }
+
+    async fn heartbeat(&self, instance: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO a2a_instances (id) VALUES ($1) \
+             ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()",
+        )
+        .bind(instance)
+        .execute(self.pool())
+        .await
+        .map_err(db)?;
+        Ok(())
+    }
+
+    async fn claim(
+        &self,
+        instance: &str,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Result<(), String>, StoreError> {
+        for _ in 0..3 {
+            let got: Option<String> = sqlx::query_scalar(
+                "INSERT INTO a2a_task_leases (tenant, owner, task_id, instance) \
+                 VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (tenant, owner, task_id) DO UPDATE SET claimed_at = now() \
+                 WHERE a2a_task_leases.instance = EXCLUDED.instance \
+                 RETURNING instance",
+            )
+            .bind(&scope.tenant)
+            .bind(&scope.owner)
+            .bind(task_id)
+            .bind(instance)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?;
+            if got.is_some() {
+                return Ok(Ok(()));
+            }
+            let holder: Option<String> = sqlx::query_scalar(
+                "SELECT instance FROM a2a_task_leases \
+                 WHERE tenant = $1 AND owner = $2 AND task_id = $3",
+            )
+            .bind(&scope.tenant)
+            .bind(&scope.owner)
+            .bind(task_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?;
+            if let Some(holder) = holder {
+                return Ok(Err(holder));
+            }
+            // Released in between: try again.
+        }
+        Err(StoreError::Backend(
+            "the task's lease changed hands three times during one claim".into(),
+        ))
+    }
+
+    async fn release(
+        &self,
+        instance: &str,
+        scope: &Scope,
+        task_id: &str,
+        tag: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "WITH gone AS (DELETE FROM a2a_task_leases \
+               WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND instance = $4 RETURNING 1) \
+             SELECT pg_notify($5, $6), (SELECT count(*) FROM gone)",
+        )
+        .bind(&scope.tenant)
+        .bind(&scope.owner)
+        .bind(task_id)
+        .bind(instance)
+        .bind(CHANNEL)
+        .bind(format!("r:{tag}"))
+        .execute(self.pool())
+        .await
+        .map_err(db)?;
+        Ok(())
+    }
+
+    async fn holder(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        lease: Duration,
+    ) -> Result<Option<Holder>, StoreError> {
+        let row = sqlx::query(
+            "SELECT l.instance, \
+                    COALESCE(i.heartbeat_at > now() - $4::float8 * interval '1 millisecond', false) \
+             FROM a2a_task_leases l LEFT JOIN a2a_instances i ON i.id = l.instance \
+             WHERE l.tenant = $1 AND l.owner = $2 AND l.task_id = $3",
+        )
+        .bind(&scope.tenant)
+        .bind(&scope.owner)
+        .bind(task_id)
+        .bind(ms(lease))
+        .fetch_optional(self.pool())
+        .await
+        .map_err(db)?;
+        Ok(row.map(|r| Holder {
+            instance: r.get(0),
+            alive: r.get(1),
+        }))
+    }
+
+    async fn orphans(&self, lease: Duration, limit: usize) -> Result<Vec<Orphan>, StoreError> {
+        sqlx::query(
+            "DELETE FROM a2a_instances i \
+             WHERE i.heartbeat_at < now() - $1::float8 * 10 * interval '1 millisecond' \
+               AND NOT EXISTS (SELECT 1 FROM a2a_task_leases l WHERE l.instance = i.id)",
+        )
+        .bind(ms(lease))
+        .execute(self.pool())
+        .await
+        .map_err(db)?;
+        let rows = sqlx::query(
+            "SELECT t.tenant, t.owner, t.id, l.instance \
+             FROM a2a_tasks t \
+             LEFT JOIN a2a_task_leases l \
+               ON l.tenant = t.tenant AND l.owner = t.owner AND l.task_id = t.id \
+             LEFT JOIN a2a_instances i ON i.id = l.instance \
+             WHERE t.state IN ($1, $2, $3) \
+               AND (l.instance IS NULL OR i.id IS NULL \
+                    OR i.heartbeat_at <= now() - $4::float8 * interval '1 millisecond') \
+             LIMIT $5",
+        )
+        .bind(TaskState::Submitted.as_str())
+        .bind(TaskState::Working.as_str())
+        .bind(TaskState::AuthRequired.as_str())
+        .bind(ms(lease))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|r| Orphan {
+                scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                task_id: r.get(2),
+                lost: r.get(3),
+            })
+            .collect())
+    }
+
+    async fn take_over(&self, instance: &str, orphan: &Orphan) -> Result<bool, StoreError> {
+        let (s, id) = (&orphan.scope, &orphan.task_id);
+        let taken = match &orphan.lost {
+            Some(lost) => sqlx::query(
+                "UPDATE a2a_task_leases SET instance = $4, claimed_at = now() \
+                 WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND instance = $5",
+            )
+            .bind(&s.tenant)
+            .bind(&s.owner)
+            .bind(id)
+            .bind(instance)
+            .bind(lost),
+            None => sqlx::query(
+                "INSERT INTO a2a_task_leases (tenant, owner, task_id, instance) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            )
+            .bind(&s.tenant)
+            .bind(&s.owner)
+            .bind(id)
+            .bind(instance),
+        }
+        .execute(self.pool())
+        .await
+        .map_err(db)?;
+        Ok(taken.rows_affected() == 1)
+    }
+
+    async fn notify(&self, payload: &str) -> Result<(), StoreError> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(payload)
+            .execute(self.pool())
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    async fn listen(&self) -> Result<Box<dyn Listener>, StoreError> {
+        let options = match &self.listen_options {
+            Some(o) => o.clone(),
+            None => (*self.pool().connect_options()).clone(),
+        };
+        // A pool of one session connection, kept for as long as the listener lives.
+        let pool = PgPoolOptions::new()
+            .max_connections(1)
+            .max_lifetime(None)
+            .idle_timeout(None)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_lazy_with(options);
+        let mut listener = PgListener::connect_with(&pool).await.map_err(|e| {
+            StoreError::Backend(format!(
+                "cannot open the PostgreSQL notification listener (store.listen_url or store.url): {}",
+                super::sql::db_message(&e)
+            ))
+        })?;
+        listener.ignore_pool_close_event(true);
+        listener.listen(CHANNEL).await.map_err(db)?;
+        Ok(Box::new(PgListen(listener)))
+    }
+
+    async fn leave(&self, instance: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM a2a_task_leases WHERE instance = $1")
+            .bind(instance)
+            .execute(self.pool())
+            .await
+            .map_err(db)?;
+        sqlx::query("DELETE FROM a2a_instances WHERE id = $1")
+            .bind(instance)
+            .execute(self.pool())
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+}
