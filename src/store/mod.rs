@@ -159,6 +159,13 @@ pub(crate) fn first_seq(events: &[Arc<StoredEvent>]) -> Result<Option<u64>, Stor
     Ok(Some(first.seq))
 }
 
+/// sqlx's own slow-statement line carries the whole SQL text: it is kept at `debug`.
+/// The `warn` a slow task-log write gets names its kind and duration only (see
+/// [`crate::telemetry::tasks`]).
+pub(crate) const SLOW_STATEMENT_LEVEL: log::LevelFilter = log::LevelFilter::Debug;
+/// How long a statement takes before sqlx logs it as slow.
+pub(crate) const SLOW_STATEMENT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Persistent task state (see the module docs). Implementations: [`MemoryTaskStore`],
 /// SQLite and PostgreSQL. All run the same [`conformance`] suite.
 #[async_trait]

@@ -90,6 +90,11 @@ impl PostgresTaskStore {
         max_connections: u32,
     ) -> Result<Self, StoreError> {
         let target = format!("{}:{}", options.get_host(), options.get_port());
+        let options = sqlx::ConnectOptions::log_slow_statements(
+            options,
+            super::SLOW_STATEMENT_LEVEL,
+            super::SLOW_STATEMENT,
+        );
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(std::time::Duration::from_secs(10))

@@ -34,11 +34,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::Row;
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use sqlx::{ConnectOptions, Row};
 
 use super::batch::{
     Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, TaskKey,
@@ -241,6 +241,7 @@ impl SqliteTaskStore {
         let base = options
             .create_if_missing(true)
             .busy_timeout(BUSY_TIMEOUT)
+            .log_slow_statements(super::SLOW_STATEMENT_LEVEL, super::SLOW_STATEMENT)
             .synchronous(synchronous.into());
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
@@ -287,7 +288,11 @@ impl SqliteTaskStore {
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
-            .connect_with(options.busy_timeout(BUSY_TIMEOUT))
+            .connect_with(
+                options
+                    .busy_timeout(BUSY_TIMEOUT)
+                    .log_slow_statements(super::SLOW_STATEMENT_LEVEL, super::SLOW_STATEMENT),
+            )
             .await
             .map_err(db)?;
         Self::migrate(&pool).await?;

@@ -1,4 +1,4 @@
-//! The end of an SSE response stream (spec §9.4.2, §11.7): one `stream ended` log
+//! The end of a response stream (SSE, spec §9.4.2, §11.7; gRPC server streams, §10): one `stream ended` log
 //! line with its outcome, event count and duration, and the histogram
 //! `a2a_stream_duration_seconds{binding, outcome}`.
 //!
@@ -55,7 +55,7 @@ struct State {
 pub struct StreamEnd(Arc<Mutex<State>>);
 
 impl StreamEnd {
-    /// A stream of `binding` (`jsonrpc`, `rest`) starting now.
+    /// A stream of `binding` (`jsonrpc`, `rest`, `grpc`) starting now.
     pub fn new(binding: &'static str) -> Self {
         Self(Arc::new(Mutex::new(State {
             binding,

@@ -29,6 +29,7 @@ use super::status;
 use crate::error::A2aError;
 use crate::executor::CallContext;
 use crate::handler::{EventStream, SequencedEvent};
+use crate::telemetry::streams::{StreamEnd, StreamOutcome};
 use crate::transport::AppState;
 use crate::transport::operations::{self, Operation, Outcome, ProtocolVersion};
 use crate::transport::sse::SHUTDOWN_DRAIN;
@@ -55,10 +56,7 @@ impl A2aGrpc {
         req: &Request<M>,
     ) -> Result<(CallContext, Value), A2aCallError> {
         let headers = req.metadata().clone().into_headers();
-        let peer = req
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| *addr);
+        let peer = peer_of(req);
         let owner = self
             .state
             .config
@@ -95,9 +93,12 @@ impl A2aGrpc {
     {
         let started = Instant::now();
         let mut task_id = None;
+        let mut caller = None;
+        let peer = peer_of(&req);
         let result = async {
             let (call, params) = self.prepare(op, &req)?;
             task_id = task_of(&params);
+            caller = Some(call.owner.clone());
             match operations::invoke(&self.state, &call, op, params, None).await? {
                 Outcome::Value(v) => {
                     task_id = task_id.take().or_else(|| str_at(&v, &["task", "id"]));
@@ -111,7 +112,8 @@ impl A2aGrpc {
             }
         }
         .await;
-        log_request(op, started, task_id.as_deref(), result.as_ref().err());
+        let who = (caller.as_deref(), peer);
+        log_request(op, started, task_id.as_deref(), who, result.as_ref().err());
         result.map(Response::new).map_err(A2aCallError::into_status)
     }
 
@@ -124,9 +126,12 @@ impl A2aGrpc {
     ) -> Result<Response<ResponseStream>, Status> {
         let started = Instant::now();
         let mut task_id = None;
+        let mut caller = None;
+        let peer = peer_of(&req);
         let result = async {
             let (call, params) = self.prepare(op, &req)?;
             task_id = task_of(&params);
+            caller = Some(call.owner.clone());
             let (first, rest) =
                 match operations::invoke(&self.state, &call, op, params, None).await? {
                     Outcome::Stream(mut stream) => match stream.next().await {
@@ -151,7 +156,8 @@ impl A2aGrpc {
             Ok(render(first, rest, self.state.shutdown.clone()))
         }
         .await;
-        log_request(op, started, task_id.as_deref(), result.as_ref().err());
+        let who = (caller.as_deref(), peer);
+        log_request(op, started, task_id.as_deref(), who, result.as_ref().err());
         result.map(Response::new).map_err(A2aCallError::into_status)
     }
 }
@@ -194,12 +200,25 @@ fn render(
     rest: EventStream,
     shutdown: tokio_util::sync::CancellationToken,
 ) -> ResponseStream {
-    // Lives as long as the stream: counts it in `a2a_open_streams`.
-    let guard = crate::ops::OpenStreamGuard::new();
+    // Lives as long as the stream: counts it in `a2a_open_streams` and writes its
+    // `stream ended` line (see `crate::telemetry::streams`).
+    let end = StreamEnd::new("grpc");
+    let (on_item, on_done, on_shutdown) = (end.clone(), end.clone(), end);
+    let done = futures::stream::once(async move {
+        on_done.end(StreamOutcome::Completed);
+    })
+    .filter_map(|()| async { None });
     let events = futures::stream::iter(first.map(Ok))
         .chain(rest)
+        .chain(done)
         .map(move |item| {
-            let _ = &guard;
+            match &item {
+                Ok(ev) => on_item.event(ev.event.task_id()),
+                Err(_) => {
+                    on_item.event(None);
+                    on_item.end(StreamOutcome::Error);
+                }
+            }
             item.and_then(|SequencedEvent { event, .. }| {
                 let v = serde_json::to_value(&event).map_err(A2aError::internal)?;
                 from_json::<proto::StreamResponse>(v).map_err(A2aError::internal)
@@ -217,6 +236,7 @@ fn render(
         .take_until(async move {
             shutdown.cancelled_owned().await;
             tokio::time::sleep(SHUTDOWN_DRAIN).await;
+            on_shutdown.end(StreamOutcome::Shutdown);
         });
     Box::pin(events)
 }
@@ -235,8 +255,22 @@ fn task_of(params: &Value) -> Option<String> {
         .or_else(|| str_at(params, &["message", "taskId"]))
 }
 
-/// One log line and the request metrics, as the JSON-RPC binding records them.
-fn log_request(op: Operation, started: Instant, task_id: Option<&str>, err: Option<&A2aCallError>) {
+/// The peer address the server recorded for `req`.
+fn peer_of<M>(req: &Request<M>) -> Option<SocketAddr> {
+    req.extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| *addr)
+}
+
+/// One log line and the request metrics, as the JSON-RPC binding records them. `who`:
+/// the authenticated caller (unknown when the request was refused before) and the peer.
+fn log_request(
+    op: Operation,
+    started: Instant,
+    task_id: Option<&str>,
+    who: (Option<&str>, Option<SocketAddr>),
+    err: Option<&A2aCallError>,
+) {
     let elapsed = started.elapsed();
     let outcome = match err {
         None if op.is_streaming() => "stream",
@@ -251,6 +285,8 @@ fn log_request(op: Operation, started: Instant, task_id: Option<&str>, err: Opti
         rpc.system = "grpc",
         rpc.method = op.name(),
         task.id = task_id.unwrap_or("-"),
+        caller = who.0.unwrap_or("-"),
+        peer = %who.1.map_or_else(|| "-".to_owned(), |p| p.to_string()),
         outcome,
         duration_ms = crate::telemetry::millis(elapsed),
         "request"
