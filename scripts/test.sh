@@ -11,6 +11,9 @@
 #   - tests/observability.rs runs the PromQL queries of docs/operations.md on a real
 #     Prometheus (`prometheus` on PATH, or A2A_GATEWAY_TEST_PROMETHEUS; .ci/run installs the
 #     Debian package; without it that part is skipped with a note unless CI=true).
+#   - tests/cluster_processes.rs runs three `a2a-gateway serve` on one PostgreSQL behind
+#     HAProxy (`haproxy`, the Debian package .ci/run installs; skipped with a note
+#     without it unless CI=true) in front of the bedrock-agentcore app of the venv.
 #   - the A2A 0.3 client tests (tests/python03, pytest): the last a2a-sdk 0.3.x release,
 #     in its own venv (.venv03, tests/python/requirements-03.txt), drives `a2a-gateway serve`.
 set -euo pipefail
