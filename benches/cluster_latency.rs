@@ -51,7 +51,8 @@ impl AgentExecutor for Emitter {
                 .lock()
                 .unwrap()
                 .insert((ctx.task_id.clone(), i), Instant::now());
-            up.start_work(Some(up.new_agent_text(i.to_string()))).await?;
+            up.start_work(Some(up.new_agent_text(i.to_string())))
+                .await?;
             tokio::time::sleep(Duration::from_millis(GAP_MS)).await;
         }
         up.complete(None).await?;
