@@ -4,14 +4,18 @@
 #   docker build -t a2a-gateway .
 #   docker run -p 8080:8080 \
 #     -v $PWD/a2a-gateway.toml:/etc/a2a-gateway/a2a-gateway.toml:ro \
-#     -e A2A_GATEWAY_CONFIG=/etc/a2a-gateway/a2a-gateway.toml \
 #     -e A2A_GATEWAY_UPSTREAM__AUTH__CLIENT_SECRET=... \
 #     -v a2a-gateway-data:/var/lib/a2a-gateway \
 #     a2a-gateway
 #
-# Config comes from the mounted file (A2A_GATEWAY_CONFIG) and/or A2A_GATEWAY_* variables
-# (see config.example.toml). The working directory is the data volume, so the default
-# store `sqlite://a2a-gateway.db` lives in /var/lib/a2a-gateway.
+# Config comes from /etc/a2a-gateway/a2a-gateway.toml (A2A_GATEWAY_CONFIG): the image's
+# default (docker/default-config.toml: listen on 0.0.0.0:8080) or the file mounted over it,
+# then any A2A_GATEWAY_* variables you pass (see config.example.toml). The image sets no
+# such variable itself, so the mounted file's keys, server.listen included, apply as
+# written; keep 0.0.0.0 in server.listen inside a container. The health check runs
+# `a2a-gateway health`, which reads the same config and asks /healthz on its port.
+# The working directory is the data volume, so the default store
+# `sqlite://a2a-gateway.db` lives in /var/lib/a2a-gateway.
 
 ARG RUST_VERSION=1.94
 FROM rust:${RUST_VERSION}-bookworm AS build
@@ -25,7 +29,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 
 FROM debian:bookworm-slim AS runtime
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates curl \
+ && apt-get install -y --no-install-recommends ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 a2a \
  && useradd --system --uid 10001 --gid a2a --home-dir /var/lib/a2a-gateway --shell /usr/sbin/nologin a2a \
@@ -33,14 +37,15 @@ RUN apt-get update \
  && chown a2a:a2a /var/lib/a2a-gateway
 COPY --from=build /usr/local/bin/a2a-gateway /usr/local/bin/a2a-gateway
 COPY config.example.toml /etc/a2a-gateway/config.example.toml
-# Inside a container the gateway must listen on every interface.
-ENV A2A_GATEWAY_SERVER__LISTEN=0.0.0.0:8080
+COPY docker/default-config.toml /etc/a2a-gateway/a2a-gateway.toml
+ENV A2A_GATEWAY_CONFIG=/etc/a2a-gateway/a2a-gateway.toml
 WORKDIR /var/lib/a2a-gateway
 VOLUME ["/var/lib/a2a-gateway"]
 USER 10001:10001
 EXPOSE 8080
-HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
-  CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
+# The port comes from the config (server.listen), not from this file.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["/usr/local/bin/a2a-gateway", "health"]
 # SIGTERM (docker stop) starts a graceful shutdown: give it server.shutdown_grace_secs
 # (default 30 s) plus a little, e.g. `docker stop -t 40`.
 STOPSIGNAL SIGTERM

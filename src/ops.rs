@@ -26,6 +26,7 @@
 //! | `a2a_upstream_first_chunk_seconds` | histogram | | upstream executor, attempt start to the first reply byte |
 //! | `a2a_context_queued_messages` | gauge | | upstream executor, messages waiting for their context's turn |
 //! | `a2a_context_queue_wait_seconds` | histogram | | upstream executor, each wait for the context's turn |
+//! | `a2a_context_queued_messages_total` | counter | | upstream executor, each message that waited for an earlier one of its context; the task shows WORKING with a "queued behind" status message meanwhile |
 //!
 //! `/metrics` itself is not authenticated (nor are `/healthz`, `/readyz` and the agent card):
 //! keep it reachable only from the scraper (firewall, network policy).
@@ -177,6 +178,10 @@ fn describe() {
         "a2a_context_queue_wait_seconds",
         Unit::Seconds,
         "Waits for the context's turn"
+    );
+    describe_counter!(
+        "a2a_context_queued_messages_total",
+        "Messages that waited for an earlier message of the same context"
     );
     describe_counter!(
         crate::transport::auth::AUTH_FAILURES,

@@ -1,7 +1,9 @@
 //! `docker build` cannot run on the project's machines, so this checks what can be
 //! checked without it: the Dockerfile uses paths that exist, the binary it builds
-//! and runs is the one Cargo builds, and the runtime stage is non-root with a
-//! health check on `/healthz` at the exposed port.
+//! and runs is the one Cargo builds, the runtime stage is non-root, its config is a
+//! file a mount can replace (no `A2A_GATEWAY_*` variable overrides it), and its health
+//! check is `a2a-gateway health`, which follows the configured port (tested against a
+//! real `serve` in tests/cli.rs).
 
 use std::path::Path;
 
@@ -91,6 +93,7 @@ fn copied_paths_exist_and_the_context_keeps_the_build_inputs() {
         "Cargo.lock",
         "src/",
         "config.example.toml",
+        "docker/",
         "benches/",
         "examples/",
         "migrations/",
@@ -162,15 +165,38 @@ fn the_runtime_stage_is_small_non_root_and_health_checked() {
         .find(|(op, _)| op == "EXPOSE")
         .expect("EXPOSE");
     let port = expose.1.trim();
-    let listen = runtime
+    // No configuration key is set by the image's environment: a mounted file wins.
+    let envs: Vec<&str> = runtime
         .iter()
-        .find_map(|(op, r)| {
-            (op == "ENV")
-                .then(|| r.strip_prefix("A2A_GATEWAY_SERVER__LISTEN="))
-                .flatten()
+        .filter(|(op, _)| op == "ENV")
+        .map(|(_, r)| r.as_str())
+        .collect();
+    assert!(
+        envs.iter()
+            .all(|e| !e.contains("__") || !e.starts_with("A2A_GATEWAY_")),
+        "an ENV sets a config key, which beats the mounted file: {envs:?}"
+    );
+    let config_path = envs
+        .iter()
+        .find_map(|e| e.strip_prefix("A2A_GATEWAY_CONFIG="))
+        .expect("ENV A2A_GATEWAY_CONFIG");
+    // The default file is copied to that path; it listens on every interface at the
+    // exposed port.
+    let copied = runtime
+        .iter()
+        .filter(|(op, _)| op == "COPY")
+        .find_map(|(_, r)| {
+            let parts: Vec<&str> = r.split_whitespace().collect();
+            (parts.last() == Some(&config_path)).then(|| parts[0].to_owned())
         })
-        .expect("ENV A2A_GATEWAY_SERVER__LISTEN");
-    assert_eq!(listen, format!("0.0.0.0:{port}"));
+        .expect("a COPY to the A2A_GATEWAY_CONFIG path");
+    let config = a2a_gateway::Config::load(a2a_gateway::config::ConfigSources {
+        file: Some(root().join(&copied)),
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(config.server.listen.ip().is_unspecified(), "{copied}");
+    assert_eq!(config.server.listen.port().to_string(), port);
     let health = runtime
         .iter()
         .find(|(op, _)| op == "HEALTHCHECK")
@@ -178,15 +204,14 @@ fn the_runtime_stage_is_small_non_root_and_health_checked() {
     assert!(
         health
             .1
-            .contains(&format!("http://127.0.0.1:{port}/healthz")),
+            .contains(r#"CMD ["/usr/local/bin/a2a-gateway", "health"]"#),
         "{health:?}"
     );
-    // The environment variable names a real config key.
-    let env = [("A2A_GATEWAY_SERVER__LISTEN".to_owned(), listen.to_owned())];
-    let config = a2a_gateway::Config::load(a2a_gateway::config::ConfigSources {
-        env: env.to_vec(),
-        ..Default::default()
-    })
-    .unwrap();
-    assert_eq!(config.server.listen.port().to_string(), port);
+    assert!(!health.1.contains(&format!(":{port}")), "{health:?}");
+    // `health` is a real subcommand of this binary.
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_a2a-gateway"))
+        .args(["health", "--help"])
+        .output()
+        .unwrap();
+    assert!(help.status.success());
 }

@@ -634,8 +634,30 @@ async fn sessions_differ_per_caller_and_one_invocation_per_session() {
         let e = e.clone();
         async move { run(&e, ctx_in("shared", "alice", &format!("m{i}"))).await }
     });
-    for out in futures::future::join_all(runs).await {
+    let outs = futures::future::join_all(runs).await;
+    for out in &outs {
         assert_eq!(out.final_state(), TaskState::Completed);
+    }
+    // The two that waited said so in a WORKING status message, then went back to a
+    // plain WORKING when their turn came; the one that ran at once did not.
+    let queued = |out: &upstream_common::Outcome| {
+        out.events.iter().any(|e| {
+            matches!(e, StreamResponse::StatusUpdate(u)
+                if u.status.state == TaskState::Working
+                    && u.status.message.as_ref().is_some_and(|m| {
+                        a2a_gateway::executor::get_message_text(m, "")
+                            == a2a_gateway::upstream::QUEUED_STATUS_TEXT
+                    }))
+        })
+    };
+    assert_eq!(outs.iter().filter(|o| queued(o)).count(), 2);
+    for out in outs.iter().filter(|o| queued(o)) {
+        let states = out.states();
+        assert_eq!(
+            &states[states.len() - 3..],
+            [TaskState::Working, TaskState::Working, TaskState::Completed],
+            "{states:?}"
+        );
     }
     let reqs = up.requests();
     // Each invocation arrived only after the previous reply (150 ms) was over.

@@ -23,6 +23,7 @@ use super::CliError;
 /// # Errors
 /// The store cannot be opened or migrated (the message never shows a password).
 pub async fn build_store(config: &Config) -> Result<Arc<dyn TaskStore>, CliError> {
+    check_store_location(config)?;
     let max = config.store.max_connections;
     let store = match &config.store.url {
         StoreUrl::Memory => Arc::new(MemoryTaskStore::new()) as Arc<dyn TaskStore>,
@@ -54,6 +55,59 @@ pub async fn build_store_for_cluster(
         return Ok((pg.clone(), Some(pg)));
     }
     Ok((build_store(config).await?, None))
+}
+
+/// Refuses a SQLite file store whose directory does not exist or cannot be written
+/// (SQLite would only say "unable to open database file"), or whose file exists but
+/// cannot be written. Other stores pass: PostgreSQL is checked when it is connected.
+///
+/// # Errors
+/// One line naming `store.url`, the directory or file, and what is wrong with it.
+pub fn check_store_location(config: &Config) -> Result<(), CliError> {
+    let StoreUrl::Sqlite(SqliteLocation::File(path)) = &config.store.url else {
+        return Ok(());
+    };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let refuse = |what: String| -> CliError {
+        format!("store.url {}: {what}", config.store.url).into()
+    };
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(refuse(format!("{} is not a directory", dir.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(refuse(format!(
+                "the directory {} does not exist (create it, or point store.url elsewhere)",
+                dir.display()
+            )));
+        }
+        Err(e) => return Err(refuse(format!("cannot read {}: {e}", dir.display()))),
+    }
+    if path.exists() {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| refuse(format!("cannot open {} for writing: {e}", path.display())))?;
+    }
+    // SQLite writes its journal beside the file: the directory must take new files.
+    let probe = dir.join(format!(".a2a-gateway-write-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(refuse(format!(
+            "cannot create files in {}: {e}",
+            dir.display()
+        ))),
+    }
 }
 
 /// Builds the executor for `[upstream]`, plus a readiness check ("a token is

@@ -1,13 +1,21 @@
-//! The `a2a-gateway` command line: `serve`, `demo`, `check-config`, `send`.
+//! The `a2a-gateway` command line: `serve`, `demo`, `check-config`, `migrate`,
+//! `health`, `keys new`, and the client commands `send`, `get`, `list`, `cancel`,
+//! `subscribe` and `card`.
 //!
 //! `main.rs` only parses [`Cli`] and calls [`run`]; each command lives in its own
 //! file here. Exit codes: 0 success, 1 failure (bad config, failed task, I/O error),
 //! 2 usage errors (from clap).
 
 mod build;
+mod check_config;
+pub mod client;
 mod demo;
+mod health;
+mod keys;
+mod progress;
 mod send;
 mod serve;
+mod tasks;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -16,7 +24,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use build::{build_executor, build_store, build_store_for_cluster};
+pub use health::{HealthArgs, health_url};
+pub use keys::{KeysCommand, NewKeyArgs, new_key};
 pub use send::SendArgs;
+pub use tasks::{CancelArgs, CardArgs, GetArgs, ListArgs, SubscribeArgs};
 
 /// An A2A 1.0 gateway in front of a hosted agent runtime (Amazon Bedrock AgentCore).
 #[derive(Debug, Parser)]
@@ -52,7 +63,9 @@ pub enum Command {
         #[arg(long, value_name = "PATH", default_value = "a2a-gateway-demo")]
         dir: PathBuf,
     },
-    /// Validate the configuration and print it with secrets shown as `***`.
+    /// Validate the configuration as `serve` would, print it with secrets shown as
+    /// `***`, then what the gateway derives from it (invocation URL, token endpoint,
+    /// the interfaces the card declares).
     CheckConfig {
         /// TOML config file (same discovery as `serve`).
         #[arg(long, value_name = "PATH")]
@@ -60,6 +73,26 @@ pub enum Command {
     },
     /// Send a message to an A2A agent and print the reply as it arrives.
     Send(SendArgs),
+    /// Print a task (GetTask).
+    Get(GetArgs),
+    /// List tasks, newest first, with filters and paging (ListTasks).
+    List(ListArgs),
+    /// Cancel a task (CancelTask); exit 0 once it is CANCELED.
+    Cancel(CancelArgs),
+    /// Follow a task's events until it settles (SubscribeToTask), or resume after an
+    /// event with --last-event-id.
+    Subscribe(SubscribeArgs),
+    /// Print the agent card.
+    Card(CardArgs),
+    /// Ask the running gateway's /healthz on the configured port (the container
+    /// health check).
+    Health(HealthArgs),
+    /// API keys for `[server.auth] kind = "api_key"`.
+    Keys {
+        /// What to do.
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
     /// Create or upgrade the task store's schema (`serve` also does this at start).
     Migrate {
         /// TOML config file (same discovery as `serve`).
@@ -84,8 +117,15 @@ pub fn run(cli: Cli) -> ExitCode {
         match cli.command {
             Command::Serve { config, listen } => serve::run(config, listen).await,
             Command::Demo { listen, dir } => demo::run(listen, dir).await,
-            Command::CheckConfig { config } => check_config(config),
+            Command::CheckConfig { config } => check_config::run(config).await,
             Command::Send(args) => send::run(args).await,
+            Command::Get(args) => tasks::get(args).await,
+            Command::List(args) => tasks::list(args).await,
+            Command::Cancel(args) => tasks::cancel(args).await,
+            Command::Subscribe(args) => tasks::subscribe(args).await,
+            Command::Card(args) => tasks::card(args).await,
+            Command::Health(args) => health::run(args).await,
+            Command::Keys { command } => keys::run(command),
             Command::Migrate { config } => migrate(config).await,
         }
     });
@@ -108,26 +148,6 @@ async fn migrate(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
     let store = build::build_store(&config).await?;
     store.close().await;
     println!("store {} is at the current schema", config.store.url);
-    Ok(ExitCode::SUCCESS)
-}
-
-fn check_config(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
-    let sources = crate::config::ConfigSources::discover(file);
-    let from = sources
-        .file
-        .as_ref()
-        .map_or_else(|| "no file".to_owned(), |p| p.display().to_string());
-    for var in sources.unused_env_vars() {
-        eprintln!("warning: {var} sets no config key (expected A2A_GATEWAY_<SECTION>__<KEY>)");
-    }
-    let config = crate::Config::load(sources)?;
-    println!("# effective configuration ({from}, defaults and environment); secrets shown as ***");
-    print!("{}", config.redacted_toml());
-    // What `serve` would refuse beyond the file itself: an upstream it cannot use.
-    if let Err(e) = crate::upstream::AgentCoreSettings::try_from(&config.upstream) {
-        eprintln!("a2a-gateway: `serve` would refuse this configuration: {e}");
-        return Ok(ExitCode::FAILURE);
-    }
     Ok(ExitCode::SUCCESS)
 }
 

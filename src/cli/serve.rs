@@ -25,7 +25,7 @@ pub(super) async fn run(
         .into_iter()
         .map(str::to_owned)
         .collect();
-    let config = Config::load(sources)?;
+    let mut config = Config::load(sources)?;
     crate::telemetry::init(&config.log);
     for var in unused {
         tracing::warn!(%var, "environment variable sets no config key (expected A2A_GATEWAY_<SECTION>__<KEY>)");
@@ -34,6 +34,11 @@ pub(super) async fn run(
     let listener = TcpListener::bind(listen)
         .await
         .map_err(|e| format!("server.listen {listen}: cannot listen: {e}"))?;
+    if listen.port() == 0 {
+        // Port 0 picks a free port: the card (public URL derived from `listen`) names
+        // the port actually bound, not 0.
+        config.server.listen = listener.local_addr()?;
+    }
     serve_config(&config, listener, crate::server::shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)
 }

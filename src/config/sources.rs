@@ -53,7 +53,9 @@ struct Entry {
     /// The variable name, or the dotted key of an override.
     label: String,
     path: Vec<String>,
-    value: Value,
+    /// `None`: the variable is set to the empty string, which unsets the key (its
+    /// default applies, or "is required" is reported).
+    value: Option<Value>,
 }
 
 /// All layers of one load, in precedence order (file < env < overrides).
@@ -86,12 +88,17 @@ impl Layers {
 
     /// The file layer alone, to check its types strictly (the merged figment is extracted
     /// leniently so that `"30"` from a variable can fill a number).
+    /// Keys an environment variable unsets (set to the empty string) are left out.
     pub(crate) fn file_figment(&self) -> Option<Figment> {
         self.file.as_ref().map(|file| {
+            let mut dict = file.dict.clone();
+            for entry in self.env.iter().filter(|e| e.value.is_none()) {
+                remove(&mut dict, &entry.path);
+            }
             Figment::from(Layer {
                 name: "TOML file",
                 source: Some(figment::Source::File(file.path.clone())),
-                dict: file.dict.clone(),
+                dict,
             })
         })
     }
@@ -102,7 +109,9 @@ impl Layers {
         let entries_dict = |entries: &[Entry]| {
             let mut dict = Dict::new();
             for entry in entries {
-                insert(&mut dict, &entry.path, entry.value.clone());
+                if let Some(value) = &entry.value {
+                    insert(&mut dict, &entry.path, value.clone());
+                }
             }
             dict
         };
@@ -187,13 +196,23 @@ impl Layers {
                 "is required".to_owned()
             }
             Kind::InvalidType(actual, expected) if !secret => {
-                format!("expected {expected}, found {actual}")
+                format!(
+                    "expected {}, found {}",
+                    in_words(expected),
+                    found_in_words(actual)
+                )
             }
-            Kind::InvalidType(_, expected) => format!("expected {expected}"),
+            Kind::InvalidType(_, expected) => format!("expected {}", in_words(expected)),
             Kind::InvalidValue(actual, expected) if !secret => {
-                format!("invalid value {actual}, expected {expected}")
+                format!(
+                    "invalid value {}, expected {}",
+                    found_in_words(actual),
+                    in_words(expected)
+                )
             }
-            Kind::InvalidValue(_, expected) => format!("invalid value, expected {expected}"),
+            Kind::InvalidValue(_, expected) => {
+                format!("invalid value, expected {}", in_words(expected))
+            }
             Kind::Message(message) => message.clone(),
             other => other.to_string(),
         };
@@ -309,7 +328,7 @@ fn env_entry(name: &str, value: &str) -> Option<Entry> {
     Some(Entry {
         label: name.to_owned(),
         path,
-        value: env_value(value),
+        value: (!value.is_empty()).then(|| env_value(value)),
     })
 }
 
@@ -345,8 +364,57 @@ fn override_entry(key: &str, value: &toml::Value) -> Result<Entry, ConfigError> 
     Ok(Entry {
         label: key.to_owned(),
         path,
-        value,
+        value: Some(value),
     })
+}
+
+/// Removes `path` from `dict` (nothing when it is not there).
+fn remove(dict: &mut Dict, path: &[String]) {
+    match path {
+        [] => {}
+        [last] => {
+            dict.remove(last);
+        }
+        [first, rest @ ..] => {
+            if let Some(Value::Dict(_, child)) = dict.get_mut(first) {
+                remove(child, rest);
+            }
+        }
+    }
+}
+
+/// Serde's name of an expected type in words an operator reads: `u64` is "a number".
+fn in_words(expected: &str) -> String {
+    let e = expected.trim();
+    let number = [
+        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128",
+        "isize", "f32", "f64",
+    ];
+    if number.contains(&e) || e.starts_with("a nonzero") || e.contains("integer") {
+        "a number".to_owned()
+    } else if e == "bool" || e == "a boolean" {
+        "a boolean (true or false)".to_owned()
+    } else if e == "string" || e == "str" || e == "a borrowed string" {
+        "a string".to_owned()
+    } else {
+        e.to_owned()
+    }
+}
+
+/// Figment's description of a found value without Rust type names.
+fn found_in_words(actual: &figment::error::Actual) -> String {
+    use figment::error::Actual;
+    match actual {
+        Actual::Bool(b) => format!("the boolean {b}"),
+        Actual::Unsigned(n) => format!("the number {n}"),
+        Actual::Signed(n) => format!("the number {n}"),
+        Actual::Float(n) => format!("the number {n}"),
+        Actual::Char(c) => format!("the string {:?}", c.to_string()),
+        Actual::Str(s) => format!("the string {s:?}"),
+        Actual::Map => "a table".to_owned(),
+        Actual::Seq => "an array".to_owned(),
+        other => other.to_string(),
+    }
 }
 
 /// Sets `path` in `dict` to `value`, creating tables on the way.

@@ -1190,3 +1190,54 @@ fn bad_bindings_are_refused() {
     assert_eq!(invalid_parts(&err).0, "server.grpc_listen");
     assert!(message.contains("grpc"), "{message}");
 }
+
+#[test]
+fn an_empty_environment_value_unsets_an_optional_key() {
+    let (_dir, path) = file(&format!(
+        "[server]\nlisten = \"127.0.0.1:9001\"\nsse_keepalive_secs = 5\n\n[upstream]\nagent_runtime_arn = \"{ARN}\"\n"
+    ));
+    let config = Config::load(sources(
+        Some(&path),
+        &[("A2A_GATEWAY_SERVER__SSE_KEEPALIVE_SECS", "")],
+    ))
+    .unwrap();
+    // Back to the built-in default; the file's other keys stay.
+    assert_eq!(config.server.sse_keepalive_secs, 15);
+    assert_eq!(config.server.listen.to_string(), "127.0.0.1:9001");
+    let config = Config::load(sources(
+        Some(&path),
+        &[("A2A_GATEWAY_UPSTREAM__AGENT_RUNTIME_ARN", "")],
+    ))
+    .unwrap();
+    assert!(config.upstream.agent_runtime_arn.is_none());
+    assert!(
+        Config::load(sources(Some(&path), &[]))
+            .unwrap()
+            .upstream
+            .agent_runtime_arn
+            .is_some()
+    );
+}
+
+#[test]
+fn type_errors_speak_of_numbers_and_strings_not_rust_types() {
+    let (_dir, path) = file("[server]\nsse_keepalive_secs = \"often\"\n");
+    let (message, _) = load_err(sources(Some(&path), &[]));
+    assert!(
+        message.contains("expected a number, found the string \"often\""),
+        "{message}"
+    );
+    assert!(!message.contains("u64"), "{message}");
+    let (_dir, path) = file("[agent]\nname = 42\n");
+    let (message, _) = load_err(sources(Some(&path), &[]));
+    assert!(
+        message.contains("expected a string, found the number 42"),
+        "{message}"
+    );
+    let (message, _) = load_err(sources(
+        None,
+        &[("A2A_GATEWAY_SERVER__SSE_KEEPALIVE_SECS", "soon")],
+    ));
+    assert!(message.contains("a number"), "{message}");
+    assert!(!message.contains("u64"), "{message}");
+}

@@ -12,12 +12,14 @@
 //! - [`auth`]: inbound authentication (`[server.auth]`) of every A2A request.
 //! - [`grpc`]: the gRPC binding (spec §10), `lf.a2a.v1.A2AService` on tonic.
 //! - [`sse`]: rendering of response streams as `text/event-stream`.
+//! - [`hint`]: the plain-text hint of `GET /` and unknown paths.
 //! - [`agent_card`]: `GET /.well-known/agent-card.json` with ETag and caching.
 
 pub mod agent_card;
 pub mod auth;
 pub mod compat03;
 pub mod grpc;
+pub mod hint;
 pub mod http_body;
 pub mod interfaces;
 pub mod jsonrpc;
@@ -29,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::get;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Binding;
@@ -94,17 +96,24 @@ pub struct AppState {
 /// The A2A routes of the enabled bindings (`state.config.bindings`), all authenticated
 /// as `state.config.auth` says: JSON-RPC at `POST /`, HTTP+JSON under
 /// [`rest::REST_PATH`]; and the public agent card at `/.well-known/agent-card.json`
-/// (also the pre-1.0 `/.well-known/agent.json`).
+/// (also the pre-1.0 `/.well-known/agent.json`). `GET /` and paths no route takes
+/// answer with [`hint`].
 pub fn a2a_routes(state: AppState) -> Router {
     let bindings = &state.config.bindings;
     let mut router = Router::new()
         .route("/.well-known/agent-card.json", get(agent_card::handle))
         .route("/.well-known/agent.json", get(agent_card::handle));
-    if bindings.contains(&Binding::Jsonrpc) {
-        router = router.route("/", post(jsonrpc::handle));
-    }
+    let root = get(hint::root);
+    router = router.route(
+        "/",
+        if bindings.contains(&Binding::Jsonrpc) {
+            root.post(jsonrpc::handle)
+        } else {
+            root
+        },
+    );
     if bindings.contains(&Binding::Rest) {
         router = router.nest(rest::REST_PATH, rest::routes());
     }
-    router.with_state(state)
+    router.fallback(hint::unknown).with_state(state)
 }

@@ -412,7 +412,22 @@ impl Inner {
     ) -> Result<(), SinkError> {
         let _turn = {
             let _waiting = meter::QueueWait::start();
-            self.sessions.lock(session).await
+            match self.sessions.try_lock(session) {
+                Some(turn) => turn,
+                None => {
+                    // An earlier message of the same context is being answered: say so
+                    // while this one waits (the task would otherwise show a bare WORKING).
+                    start.ensure().await?;
+                    metrics::counter!("a2a_context_queued_messages_total").increment(1);
+                    tracing::info!("queued behind an earlier message of the same context");
+                    updater
+                        .start_work(Some(updater.new_agent_text(QUEUED_STATUS_TEXT)))
+                        .await?;
+                    let turn = self.sessions.lock(session).await;
+                    updater.start_work(None).await?;
+                    turn
+                }
+            }
         };
         let (resp, started) = self
             .invoke(
@@ -492,6 +507,12 @@ async fn read_error_body(resp: reqwest::Response, read_timeout: Duration) -> Vec
     }
     buf
 }
+
+/// The text of the WORKING status message of a task whose message waits for an
+/// earlier message of the same context (one invocation per runtime session, see
+/// [`session::SessionLocks`]).
+pub const QUEUED_STATUS_TEXT: &str =
+    "queued behind an earlier message of the same conversation; it starts when that one is answered";
 
 #[async_trait]
 impl AgentExecutor for AgentCoreExecutor {

@@ -47,7 +47,17 @@ impl SessionLocks {
     /// Waits for the turn of `session`. Cancel-safe: dropping the future gives up the
     /// place in line.
     pub async fn lock(&self, session: &str) -> SessionGuard {
-        let lock = {
+        self.entry(session).lock_owned().await
+    }
+
+    /// The turn of `session` if no one holds it now; `None` when an invocation of the
+    /// session is in flight (the caller then waits with [`lock`](Self::lock)).
+    pub fn try_lock(&self, session: &str) -> Option<SessionGuard> {
+        self.entry(session).try_lock_owned().ok()
+    }
+
+    fn entry(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
+        {
             let mut map = self.locks.lock().expect("session map lock");
             if let Some(l) = map.get(session).and_then(Weak::upgrade) {
                 l
@@ -59,8 +69,7 @@ impl SessionLocks {
                 map.insert(session.to_owned(), Arc::downgrade(&l));
                 l
             }
-        };
-        lock.lock_owned().await
+        }
     }
 
     /// Whether an invocation of `session` is in flight or waiting (for tests and metrics).

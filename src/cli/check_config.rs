@@ -1,0 +1,126 @@
+//! `a2a-gateway check-config`: loads the configuration as `serve` would, refuses what
+//! `serve` would refuse (an upstream it cannot use, a store directory it cannot write,
+//! TLS files it cannot read), prints the effective configuration with secrets as
+//! `***`, then what the gateway derives from it as `# derived:` comment lines: the
+//! invocation and stop-session URLs, the upstream token endpoint, the public URL and
+//! the interfaces the agent card will declare.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::CliError;
+use crate::config::{Config, ConfigSources};
+use crate::upstream::{AgentCoreSettings, AuthSettings, TokenEndpoint};
+
+/// How long a discovery document fetch may take before check-config gives up on it.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Runs `check-config`.
+pub(super) async fn run(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
+    let sources = ConfigSources::discover(file);
+    let from = sources
+        .file
+        .as_ref()
+        .map_or_else(|| "no file".to_owned(), |p| p.display().to_string());
+    for var in sources.unused_env_vars() {
+        eprintln!("warning: {var} sets no config key (expected A2A_GATEWAY_<SECTION>__<KEY>)");
+    }
+    let config = Config::load(sources)?;
+    println!("# effective configuration ({from}, defaults and environment); secrets shown as ***");
+    print!("{}", config.redacted_toml());
+    match refusal(&config) {
+        Some(e) => {
+            eprintln!("a2a-gateway: `serve` would refuse this configuration: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+        None => {
+            println!();
+            for line in derived(&config).await {
+                println!("# derived: {line}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// What `serve` would refuse beyond the file itself, in the order it meets them.
+fn refusal(config: &Config) -> Option<CliError> {
+    let settings = match AgentCoreSettings::try_from(&config.upstream) {
+        Ok(s) => s,
+        Err(e) => return Some(e.into()),
+    };
+    if let Err(e) = crate::upstream::AgentCoreExecutor::new(settings) {
+        return Some(e.into());
+    }
+    if let Err(e) = super::build::check_store_location(config) {
+        return Some(e);
+    }
+    if let (Some(cert), Some(key)) = (&config.server.tls_cert_file, &config.server.tls_key_file)
+        && let Err(e) = crate::tls::server_config(cert, key)
+    {
+        return Some(e.into());
+    }
+    None
+}
+
+/// The derived values, one line each.
+async fn derived(config: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(url) = config.upstream.invocation_url() {
+        out.push(format!("invocation URL: {url}"));
+    }
+    if config.upstream.stop_session_on_cancel
+        && let Ok(url) = config.upstream.stop_session_url()
+    {
+        out.push(format!("stop-session URL: {url}"));
+    }
+    match AgentCoreSettings::try_from(&config.upstream).map(|s| s.auth) {
+        Ok(AuthSettings::OAuth2(o)) => out.push(match &o.endpoint {
+            TokenEndpoint::Url(url) => format!("token endpoint: {url} (configured)"),
+            TokenEndpoint::Discovery(doc) => match discover(doc).await {
+                Ok(url) => format!("token endpoint: {url} (from the discovery document {doc})"),
+                Err(why) => format!(
+                    "token endpoint: unknown yet, the discovery document {doc} {why} \
+                     (`serve` starts anyway and is not ready until a token is obtained)"
+                ),
+            },
+        }),
+        Ok(AuthSettings::None) => out.push("upstream authentication: none".to_owned()),
+        Ok(_) => out.push("upstream authentication: a static bearer token".to_owned()),
+        Err(_) => {}
+    }
+    out.push(format!("public URL: {}", config.server.public_url()));
+    let interfaces = crate::app::interfaces(&config.server);
+    if interfaces.is_empty() {
+        out.push("card interfaces: none".to_owned());
+    }
+    for i in interfaces {
+        out.push(format!("card interface: {} {}", i.protocol_binding, i.url));
+    }
+    out
+}
+
+/// The `token_endpoint` of the discovery document at `url`, or why it is not known.
+async fn discover(url: &str) -> Result<String, String> {
+    let client = reqwest::Client::builder()
+        .timeout(DISCOVERY_TIMEOUT)
+        .build()
+        .map_err(|e| format!("cannot be fetched: {e}"))?;
+    let resp = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| format!("cannot be fetched: {}", super::client::why(&e)))?;
+    if !resp.status().is_success() {
+        return Err(format!("answered HTTP {}", resp.status().as_u16()));
+    }
+    let doc: serde_json::Value = resp
+        .json()
+        .await
+        .map_err(|_| "is not a JSON document".to_owned())?;
+    doc.get("token_endpoint")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| "has no token_endpoint".to_owned())
+}
