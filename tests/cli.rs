@@ -236,6 +236,26 @@ fn demo_starts_and_send_gets_a_streamed_answer() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(demo.logs().contains("LOCAL STAND-IN"), "{}", demo.logs());
+    // The banner's commands are the README's example list, line for line.
+    let words = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    let readme: Vec<String> =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap()
+            .lines()
+            .map(words)
+            .collect();
+    let banner: Vec<String> = demo
+        .logs()
+        .lines()
+        .filter(|l| l.starts_with("  a2a-gateway ") || l.starts_with("  curl "))
+        .map(|l| words(&l.replace(&demo.url, "http://127.0.0.1:8080/")))
+        .collect();
+    assert!(banner.len() >= 5, "{}", demo.logs());
+    let start = readme
+        .iter()
+        .position(|l| *l == banner[0])
+        .unwrap_or_else(|| panic!("README lacks {:?}", banner[0]));
+    assert_eq!(readme[start..start + banner.len()], banner[..]);
 
     let out = run(
         dir.path(),
@@ -705,5 +725,715 @@ fn migrate_leaves_the_schema_in_the_database_file() {
     assert!(
         std::fs::metadata(&db).unwrap().len() > 4096,
         "the schema is in the file"
+    );
+}
+
+/// Runs `a2a-gateway ARGS` off the async runtime (the test's servers keep running).
+async fn run_async(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let dir = dir.to_owned();
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        run(&dir, &args, &env)
+    })
+    .await
+    .unwrap()
+}
+
+/// The task and context ids of a `task id: T  context id: C` line.
+fn ids_in(stdout: &str) -> (String, String) {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("task id: "))
+        .unwrap_or_else(|| panic!("no task id in {stdout}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    (words[2].to_owned(), words[5].to_owned())
+}
+
+/// A gateway config serving only `bindings`, with a memory store.
+fn write_binding_config(dir: &Path, bindings: &str, upstream_url: &str) -> String {
+    let path = dir.join(format!(
+        "gateway-{}.toml",
+        bindings.replace(['"', ',', ' '], "")
+    ));
+    std::fs::write(
+        &path,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\nbindings = [{bindings}]\n\n[store]\nurl = \"memory:\"\n\n\
+             [upstream]\nurl = \"{upstream_url}\"\nhttp_version = \"http2\"\n"
+        ),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+/// Starts a slow task without waiting for it; returns its id.
+async fn start_slow_task(base: &str, rest: bool) -> String {
+    let message = json!({"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER",
+        "parts": [{"text": "slow please"}]});
+    let params = json!({"message": message, "configuration": {"returnImmediately": true}});
+    let client = reqwest::Client::new();
+    let v: Value = if rest {
+        client
+            .post(format!("{}a2a/rest/message:send", base))
+            .header("A2A-Version", "1.0")
+            .json(&params)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    } else {
+        rpc(base, "SendMessage", params).await["result"].clone()
+    };
+    v["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{v}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_client_commands_work_on_each_binding_the_card_offers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (upstream, _guard) = stand_in(RuntimeOptions {
+        word_delay: Duration::from_millis(1),
+        slow_word_delay: Duration::from_millis(60),
+        ..RuntimeOptions::default()
+    })
+    .await;
+    for (bindings, name, rest) in [
+        ("\"jsonrpc\"", "JSON-RPC", false),
+        ("\"rest\"", "HTTP+JSON", true),
+    ] {
+        let file = write_binding_config(dir.path(), bindings, &upstream);
+        let gw = Gateway::start(dir.path(), &["serve", "--config", &file], &[]);
+        let url = gw.url.clone();
+        let cli = |args: Vec<&str>| {
+            let mut all = vec![args[0], "--url", url.as_str()];
+            all.extend(&args[1..]);
+            all.iter().map(|s| s.to_string()).collect::<Vec<String>>()
+        };
+        let go = |args: Vec<String>| {
+            let dir = dir.path().to_owned();
+            async move {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let out = run_async(&dir, &args, &[]).await;
+                (out.status.code(), text(&out.stdout), text(&out.stderr))
+            }
+        };
+
+        // card: the binding the card offers is the one used.
+        let (code, stdout, stderr) = go(cli(vec!["card"])).await;
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(
+            stdout.contains(&format!("the client commands use: {name}")),
+            "{stdout}"
+        );
+        let (code, stdout, _) = go(cli(vec!["card", "--json"])).await;
+        assert_eq!(code, Some(0));
+        let card: Value = serde_json::from_str(&stdout).unwrap();
+        assert!(card["supportedInterfaces"].is_array(), "{stdout}");
+
+        // send: terminal control characters in the agent's text are neutralised.
+        let (code, stdout, stderr) =
+            go(cli(vec!["send", "Hello \u{1b}[31mred\u{1b}]0;title\u{7}"])).await;
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(
+            !stdout.contains('\u{1b}') && !stdout.contains('\u{7}'),
+            "{stdout:?}"
+        );
+        assert!(stdout.contains("Hello \\u{1b}[31mred"), "{stdout}");
+        assert!(stdout.contains("» completed"), "{stdout}");
+        let (done, done_ctx) = ids_in(&stdout);
+
+        // get, as text and as JSON.
+        let (code, stdout, stderr) = go(cli(vec!["get", &done])).await;
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(
+            stdout.contains("You said") && stdout.contains("» completed"),
+            "{stdout}"
+        );
+        let (code, stdout, _) = go(cli(vec!["get", "--json", &done])).await;
+        assert_eq!(code, Some(0));
+        let task: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(task["id"], done.as_str());
+        assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+        let (code, _, stderr) = go(cli(vec!["get", "no-such-task"])).await;
+        assert_eq!(code, Some(1));
+        assert!(stderr.to_lowercase().contains("not found"), "{stderr}");
+
+        // A follow-up without --stream prints only the new turn.
+        let (code, stdout, stderr) = go(cli(vec!["send", "Please ask me"])).await;
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(
+            stdout.contains("» input-required: Which release"),
+            "{stdout}"
+        );
+        let (asked, ctx) = ids_in(&stdout);
+        let (code, stdout, stderr) = go(cli(vec![
+            "send",
+            "--task-id",
+            &asked,
+            "--context-id",
+            &ctx,
+            "v1.2",
+        ]))
+        .await;
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(
+            stdout.contains("With \"v1.2\" I have everything"),
+            "{stdout}"
+        );
+        assert!(
+            !stdout.contains("one detail first"),
+            "the earlier turn again: {stdout}"
+        );
+
+        // list: filters and paging.
+        let (code, stdout, stderr) = go(cli(vec!["list", "--context-id", &done_ctx])).await;
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(
+            stdout.contains(&done) && !stdout.contains(&asked),
+            "{stdout}"
+        );
+        assert!(stdout.contains("1 of 1 task(s)"), "{stdout}");
+        let (code, stdout, _) = go(cli(vec!["list", "--page-size", "1"])).await;
+        assert_eq!(code, Some(0));
+        assert!(stdout.contains("1 of 2 task(s)"), "{stdout}");
+        let next = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("next page: a2a-gateway "))
+            .unwrap_or_else(|| panic!("no next page in {stdout}"));
+        assert!(next.contains("--page-size 1 --page-token "), "{next}");
+        let args: Vec<String> = next.split_whitespace().map(str::to_owned).collect();
+        let (code, page2, _) = go(args).await;
+        assert_eq!(code, Some(0));
+        assert!(page2.contains("1 of 2 task(s)"), "{page2}");
+        assert!(!page2.contains("next page"), "{page2}");
+        let first_row = stdout.lines().next().unwrap();
+        assert_ne!(first_row, page2.lines().next().unwrap());
+        let (code, stdout, _) = go(cli(vec!["list", "--state", "input-required"])).await;
+        assert_eq!(code, Some(0));
+        assert!(stdout.contains("0 of 0 task(s)"), "{stdout}");
+        let (code, _, stderr) = go(cli(vec!["list", "--state", "sleeping"])).await;
+        assert_eq!(code, Some(2), "{stderr}");
+
+        // subscribe follows a running task to its end; a resume names its cursor.
+        let slow = start_slow_task(&url, rest).await;
+        let (code, stdout, stderr) = go(cli(vec!["subscribe", &slow])).await;
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stdout.contains("You said: \"slow please\""), "{stdout}");
+        assert!(stdout.contains("» completed"), "{stdout}");
+        let slow = start_slow_task(&url, rest).await;
+        let (code, stdout, stderr) =
+            go(cli(vec!["subscribe", &slow, "--last-event-id", "1"])).await;
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stdout.contains("» completed"), "{stdout}");
+
+        // cancel: an INPUT_REQUIRED task ends CANCELED; a finished one cannot be.
+        let (_, stdout, _) = go(cli(vec!["send", "Please ask me again"])).await;
+        let (asked, _) = ids_in(&stdout);
+        let (code, stdout, stderr) = go(cli(vec!["cancel", &asked])).await;
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stdout.contains("» canceled"), "{stdout}");
+        let (code, _, stderr) = go(cli(vec!["cancel", &done])).await;
+        assert_eq!(code, Some(1));
+        assert!(stderr.contains("cannot be canceled"), "{stderr}");
+    }
+}
+
+/// A server that is not an A2A agent: 404 everywhere but `POST /empty` (`{}`),
+/// `POST /null` (a JSON-RPC `result: null`) and `POST /html`.
+async fn not_an_agent() -> (String, tokio_util::sync::DropGuard) {
+    use axum::routing::post;
+    let app = axum::Router::new()
+        .route("/empty", post(|| async { axum::Json(json!({})) }))
+        .route(
+            "/null",
+            post(|| async { axum::Json(json!({"jsonrpc": "2.0", "id": 1, "result": null})) }),
+        )
+        .route(
+            "/html",
+            post(|| async { axum::response::Html("<html><body>Welcome</body></html>") }),
+        );
+    let stop = CancellationToken::new();
+    let addr = a2a_gateway::demo::spawn_local(app, stop.clone())
+        .await
+        .unwrap();
+    (format!("http://{addr}/"), stop.drop_guard())
+}
+
+#[tokio::test]
+async fn answers_that_are_not_a2a_fail_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, _guard) = not_an_agent().await;
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["send", "--url", &base, "hi"],
+            "no A2A agent card here (HTTP 404",
+        ),
+        (
+            &["card", "--url", &base],
+            "no A2A agent card here (HTTP 404",
+        ),
+        (
+            &[
+                "send",
+                "--binding",
+                "jsonrpc",
+                "--url",
+                &format!("{base}missing"),
+                "hi",
+            ],
+            "HTTP 404",
+        ),
+        (
+            &[
+                "send",
+                "--binding",
+                "jsonrpc",
+                "--url",
+                &format!("{base}empty"),
+                "hi",
+            ],
+            "not a JSON-RPC 2.0 response",
+        ),
+        (
+            &[
+                "send",
+                "--binding",
+                "jsonrpc",
+                "--url",
+                &format!("{base}null"),
+                "hi",
+            ],
+            "no result",
+        ),
+        (
+            &[
+                "send",
+                "--binding",
+                "jsonrpc",
+                "--url",
+                &format!("{base}html"),
+                "hi",
+            ],
+            "not a JSON-RPC response: <html>",
+        ),
+        (
+            &[
+                "send",
+                "--binding",
+                "jsonrpc",
+                "--stream",
+                "--url",
+                &format!("{base}empty"),
+                "hi",
+            ],
+            "not a JSON-RPC 2.0 response",
+        ),
+        (
+            &["get", "--binding", "rest", "--url", &base, "t1"],
+            "answered HTTP 404",
+        ),
+        (
+            &["list", "--binding", "rest", "--url", &base],
+            "answered HTTP 404",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = run_async(dir.path(), args, &[]).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(text(&out.stdout).trim().is_empty(), "{args:?}");
+    }
+    // Transport failures say why.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = format!("http://{}/", free.local_addr().unwrap());
+    drop(free);
+    let out = run_async(dir.path(), &["send", "--url", &closed, "hi"], &[]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("connection refused"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A fake agent whose stream stops after WORKING, without a final state.
+async fn breaking_agent() -> (String, tokio_util::sync::DropGuard) {
+    use axum::routing::{get, post};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/", listener.local_addr().unwrap());
+    let card = json!({
+        "name": "breaks", "description": "d", "version": "1",
+        "supportedInterfaces": [{"url": base, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {"streaming": true}, "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"], "skills": []
+    });
+    let stream = || async {
+        let task = json!({"jsonrpc": "2.0", "id": 1, "result": {"task": {"id": "t-77", "contextId": "c-1",
+            "status": {"state": "TASK_STATE_SUBMITTED"}}}});
+        let working = json!({"jsonrpc": "2.0", "id": 1, "result": {"statusUpdate": {"taskId": "t-77",
+            "contextId": "c-1", "status": {"state": "TASK_STATE_WORKING"}}}});
+        (
+            [("content-type", "text/event-stream")],
+            format!("id: 1\ndata: {task}\n\nid: 2\ndata: {working}\n\n"),
+        )
+    };
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move || async move { axum::Json(card) }),
+        )
+        .route("/", post(stream));
+    let stop = CancellationToken::new();
+    let token = stop.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { token.cancelled().await })
+            .await
+            .unwrap()
+    });
+    (base, stop.drop_guard())
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_early_prints_the_command_that_resumes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, _guard) = breaking_agent().await;
+    let out = run_async(dir.path(), &["send", "--url", &base, "--stream", "hi"], &[]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the stream ended before the task settled"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("task id: t-77"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "resume with: a2a-gateway subscribe --url {base} t-77 --last-event-id 2"
+        )),
+        "{stderr}"
+    );
+}
+
+/// A private CA and a server certificate for 127.0.0.1 it signed, as PEM files.
+fn private_ca(dir: &Path) -> (String, String, String) {
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "a2a-gateway test CA");
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let leaf_params =
+        rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .unwrap();
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).unwrap();
+    let write = |name: &str, pem: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, pem).unwrap();
+        p.display().to_string()
+    };
+    (
+        write("ca.pem", ca.pem()),
+        write("server.pem", leaf.pem()),
+        write("server.key", leaf_key.serialize_pem()),
+    )
+}
+
+#[tokio::test]
+async fn ca_file_and_ssl_cert_file_trust_a_private_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let (upstream, _guard) = stand_in(RuntimeOptions {
+        word_delay: Duration::from_millis(1),
+        ..RuntimeOptions::default()
+    })
+    .await;
+    let (ca, cert, key) = private_ca(dir.path());
+    let file = write_config(dir.path(), "", &upstream);
+    let gw = Gateway::start(
+        dir.path(),
+        &["serve", "--config", &file],
+        &[
+            ("A2A_GATEWAY_SERVER__TLS_CERT_FILE", cert.as_str()),
+            ("A2A_GATEWAY_SERVER__TLS_KEY_FILE", key.as_str()),
+        ],
+    );
+    assert!(gw.url.starts_with("https://"), "{}", gw.url);
+    let out = run_async(dir.path(), &["card", "--url", &gw.url], &[]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("unknown issuer") && stderr.contains("--ca-file"),
+        "{stderr}"
+    );
+    let out = run_async(
+        dir.path(),
+        &["send", "--url", &gw.url, "--ca-file", &ca, "hi"],
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("» completed"));
+    let out = run_async(
+        dir.path(),
+        &["send", "--url", &gw.url, "--stream", "hi"],
+        &[("SSL_CERT_FILE", ca.as_str())],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = run_async(
+        dir.path(),
+        &[
+            "card",
+            "--url",
+            &gw.url,
+            "--ca-file",
+            &cert.replace("server.pem", "none.pem"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--ca-file"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn keys_new_prints_a_key_once_and_config_lines_with_only_its_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["keys", "new", "--caller", "team-a"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let key = stdout
+        .lines()
+        .find(|l| l.starts_with("a2a_"))
+        .unwrap_or_else(|| panic!("{stdout}"))
+        .to_owned();
+    assert_eq!(
+        stdout.matches(&key).count(),
+        1,
+        "the key is printed once: {stdout}"
+    );
+    let again = text(&run(dir.path(), &["keys", "new", "--caller", "team-a"], &[]).stdout);
+    assert!(!again.contains(&key), "a fresh key each time");
+    // The printed lines are a working config: the gateway accepts the key.
+    let config: String = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("[server.auth]"))
+        .take_while(|l| !l.starts_with("# Or"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(
+        config.contains("sha256 = \"") && !config.contains(&key),
+        "{config}"
+    );
+    let (upstream, _guard) = stand_in(RuntimeOptions {
+        word_delay: Duration::from_millis(1),
+        ..RuntimeOptions::default()
+    })
+    .await;
+    let file = write_config(dir.path(), &config, &upstream);
+    let gw = Gateway::start(dir.path(), &["serve", "--config", &file], &[]);
+    let out = run_async(dir.path(), &["send", "--url", &gw.url, "hi"], &[]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let out = run_async(
+        dir.path(),
+        &["send", "--url", &gw.url, "hi"],
+        &[("A2A_GATEWAY_API_KEY", key.as_str())],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = run_async(
+        dir.path(),
+        &["list", "--url", &gw.url],
+        &[("A2A_GATEWAY_API_KEY", key.as_str())],
+    )
+    .await;
+    assert!(
+        text(&out.stdout).contains("1 of 1 task(s)"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!gw.logs().contains(&key));
+}
+
+#[test]
+fn check_config_refuses_a_store_serve_cannot_open_and_prints_what_it_derives() {
+    let dir = tempfile::tempdir().unwrap();
+    let arn = "arn:aws:bedrock-agentcore:eu-west-1:123456789012:runtime/my_agent-abc123";
+    let config = format!(
+        "[server]\nlisten = \"0.0.0.0:9000\"\npublic_url = \"https://agents.example.com/\"\n\n\
+         [store]\nurl = \"sqlite://{}/no-such-dir/tasks.db\"\n\n[upstream]\nagent_runtime_arn = \"{arn}\"\n\n\
+         [upstream.auth]\nkind = \"oauth2\"\nclient_id = \"cid\"\nclient_secret = \"s3cret\"\n\
+         token_url = \"https://idp.example.com/oauth2/token\"\n",
+        dir.path().display()
+    );
+    let path = dir.path().join("gateway.toml");
+    std::fs::write(&path, &config).unwrap();
+    let p = path.to_str().unwrap();
+    for command in ["check-config", "serve"] {
+        let out = run(dir.path(), &[command, "--config", p], &[]);
+        assert_eq!(out.status.code(), Some(1), "{command}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("no-such-dir") && stderr.contains("does not exist"),
+            "{command}: {stderr}"
+        );
+    }
+    // A store path under a file (not a directory).
+    std::fs::write(dir.path().join("plain-file"), "x").unwrap();
+    let out = run(
+        dir.path(),
+        &["check-config", "--config", p],
+        &[(
+            "A2A_GATEWAY_STORE__URL",
+            &format!("sqlite://{}/plain-file/tasks.db", dir.path().display()),
+        )],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("is not a directory"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // With a store it can write: the derived values.
+    let store = format!("sqlite://{}/tasks.db", dir.path().display());
+    let out = run(
+        dir.path(),
+        &["check-config", "--config", p],
+        &[("A2A_GATEWAY_STORE__URL", &store)],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("# derived: invocation URL: https://bedrock-agentcore.eu-west-1.amazonaws.com/runtimes/arn%3Aaws%3Abedrock-agentcore%3Aeu-west-1%3A123456789012%3Aruntime%2Fmy_agent-abc123/invocations?qualifier=DEFAULT"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "# derived: token endpoint: https://idp.example.com/oauth2/token (configured)"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# derived: card interface: JSONRPC https://agents.example.com/"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# derived: card interface: HTTP+JSON https://agents.example.com/a2a/rest"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# derived: card interface: GRPC agents.example.com:443"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("s3cret"), "{stdout}");
+    assert!(
+        !dir.path().join("tasks.db").exists(),
+        "check-config creates no database"
+    );
+}
+
+#[tokio::test]
+async fn check_config_reads_the_token_endpoint_from_discovery() {
+    use axum::routing::get;
+    let dir = tempfile::tempdir().unwrap();
+    let app = axum::Router::new().route(
+        "/.well-known/openid-configuration",
+        get(|| async { axum::Json(json!({"issuer": "x", "token_endpoint": "https://idp.example.com/discovered/token"})) }),
+    );
+    let stop = CancellationToken::new();
+    let addr = a2a_gateway::demo::spawn_local(app, stop.clone())
+        .await
+        .unwrap();
+    let _guard = stop.drop_guard();
+    let file = write_config(
+        dir.path(),
+        &format!(
+            "[upstream.auth]\nkind = \"oauth2\"\nclient_id = \"cid\"\nclient_secret = \"s\"\n\
+                  discovery_url = \"http://{addr}/.well-known/openid-configuration\"\n"
+        ),
+        "http://127.0.0.1:9/invocations",
+    );
+    let out = run_async(dir.path(), &["check-config", "--config", &file], &[]).await;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("# derived: token endpoint: https://idp.example.com/discovered/token (from the discovery document"),
+        "{stdout}"
+    );
+}
+
+#[tokio::test]
+async fn health_follows_the_configured_port_and_unknown_paths_get_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let (upstream, _guard) = stand_in(RuntimeOptions::default()).await;
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let path = dir.path().join("gateway.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[server]\nlisten = \"0.0.0.0:{port}\"\n\n[store]\nurl = \"memory:\"\n\n[upstream]\nurl = \"{upstream}\"\n"
+        ),
+    )
+    .unwrap();
+    let file = path.to_str().unwrap().to_owned();
+    let mut gw = Gateway::start(dir.path(), &["serve", "--config", &file], &[]);
+    // As in the container: the file comes from A2A_GATEWAY_CONFIG.
+    let out = run_async(dir.path(), &["health"], &[("A2A_GATEWAY_CONFIG", &file)]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&format!("127.0.0.1:{port}/healthz")));
+
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let root = client.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(root.status(), 200);
+    let hint = root.text().await.unwrap();
+    assert!(
+        hint.contains("POST /") && hint.contains("/.well-known/agent-card.json"),
+        "{hint}"
+    );
+    let unknown = client
+        .get(format!("{base}/no/such/path"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+    assert!(
+        unknown
+            .text()
+            .await
+            .unwrap()
+            .contains("/.well-known/agent-card.json")
+    );
+    // JSON-RPC still answers at POST /.
+    let v = rpc(&format!("{base}/"), "GetTask", json!({"id": "nope"})).await;
+    assert!(v["error"].is_object(), "{v}");
+
+    let _ = gw.child.kill();
+    let _ = gw.wait_exit(Duration::from_secs(5));
+    let out = run_async(dir.path(), &["health", "--config", &file], &[]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("connection refused"),
+        "{}",
+        text(&out.stderr)
     );
 }

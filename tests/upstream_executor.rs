@@ -643,11 +643,11 @@ async fn sessions_differ_per_caller_and_one_invocation_per_session() {
     let queued = |out: &upstream_common::Outcome| {
         out.events.iter().any(|e| {
             matches!(e, StreamResponse::StatusUpdate(u)
-                if u.status.state == TaskState::Working
-                    && u.status.message.as_ref().is_some_and(|m| {
-                        a2a_gateway::executor::get_message_text(m, "")
-                            == a2a_gateway::upstream::QUEUED_STATUS_TEXT
-                    }))
+            if u.status.state == TaskState::Working
+                && u.status.message.as_ref().is_some_and(|m| {
+                    a2a_gateway::executor::get_message_text(m, "")
+                        == a2a_gateway::upstream::QUEUED_STATUS_TEXT
+                }))
         })
     };
     assert_eq!(outs.iter().filter(|o| queued(o)).count(), 2);

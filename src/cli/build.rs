@@ -71,9 +71,8 @@ pub fn check_store_location(config: &Config) -> Result<(), CliError> {
         Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
         _ => std::path::PathBuf::from("."),
     };
-    let refuse = |what: String| -> CliError {
-        format!("store.url {}: {what}", config.store.url).into()
-    };
+    let refuse =
+        |what: String| -> CliError { format!("store.url {}: {what}", config.store.url).into() };
     match std::fs::metadata(&dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => return Err(refuse(format!("{} is not a directory", dir.display()))),

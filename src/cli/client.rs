@@ -144,9 +144,7 @@ impl Connection {
             let certs = reqwest::Certificate::from_pem_bundle(&pem)
                 .ok()
                 .filter(|c| !c.is_empty())
-                .ok_or_else(|| {
-                    format!("--ca-file {}: no PEM certificate in it", path.display())
-                })?;
+                .ok_or_else(|| format!("--ca-file {}: no PEM certificate in it", path.display()))?;
             for cert in certs {
                 builder = builder.add_root_certificate(cert);
             }
@@ -298,10 +296,7 @@ impl Client {
     ///
     /// # Errors
     /// As [`send`](Self::send).
-    pub async fn cancel(
-        &self,
-        req: &CancelTaskRequest,
-    ) -> Result<crate::protocol::Task, CliError> {
+    pub async fn cancel(&self, req: &CancelTaskRequest) -> Result<crate::protocol::Task, CliError> {
         self.unary(Unary::Cancel(req), "a Task").await
     }
 
@@ -315,9 +310,7 @@ impl Client {
     fn rest_url(base: &Url, segments: &[&str]) -> Url {
         let mut url = base.clone();
         {
-            let mut path = url
-                .path_segments_mut()
-                .expect("an http(s) URL has a path");
+            let mut path = url.path_segments_mut().expect("an http(s) URL has a path");
             path.pop_if_empty();
             for s in segments {
                 path.push(s);
@@ -440,9 +433,11 @@ impl Client {
                 let url = where_.clone();
                 futures::future::ready(match item {
                     Ok(sse) => sse.data.map(|data| {
-                        let value: Value = serde_json::from_str(&data).map_err(|_| -> CliError {
-                            format!("{url}: a stream event is not JSON{}", excerpt(&data)).into()
-                        })?;
+                        let value: Value =
+                            serde_json::from_str(&data).map_err(|_| -> CliError {
+                                format!("{url}: a stream event is not JSON{}", excerpt(&data))
+                                    .into()
+                            })?;
                         let result = if rest {
                             rest_event(&url, value)?
                         } else {
@@ -558,7 +553,10 @@ fn rest_result(url: &Url, status: StatusCode, text: &str) -> Result<Value, CliEr
 /// An HTTP+JSON stream event: the StreamResponse itself, or an error object.
 fn rest_event(url: &Url, value: Value) -> Result<Value, CliError> {
     if let Some(e) = value.get("error").filter(|e| e.is_object()) {
-        let m = e.get("message").and_then(Value::as_str).unwrap_or("(no message)");
+        let m = e
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("(no message)");
         return Err(format!("{url}: the stream ended with an error: {}", printable(m)).into());
     }
     Ok(value)
@@ -689,7 +687,11 @@ mod tests {
             r#"{"error":{"code":404,"status":"NOT_FOUND","message":"Task not found: t"}}"#,
         )
         .unwrap_err();
-        assert!(e.to_string().ends_with("HTTP 404: NOT_FOUND Task not found: t"), "{e}");
+        assert!(
+            e.to_string()
+                .ends_with("HTTP 404: NOT_FOUND Task not found: t"),
+            "{e}"
+        );
         let e = decode::<crate::protocol::Task>(&url, json!({}), "a Task").unwrap_err();
         assert!(e.to_string().contains("answered {}"), "{e}");
     }

@@ -97,10 +97,11 @@ a2a-gateway demo: everything below runs on this machine.
 Try it (from the repository: replace `a2a-gateway` with `cargo run --release --`):
 
   a2a-gateway send --url {url} --stream "Hello there"
-  a2a-gateway send --url {url} --stream "Please ask me something"     # ends INPUT_REQUIRED; reply with --task-id
-  a2a-gateway send --url {url} --stream "Please fail"                 # ends FAILED (exit code 1)
+  a2a-gateway send --url {url} --stream "Please ask me something"   # ends INPUT_REQUIRED, prints the reply command
+  a2a-gateway send --url {url} --task-id ID --context-id ID "v1.2"  # the follow-up, with the ids it printed
+  a2a-gateway send --url {url} "Please fail"                        # ends FAILED (exit code 1)
+  a2a-gateway list --url {url}                                      # the tasks so far; get, cancel, subscribe, card
   curl -s {url}.well-known/agent-card.json
-  curl -sN {url} -H 'Content-Type: application/json' -H 'A2A-Version: 1.0' -d '{{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{{"message":{{"messageId":"m1","role":"ROLE_USER","parts":[{{"text":"Hello from curl"}}]}}}}}}'
   curl -s {url}metrics | grep ^a2a_
 
 Stop with Ctrl-C.

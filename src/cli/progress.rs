@@ -159,9 +159,8 @@ impl Progress {
                 }
             }
         }
-        let settled = self.message_only
-            || self.turn_ended
-            || self.state.is_some_and(TaskState::is_settled);
+        let settled =
+            self.message_only || self.turn_ended || self.state.is_some_and(TaskState::is_settled);
         if !settled {
             self.end_line();
             eprintln!("a2a-gateway: the stream ended before the task settled");

@@ -152,9 +152,7 @@ pub(super) async fn list(args: ListArgs) -> Result<ExitCode, CliError> {
         .list(&ListTasksRequest {
             context_id: args.context_id.clone(),
             status: args.state,
-            page_size: args
-                .page_size
-                .map(|n| i32::try_from(n).unwrap_or(i32::MAX)),
+            page_size: args.page_size.map(|n| i32::try_from(n).unwrap_or(i32::MAX)),
             page_token: args.page_token.clone(),
             status_timestamp_after: args.since,
             ..Default::default()
@@ -178,11 +176,7 @@ pub(super) async fn list(args: ListArgs) -> Result<ExitCode, CliError> {
             state_name(t.status.state)
         );
     }
-    println!(
-        "{} of {} task(s)",
-        page.tasks.len(),
-        page.total_size.max(0)
-    );
+    println!("{} of {} task(s)", page.tasks.len(), page.total_size.max(0));
     if !page.next_page_token.is_empty() {
         let mut filters = String::new();
         if let Some(c) = &args.context_id {

@@ -387,8 +387,8 @@ fn remove(dict: &mut Dict, path: &[String]) {
 fn in_words(expected: &str) -> String {
     let e = expected.trim();
     let number = [
-        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128",
-        "isize", "f32", "f64",
+        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
+        "f32", "f64",
     ];
     if number.contains(&e) || e.starts_with("a nonzero") || e.contains("integer") {
         "a number".to_owned()

@@ -511,8 +511,7 @@ async fn read_error_body(resp: reqwest::Response, read_timeout: Duration) -> Vec
 /// The text of the WORKING status message of a task whose message waits for an
 /// earlier message of the same context (one invocation per runtime session, see
 /// [`session::SessionLocks`]).
-pub const QUEUED_STATUS_TEXT: &str =
-    "queued behind an earlier message of the same conversation; it starts when that one is answered";
+pub const QUEUED_STATUS_TEXT: &str = "queued behind an earlier message of the same conversation; it starts when that one is answered";
 
 #[async_trait]
 impl AgentExecutor for AgentCoreExecutor {
