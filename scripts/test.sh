@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! .venv/bin/python -c 'import a2a, bedrock_agentcore, grpc, pytest, pytest_asyncio' 2>/dev/null; then
+if ! .venv/bin/python -c 'import a2a, bedrock_agentcore, grpc, pytest, pytest_asyncio, opentelemetry.proto' 2>/dev/null; then
   echo "== creating .venv with the Python test peers"
   python3 -m venv .venv
   .venv/bin/pip install --quiet --upgrade pip

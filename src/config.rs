@@ -36,6 +36,7 @@ mod server;
 mod server_auth;
 mod sources;
 mod store;
+mod telemetry;
 mod upstream;
 
 #[cfg(test)]
@@ -50,6 +51,7 @@ pub use server::{Binding, ServerConfig};
 pub use server_auth::{ApiKeyConfig, SHA256_LEN, ServerAuthConfig, ServerAuthKind, sha256_hex};
 pub use sources::ENV_PREFIX;
 pub use store::{SqliteLocation, StoreConfig, StoreUrl, StoreUrlError};
+pub use telemetry::TelemetryConfig;
 pub use upstream::{HttpVersion, UpstreamConfig, UpstreamKind};
 
 use error::Invalid;
@@ -81,6 +83,8 @@ pub struct Config {
     pub upstream: UpstreamConfig,
     /// `[log]`: log format and level.
     pub log: LogConfig,
+    /// `[telemetry]`: OTLP trace export.
+    pub telemetry: TelemetryConfig,
 }
 
 /// Where a [`Config`] is loaded from. Build it explicitly in tests; use

@@ -3,6 +3,7 @@
 //! [`streams`] (the end of each SSE response stream: its metric and log line), [`trace`]
 //! (W3C `traceparent` continued into the upstream call).
 
+pub mod otlp;
 pub mod streams;
 pub mod tasks;
 pub mod trace;
@@ -11,28 +12,59 @@ use std::time::Duration;
 
 use tracing_subscriber::EnvFilter;
 
-use crate::config::{LogConfig, LogFormat};
+use crate::config::{LogConfig, LogFormat, TelemetryConfig};
 
 /// Installs the global subscriber. Safe to call more than once (later calls are
 /// ignored).
 pub fn init(config: &LogConfig) {
+    let _ = init_with(config, &TelemetryConfig::default());
+}
+
+/// Installs the global subscriber: the log of `config` and, with
+/// `telemetry.otlp_endpoint`, the OTLP span export ([`otlp`]). Keep the returned guard
+/// until exit: dropping it flushes the spans still queued. Later calls install nothing.
+///
+/// # Errors
+/// A readable reason for an unusable `otlp_endpoint`.
+pub fn init_with(
+    config: &LogConfig,
+    telemetry: &TelemetryConfig,
+) -> Result<Option<otlp::OtlpGuard>, String> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.level));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // Colour only on a terminal: redirected logs stay plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        // Colour only on a terminal: redirected logs stay plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
-    let _ = match config.format {
-        LogFormat::Json => builder
+        .with_ansi(ansi);
+    let fmt = match config.format {
+        LogFormat::Json => fmt
             .json()
             .flatten_event(true)
             // The innermost span's fields once, under `span`; not again under `spans`.
             .with_current_span(true)
             .with_span_list(false)
-            .try_init(),
-        LogFormat::Pretty => builder.compact().try_init(),
+            .boxed(),
+        LogFormat::Pretty => fmt.compact().boxed(),
     };
+    let (otel, guard) = match telemetry.otlp_endpoint.as_deref().map(str::trim) {
+        Some(endpoint) if !endpoint.is_empty() => {
+            let (layer, guard) = otlp::layer(endpoint, telemetry.service_name())?;
+            (Some(layer), Some(guard))
+        }
+        _ => (None, None),
+    };
+    let installed = tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt)
+        .with(otel)
+        .try_init()
+        .is_ok();
+    Ok(guard.filter(|_| installed))
 }
 
 /// A fresh correlation id (12 hex digits). A failure reason shown to a remote caller

@@ -722,3 +722,198 @@ async fn documented_queries_and_dashboard_on_a_real_gateway() {
     assert_eq!(prom.scalar("a2a_open_streams").await, 0.0);
     assert_eq!(prom.scalar("a2a_context_queued_messages").await, 0.0);
 }
+
+fn python_with_otlp_proto() -> Option<std::path::PathBuf> {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let py = std::env::var_os("A2A_GATEWAY_TEST_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join(".venv/bin/python"));
+    let ok = Command::new(&py)
+        .args([
+            "-c",
+            "import opentelemetry.proto.collector.trace.v1.trace_service_pb2",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        return Some(py);
+    }
+    let note = format!(
+        "{} cannot import opentelemetry.proto (tests/python/requirements.txt; or set A2A_GATEWAY_TEST_PYTHON)",
+        py.display()
+    );
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true: {note}"
+    );
+    eprintln!("skipped: {note}");
+    None
+}
+
+/// With `[telemetry] otlp_endpoint`, a blocking SendMessage carrying a `traceparent`
+/// yields spans at a real OTLP/HTTP receiver (decoded with the official
+/// `opentelemetry-proto` package): the operation, the upstream run, its attempt, the
+/// token fetch and the store writes, all in the caller's trace, with the task and
+/// context ids and no secret; the runtime gets a `traceparent` naming the attempt span.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_reach_a_real_otlp_receiver() {
+    let Some(py) = python_with_otlp_proto() else {
+        return;
+    };
+    let mut cmd = Command::new(&py);
+    cmd.arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/otlp_receiver.py"
+    ));
+    let mut receiver = {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn the receiver");
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        KillOnDrop(child, rx)
+    };
+    let port = receiver
+        .1
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the receiver's port")
+        .trim_start_matches("port ")
+        .to_owned();
+
+    let dir = tempfile::tempdir().unwrap();
+    let up = runtime().await;
+    let token = token_endpoint().await;
+    let token_url = token.url.replace("/invocations", "/token");
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n[log]\nformat = \"json\"\n\n\
+             [store]\nurl = \"sqlite://{}/tasks.db\"\n\n\
+             [upstream]\nurl = \"{}\"\nmax_retries = 0\n\n\
+             [upstream.auth]\nkind = \"oauth2\"\nclient_id = \"obs-client\"\n\
+             client_secret = \"obs-secret-value\"\ntoken_url = \"{token_url}\"\n\n\
+             [telemetry]\notlp_endpoint = \"http://127.0.0.1:{port}\"\nservice_name = \"obs-test\"\n",
+            dir.path().display(),
+            up.url
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir.path())
+        .env_clear()
+        .env("NO_COLOR", "1")
+        // Export each batch within 100 ms instead of 5 s.
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+        .args(["serve", "--config", config.to_str().unwrap()]);
+    let gw = Proc::spawn(&mut cmd);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let url = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = gw
+            .lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("the gateway did not start:\n{}", gw.logs()));
+        if let Some((_, rest)) = line.split_once("listening on ") {
+            break rest
+                .split(|c: char| c.is_whitespace() || c == '"')
+                .next()
+                .unwrap()
+                .to_owned();
+        }
+    };
+    let http = reqwest::Client::new();
+    let v = rpc(&http, &url, "SendMessage", message("complete it")).await;
+    assert_eq!(state_of(&v), "TASK_STATE_COMPLETED", "{v}");
+    let task_id = v["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let context_id = v["result"]["task"]["contextId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Collect spans until the five kinds arrived (bounded).
+    let mut spans: Vec<Value> = Vec::new();
+    let wanted = [
+        "a2a.operation",
+        "upstream",
+        "upstream.attempt",
+        "upstream.token_fetch",
+        "store.write",
+    ];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !wanted.iter().all(|w| spans.iter().any(|s| s["name"] == *w)) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match receiver.1.recv_timeout(left) {
+            Ok(line) => spans.push(serde_json::from_str(&line).unwrap()),
+            Err(_) => panic!("spans so far: {spans:#?}\n{}", gw.logs()),
+        }
+    }
+    let all = serde_json::to_string(&spans).unwrap();
+    assert!(
+        !all.contains("obs-secret-value") && !all.contains("obs-token-value"),
+        "{all}"
+    );
+    assert!(
+        !all.contains("complete it"),
+        "a message's text in a span: {all}"
+    );
+    let named = |n: &str| spans.iter().find(|s| s["name"] == n).unwrap().clone();
+    for s in &spans {
+        assert_eq!(s["service"], "obs-test", "{s}");
+        assert_eq!(s["content_type"], "application/x-protobuf", "{s}");
+    }
+    // All in the caller's trace; the operation and the run are children of its span.
+    for w in wanted {
+        assert_eq!(named(w)["trace_id"], TRACE_ID, "{w}: {spans:#?}");
+    }
+    assert_eq!(named("a2a.operation")["parent_span_id"], "00f067aa0ba902b7");
+    assert_eq!(
+        named("a2a.operation")["attributes"]["rpc.method"],
+        "SendMessage"
+    );
+    let run = named("upstream");
+    assert_eq!(run["parent_span_id"], "00f067aa0ba902b7");
+    assert_eq!(run["attributes"]["task.id"], task_id.as_str());
+    assert_eq!(run["attributes"]["context.id"], context_id.as_str());
+    let attempt = named("upstream.attempt");
+    assert_eq!(attempt["parent_span_id"], run["span_id"]);
+    // (tracing-opentelemetry exports a recorded u64 as a string.)
+    let status = attempt["attributes"]["http.status_code"].to_string();
+    assert_eq!(status.trim_matches('"'), "200", "{attempt}");
+    assert_eq!(
+        named("upstream.token_fetch")["parent_span_id"],
+        attempt["span_id"]
+    );
+    assert_eq!(
+        named("store.write")["attributes"]["task.id"],
+        task_id.as_str()
+    );
+    // The runtime was called with the attempt span as its parent.
+    let sent = up.requests()[0].header("traceparent").unwrap().to_owned();
+    assert_eq!(
+        sent,
+        format!("00-{TRACE_ID}-{}-01", attempt["span_id"].as_str().unwrap()),
+        "{spans:#?}"
+    );
+    drop(gw);
+    let _ = receiver.0.kill();
+}
+
+/// A child killed on drop, with its stdout lines.
+struct KillOnDrop(Child, mpsc::Receiver<String>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

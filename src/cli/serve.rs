@@ -26,7 +26,8 @@ pub(super) async fn run(
         .map(str::to_owned)
         .collect();
     let mut config = Config::load(sources)?;
-    crate::telemetry::init(&config.log);
+    // Kept until the end: dropping it flushes the spans still queued for OTLP.
+    let otlp = crate::telemetry::init_with(&config.log, &config.telemetry)?;
     for var in unused {
         tracing::warn!(%var, "environment variable sets no config key (expected A2A_GATEWAY_<SECTION>__<KEY>)");
     }
@@ -40,6 +41,7 @@ pub(super) async fn run(
         config.server.listen = listener.local_addr()?;
     }
     serve_config(&config, listener, crate::server::shutdown_signal()).await?;
+    drop(otlp);
     Ok(ExitCode::SUCCESS)
 }
 

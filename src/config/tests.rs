@@ -190,6 +190,10 @@ fn fully_populated() -> Config {
             format: LogFormat::Json,
             level: "debug".into(),
         },
+        telemetry: crate::config::TelemetryConfig {
+            otlp_endpoint: Some("http://c.example:4318".into()),
+            service_name: Some("gw".into()),
+        },
     }
 }
 

@@ -310,7 +310,8 @@ impl Driver {
         }
         let staged = std::mem::take(&mut self.staged);
         let started = std::time::Instant::now();
-        let written = self.write_retrying(&staged).await;
+        let span = self.outcomes.write_span(self.task_id(), staged.len());
+        let written = tracing::Instrument::instrument(self.write_retrying(&staged), span).await;
         tasks::store_write(
             self.task_id(),
             staged.len(),
@@ -557,7 +558,7 @@ impl Driver {
             send_once(&mut reply, Ok(start));
         }
 
-        self.outcomes.begin(&ctx.failure);
+        self.outcomes.begin(&ctx);
         let (queue, events) = EventQueue::bounded(self.inner.config.event_queue_capacity);
         let exec = {
             let executor = self.inner.executor.clone();

@@ -119,13 +119,23 @@ impl FailureCause {
 pub(crate) struct TurnMetrics {
     started: Option<Instant>,
     cause: FailureCause,
+    trace: Option<super::trace::TraceParent>,
 }
 
 impl TurnMetrics {
-    /// A run starts: its duration counts from now; `cause` is the run's context's.
-    pub(crate) fn begin(&mut self, cause: &FailureCause) {
+    /// A run of `ctx` starts: its duration counts from now, its failure cause is the
+    /// context's, its store writes join the request's trace.
+    pub(crate) fn begin(&mut self, ctx: &crate::executor::RequestContext) {
         self.started = Some(Instant::now());
-        self.cause = cause.clone();
+        self.cause = ctx.failure.clone();
+        self.trace = ctx.call_context.trace_parent.clone();
+    }
+
+    /// The span of one task-log write (`store.write`), in the current run's trace.
+    pub(crate) fn write_span(&self, task_id: &str, events: usize) -> tracing::Span {
+        let span = tracing::info_span!("store.write", task.id = %task_id, events);
+        super::otlp::adopt(&span, self.trace.as_ref());
+        span
     }
 
     /// The gateway decides the next FAILED state itself (shutdown, store failure, …).

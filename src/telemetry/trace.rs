@@ -10,6 +10,8 @@ use rand::Rng;
 pub struct TraceParent {
     /// 32 lowercase hex digits, not all zero.
     pub trace_id: String,
+    /// The caller's span: 16 lowercase hex digits, not all zero.
+    pub parent_id: String,
     /// The trace flags, 2 lowercase hex digits (`01`: sampled).
     pub flags: String,
 }
@@ -40,6 +42,7 @@ impl TraceParent {
         }
         Some(Self {
             trace_id: trace.to_owned(),
+            parent_id: parent.to_owned(),
             flags: flags.to_owned(),
         })
     }

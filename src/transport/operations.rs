@@ -309,6 +309,23 @@ pub async fn invoke(
     params: Value,
     last_event_id: Option<&str>,
 ) -> Result<Outcome, A2aError> {
+    use tracing::Instrument;
+    // The handler operation's span (exported with `[telemetry] otlp_endpoint`), a child
+    // of the caller's `traceparent`.
+    let span = tracing::info_span!("a2a.operation", rpc.method = op.name());
+    crate::telemetry::otlp::adopt(&span, call.trace_parent.as_ref());
+    run(state, call, op, params, last_event_id)
+        .instrument(span)
+        .await
+}
+
+async fn run(
+    state: &AppState,
+    call: &CallContext,
+    op: Operation,
+    params: Value,
+    last_event_id: Option<&str>,
+) -> Result<Outcome, A2aError> {
     let h = &state.handler;
     match op {
         Operation::SendMessage => Ok(Outcome::Value(to_value(

@@ -304,8 +304,15 @@ impl Inner {
         let mut retries = 0u32;
         let mut refetched = false;
         loop {
-            let token = self.token().await?;
-            let traceparent = crate::telemetry::trace::attempt_traceparent(trace);
+            let attempt = tracing::info_span!(
+                "upstream.attempt",
+                attempt = retries + 1,
+                http.status_code = tracing::field::Empty
+            );
+            let token = self.token().instrument(attempt.clone()).await?;
+            // With OTLP export the runtime's spans become children of this attempt's.
+            let traceparent = crate::telemetry::otlp::traceparent_of(&attempt)
+                .unwrap_or_else(|| crate::telemetry::trace::attempt_traceparent(trace));
             let mut rb = self
                 .http
                 .post(&s.invocation_url)
@@ -317,7 +324,14 @@ impl Inner {
                 rb = rb.bearer_auth(t.expose_secret());
             }
             let started = Instant::now();
-            let err = match client::send(rb, payload.clone(), timeouts).await {
+            let sent = client::send(rb, payload.clone(), timeouts)
+                .instrument(attempt.clone())
+                .await;
+            if let Ok(resp) = &sent {
+                attempt.record("http.status_code", resp.status().as_u16());
+            }
+            drop(attempt);
+            let err = match sent {
                 Ok(resp) if resp.status().is_success() => {
                     record_upstream(resp.status().as_str(), started.elapsed());
                     tracing::info!(
@@ -527,6 +541,7 @@ impl AgentExecutor for AgentCoreExecutor {
             context.id = %context.context_id,
             upstream.session = %session,
         );
+        crate::telemetry::otlp::adopt(&span, context.call_context.trace_parent.as_ref());
         let updater = TaskUpdater::from_context(&context, queue);
         let start = TaskStart::new(&context, &updater);
         let cancel = context.cancellation().clone();

@@ -182,7 +182,11 @@ impl TokenCache {
             return self.unexpired(now).ok_or(err);
         }
         let started = Instant::now();
-        let result = self.source.fetch().await;
+        let result = tracing::Instrument::instrument(
+            self.source.fetch(),
+            tracing::info_span!("upstream.token_fetch"),
+        )
+        .await;
         let outcome = if result.is_ok() { "ok" } else { "error" };
         metrics::counter!("a2a_upstream_token_fetches_total", "outcome" => outcome).increment(1);
         metrics::histogram!("a2a_upstream_token_fetch_duration_seconds", "outcome" => outcome)
