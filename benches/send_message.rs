@@ -10,8 +10,9 @@
 //! - `BENCH_CLIENTS`: e.g. `1,16,64` (the default);
 //! - `BENCH_BINDING`: a comma-separated list of `jsonrpc`, `rest`, `grpc` (default
 //!   `jsonrpc`): the same load through `POST /`, `POST /a2a/rest/message:send|stream`, or
-//!   the gRPC `SendMessage` / `SendStreamingMessage` on the same port (one HTTP/2 channel
-//!   shared by the clients);
+//!   the gRPC `SendMessage` / `SendStreamingMessage` on the same port, one tonic channel
+//!   (one HTTP/2 connection) per client as the HTTP bindings have one connection per
+//!   client; `grpc-shared` is the same with one channel multiplexing every client;
 //! - `BENCH_STORE`: a comma-separated list of `memory`, `sqlite`, `sqlite-normal`,
 //!   `postgres` (default `memory`). `sqlite` is a fresh database file in a temporary
 //!   directory with the default `synchronous = FULL`, `sqlite-normal` the same with
@@ -134,7 +135,9 @@ fn request(base: &str, binding: &str, i: usize, stream: bool) -> (String, String
                 format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"{method}","params":{message}}}"#),
             )
         }
-        other => panic!("unknown BENCH_BINDING entry {other:?}: use jsonrpc, rest, grpc"),
+        other => {
+            panic!("unknown BENCH_BINDING entry {other:?}: use jsonrpc, rest, grpc, grpc-shared")
+        }
     }
 }
 
@@ -201,13 +204,16 @@ async fn run_point(
     secs: u64,
     stream: bool,
 ) -> (f64, Duration, Duration, Option<Duration>) {
-    // gRPC: one channel (one HTTP/2 connection) multiplexing every client, as gRPC
-    // clients use it; the HTTP bindings get a pool of up to `clients` connections.
-    let grpc = (binding == "grpc").then(|| {
+    // gRPC: one channel (one HTTP/2 connection) per client, or one for all of them
+    // (`grpc-shared`); the HTTP bindings get a pool of up to `clients` connections,
+    // which reqwest fills with one HTTP/1.1 connection per client in flight.
+    let endpoint = binding.starts_with("grpc").then(|| {
         tonic::transport::Endpoint::from_shared(url.trim_end_matches('/').to_owned())
             .expect("the server URL")
-            .connect_lazy()
     });
+    let shared = (binding == "grpc-shared")
+        .then(|| endpoint.as_ref().map(|e| e.connect_lazy()))
+        .flatten();
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(clients)
         .build()
@@ -218,7 +224,9 @@ async fn run_point(
         let client = client.clone();
         let url = url.to_owned();
         let binding = binding.to_owned();
-        let grpc = grpc.clone();
+        let grpc = shared
+            .clone()
+            .or_else(|| endpoint.as_ref().map(|e| e.connect_lazy()));
         joins.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             let mut first = Vec::new();
