@@ -34,6 +34,13 @@ static POOL: LazyLock<Result<DescriptorPool, String>> = LazyLock::new(|| {
 #[error("{0}")]
 pub struct ConversionError(String);
 
+impl ConversionError {
+    /// An error with this text.
+    pub(crate) fn new(text: impl Into<String>) -> Self {
+        Self(text.into())
+    }
+}
+
 /// The descriptor pool of `lf.a2a.v1` (and the well-known types).
 ///
 /// # Errors

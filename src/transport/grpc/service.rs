@@ -22,7 +22,8 @@ use prost::{Message, Name};
 use serde_json::Value;
 use tonic::{Request, Response, Status};
 
-use super::json::{from_json, to_json};
+use super::convert::{Reply, from_reply_generic};
+use super::json::to_json;
 use super::proto;
 use super::proto::a2a_service_server::A2aService;
 use super::status;
@@ -81,15 +82,15 @@ impl A2aGrpc {
         Ok((call, params))
     }
 
-    /// A unary method: request → operation → response message.
+    /// A unary method: request → operation → response message (built by `reply`).
     async fn unary<Req, Resp>(
         &self,
         op: Operation,
         req: Request<Req>,
+        reply: fn(Value) -> Result<Resp, super::json::ConversionError>,
     ) -> Result<Response<Resp>, Status>
     where
         Req: Message + Name,
-        Resp: Message + Name + Default,
     {
         let started = Instant::now();
         let mut task_id = None;
@@ -102,7 +103,7 @@ impl A2aGrpc {
             match operations::invoke(&self.state, &call, op, params, None).await? {
                 Outcome::Value(v) => {
                     task_id = task_id.take().or_else(|| str_at(&v, &["task", "id"]));
-                    from_json::<Resp>(v).map_err(|e| A2aError::internal(e).into())
+                    reply(v).map_err(|e| A2aError::internal(e).into())
                 }
                 Outcome::Stream(_) | Outcome::Resumed(_) => Err(A2aError::internal(format!(
                     "{} answered with a stream on a unary method",
@@ -219,11 +220,8 @@ fn render(
                     on_item.end(StreamOutcome::Error);
                 }
             }
-            item.and_then(|SequencedEvent { event, .. }| {
-                let v = serde_json::to_value(&event).map_err(A2aError::internal)?;
-                from_json::<proto::StreamResponse>(v).map_err(A2aError::internal)
-            })
-            .map_err(|e| status::from_error(&e))
+            item.map(|SequencedEvent { event, .. }| proto::StreamResponse::from(event))
+                .map_err(|e| status::from_error(&e))
         })
         .scan(false, |failed, item| {
             // Nothing after an error: it is the stream's last item.
@@ -299,7 +297,8 @@ impl A2aService for A2aGrpc {
         &self,
         request: Request<proto::SendMessageRequest>,
     ) -> Result<Response<proto::SendMessageResponse>, Status> {
-        self.unary(Operation::SendMessage, request).await
+        self.unary(Operation::SendMessage, request, Reply::from_reply)
+            .await
     }
 
     type SendStreamingMessageStream = ResponseStream;
@@ -316,21 +315,24 @@ impl A2aService for A2aGrpc {
         &self,
         request: Request<proto::GetTaskRequest>,
     ) -> Result<Response<proto::Task>, Status> {
-        self.unary(Operation::GetTask, request).await
+        self.unary(Operation::GetTask, request, Reply::from_reply)
+            .await
     }
 
     async fn list_tasks(
         &self,
         request: Request<proto::ListTasksRequest>,
     ) -> Result<Response<proto::ListTasksResponse>, Status> {
-        self.unary(Operation::ListTasks, request).await
+        self.unary(Operation::ListTasks, request, Reply::from_reply)
+            .await
     }
 
     async fn cancel_task(
         &self,
         request: Request<proto::CancelTaskRequest>,
     ) -> Result<Response<proto::Task>, Status> {
-        self.unary(Operation::CancelTask, request).await
+        self.unary(Operation::CancelTask, request, Reply::from_reply)
+            .await
     }
 
     type SubscribeToTaskStream = ResponseStream;
@@ -346,31 +348,44 @@ impl A2aService for A2aGrpc {
         &self,
         request: Request<proto::TaskPushNotificationConfig>,
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
-        self.unary(Operation::CreateTaskPushNotificationConfig, request)
-            .await
+        self.unary(
+            Operation::CreateTaskPushNotificationConfig,
+            request,
+            Reply::from_reply,
+        )
+        .await
     }
 
     async fn get_task_push_notification_config(
         &self,
         request: Request<proto::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
-        self.unary(Operation::GetTaskPushNotificationConfig, request)
-            .await
+        self.unary(
+            Operation::GetTaskPushNotificationConfig,
+            request,
+            Reply::from_reply,
+        )
+        .await
     }
 
     async fn list_task_push_notification_configs(
         &self,
         request: Request<proto::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
-        self.unary(Operation::ListTaskPushNotificationConfigs, request)
-            .await
+        self.unary(
+            Operation::ListTaskPushNotificationConfigs,
+            request,
+            Reply::from_reply,
+        )
+        .await
     }
 
     async fn get_extended_agent_card(
         &self,
         request: Request<proto::GetExtendedAgentCardRequest>,
     ) -> Result<Response<proto::AgentCard>, Status> {
-        self.unary(Operation::GetExtendedAgentCard, request).await
+        self.unary(Operation::GetExtendedAgentCard, request, Reply::from_reply)
+            .await
     }
 
     async fn delete_task_push_notification_config(
@@ -378,9 +393,13 @@ impl A2aService for A2aGrpc {
         request: Request<proto::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
         // google.protobuf.Empty is `()` in prost; its ProtoJSON is `{}`.
-        self.unary::<_, Empty>(Operation::DeleteTaskPushNotificationConfig, request)
-            .await
-            .map(|r| r.map(|Empty {}| ()))
+        self.unary::<_, Empty>(
+            Operation::DeleteTaskPushNotificationConfig,
+            request,
+            from_reply_generic,
+        )
+        .await
+        .map(|r| r.map(|Empty {}| ()))
     }
 }
 
