@@ -136,6 +136,7 @@ impl Gateway {
             bindings: config.server.bindings.clone(),
             grpc_own_listener: config.server.grpc_listen.is_some(),
             card_v03_fields: config.agent.v03_card_fields,
+            request_message_timeout: config.server.header_timeout(),
         };
         let state = AppState::new(handler, card, transport);
         let router = server::router(state.clone(), ready);

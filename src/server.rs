@@ -220,7 +220,11 @@ where
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(None);
-    builder.http2().timer(TokioTimer::new());
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(limits.http2_keepalive_interval)
+        .keep_alive_timeout(limits.http2_keepalive_timeout);
     let limits = Arc::new(limits);
     let lane = limits.refusal_lane();
     if let Some(soft) = limits::open_file_limit()

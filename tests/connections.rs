@@ -53,6 +53,7 @@ async fn start(max_connections: usize) -> String {
         header_timeout: HEADER,
         idle_timeout: IDLE,
         max_connections,
+        ..ConnectionLimits::default()
     };
     tokio::spawn(server::serve_with_limits(
         listener,

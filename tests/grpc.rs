@@ -872,3 +872,163 @@ async fn grpc_over_tls_on_the_https_port() {
         .await;
     assert_eq!(stream.unwrap_err().code(), Code::FailedPrecondition);
 }
+
+/// A raw h2c call to SendMessage with these extra headers and `body` as the request
+/// body stream; the HTTP status and the `grpc-status`, `grpc-message` headers.
+async fn raw_send(
+    addr: std::net::SocketAddr,
+    headers: &[(&str, &[u8])],
+    body: reqwest::Body,
+) -> (u16, Option<String>, Option<String>) {
+    let http = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let mut req = http
+        .post(format!("http://{addr}/lf.a2a.v1.A2AService/SendMessage"))
+        .header("te", "trailers");
+    for (k, v) in headers {
+        req = req.header(*k, http::HeaderValue::from_bytes(v).unwrap());
+    }
+    let resp = req.body(body).send().await.unwrap();
+    let header = |name: &str| {
+        resp.headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    (
+        resp.status().as_u16(),
+        header("grpc-status"),
+        header("grpc-message"),
+    )
+}
+
+/// One framed, valid SendMessageRequest.
+fn framed_send(text: &str) -> Vec<u8> {
+    let body = prost::Message::encode_to_vec(&send(text));
+    let mut framed = vec![0u8];
+    framed.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    framed.extend_from_slice(&body);
+    framed
+}
+
+#[tokio::test]
+async fn bad_metadata_and_content_types_get_the_right_status() {
+    let s = start(&config(&[("A2A_GATEWAY_SERVER__HEADER_TIMEOUT_SECS", "1")])).await;
+    let code = |c: Code| Some((c as i32).to_string());
+    let grpc_ct: (&str, &[u8]) = ("content-type", b"application/grpc");
+    // A valid call first: the raw client is right.
+    let (http, status, _) = raw_send(s.addr, &[grpc_ct], framed_send("ok").into()).await;
+    assert_eq!(
+        (http, status),
+        (200, None),
+        "a valid call has its status in trailers"
+    );
+    // a2a-version that is no version, or not even text.
+    for bad in [
+        &b"garbage"[..],
+        b"1.0\x80",
+        b"\xff\xfe",
+        b"1.0, 2.0",
+        &[b'9'; 4000],
+    ] {
+        let (http, status, message) = raw_send(
+            s.addr,
+            &[grpc_ct, ("a2a-version", bad)],
+            framed_send("v").into(),
+        )
+        .await;
+        assert_eq!(http, 200);
+        assert_eq!(
+            status,
+            code(Code::FailedPrecondition),
+            "{bad:?}: {message:?}"
+        );
+    }
+    // Other codecs than protobuf are refused, whatever the spelling of proto is.
+    for ct in [
+        "application/grpc+json",
+        "application/grpc+JSON; x=y",
+        "application/grpc+",
+    ] {
+        let (http, status, message) = raw_send(
+            s.addr,
+            &[("content-type", ct.as_bytes())],
+            framed_send("v").into(),
+        )
+        .await;
+        if ct.ends_with('+') {
+            // `application/grpc+` names no codec: protobuf, served.
+            assert_eq!((http, status), (200, None), "{ct}");
+            continue;
+        }
+        assert_eq!(http, 200, "{ct}");
+        assert_eq!(status, code(Code::InvalidArgument), "{ct}: {message:?}");
+        assert!(message.unwrap().contains("content-type"), "{ct}");
+    }
+    for ct in ["application/grpc+proto", "Application/GRPC+Proto"] {
+        let (_, status, message) = raw_send(
+            s.addr,
+            &[("content-type", ct.as_bytes())],
+            framed_send("v").into(),
+        )
+        .await;
+        assert_eq!(status, None, "{ct}: {message:?}");
+    }
+    // gRPC-Web is not gRPC: the HTTP side answers it (a JSON-RPC parse error, not a
+    // crash); so does a request without any content-type.
+    for ct in [Some(&b"application/grpc-web"[..]), None] {
+        let headers: Vec<(&str, &[u8])> = ct.map(|c| ("content-type", c)).into_iter().collect();
+        let (http, status, _) = raw_send(s.addr, &headers, framed_send("v").into()).await;
+        assert!(http < 500, "{ct:?}: {http}");
+        assert_eq!(status, None);
+    }
+    // Huge metadata: refused by the HTTP/2 layer or answered, never a crash; the
+    // server serves the next call.
+    let huge = vec![b'a'; 1 << 20];
+    let http = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let sent = http
+        .post(format!(
+            "http://{}/lf.a2a.v1.A2AService/SendMessage",
+            s.addr
+        ))
+        .header("content-type", "application/grpc")
+        .header("x-huge", http::HeaderValue::from_bytes(&huge).unwrap())
+        .body(framed_send("v"))
+        .send()
+        .await;
+    if let Ok(resp) = sent {
+        assert_ne!(resp.status().as_u16(), 500);
+        assert_ne!(
+            resp.headers().get("grpc-status").map(|v| v.as_bytes()),
+            Some(&b"13"[..]),
+            "huge metadata is not INTERNAL"
+        );
+    }
+    // A message cut short by the end of the body: INVALID_ARGUMENT, not INTERNAL.
+    let mut cut = framed_send("cut short");
+    cut.truncate(cut.len() - 3);
+    let (_, status, message) = raw_send(s.addr, &[grpc_ct], cut.into()).await;
+    assert_eq!(status, code(Code::InvalidArgument), "{message:?}");
+    // A request message that never arrives whole: DEADLINE_EXCEEDED after
+    // server.header_timeout_secs (1 s here), not a call that waits forever.
+    let mut first_half = framed_send("slow");
+    first_half.truncate(4);
+    let trickle = futures::stream::iter([Ok::<_, std::io::Error>(first_half)])
+        .chain(futures::stream::pending());
+    let started = std::time::Instant::now();
+    let (_, status, message) = tokio::time::timeout(
+        Duration::from_secs(10),
+        raw_send(s.addr, &[grpc_ct], reqwest::Body::wrap_stream(trickle)),
+    )
+    .await
+    .expect("the server ends the call");
+    assert_eq!(status, code(Code::DeadlineExceeded), "{message:?}");
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    // Still serving.
+    let mut c = client(s.addr).await;
+    c.send_message(v1(send("still here"))).await.unwrap();
+}

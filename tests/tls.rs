@@ -105,6 +105,7 @@ async fn tls_connections_without_a_request_are_closed_after_the_header_timeout()
         header_timeout: HEADER,
         idle_timeout: Duration::from_secs(60),
         max_connections: 100,
+        ..a2a_gateway::server::ConnectionLimits::default()
     };
     tokio::spawn(a2a_gateway::tls::serve_tls_with_limits(
         listener,

@@ -28,15 +28,31 @@ pub struct ConnectionLimits {
     /// answer each (`/healthz` and `/readyz` as usual, anything else `503` with
     /// `Retry-After`) and are closed; beyond those, new connections are closed at once.
     pub max_connections: usize,
+    /// Interval of the server's HTTP/2 PING frames on a connection that has sent nothing
+    /// for that long (gRPC and every other HTTP/2 client); `None`: no pings. With
+    /// [`http2_keepalive_timeout`](Self::http2_keepalive_timeout) it finds peers that
+    /// vanished without closing, so their open streams (a `SubscribeToTask`, an SSE
+    /// stream over HTTP/2) end instead of waiting forever.
+    pub http2_keepalive_interval: Option<Duration>,
+    /// How long a PING may go unanswered before the connection is closed.
+    pub http2_keepalive_timeout: Duration,
 }
 
+/// Default [`ConnectionLimits::http2_keepalive_interval`]: 20 s.
+pub const HTTP2_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(20);
+/// Default [`ConnectionLimits::http2_keepalive_timeout`]: 20 s.
+pub const HTTP2_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+
 impl Default for ConnectionLimits {
-    /// 30 s header timeout, 75 s idle timeout, [`default_max_connections`].
+    /// 30 s header timeout, 75 s idle timeout, [`default_max_connections`], HTTP/2 pings
+    /// every 20 s of silence answered within 20 s.
     fn default() -> Self {
         Self {
             header_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(75),
             max_connections: default_max_connections(),
+            http2_keepalive_interval: Some(HTTP2_KEEPALIVE_INTERVAL),
+            http2_keepalive_timeout: HTTP2_KEEPALIVE_TIMEOUT,
         }
     }
 }
@@ -50,6 +66,8 @@ impl ConnectionLimits {
             max_connections: server
                 .max_connections
                 .unwrap_or_else(default_max_connections),
+            http2_keepalive_interval: Some(HTTP2_KEEPALIVE_INTERVAL),
+            http2_keepalive_timeout: HTTP2_KEEPALIVE_TIMEOUT,
         }
     }
 

@@ -58,6 +58,10 @@ pub struct TransportConfig {
     /// The public card also carries the A2A 0.3 discovery fields (`agent.v03_card_fields`).
     /// Default true.
     pub card_v03_fields: bool,
+    /// How long a gRPC call's request message may take to arrive whole after the call's
+    /// headers (`server.header_timeout_secs`); later, the call ends with
+    /// `DEADLINE_EXCEEDED`. Default 30 s.
+    pub request_message_timeout: Duration,
 }
 
 impl TransportConfig {
@@ -76,6 +80,7 @@ impl Default for TransportConfig {
             bindings: Binding::ALL.to_vec(),
             grpc_own_listener: false,
             card_v03_fields: true,
+            request_message_timeout: Duration::from_secs(30),
         }
     }
 }

@@ -4,6 +4,8 @@
 //!
 //! - [`proto`]: the generated messages, server trait and client.
 //! - [`json`]: prost message ⇄ ProtoJSON, the form the operation table speaks.
+//! - [`convert`]: our protocol types → prost messages directly, for the answers and
+//!   stream events.
 //! - [`service`]: the `A2AService` implementation (metadata checks, streams).
 //! - [`status`]: [`A2aError`](crate::A2aError) → `google.rpc.Status` with `ErrorInfo`.
 //! - [`codec`]: prost's codec with `INVALID_ARGUMENT` for undecodable messages.
@@ -15,22 +17,38 @@
 //! knowledge (h2c). With `server.grpc_listen` it has a listener of its own instead.
 //!
 //! Bad input never reaches the handler as a fault: an unknown method or service is
-//! `UNIMPLEMENTED` (reason `METHOD_NOT_FOUND`), an undecodable message
+//! `UNIMPLEMENTED` (reason `METHOD_NOT_FOUND`), an undecodable or truncated message
 //! `INVALID_ARGUMENT` (reason `PARSE_ERROR`), a message larger than
-//! `server.max_body_bytes` `RESOURCE_EXHAUSTED`, and a panic `INTERNAL` without
-//! details.
+//! `server.max_body_bytes` `RESOURCE_EXHAUSTED`, a codec other than protobuf
+//! (`application/grpc+json`, ...) `INVALID_ARGUMENT` (reason
+//! `CONTENT_TYPE_NOT_SUPPORTED`), and a panic `INTERNAL` without details. A request
+//! message that has not arrived whole [`TransportConfig::request_message_timeout`]
+//! after the call's headers (a stalled or trickling client) ends the call with
+//! `DEADLINE_EXCEEDED`, so no call waits on its client forever; dead peers of open
+//! streams are found by the server's HTTP/2 keep-alive pings
+//! ([`ConnectionLimits`](crate::server::ConnectionLimits)).
+//!
+//! [`TransportConfig::request_message_timeout`]: crate::transport::TransportConfig::request_message_timeout
 
 pub mod codec;
+pub mod convert;
 pub mod json;
 pub mod proto;
 pub mod service;
 pub mod status;
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
 use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
 use axum::response::Response;
+use bytes::Bytes;
 use tower::ServiceExt;
 
 use super::AppState;
@@ -60,6 +78,22 @@ pub fn is_grpc<B>(req: &axum::http::Request<B>) -> bool {
     rest.is_empty() || rest.starts_with('+')
 }
 
+/// The codec a gRPC `content-type` names (`proto` for `application/grpc`, `json` for
+/// `application/grpc+json`), lowercased; `None` when the request is no gRPC call.
+fn codec_of<B>(req: &axum::http::Request<B>) -> Option<String> {
+    if !is_grpc(req) {
+        return None;
+    }
+    let ct = req.headers().get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let essence = ct.split(';').next().unwrap_or("").trim();
+    let codec = essence.get(16..).unwrap_or("").trim_start_matches('+');
+    Some(if codec.is_empty() {
+        "proto".to_owned()
+    } else {
+        codec.to_ascii_lowercase()
+    })
+}
+
 /// The path of `op` on this service: `/lf.a2a.v1.A2AService/<name>`.
 pub fn method_path(op: Operation) -> String {
     format!("/{SERVICE_NAME}/{}", op.name())
@@ -69,6 +103,7 @@ pub fn method_path(op: Operation) -> String {
 /// other path, messages up to `state.config.max_body_bytes`.
 pub fn router(state: AppState) -> Router {
     let limit = state.config.max_body_bytes;
+    let message_timeout = state.config.request_message_timeout;
     let service = A2aServiceServer::new(service::A2aGrpc::new(state))
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
@@ -78,6 +113,9 @@ pub fn router(state: AppState) -> Router {
     }
     router
         .fallback(unknown_method)
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| guard(req, next, message_timeout),
+        ))
         .layer(axum::middleware::map_response(size_limit_status))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             |_: Box<dyn std::any::Any + Send>| {
@@ -106,16 +144,106 @@ async fn unknown_method(req: Request) -> Response {
     status::from_error(&err).into_http::<Body>()
 }
 
+/// Refuses codecs other than protobuf, and puts the request message under its deadline.
+async fn guard(req: Request, next: Next, message_timeout: Duration) -> Response {
+    if let Some(codec) = codec_of(&req).filter(|c| c != "proto") {
+        let codec: String = codec.chars().take(64).collect();
+        let err = A2aError::ContentTypeNotSupported(format!(
+            "gRPC content-type application/grpc+{codec} is not supported; this service speaks \
+             application/grpc (protobuf)"
+        ));
+        return status::from_error(&err).into_http::<Body>();
+    }
+    let req = req.map(|body| Body::new(DeadlineBody::new(body, message_timeout)));
+    next.run(req).await
+}
+
+/// A request body that fails with `DEADLINE_EXCEEDED` if it has not ended within its
+/// timeout of the call's start.
+struct DeadlineBody {
+    inner: Body,
+    timeout: Duration,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    failed: bool,
+}
+
+impl DeadlineBody {
+    fn new(inner: Body, timeout: Duration) -> Self {
+        Self {
+            inner,
+            timeout,
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            failed: false,
+        }
+    }
+}
+
+impl http_body::Body for DeadlineBody {
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::BoxError>>> {
+        if self.failed {
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        if self.deadline.as_mut().poll(cx).is_ready() {
+            self.failed = true;
+            let secs = self.timeout.as_secs_f64();
+            tracing::debug!(timeout_secs = secs, "gRPC request message timed out");
+            return Poll::Ready(Some(Err(Box::new(tonic::Status::deadline_exceeded(
+                format!("the request message did not arrive within {secs} s"),
+            )))));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.failed || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
 /// tonic refuses a message over the size limit with `OUT_OF_RANGE`; gRPC's own
 /// implementations (and its status code guide) use `RESOURCE_EXHAUSTED`, which is what
 /// clients retry-classify. Nothing else here answers `OUT_OF_RANGE`.
+///
+/// tonic also answers a request body that ends inside a message (a truncated
+/// message) with `INTERNAL` "Unexpected EOF decoding stream."; that is the client's
+/// fault, so it becomes `INVALID_ARGUMENT` with reason `PARSE_ERROR`.
 async fn size_limit_status(mut resp: Response) -> Response {
     let out_of_range = HeaderValue::from(tonic::Code::OutOfRange as i32);
-    if resp.headers().get(tonic::Status::GRPC_STATUS) == Some(&out_of_range) {
+    let internal = HeaderValue::from(tonic::Code::Internal as i32);
+    let grpc_status = resp.headers().get(tonic::Status::GRPC_STATUS).cloned();
+    if grpc_status.as_ref() == Some(&out_of_range) {
         resp.headers_mut().insert(
             tonic::Status::GRPC_STATUS,
             HeaderValue::from(tonic::Code::ResourceExhausted as i32),
         );
+    } else if grpc_status.as_ref() == Some(&internal)
+        && resp
+            .headers()
+            .get(tonic::Status::GRPC_MESSAGE)
+            .is_some_and(|m| m.as_bytes().starts_with(b"Unexpected%20EOF"))
+    {
+        let err = A2aError::ParseError("the request body ended inside a message".into());
+        let mut fixed = status::from_error(&err).into_http::<Body>();
+        *fixed.headers_mut() = {
+            let mut h = resp.headers().clone();
+            for (k, v) in fixed.headers() {
+                h.insert(k, v.clone());
+            }
+            h
+        };
+        return fixed;
     }
     resp
 }
