@@ -271,7 +271,7 @@ mod tests {
     fn same<T, M>(v: Value) -> M
     where
         T: DeserializeOwned + Serialize + Into<M>,
-        M: Message + Name + Default + PartialEq,
+        M: Message + Name + Default + PartialEq + std::fmt::Debug,
     {
         let ours: T = serde_json::from_value(v).expect("our type reads the fixture");
         let reflected: M = json::from_json(serde_json::to_value(&ours).unwrap()).unwrap();
