@@ -30,7 +30,7 @@ pub fn agent_card(config: &Config) -> AgentCard {
     let (security_schemes, security_requirements) = if config.server.auth.required() {
         let scheme = SecurityScheme::HttpAuthSecurityScheme(serde_json::json!({
             "scheme": "Bearer",
-            "description": "A static API key issued by the gateway's operator, sent as `Authorization: Bearer <key>` on every A2A request (JSON-RPC and HTTP+JSON).",
+            "description": "A static API key issued by the gateway's operator, sent as `Authorization: Bearer <key>` on every A2A request (JSON-RPC and HTTP+JSON as a header, gRPC as `authorization` metadata).",
         }));
         let requirement = SecurityRequirement {
             schemes: [(API_KEY_SCHEME.to_owned(), StringList { list: vec![] })].into(),

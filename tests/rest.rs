@@ -254,6 +254,8 @@ async fn bad_input_gets_the_json_error_body_never_a_500() {
         ("DELETE a task", Method::DELETE, "/tasks/t1".into(), vec![], None, 405, "METHOD_NOT_FOUND"),
         ("GET :cancel", Method::GET, "/tasks/t1:cancel".into(), vec![], None, 405, "METHOD_NOT_FOUND"),
         ("POST a task without a verb", Method::POST, "/tasks/t1".into(), vec![], None, 405, "METHOD_NOT_FOUND"),
+        ("POST a misspelt verb", Method::POST, "/tasks/t1:cancle".into(), vec![], None, 404, "METHOD_NOT_FOUND"),
+        ("PATCH :subscribe", Method::PATCH, "/tasks/t1:subscribe".into(), vec![], None, 405, "METHOD_NOT_FOUND"),
         ("tenant PUT", Method::PUT, "/acme/message:send".into(), vec![], None, 405, "METHOD_NOT_FOUND"),
         ("malformed body", Method::POST, "/message:send".into(), vec![json_ct], Some("{\"message\":".into()), 400, "PARSE_ERROR"),
         ("body is an array", Method::POST, "/message:send".into(), vec![json_ct], Some("[1,2]".into()), 400, "INVALID_PARAMS"),
@@ -294,6 +296,29 @@ async fn bad_input_gets_the_json_error_body_never_a_500() {
         .await
         .unwrap();
     assert_eq!(resp.headers()["allow"], "POST");
+    // The Allow of `/tasks/{id}` follows its verb suffix, never a method it refuses.
+    for (method, path, allow) in [
+        (Method::POST, "/tasks/t1", "GET, HEAD"),
+        (Method::DELETE, "/tasks/t1", "GET, HEAD"),
+        (Method::PUT, "/acme/tasks/t1:subscribe", "GET, HEAD, POST"),
+    ] {
+        let resp = s
+            .http
+            .request(method.clone(), format!("{}{path}", s.rest_url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 405, "{method} {path}");
+        assert_eq!(resp.headers()["allow"], allow, "{method} {path}");
+    }
+    // HEAD reads like GET: an unknown task is 404, as GET says.
+    let resp = s
+        .http
+        .head(format!("{}/tasks/t1", s.rest_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
     let resp = s
         .http
         .put(format!("{}/message:send", s.rest_url()))

@@ -22,15 +22,11 @@ pub(crate) fn parse_http_url(raw: &str) -> Result<Url, String> {
     Ok(url)
 }
 
-/// The URL as text with a password in its user-info shown as `***` (serialization
-/// only prints the effective configuration).
+/// The URL as text with a password in its user-info, and the values of secret-looking
+/// query parameters, shown as `***` (serialization only prints the effective
+/// configuration; see [`crate::telemetry::log_url`]).
 fn shown(url: &Url) -> String {
-    if url.password().is_none() {
-        return url.as_str().to_owned();
-    }
-    let mut shown = url.clone();
-    let _ = shown.set_password(Some(REDACTED));
-    shown.as_str().to_owned()
+    crate::telemetry::log_url::masked(url)
 }
 
 /// `Url` fields: parsed and checked (http/https) on the way in, plain strings (any

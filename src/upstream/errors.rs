@@ -396,14 +396,10 @@ pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
-        let s = match err.downcast_ref::<reqwest::Error>() {
-            Some(r) => {
-                // reqwest's own text may carry the URL; keep its kind only.
-                let r = r.to_string();
-                r.split(" for url (").next().unwrap_or(&r).to_owned()
-            }
-            None => err.to_string(),
-        };
+        // reqwest's text (also when a wrapper such as oauth2's repeats it) may carry the
+        // URL, credentials and all; keep the kind only.
+        let s = err.to_string();
+        let s = s.split(" for url (").next().unwrap_or(&s).to_owned();
         if !s.is_empty() && !parts.iter().any(|p| p.contains(&s)) {
             parts.push(s);
         }
@@ -480,6 +476,20 @@ pub(crate) fn redact(text: &str, secret: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn describe_drops_urls_also_from_wrapping_errors() {
+        #[derive(Debug)]
+        struct Wrapper;
+        impl std::fmt::Display for Wrapper {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("error sending request for url (http://u:PASS@h/t?secret=Q)")
+            }
+        }
+        impl std::error::Error for Wrapper {}
+        let text = describe(&Wrapper);
+        assert_eq!(text, "error sending request");
+    }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

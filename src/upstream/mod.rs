@@ -592,7 +592,7 @@ impl AgentExecutor for AgentCoreExecutor {
                         correlation_id = %id,
                         %reason,
                         detail = %e,
-                        upstream.url = %inner.settings.invocation_url,
+                        upstream.url = %crate::telemetry::log_url::LogUrl(&inner.settings.invocation_url),
                         "the task failed"
                     );
                     // The queue may be closed already; the handler fails the task then.

@@ -39,6 +39,7 @@ use serde_json::Value;
 
 use super::settings::{OAuth2Settings, TokenEndpoint};
 use super::token::{FetchedToken, TokenError, TokenSource};
+use crate::telemetry::log_url::LogUrl;
 
 /// Lifetime assumed when `expires_in` is missing or unusable.
 pub const DEFAULT_TOKEN_LIFETIME: Duration = Duration::from_secs(300);
@@ -223,7 +224,7 @@ impl OAuthClientCredentials {
 
     async fn discover(&self, url: &str) -> Result<String, TokenError> {
         let fail = |what: &str, detail: String| {
-            tracing::warn!(discovery_url = url, reason = what, %detail, "OAuth discovery failed");
+            tracing::warn!(discovery_url = %LogUrl(url), reason = what, %detail, "OAuth discovery failed");
             TokenError::new(format!("the OAuth discovery document {what}"))
                 .with_detail(format!("{url}: {detail}"))
         };
@@ -249,8 +250,8 @@ impl OAuthClientCredentials {
         match doc.get("token_endpoint").and_then(Value::as_str) {
             Some(t) if t.starts_with("https://") || t.starts_with("http://") => {
                 tracing::info!(
-                    discovery_url = url,
-                    token_endpoint = t,
+                    discovery_url = %LogUrl(url),
+                    token_endpoint = %LogUrl(t),
                     "discovered the OAuth token endpoint"
                 );
                 Ok(t.to_owned())
@@ -323,7 +324,7 @@ impl OAuthClientCredentials {
                 .status
                 .map(|s| format!("HTTP {s}"))
                 .unwrap_or_else(|| "no answer".into());
-            tracing::warn!(token_endpoint = %url, %status, reason = %what, "token request failed");
+            tracing::warn!(token_endpoint = %LogUrl(&url), %status, reason = %what, "token request failed");
             TokenError::new(format!(
                 "the upstream token endpoint failed ({status}): {what}"
             ))
@@ -339,7 +340,7 @@ impl OAuthClientCredentials {
                     Ok(l) => l,
                     Err("missing") => {
                         tracing::warn!(
-                            token_endpoint = %url,
+                            token_endpoint = %LogUrl(&url),
                             default_secs = DEFAULT_TOKEN_LIFETIME.as_secs(),
                             "token response has no expires_in; assuming the default lifetime"
                         );
@@ -351,7 +352,7 @@ impl OAuthClientCredentials {
                         ));
                     }
                 };
-                tracing::debug!(token_endpoint = %url, lifetime_secs = lifetime.as_secs(), "fetched an access token");
+                tracing::debug!(token_endpoint = %LogUrl(&url), lifetime_secs = lifetime.as_secs(), "fetched an access token");
                 Ok(FetchedToken {
                     token: SecretString::from(resp.access_token.secret().clone()),
                     lifetime: Some(lifetime),
@@ -366,7 +367,7 @@ impl OAuthClientCredentials {
                 };
                 if let Some(d) = e.error_description() {
                     tracing::debug!(
-                        token_endpoint = %url,
+                        token_endpoint = %LogUrl(&url),
                         description = %redact(d, &self.redactions()),
                         "token endpoint error description"
                     );
@@ -378,7 +379,7 @@ impl OAuthClientCredentials {
                     return Err(at(&why));
                 }
                 let why = redact(&super::errors::describe(&e), &self.redactions());
-                tracing::warn!(token_endpoint = %url, error = %why, "token endpoint unreachable");
+                tracing::warn!(token_endpoint = %LogUrl(&url), error = %why, "token endpoint unreachable");
                 Err(
                     TokenError::new("the upstream token endpoint is unreachable")
                         .with_detail(format!("token endpoint {url}: {why}")),
@@ -408,7 +409,7 @@ impl OAuthClientCredentials {
             }
             Err(RequestTokenError::Other(s)) => {
                 // oauth2's own text (it quotes the endpoint's Content-Type): log only.
-                tracing::warn!(token_endpoint = %url, error = %s, "token answer refused");
+                tracing::warn!(token_endpoint = %LogUrl(&url), error = %s, "token answer refused");
                 let what = if answer.status == Some(200) && !answer.json {
                     "the token response is not declared application/json"
                 } else if s.contains("empty") {

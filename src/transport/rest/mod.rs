@@ -42,7 +42,7 @@ use axum::extract::rejection::RawPathParamsRejection;
 use axum::extract::{ConnectInfo, RawPathParams, RawQuery, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, any, get, post};
 use axum::{Extension, Router};
 use futures::StreamExt;
 use serde_json::Value;
@@ -64,7 +64,8 @@ pub fn routes() -> Router<AppState> {
         ("/message:send", post(handle), Route::Send),
         ("/message:stream", post(handle), Route::Stream),
         ("/tasks", get(handle), Route::Tasks),
-        ("/tasks/{id}", get(handle).post(handle), Route::Task),
+        // Every method reaches `handle`: whether one fits depends on the `:verb` suffix.
+        ("/tasks/{id}", any(handle), Route::Task),
         (
             "/tasks/{id}/pushNotificationConfigs",
             get(handle).post(handle),
@@ -121,6 +122,7 @@ async fn handle(
     Extension(route): Extension<Route>,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     method: Method,
+    uri: Uri,
     params: Result<RawPathParams, RawPathParamsRejection>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -146,9 +148,10 @@ async fn handle(
     let (op, task_id) = match request::operation(route, &method, path.get("id").map(String::as_str))
     {
         Ok(found) => found,
-        Err(request::Allowed(allow)) => {
+        Err(request::Misroute::Method(allow)) => {
             return response::method_not_allowed(media, method.as_str(), Some(allow));
         }
+        Err(request::Misroute::UnknownVerb) => return response::not_found(media, uri.path()),
     };
     let requested = operations::requested_version(&headers, query.as_deref());
     let version = operations::negotiate_version(requested.as_deref()).and_then(|v| match v {

@@ -35,27 +35,36 @@ pub enum Route {
     ExtendedCard,
 }
 
-/// The methods a `/tasks/{id}` path answers, when its method and suffix disagree (for
-/// the `Allow` header of a 405).
+/// Why a request on the `/tasks/{id}` route names no operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Allowed(pub &'static str);
+pub enum Misroute {
+    /// The path exists but not for this method: the methods it answers (the `Allow`
+    /// header of a 405).
+    Method(&'static str),
+    /// A `POST /tasks/{id}:verb` whose verb is neither `cancel` nor `subscribe` (a typo
+    /// such as `:cancle`): 404, not a 405 about the method.
+    UnknownVerb,
+}
 
 const CANCEL: &str = ":cancel";
 const SUBSCRIBE: &str = ":subscribe";
 
 /// The operation `method` on `route` names, and the task id with any `:cancel` or
-/// `:subscribe` suffix removed (`None` for routes without an `{id}`).
+/// `:subscribe` suffix removed (`None` for routes without an `{id}`). `HEAD` is read as
+/// `GET` (the answer's body is dropped by the server).
 ///
 /// # Errors
-/// [`Allowed`] when the path exists but not for `method` (`GET …:cancel`, a `POST
-/// /tasks/{id}` without a suffix).
+/// [`Misroute::Method`] when the path exists but not for `method` (`GET …:cancel`,
+/// `DELETE /tasks/{id}`, a `POST /tasks/{id}` without a suffix); [`Misroute::UnknownVerb`]
+/// for a `POST` whose `:verb` suffix is unknown.
 pub fn operation(
     route: Route,
     method: &Method,
     id: Option<&str>,
-) -> Result<(Operation, Option<String>), Allowed> {
+) -> Result<(Operation, Option<String>), Misroute> {
     let id = id.map(str::to_owned);
-    let get = *method == Method::GET;
+    let get = *method == Method::GET || *method == Method::HEAD;
+    let post = *method == Method::POST;
     let op = match route {
         Route::Send => Operation::SendMessage,
         Route::Stream => Operation::SendStreamingMessage,
@@ -68,19 +77,25 @@ pub fn operation(
         Route::Task => {
             let raw = id.unwrap_or_default();
             if let Some(task) = raw.strip_suffix(SUBSCRIBE) {
-                return Ok((Operation::SubscribeToTask, Some(task.to_owned())));
+                return if get || post {
+                    Ok((Operation::SubscribeToTask, Some(task.to_owned())))
+                } else {
+                    Err(Misroute::Method("GET, HEAD, POST"))
+                };
             }
             if let Some(task) = raw.strip_suffix(CANCEL) {
-                return if get {
-                    Err(Allowed("POST"))
-                } else {
+                return if post {
                     Ok((Operation::CancelTask, Some(task.to_owned())))
+                } else {
+                    Err(Misroute::Method("POST"))
                 };
             }
             return if get {
                 Ok((Operation::GetTask, Some(raw)))
+            } else if post && raw.contains(':') {
+                Err(Misroute::UnknownVerb)
             } else {
-                Err(Allowed("GET"))
+                Err(Misroute::Method("GET, HEAD"))
             };
         }
     };
@@ -207,8 +222,25 @@ mod tests {
             op(&post, "t1:cancel"),
             Ok((Operation::CancelTask, Some("t1".into())))
         );
-        assert_eq!(op(&get, "t1:cancel"), Err(Allowed("POST")));
-        assert_eq!(op(&post, "t1"), Err(Allowed("GET")));
+        assert_eq!(op(&get, "t1:cancel"), Err(Misroute::Method("POST")));
+        assert_eq!(op(&post, "t1"), Err(Misroute::Method("GET, HEAD")));
+        assert_eq!(
+            op(&Method::HEAD, "t1"),
+            Ok((Operation::GetTask, Some("t1".into())))
+        );
+        assert_eq!(
+            op(&Method::DELETE, "t1"),
+            Err(Misroute::Method("GET, HEAD"))
+        );
+        assert_eq!(
+            op(&Method::PUT, "t1:subscribe"),
+            Err(Misroute::Method("GET, HEAD, POST"))
+        );
+        assert_eq!(op(&post, "t1:cancle"), Err(Misroute::UnknownVerb));
+        assert_eq!(
+            op(&get, "t1:cancle"),
+            Ok((Operation::GetTask, Some("t1:cancle".into())))
+        );
     }
 
     #[test]

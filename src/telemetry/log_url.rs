@@ -1,0 +1,103 @@
+//! URLs as they may appear in logs: no password, no secret-looking query value.
+//!
+//! Operators put credentials into URLs more often than they should
+//! (`https://user:pass@host/...`, `...?client_secret=...`). Every URL the gateway logs
+//! goes through [`LogUrl`], so "secrets are never logged" holds for them too.
+
+use std::fmt;
+
+use reqwest::Url;
+
+/// What a hidden part of a URL is shown as.
+const HIDDEN: &str = "***";
+
+/// Query parameter names (compared lower-case, as substrings) whose values are hidden.
+const SECRET_PARAMS: &[&str] = &[
+    "secret",
+    "token",
+    "key",
+    "password",
+    "passwd",
+    "pwd",
+    "sig",
+    "signature",
+    "credential",
+    "auth",
+    "code",
+    "assertion",
+];
+
+/// `Display` for a URL with the user-info password and the values of secret-looking
+/// query parameters (names containing `secret`, `token`, `key`, `password`, `sig`,
+/// `auth`, `code`, ...) shown as `***`. Text that does not parse as a URL is shown as
+/// `[unparsable URL]`, since it might be anything.
+pub struct LogUrl<'a>(pub &'a str);
+
+impl fmt::Display for LogUrl<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match Url::parse(self.0) {
+            Ok(url) => f.write_str(&masked(&url)),
+            Err(_) => f.write_str("[unparsable URL]"),
+        }
+    }
+}
+
+/// `url` as text with its password and secret-looking query values replaced by `***`.
+pub fn masked(url: &Url) -> String {
+    let mut shown = url.clone();
+    if shown.password().is_some() {
+        let _ = shown.set_password(Some(HIDDEN));
+    }
+    if url.query().is_some() {
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(k, v)| {
+                let lower = k.to_ascii_lowercase();
+                let secret = SECRET_PARAMS.iter().any(|s| lower.contains(s));
+                (
+                    k.into_owned(),
+                    if secret {
+                        HIDDEN.to_owned()
+                    } else {
+                        v.into_owned()
+                    },
+                )
+            })
+            .collect();
+        shown.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    shown.as_str().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_and_secret_query_values_are_hidden() {
+        let shown = LogUrl("http://tokuser:TOKPASS@127.0.0.1:2/oauth2/token?secret=QSECRET&x=1")
+            .to_string();
+        assert_eq!(
+            shown,
+            "http://tokuser:***@127.0.0.1:2/oauth2/token?secret=***&x=1"
+        );
+        for name in [
+            "client_secret",
+            "access_token",
+            "api_key",
+            "X-Amz-Signature",
+            "code",
+        ] {
+            let raw = format!("https://h/p?{name}=S3CR3T");
+            let shown = LogUrl(&raw).to_string();
+            assert!(!shown.contains("S3CR3T"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn ordinary_urls_are_unchanged() {
+        let raw = "https://bedrock-agentcore.us-east-1.amazonaws.com/runtimes/arn/invocations?qualifier=DEFAULT";
+        assert_eq!(LogUrl(raw).to_string(), raw);
+        assert_eq!(LogUrl("not a url").to_string(), "[unparsable URL]");
+    }
+}
