@@ -287,7 +287,37 @@ pub fn decode<T: DeserializeOwned>(params: Value) -> Result<T, A2aError> {
         p @ Value::Object(_) => p,
         _ => return Err(A2aError::InvalidParams("params must be an object".into())),
     };
+    if nesting_depth(&params) > MAX_PARAMS_DEPTH {
+        return Err(A2aError::InvalidParams(format!(
+            "the request message is nested deeper than {MAX_PARAMS_DEPTH} levels of objects and arrays"
+        )));
+    }
     serde_json::from_value(params).map_err(|e| A2aError::InvalidParams(e.to_string()))
+}
+
+/// The deepest nesting of objects and arrays a request message may have, counted from
+/// its own top level (`{"message":{"metadata":{...}}}` is 3 at `metadata`). Stored
+/// values must stay readable on every binding: protobuf decoders (prost, the Python and
+/// Go runtimes) stop at 100 nested messages, and each JSON level of `metadata` or a data
+/// part is three protobuf messages (`Struct`, its map entry, `Value`), so 32 JSON levels
+/// keep a Task inside a `ListTasksResponse` below that limit.
+pub const MAX_PARAMS_DEPTH: usize = 32;
+
+/// The nesting depth of `v` (a scalar is 0, `{}` and `[]` are 1), without recursion.
+fn nesting_depth(v: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Object(m) => Box::new(m.values()),
+            Value::Array(a) => Box::new(a.iter()),
+            _ => continue,
+        };
+        let depth = depth + 1;
+        deepest = deepest.max(depth);
+        stack.extend(children.map(|c| (c, depth)));
+    }
+    deepest
 }
 
 fn to_value(v: impl serde::Serialize) -> Result<Value, A2aError> {
@@ -442,6 +472,26 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn decode_refuses_params_nested_too_deep() {
+        let nested = |levels: usize| {
+            let inner = format!("{}1{}", "{\"b\":".repeat(levels), "}".repeat(levels));
+            serde_json::from_str::<Value>(&format!(
+                r#"{{"message":{{"messageId":"m","role":"ROLE_USER","parts":[{{"text":"hi"}}],"metadata":{inner}}}}}"#
+            ))
+            .unwrap()
+        };
+        // params (1) > message (2) > metadata (3) > 29 more levels = 32: accepted.
+        assert!(decode::<SendMessageRequest>(nested(30)).is_ok());
+        let e = decode::<SendMessageRequest>(nested(31)).unwrap_err();
+        assert!(
+            matches!(e, A2aError::InvalidParams(ref m) if m.contains("32 levels")),
+            "{e:?}"
+        );
+        assert_eq!(nesting_depth(&Value::Null), 0);
+        assert_eq!(nesting_depth(&serde_json::json!([[], {}])), 2);
     }
 
     #[test]
