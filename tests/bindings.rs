@@ -223,6 +223,10 @@ mod scenarios {
             let mut m = message(&format!("echo {i}"));
             m["contextId"] = json!(context);
             send(b, json!({"message": m})).await;
+            // Pages are ordered by status time (milliseconds), then id: tasks finished
+            // in one millisecond would come in id (random) order and the bindings'
+            // pages would differ by chance. A wall-clock gap keeps the order fixed.
+            tokio::time::sleep(std::time::Duration::from_millis(3)).await;
         }
         let first = unary(
             b,
