@@ -12,7 +12,6 @@ use crate::executor::AgentExecutor;
 use crate::handler::{HandlerConfig, MaintenanceConfig, RequestHandler};
 use crate::protocol::{
     AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill,
-    SecurityRequirement, SecurityScheme, StringList,
 };
 use crate::server::{self, ReadinessCheck};
 use crate::store::TaskStore;
@@ -20,28 +19,16 @@ use crate::transport::auth::Authenticator;
 use crate::transport::{AppState, TransportConfig};
 
 /// Name of the security scheme the card declares with `[server.auth] kind = "api_key"`.
-pub const API_KEY_SCHEME: &str = "apiKey";
+pub const API_KEY_SCHEME: &str = crate::identity::card::API_KEY_SCHEME;
 
 /// The public agent card described by `config` (`[agent]`), declaring every binding of
-/// `server.bindings` at `server.public_url` (see [`crate::transport::interfaces`]). With `[server.auth] kind = "api_key"` it declares the
-/// `apiKey` HTTP Bearer scheme and requires it (spec §4.5).
+/// `server.bindings` at `server.public_url` (see [`crate::transport::interfaces`]), and
+/// every `[server.auth]` scheme in `securitySchemes` / `securityRequirements` (spec §4.5,
+/// see [`crate::identity::card`]).
 pub fn agent_card(config: &Config) -> AgentCard {
     let a = &config.agent;
-    let (security_schemes, security_requirements) = if config.server.auth.required() {
-        let scheme = SecurityScheme::HttpAuthSecurityScheme(serde_json::json!({
-            "scheme": "Bearer",
-            "description": "A static API key issued by the gateway's operator, sent as `Authorization: Bearer <key>` on every A2A request (JSON-RPC and HTTP+JSON as a header, gRPC as `authorization` metadata).",
-        }));
-        let requirement = SecurityRequirement {
-            schemes: [(API_KEY_SCHEME.to_owned(), StringList { list: vec![] })].into(),
-        };
-        (
-            [(API_KEY_SCHEME.to_owned(), scheme)].into(),
-            vec![requirement],
-        )
-    } else {
-        Default::default()
-    };
+    let (security_schemes, security_requirements) =
+        crate::identity::card::security(&config.server.auth);
     AgentCard {
         name: a.name.clone(),
         description: a.description.clone(),
@@ -65,27 +52,40 @@ pub fn agent_card(config: &Config) -> AgentCard {
                     params: e.params.clone().map(serde_json::Value::Object),
                 })
                 .collect(),
-            extended_agent_card: Some(false),
+            extended_agent_card: Some(a.extended.is_some()),
         },
         security_schemes,
         security_requirements,
         default_input_modes: a.default_input_modes.clone(),
         default_output_modes: a.default_output_modes.clone(),
-        skills: a
-            .skills
-            .iter()
-            .map(|s| AgentSkill {
-                id: s.id.clone(),
-                name: s.name.clone(),
-                description: s.description.clone(),
-                tags: s.tags.clone(),
-                examples: s.examples.clone(),
-                input_modes: s.input_modes.clone().unwrap_or_default(),
-                output_modes: s.output_modes.clone().unwrap_or_default(),
-            })
-            .collect(),
+        skills: a.skills.iter().map(skill).collect(),
         icon_url: None,
     }
+}
+
+fn skill(s: &crate::config::SkillConfig) -> AgentSkill {
+    AgentSkill {
+        id: s.id.clone(),
+        name: s.name.clone(),
+        description: s.description.clone(),
+        tags: s.tags.clone(),
+        examples: s.examples.clone(),
+        input_modes: s.input_modes.clone().unwrap_or_default(),
+        output_modes: s.output_modes.clone().unwrap_or_default(),
+    }
+}
+
+/// The extended agent card (`[agent.extended]`, spec §3.1.11): the public `card` with
+/// the extended description and the extended skills after the public ones. `None`
+/// without `[agent.extended]`.
+pub fn extended_agent_card(config: &Config, card: &AgentCard) -> Option<AgentCard> {
+    let ext = config.agent.extended.as_ref()?;
+    let mut extended = card.clone();
+    if let Some(d) = &ext.description {
+        extended.description = d.clone();
+    }
+    extended.skills.extend(ext.skills.iter().map(skill));
+    Some(extended)
 }
 
 /// The interfaces the card declares, in `server.bindings` order (see
@@ -125,6 +125,8 @@ impl Gateway {
         let card = agent_card(config);
         let handler_config = HandlerConfig {
             max_concurrent_tasks: config.server.max_concurrent_tasks,
+            extended_agent_card: extended_agent_card(config, &card),
+            extended_agent_card_enabled: config.agent.extended.is_some(),
             ..HandlerConfig::default()
         }
         .with_card(&card);
@@ -138,6 +140,7 @@ impl Gateway {
             card_v03_fields: config.agent.v03_card_fields,
             request_message_timeout: config.server.header_timeout(),
         };
+        transport.auth.start();
         let state = AppState::new(handler, card, transport);
         let router = server::router(state.clone(), ready);
         Self {

@@ -34,6 +34,7 @@ mod log;
 mod serde_util;
 mod server;
 mod server_auth;
+mod server_jwt;
 mod sources;
 mod store;
 mod telemetry;
@@ -42,13 +43,16 @@ mod upstream;
 #[cfg(test)]
 mod tests;
 
-pub use agent::{AgentConfig, AgentProviderConfig, ExtensionConfig, SkillConfig};
+pub use agent::{
+    AgentConfig, AgentProviderConfig, ExtendedCardConfig, ExtensionConfig, SkillConfig,
+};
 pub use arn::{AgentRuntimeArn, ArnError};
 pub use auth::{AuthKind, UpstreamAuthConfig};
 pub use error::{ConfigError, ConfigOrigin};
 pub use log::{LogConfig, LogFormat};
 pub use server::{Binding, ServerConfig};
 pub use server_auth::{ApiKeyConfig, SHA256_LEN, ServerAuthConfig, ServerAuthKind, sha256_hex};
+pub use server_jwt::{DEFAULT_ALGORITHMS, HmacSecret, JwtConfig, KNOWN_ALGORITHMS};
 pub use sources::ENV_PREFIX;
 pub use store::{SqliteLocation, StoreConfig, StoreUrl, StoreUrlError};
 pub use telemetry::TelemetryConfig;
@@ -228,6 +232,13 @@ impl Config {
     fn validate(&self) -> Result<(), Invalid> {
         self.server.validate()?;
         self.agent.validate()?;
+        if self.agent.extended.is_some() && !self.server.auth.required() {
+            return Err(Invalid::because_of(
+                "agent.extended",
+                "server.auth.kind",
+                "the extended card is for authenticated callers: configure [server.auth] (api_key or jwt)",
+            ));
+        }
         self.store.validate()?;
         self.upstream.validate()?;
         self.log.validate()

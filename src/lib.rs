@@ -23,6 +23,7 @@ pub mod demo;
 pub mod error;
 pub mod executor;
 pub mod handler;
+pub mod identity;
 pub mod ops;
 pub mod protocol;
 pub mod server;

@@ -98,7 +98,7 @@ fn http_router(state: AppState, ready: Option<ReadinessCheck>) -> Router {
     let ops = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
-        .with_state((state.handler.clone(), ready));
+        .with_state((state.handler.clone(), ready, state.config.auth.clone()));
     a2a_routes(state)
         .merge(ops)
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
@@ -110,7 +110,11 @@ fn http_router(state: AppState, ready: Option<ReadinessCheck>) -> Router {
 }
 
 async fn readyz(
-    State((handler, ready)): State<(RequestHandler, Option<ReadinessCheck>)>,
+    State((handler, ready, auth)): State<(
+        RequestHandler,
+        Option<ReadinessCheck>,
+        crate::identity::Authenticator,
+    )>,
 ) -> Response {
     if let Err(e) = handler.store().ping().await {
         tracing::warn!(error = %e, "readiness: the task store is unreachable or takes no writes");
@@ -125,7 +129,11 @@ async fn readyz(
     {
         return (StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")).into_response();
     }
-    (StatusCode::OK, "ready\n").into_response()
+    match auth.readiness() {
+        Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, format!("{reason}\n")).into_response(),
+        Ok(Some(note)) => (StatusCode::OK, format!("ready\n{note}\n")).into_response(),
+        Ok(None) => (StatusCode::OK, "ready\n").into_response(),
+    }
 }
 
 /// Default longest time a client may take to send a request's head (see

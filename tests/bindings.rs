@@ -664,3 +664,186 @@ async fn a_stream_started_on_one_binding_resumes_on_another() {
         );
     }
 }
+
+/// Two tenants with two callers each, bound to their API keys (`[[server.auth.keys]]
+/// tenant`): on every binding, no operation of one caller reaches another caller's task
+/// (same tenant or not), and the answer is exactly TaskNotFound; a request naming a
+/// tenant its credential does not allow is refused with 403 / PERMISSION_DENIED.
+#[tokio::test]
+async fn tenants_and_callers_never_reach_each_others_tasks() {
+    use a2a_gateway::config::{ApiKeyConfig, ServerAuthConfig, ServerAuthKind, sha256_hex};
+    use a2a_gateway::transport::TransportConfig;
+    use a2a_gateway::transport::auth::Authenticator;
+    let callers = [("a1", "t1"), ("b1", "t1"), ("a2", "t2"), ("b2", "t2")];
+    let key = |caller: &str| format!("key-of-{caller}-0123456789abcdef");
+    let auth = ServerAuthConfig {
+        kind: ServerAuthKind::ApiKey,
+        keys: callers
+            .iter()
+            .map(|(c, t)| ApiKeyConfig::from_sha256(*c, sha256_hex(&key(c))).with_tenant(*t))
+            .collect(),
+        ..ServerAuthConfig::default()
+    };
+    let s = bindings_common::server::start_with(TransportConfig {
+        auth: Authenticator::from_config(&auth),
+        ..TransportConfig::default()
+    })
+    .await;
+    let not_found = Codes {
+        jsonrpc: -32001,
+        http: 404,
+        grpc: "NOT_FOUND",
+    };
+    let forbidden = Codes {
+        jsonrpc: -32600,
+        http: 403,
+        grpc: "PERMISSION_DENIED",
+    };
+    for b in s.bindings() {
+        let b = b.as_ref();
+        let owner = Opts::bearer(&key("a1"));
+        // a1's tasks: one waiting for input, one streaming (gated, with an event id).
+        let ask = b
+            .unary(
+                Operation::SendMessage,
+                json!({"message": message("ask")}),
+                &owner,
+            )
+            .await
+            .unwrap()["task"]
+            .clone();
+        let id = ask["id"].as_str().unwrap().to_owned();
+        assert_eq!(state_of(&ask), "TASK_STATE_INPUT_REQUIRED");
+        // Naming its own tenant explicitly is the same scope.
+        let own = b
+            .unary(
+                Operation::GetTask,
+                json!({"id": id, "tenant": "t1"}),
+                &owner,
+            )
+            .await
+            .unwrap();
+        assert_eq!(own["id"], id.as_str(), "{}", b.name());
+        let mut follow = message("more");
+        follow["taskId"] = json!(id);
+        let hook = "http://127.0.0.1:9/hook";
+        for (other, tenant) in &callers[1..] {
+            let o = Opts::bearer(&key(other));
+            let who = format!("{} as {other} ({tenant})", b.name());
+            #[rustfmt::skip]
+            let unary_cases: Vec<(&str, Operation, Value)> = vec![
+                ("get", Operation::GetTask, json!({"id": id})),
+                ("cancel", Operation::CancelTask, json!({"id": id})),
+                ("follow-up", Operation::SendMessage, json!({"message": follow})),
+            ];
+            for (what, op, req) in unary_cases {
+                let err = b.unary(op, req, &o).await.expect_err(&who);
+                assert_eq!(
+                    err,
+                    Failure {
+                        reason: "TASK_NOT_FOUND".into(),
+                        code: b.code(not_found)
+                    },
+                    "{what}: {who}"
+                );
+            }
+            // Push configs (issue 10): never a success on another's task.
+            for (op, req) in [
+                (
+                    Operation::CreateTaskPushNotificationConfig,
+                    json!({"taskId": id, "url": hook}),
+                ),
+                (
+                    Operation::GetTaskPushNotificationConfig,
+                    json!({"taskId": id, "id": "c1"}),
+                ),
+                (
+                    Operation::ListTaskPushNotificationConfigs,
+                    json!({"taskId": id}),
+                ),
+                (
+                    Operation::DeleteTaskPushNotificationConfig,
+                    json!({"taskId": id, "id": "c1"}),
+                ),
+            ] {
+                let err = b.unary(op, req, &o).await.expect_err(&who);
+                assert!(
+                    ["TASK_NOT_FOUND", "PUSH_NOTIFICATION_NOT_SUPPORTED"]
+                        .contains(&err.reason.as_str()),
+                    "{}: {who}: {err:?}",
+                    op.name()
+                );
+            }
+            let listed = b.unary(Operation::ListTasks, json!({}), &o).await.unwrap();
+            assert!(
+                listed["tasks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|t| t["id"] != id.as_str()),
+                "list: {who}: {listed}"
+            );
+            let err = b
+                .stream(Operation::SubscribeToTask, json!({"id": id}), &o)
+                .await
+                .err()
+                .expect(&who);
+            assert_eq!(err.reason, "TASK_NOT_FOUND", "subscribe: {who}");
+            assert_eq!(err.code, b.code(not_found), "subscribe: {who}");
+            if resumable(b) {
+                let resume = Opts {
+                    last_event_id: Some("1".into()),
+                    ..o.clone()
+                };
+                let err = b
+                    .stream(Operation::SubscribeToTask, json!({"id": id}), &resume)
+                    .await
+                    .err()
+                    .expect(&who);
+                assert_eq!(err.reason, "TASK_NOT_FOUND", "resume: {who}");
+            }
+            // Naming a1's tenant: allowed for b1 (same tenant, still not a1's task),
+            // refused for the t2 callers.
+            let named = b
+                .unary(Operation::GetTask, json!({"id": id, "tenant": "t1"}), &o)
+                .await
+                .expect_err(&who);
+            if *tenant == "t1" {
+                assert_eq!(named.reason, "TASK_NOT_FOUND", "{who}");
+            } else {
+                assert_eq!(named.code, b.code(forbidden), "{who}: {named:?}");
+                assert_eq!(named.reason, "PERMISSION_DENIED", "{who}");
+            }
+        }
+        // Nothing the others did changed a1's task; its own follow-up completes it.
+        let still = b
+            .unary(Operation::GetTask, json!({"id": id}), &owner)
+            .await
+            .unwrap();
+        assert_eq!(
+            state_of(&still),
+            "TASK_STATE_INPUT_REQUIRED",
+            "{}",
+            b.name()
+        );
+        let done = b
+            .unary(Operation::SendMessage, json!({"message": follow}), &owner)
+            .await
+            .unwrap();
+        assert_eq!(state_of(&done["task"]), "TASK_STATE_COMPLETED");
+        // Without a credential: 401 / UNAUTHENTICATED.
+        let err = b
+            .unary(Operation::GetTask, json!({"id": id}), &Opts::default())
+            .await
+            .expect_err("no credential");
+        assert_eq!(err.reason, "UNAUTHENTICATED", "{}", b.name());
+        assert_eq!(
+            err.code,
+            b.code(Codes {
+                jsonrpc: -32600,
+                http: 401,
+                grpc: "UNAUTHENTICATED"
+            })
+        );
+    }
+}

@@ -352,7 +352,7 @@ async fn authentication_refusals_use_the_rest_error_shape() {
         (None, "Bearer realm=\"a2a-gateway\""),
         (
             Some("Bearer wrong"),
-            "Bearer realm=\"a2a-gateway\", error=\"invalid_token\"",
+            "Bearer realm=\"a2a-gateway\", error=\"invalid_token\", error_description=\"the credential is not accepted\"",
         ),
     ] {
         let mut req = s.http.get(format!("{}/tasks", s.rest_url()));

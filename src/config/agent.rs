@@ -48,6 +48,23 @@ pub struct AgentConfig {
     /// schema allows no extra properties) refuses them: set `false` when no 0.3 client
     /// calls (see `docs/conformance.md`).
     pub v03_card_fields: bool,
+    /// `[agent.extended]`: the extended agent card (spec §3.1.11) only authenticated
+    /// callers get from GetExtendedAgentCard; `capabilities.extendedAgentCard` is then
+    /// true. Needs `[server.auth]`. Default none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extended: Option<ExtendedCardConfig>,
+}
+
+/// `[agent.extended]`: what the extended card adds to the public one.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExtendedCardConfig {
+    /// Replaces `agent.description` on the extended card.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `[[agent.extended.skills]]`: skills listed after the public ones, for
+    /// authenticated callers only. Ids must differ from the public skills'.
+    pub skills: Vec<SkillConfig>,
 }
 
 /// One `[[agent.extensions]]` entry: an A2A extension the agent supports (spec §4.6).
@@ -84,6 +101,7 @@ impl Default for AgentConfig {
             streaming: true,
             extensions: Vec::new(),
             v03_card_fields: true,
+            extended: None,
         }
     }
 }
@@ -141,6 +159,28 @@ impl Default for SkillConfig {
 
 impl AgentConfig {
     pub(crate) fn validate(&self) -> Result<(), Invalid> {
+        if let Some(ext) = &self.extended {
+            if ext
+                .description
+                .as_ref()
+                .is_some_and(|d| d.trim().is_empty())
+            {
+                return Err(Invalid::new(
+                    "agent.extended.description",
+                    "must not be empty",
+                ));
+            }
+            for (i, skill) in ext.skills.iter().enumerate() {
+                if self.skills.iter().any(|s| s.id == skill.id)
+                    || ext.skills[..i].iter().any(|s| s.id == skill.id)
+                {
+                    return Err(Invalid::new(
+                        format!("agent.extended.skills.{i}.id"),
+                        format!("skill id {:?} is already used", skill.id),
+                    ));
+                }
+            }
+        }
         for (key, value) in [
             ("agent.name", &self.name),
             ("agent.description", &self.description),

@@ -1,7 +1,9 @@
 //! `[server.auth]`: how callers authenticate to the gateway (inbound).
 //!
 //! Only hashes of API keys are configured (`sha256`), or a file holding the raw key
-//! (`key_file`), hashed at load. The raw key itself is never a config value.
+//! (`key_file`), hashed at load. The raw key itself is never a config value. JWT bearer
+//! tokens are configured in `[server.auth.jwt]` ([`JwtConfig`]). A caller may hold several
+//! keys (rotation with overlap); each key may bind its caller to a tenant.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -12,24 +14,43 @@ use sha2::{Digest, Sha256};
 
 use super::error::Invalid;
 use super::serde_util::secret_string_opt;
+use super::server_jwt::JwtConfig;
 
 /// Length in bytes of a SHA-256 digest.
 pub const SHA256_LEN: usize = 32;
 
 /// `[server.auth]`: inbound authentication.
 ///
-/// After [`Config::load`](super::Config::load), `kind = "api_key"` guarantees at least one
-/// key, distinct callers and distinct keys, and every key's [`ApiKeyConfig::digest`] set.
+/// After [`Config::load`](super::Config::load), the `api_key` scheme guarantees at least
+/// one key, distinct keys, and every key's [`ApiKeyConfig::digest`] set; the `jwt` scheme
+/// guarantees a valid `[server.auth.jwt]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerAuthConfig {
-    /// `none` (default): every caller is the `anonymous` owner. `api_key`: every A2A request
-    /// must carry `Authorization: Bearer <key>` of one of `keys`.
+    /// One scheme: `none` (default; every caller is the `anonymous` owner), `api_key`
+    /// (`Authorization: Bearer <key>` of one of `keys`) or `jwt` (a bearer JWT that
+    /// `[server.auth.jwt]` accepts). For several schemes use `schemes` instead.
     pub kind: ServerAuthKind,
+    /// Several schemes at once (`["api_key", "jwt"]`): a request must satisfy one of them.
+    /// Set this or `kind`, not both.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub schemes: Vec<ServerAuthKind>,
     /// `[[server.auth.keys]]`: the accepted keys and the caller each one stands for
-    /// (`api_key` only).
+    /// (`api_key` only). A caller may have several keys.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub keys: Vec<ApiKeyConfig>,
+    /// `[server.auth.jwt]`: the accepted JWTs (`jwt` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jwt: Option<JwtConfig>,
+    /// The JWT claim naming the caller's tenant (a string, or a list of the tenants the
+    /// caller may use, the first being its default). Unset: JWTs bind no tenant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant_claim: Option<String>,
+    /// The tenant of a credential that names none (a key without `tenant`, a token without
+    /// the claim). Setting it, `tenant_claim` or any key's `tenant` binds every call's
+    /// tenant to its credential: a request naming another tenant is refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_tenant: Option<String>,
 }
 
 /// The inbound authentication scheme.
@@ -41,6 +62,8 @@ pub enum ServerAuthKind {
     None,
     /// Static API keys sent as bearer tokens.
     ApiKey,
+    /// JWT bearer tokens (OAuth 2.0 / OpenID Connect), `[server.auth.jwt]`.
+    Jwt,
 }
 
 /// One `[[server.auth.keys]]` entry: a caller and its key, as a hash or a file.
@@ -60,6 +83,9 @@ pub struct ApiKeyConfig {
     /// Set this or `sha256`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_file: Option<PathBuf>,
+    /// The tenant this key binds its calls to (see `server.auth.default_tenant`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
     /// The digest from `sha256` or `key_file`, filled at load.
     #[serde(skip)]
     pub(crate) digest: Option<[u8; SHA256_LEN]>,
@@ -75,6 +101,7 @@ impl fmt::Debug for ApiKeyConfig {
                 &self.sha256.as_ref().map(|_| super::serde_util::REDACTED),
             )
             .field("key_file", &self.key_file)
+            .field("tenant", &self.tenant)
             .finish_non_exhaustive()
     }
 }
@@ -86,8 +113,15 @@ impl ApiKeyConfig {
             caller: caller.into(),
             sha256: Some(sha256.into()),
             key_file: None,
+            tenant: None,
             digest: None,
         }
+    }
+
+    /// The same key, binding its calls to `tenant`.
+    pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = Some(tenant.into());
+        self
     }
 
     /// The SHA-256 of the key: filled at load, or parsed from `sha256`. `None` only for an
@@ -136,36 +170,116 @@ const KIND: &str = "server.auth.kind";
 const KEYS: &str = "server.auth.keys";
 
 impl ServerAuthConfig {
+    /// The configured schemes (`schemes`, else `kind`), `none` left out: empty when no
+    /// authentication is required.
+    pub fn effective_schemes(&self) -> Vec<ServerAuthKind> {
+        let all = if self.schemes.is_empty() {
+            vec![self.kind]
+        } else {
+            self.schemes.clone()
+        };
+        let mut out: Vec<ServerAuthKind> = Vec::new();
+        for s in all {
+            if s != ServerAuthKind::None && !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        out
+    }
+
     /// Whether callers must authenticate.
     pub fn required(&self) -> bool {
-        self.kind == ServerAuthKind::ApiKey
+        !self.effective_schemes().is_empty()
+    }
+
+    /// Whether `scheme` is configured.
+    pub fn uses(&self, scheme: ServerAuthKind) -> bool {
+        self.effective_schemes().contains(&scheme)
+    }
+
+    /// Whether the tenant of a call is bound to its credential (`tenant_claim`,
+    /// `default_tenant` or a key's `tenant` is set).
+    pub fn binds_tenants(&self) -> bool {
+        self.tenant_claim.is_some()
+            || self.default_tenant.is_some()
+            || self.keys.iter().any(|k| k.tenant.is_some())
+    }
+
+    /// The key-file and `jwt`-table form of [`ServerAuthConfig`] for a JWT scheme only.
+    pub fn jwt_only(jwt: JwtConfig) -> Self {
+        Self {
+            kind: ServerAuthKind::Jwt,
+            jwt: Some(jwt),
+            ..Self::default()
+        }
     }
 
     pub(crate) fn validate(&self) -> Result<(), Invalid> {
-        match self.kind {
-            ServerAuthKind::None => {
-                if !self.keys.is_empty() {
-                    return Err(Invalid::new(
-                        KEYS,
-                        format!(
-                            "is only used when {KIND} = \"api_key\", but {KIND} is \"none\": set {KIND} = \"api_key\" to require them"
-                        ),
-                    ));
-                }
-                return Ok(());
-            }
-            ServerAuthKind::ApiKey if self.keys.is_empty() => {
-                return Err(Invalid::because_of(
-                    KEYS,
-                    KIND,
+        if self.kind != ServerAuthKind::None && !self.schemes.is_empty() {
+            return Err(Invalid::new(
+                "server.auth.schemes",
+                format!("set either {KIND} or server.auth.schemes, not both"),
+            ));
+        }
+        let api_key = self.uses(ServerAuthKind::ApiKey);
+        let jwt = self.uses(ServerAuthKind::Jwt);
+        if !api_key && !self.keys.is_empty() {
+            return Err(Invalid::new(
+                KEYS,
+                format!(
+                    "is only used with the api_key scheme: set {KIND} = \"api_key\" (or add it to server.auth.schemes) to require them"
+                ),
+            ));
+        }
+        match (&self.jwt, jwt) {
+            (Some(_), false) => {
+                return Err(Invalid::new(
+                    "server.auth.jwt",
                     format!(
-                        "needs at least one key when {KIND} = \"api_key\" (add [[server.auth.keys]] with caller and sha256 or key_file)"
+                        "is only used with the jwt scheme: set {KIND} = \"jwt\" (or add it to server.auth.schemes)"
                     ),
                 ));
             }
-            ServerAuthKind::ApiKey => {}
+            (None, true) => {
+                return Err(Invalid::because_of(
+                    "server.auth.jwt",
+                    KIND,
+                    "is required with the jwt scheme (issuer, audience, jwks_url or discovery_url)",
+                ));
+            }
+            (Some(j), true) => j.validate()?,
+            (None, false) => {}
         }
-        let mut callers: HashMap<&str, usize> = HashMap::new();
+        if !self.required() {
+            if self.binds_tenants() {
+                return Err(Invalid::new(
+                    "server.auth.default_tenant",
+                    "tenants can only be bound to credentials when authentication is on (api_key or jwt)",
+                ));
+            }
+            return Ok(());
+        }
+        if self.tenant_claim.is_some() && !jwt {
+            return Err(Invalid::new(
+                "server.auth.tenant_claim",
+                "is only used with the jwt scheme",
+            ));
+        }
+        if let Some(c) = &self.tenant_claim
+            && c.trim().is_empty()
+        {
+            return Err(Invalid::new(
+                "server.auth.tenant_claim",
+                "must not be empty",
+            ));
+        }
+        if api_key && self.keys.is_empty() {
+            return Err(Invalid::because_of(
+                KEYS,
+                KIND,
+                "needs at least one key with the api_key scheme (add [[server.auth.keys]] with caller and sha256 or key_file)".to_string(),
+            ));
+        }
         for (i, key) in self.keys.iter().enumerate() {
             let at = |field: &str| format!("{KEYS}.{i}.{field}");
             let caller = key.caller.as_str();
@@ -176,14 +290,6 @@ impl ServerAuthConfig {
                 return Err(Invalid::new(
                     at("caller"),
                     "must not have surrounding spaces or control characters",
-                ));
-            }
-            if let Some(first) = callers.insert(caller, i) {
-                return Err(Invalid::new(
-                    at("caller"),
-                    format!(
-                        "caller {caller:?} is already used by {KEYS}.{first}; one key per caller"
-                    ),
                 ));
             }
             match (&key.sha256, &key.key_file) {
@@ -213,8 +319,12 @@ impl ServerAuthConfig {
     }
 
     /// Fills every key's digest, from `sha256` or by reading and hashing `key_file`; refuses
-    /// two entries with the same key. Runs after [`validate`](Self::validate).
+    /// two entries with the same key; reads the JWT HMAC secret. Runs after
+    /// [`validate`](Self::validate), and again on reload (`SIGHUP`).
     pub(crate) fn load_keys(&mut self) -> Result<(), Invalid> {
+        if let Some(jwt) = &mut self.jwt {
+            jwt.load_secret()?;
+        }
         let mut seen: HashMap<[u8; SHA256_LEN], usize> = HashMap::new();
         for (i, key) in self.keys.iter_mut().enumerate() {
             let digest = match (&key.sha256, &key.key_file) {
@@ -246,7 +356,7 @@ impl ServerAuthConfig {
             if let Some(first) = seen.insert(digest, i) {
                 return Err(Invalid::new(
                     format!("{KEYS}.{i}"),
-                    format!("has the same key as {KEYS}.{first}; each caller needs its own key"),
+                    format!("has the same key as {KEYS}.{first}; every key must be distinct"),
                 ));
             }
             key.digest = Some(digest);

@@ -107,8 +107,22 @@ fn fully_populated() -> Config {
                     caller: "c".into(),
                     sha256: Some("0".repeat(64)),
                     key_file: Some("k".into()),
+                    tenant: Some("t".into()),
                     digest: None,
                 }],
+                schemes: vec![ServerAuthKind::ApiKey, ServerAuthKind::Jwt],
+                jwt: Some(crate::config::JwtConfig {
+                    issuer: "https://i.example/".into(),
+                    audience: vec!["a".into()],
+                    jwks_url: Some("https://i.example/jwks".parse().unwrap()),
+                    discovery_url: Some("https://i.example/d".parse().unwrap()),
+                    token_url: Some("https://i.example/t".parse().unwrap()),
+                    required_scopes: vec!["s".into()],
+                    hmac_secret_file: Some("h".into()),
+                    ..Default::default()
+                }),
+                tenant_claim: Some("tenant".into()),
+                default_tenant: Some("t".into()),
             },
             grpc_listen: Some("127.0.0.1:2".parse().unwrap()),
         },
@@ -140,6 +154,18 @@ fn fully_populated() -> Config {
                 params: Some(serde_json::Map::from_iter([("header".into(), "x".into())])),
             }],
             v03_card_fields: false,
+            extended: Some(crate::config::ExtendedCardConfig {
+                description: Some("more".into()),
+                skills: vec![SkillConfig {
+                    id: "x".into(),
+                    name: "X".into(),
+                    description: "d".into(),
+                    tags: vec!["t".into()],
+                    examples: vec!["e".into()],
+                    input_modes: Some(vec!["text/plain".into()]),
+                    output_modes: Some(vec!["text/plain".into()]),
+                }],
+            }),
         },
         store: StoreConfig {
             url: StoreUrl::Memory,
@@ -1008,20 +1034,18 @@ fn keys_without_api_key_kind_are_refused() {
 }
 
 #[test]
-fn duplicate_callers_are_refused() {
+fn a_caller_may_hold_several_keys() {
     let (_dir, path) = file(&format!(
-        "[server.auth]\nkind = \"api_key\"\n[[server.auth.keys]]\ncaller = \"a\"\nsha256 = \"{}\"\n[[server.auth.keys]]\ncaller = \"a\"\nsha256 = \"{}\"\n",
+        "[server.auth]\nkind = \"api_key\"\n[[server.auth.keys]]\ncaller = \"a\"\nsha256 = \"{}\"\n[[server.auth.keys]]\ncaller = \"a\"\nsha256 = \"{}\"\ntenant = \"t1\"\n",
         sha256_hex(KEY_A),
         sha256_hex(KEY_B)
     ));
-    let (message, err) = load_err(sources(Some(&path), &[]));
-    let (key, origin) = invalid_parts(&err);
-    assert_eq!(key, "server.auth.keys.1.caller");
-    assert!(
-        matches!(origin, ConfigOrigin::File { line: Some(7), .. }),
-        "{origin:?}"
-    );
-    assert!(message.contains("server.auth.keys.0"), "{message}");
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    let keys = &config.server.auth.keys;
+    assert_eq!(keys.len(), 2);
+    assert!(keys.iter().all(|k| k.caller == "a" && k.digest().is_some()));
+    assert_eq!(keys[1].tenant.as_deref(), Some("t1"));
+    assert!(config.server.auth.binds_tenants());
 }
 
 #[test]

@@ -95,8 +95,8 @@ pub async fn handle(
 ) -> Response {
     let started = Instant::now();
     let peer = peer.map(|Extension(ConnectInfo(addr))| addr);
-    let owner = match state.config.auth.check(&headers, peer) {
-        Ok(owner) => owner,
+    let identity = match state.config.auth.check(&headers, peer).await {
+        Ok(identity) => identity,
         Err(unauthorized) => return *unauthorized,
     };
     if let Err(err) = operations::check_content_type(&headers) {
@@ -143,7 +143,10 @@ pub async fn handle(
             };
         }
     };
-    let call = operations::call_context(owner, &headers, &params);
+    let call = match operations::call_context(identity.as_ref(), &headers, &params) {
+        Ok(call) => call,
+        Err(refused) => return refused.jsonrpc_response(id.as_ref()),
+    };
     let last_event_id = headers
         .get("last-event-id")
         .map(|v| v.to_str().unwrap_or("<not text>").to_owned());

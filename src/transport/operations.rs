@@ -18,6 +18,7 @@ use super::AppState;
 use crate::error::A2aError;
 use crate::executor::CallContext;
 use crate::handler::EventStream;
+use crate::identity::{AuthFailure, Identity};
 use crate::protocol::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
 };
@@ -235,23 +236,36 @@ pub fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
         .collect()
 }
 
-/// The caller of one request: `owner` as authenticated (`None`: the anonymous owner),
-/// the tenant named by the request message's `tenant` field (a REST path tenant is put
-/// there by its adapter), and the extensions `headers` activate.
-pub fn call_context(owner: Option<String>, headers: &HeaderMap, params: &Value) -> CallContext {
+/// The caller of one request: the owner is the authenticated caller (`None`: the
+/// anonymous owner); the tenant is the one the request message's `tenant` field names (a
+/// REST path tenant is put there by its adapter), bound to the credential by
+/// [`Identity::tenant_for`]; and the extensions `headers` activate.
+///
+/// # Errors
+/// [`AuthFailure::TenantNotAllowed`] when the request names a tenant the credential does
+/// not allow (already logged and counted).
+pub fn call_context(
+    identity: Option<&Identity>,
+    headers: &HeaderMap,
+    params: &Value,
+) -> Result<CallContext, AuthFailure> {
     let mut ctx = CallContext::anonymous();
-    if let Some(owner) = owner {
-        ctx.owner = owner;
-    }
-    if let Some(t) = params.get("tenant").and_then(Value::as_str) {
-        ctx.tenant = t.to_owned();
+    let requested = params.get("tenant").and_then(Value::as_str).unwrap_or("");
+    match identity {
+        Some(id) => {
+            ctx.owner = id.caller.clone();
+            ctx.tenant = id
+                .tenant_for(requested)
+                .inspect_err(|f| crate::identity::record(*f, None))?;
+        }
+        None => ctx.tenant = requested.to_owned(),
     }
     ctx.requested_extensions = requested_extensions(headers);
     ctx.trace_parent = headers
         .get("traceparent")
         .and_then(|v| v.to_str().ok())
         .and_then(crate::telemetry::trace::TraceParent::parse);
-    ctx
+    Ok(ctx)
 }
 
 /// Reads a `Last-Event-ID` (the SSE resume cursor this server issued as `id:`): absent

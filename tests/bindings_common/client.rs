@@ -15,9 +15,19 @@ pub struct Opts {
     pub last_event_id: Option<String>,
     /// A `Content-Type` other than JSON, for the content-type error (HTTP bindings).
     pub content_type: Option<&'static str>,
+    /// The credential sent as `Authorization: Bearer <credential>` (every binding).
+    pub bearer: Option<String>,
 }
 
 impl Opts {
+    /// Options that authenticate with `credential`.
+    pub fn bearer(credential: &str) -> Self {
+        Opts {
+            bearer: Some(credential.to_owned()),
+            ..Opts::default()
+        }
+    }
+
     /// Options that resume after event `id`.
     pub fn resume_after(id: u64) -> Self {
         Opts {

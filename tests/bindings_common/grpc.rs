@@ -93,6 +93,12 @@ fn request<M: Message + Name + Default>(request: Value, opts: &Opts) -> Request<
         "a2a-version",
         opts.version.unwrap_or("1.0").parse().expect("ASCII"),
     );
+    if let Some(bearer) = &opts.bearer {
+        req.metadata_mut().insert(
+            "authorization",
+            format!("Bearer {bearer}").parse().expect("ASCII"),
+        );
+    }
     req
 }
 

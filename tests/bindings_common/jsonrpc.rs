@@ -56,6 +56,9 @@ impl JsonRpc {
         if let Some(last) = &opts.last_event_id {
             req = req.header("last-event-id", last);
         }
+        if let Some(bearer) = &opts.bearer {
+            req = req.bearer_auth(bearer);
+        }
         req.send().await.expect("the gateway answers")
     }
 }
@@ -74,7 +77,10 @@ impl Binding for JsonRpc {
         let resp = self.post(op, request, opts).await;
         let status = resp.status().as_u16();
         let v: Value = resp.json().await.expect("a JSON body");
-        assert!(status == 200 || status == 415, "HTTP {status}: {v}");
+        assert!(
+            matches!(status, 200 | 401 | 403 | 415),
+            "HTTP {status}: {v}"
+        );
         unframe(v)
     }
 

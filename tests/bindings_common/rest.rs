@@ -155,6 +155,9 @@ impl Rest {
         if let Some(last) = &opts.last_event_id {
             req = req.header("last-event-id", last);
         }
+        if let Some(bearer) = &opts.bearer {
+            req = req.bearer_auth(bearer);
+        }
         req.send().await.expect("the gateway answers")
     }
 }

@@ -51,19 +51,20 @@ impl A2aGrpc {
     }
 
     /// Authentication, version check and the request message as ProtoJSON.
-    fn prepare<M: Message + Name>(
+    async fn prepare<M: Message + Name>(
         &self,
         op: Operation,
         req: &Request<M>,
     ) -> Result<(CallContext, Value), A2aCallError> {
         let headers = req.metadata().clone().into_headers();
         let peer = peer_of(req);
-        let owner = self
+        let identity = self
             .state
             .config
             .auth
             .verify(&headers, peer)
-            .map_err(|_| A2aCallError::Unauthenticated)?;
+            .await
+            .map_err(A2aCallError::Unauthenticated)?;
         let requested = operations::requested_version(&headers, None);
         match operations::negotiate_version(requested.as_deref())? {
             None | Some(ProtocolVersion::V1_0) => {}
@@ -78,7 +79,8 @@ impl A2aGrpc {
         }
         let params = to_json(req.get_ref())
             .map_err(|e| A2aError::InvalidParams(format!("request message: {e}")))?;
-        let call = operations::call_context(owner, &headers, &params);
+        let call = operations::call_context(identity.as_ref(), &headers, &params)
+            .map_err(A2aCallError::Unauthenticated)?;
         Ok((call, params))
     }
 
@@ -97,7 +99,7 @@ impl A2aGrpc {
         let mut caller = None;
         let peer = peer_of(&req);
         let result = async {
-            let (call, params) = self.prepare(op, &req)?;
+            let (call, params) = self.prepare(op, &req).await?;
             task_id = task_of(&params);
             caller = Some(call.owner.clone());
             match operations::invoke(&self.state, &call, op, params, None).await? {
@@ -130,7 +132,7 @@ impl A2aGrpc {
         let mut caller = None;
         let peer = peer_of(&req);
         let result = async {
-            let (call, params) = self.prepare(op, &req)?;
+            let (call, params) = self.prepare(op, &req).await?;
             task_id = task_of(&params);
             caller = Some(call.owner.clone());
             let (first, rest) =
@@ -166,8 +168,8 @@ impl A2aGrpc {
 /// Why a call failed before its answer.
 #[derive(Debug)]
 enum A2aCallError {
-    /// No accepted credentials.
-    Unauthenticated,
+    /// No accepted credentials (`UNAUTHENTICATED`), or not allowed (`PERMISSION_DENIED`).
+    Unauthenticated(crate::identity::AuthFailure),
     /// An A2A error.
     A2a(A2aError),
 }
@@ -181,14 +183,14 @@ impl From<A2aError> for A2aCallError {
 impl A2aCallError {
     fn into_status(self) -> Status {
         match self {
-            Self::Unauthenticated => status::unauthenticated(),
+            Self::Unauthenticated(f) => status::refused(f),
             Self::A2a(e) => status::from_error(&e),
         }
     }
 
     fn label(&self) -> &'static str {
         match self {
-            Self::Unauthenticated => status::UNAUTHENTICATED_REASON,
+            Self::Unauthenticated(f) => f.status_name(),
             Self::A2a(e) => e.reason(),
         }
     }

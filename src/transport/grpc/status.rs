@@ -62,16 +62,32 @@ pub fn from_error(err: &A2aError) -> Status {
 
 /// `UNAUTHENTICATED` for a call without an accepted `authorization: Bearer <key>`.
 pub fn unauthenticated() -> Status {
+    refused(crate::identity::AuthFailure::Missing)
+}
+
+/// The status of a refused credential: `UNAUTHENTICATED` (none, or not accepted) or
+/// `PERMISSION_DENIED` (a missing scope, a tenant the credential does not allow), with the
+/// ErrorInfo reason of the same name (metadata `check`: which check failed) and the
+/// `www-authenticate` challenge of the HTTP bindings in the trailers.
+pub fn refused(failure: crate::identity::AuthFailure) -> Status {
+    let reason = failure.status_name();
     let details = ErrorDetails::with_error_info(
-        UNAUTHENTICATED_REASON,
+        reason,
         ERROR_DOMAIN,
-        HashMap::<String, String>::new(),
+        HashMap::from([("check".to_owned(), failure.reason().to_owned())]),
     );
-    Status::with_error_details(
-        Code::Unauthenticated,
-        crate::transport::auth::UNAUTHENTICATED_MESSAGE,
-        details,
-    )
+    let code = if failure.is_forbidden() {
+        Code::PermissionDenied
+    } else {
+        Code::Unauthenticated
+    };
+    let mut status = Status::with_error_details(code, failure.message(), details);
+    if let Ok(v) = failure.challenge_header().to_str()
+        && let Ok(v) = v.parse()
+    {
+        status.metadata_mut().insert("www-authenticate", v);
+    }
+    status
 }
 
 #[cfg(test)]

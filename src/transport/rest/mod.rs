@@ -131,13 +131,14 @@ async fn handle(
     let started = Instant::now();
     let media = response::media_type(&headers);
     let peer = peer.map(|Extension(ConnectInfo(addr))| addr);
-    let owner = match state.config.auth.verify(&headers, peer) {
-        Ok(owner) => owner,
+    let identity = match state.config.auth.verify(&headers, peer).await {
+        Ok(identity) => identity,
         Err(failure) => return failure.rest_response(media),
     };
     let who = Who {
-        caller: owner
-            .clone()
+        caller: identity
+            .as_ref()
+            .map(|i| i.caller.clone())
             .unwrap_or_else(|| crate::executor::CallContext::ANONYMOUS.to_owned()),
         peer,
     };
@@ -206,7 +207,10 @@ async fn handle(
             );
         }
     };
-    let call = operations::call_context(owner, &headers, &message);
+    let call = match operations::call_context(identity.as_ref(), &headers, &message) {
+        Ok(call) => call,
+        Err(refused) => return refused.rest_response(media),
+    };
     let last_event_id = headers
         .get("last-event-id")
         .map(|v| v.to_str().unwrap_or("<not text>").to_owned());

@@ -1,0 +1,496 @@
+//! JWT bearer tokens (`[server.auth] kind = "jwt"`) over real sockets, on every binding:
+//! a JWKS endpoint on 127.0.0.1 serving the public halves of test keys (RSA from
+//! `tests/fixtures/jwt`, ECDSA generated here with rcgen), tokens signed here with
+//! `jsonwebtoken`, and the gateway of `tests/bindings_common`.
+//!
+//! - every bad token of the table is refused with its status (401, or 403 for a missing
+//!   scope or another tenant), the `WWW-Authenticate` challenge on the HTTP bindings
+//!   (`UNAUTHENTICATED` / `PERMISSION_DENIED` on gRPC), and no task is created;
+//! - key rotation at the provider: a token with a new `kid` causes one refetch and is
+//!   accepted; a flood of unknown `kid`s costs no further fetch;
+//! - an unreachable JWKS keeps the last good keys and shows in `/readyz`.
+
+mod bindings_common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use a2a_gateway::config::{JwtConfig, ServerAuthConfig};
+use a2a_gateway::transport::TransportConfig;
+use a2a_gateway::transport::auth::Authenticator;
+use axum::extract::State;
+use axum::response::IntoResponse;
+use base64::Engine;
+use bindings_common::client::{Binding, Failure, Operation, Opts};
+use bindings_common::server::{Server, start_with};
+use jsonwebtoken::jwk::Jwk;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+
+const ISSUER: &str = "https://idp.test.example/";
+const AUDIENCE: &str = "a2a-gateway";
+const RSA_1: &[u8] = include_bytes!("fixtures/jwt/rsa-1.pem");
+const RSA_1_PUBLIC: &[u8] = include_bytes!("fixtures/jwt/rsa-1.pub.pem");
+const RSA_2: &[u8] = include_bytes!("fixtures/jwt/rsa-2.pem");
+
+/// A signing key and its public JWK.
+#[derive(Clone)]
+struct Signer {
+    kid: String,
+    alg: Algorithm,
+    key: EncodingKey,
+}
+
+impl Signer {
+    fn rsa(kid: &str, pem: &[u8]) -> Self {
+        Signer {
+            kid: kid.into(),
+            alg: Algorithm::RS256,
+            key: EncodingKey::from_rsa_pem(pem).unwrap(),
+        }
+    }
+
+    fn ec(kid: &str) -> Self {
+        let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        Signer {
+            kid: kid.into(),
+            alg: Algorithm::ES256,
+            key: EncodingKey::from_ec_der(&pair.serialize_der()),
+        }
+    }
+
+    fn jwk(&self) -> Value {
+        let mut jwk = Jwk::from_encoding_key(&self.key, self.alg).unwrap();
+        jwk.common.key_id = Some(self.kid.clone());
+        serde_json::to_value(jwk).unwrap()
+    }
+
+    fn sign(&self, claims: &Value) -> String {
+        let mut header = Header::new(self.alg);
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(&header, claims, &self.key).unwrap()
+    }
+}
+
+fn now() -> i64 {
+    jsonwebtoken::get_current_timestamp() as i64
+}
+
+fn claims(sub: &str) -> Value {
+    json!({
+        "iss": ISSUER, "aud": AUDIENCE, "sub": sub,
+        "iat": now(), "exp": now() + 600,
+        "scope": "a2a.invoke other",
+    })
+}
+
+fn with(mut v: Value, key: &str, value: Value) -> Value {
+    if value.is_null() {
+        v.as_object_mut().unwrap().remove(key);
+    } else {
+        v[key] = value;
+    }
+    v
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The identity provider's JWKS endpoint (and discovery document).
+struct Provider {
+    jwks: Mutex<Vec<Value>>,
+    fetches: AtomicUsize,
+    down: AtomicBool,
+    url: String,
+}
+
+async fn jwks(State(p): State<Arc<Provider>>) -> axum::response::Response {
+    p.fetches.fetch_add(1, Ordering::SeqCst);
+    if p.down.load(Ordering::SeqCst) {
+        return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "down").into_response();
+    }
+    let keys = p.jwks.lock().unwrap().clone();
+    (
+        [("cache-control", "public, max-age=3600")],
+        axum::Json(json!({"keys": keys})),
+    )
+        .into_response()
+}
+
+async fn discovery(State(p): State<Arc<Provider>>) -> axum::Json<Value> {
+    axum::Json(json!({"issuer": ISSUER, "jwks_uri": format!("{}jwks.json", p.url)}))
+}
+
+async fn provider(keys: &[&Signer]) -> Arc<Provider> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let p = Arc::new(Provider {
+        jwks: Mutex::new(keys.iter().map(|k| k.jwk()).collect()),
+        fetches: AtomicUsize::new(0),
+        down: AtomicBool::new(false),
+        url: format!("http://{}/", listener.local_addr().unwrap()),
+    });
+    let app = axum::Router::new()
+        .route("/jwks.json", axum::routing::get(jwks))
+        .route(
+            "/.well-known/openid-configuration",
+            axum::routing::get(discovery),
+        )
+        .with_state(p.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    p
+}
+
+fn jwt_config(p: &Provider, discovery: bool) -> JwtConfig {
+    let url = |path: &str| format!("{}{path}", p.url).parse().unwrap();
+    let mut c = JwtConfig::default();
+    c.issuer = ISSUER.into();
+    c.audience = vec![AUDIENCE.into(), "another-audience".into()];
+    c.jwks_url = (!discovery).then(|| url("jwks.json"));
+    c.discovery_url = discovery.then(|| url(".well-known/openid-configuration"));
+    c.required_scopes = vec!["a2a.invoke".into()];
+    c.unknown_kid_refetch_secs = 3600;
+    c
+}
+
+async fn gateway(p: &Provider, discovery: bool) -> Server {
+    let auth = ServerAuthConfig {
+        tenant_claim: Some("tenant".into()),
+        ..ServerAuthConfig::jwt_only(jwt_config(p, discovery))
+    };
+    start_with(TransportConfig {
+        auth: Authenticator::from_config(&auth),
+        ..TransportConfig::default()
+    })
+    .await
+}
+
+fn message(text: &str) -> Value {
+    json!({
+        "messageId": uuid::Uuid::new_v4().to_string(),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    })
+}
+
+async fn send(b: &dyn Binding, token: &str, tenant: Option<&str>) -> Result<Value, Failure> {
+    let mut req = json!({"message": message("echo hi")});
+    if let Some(t) = tenant {
+        req["tenant"] = json!(t);
+    }
+    b.unary(Operation::SendMessage, req, &Opts::bearer(token))
+        .await
+}
+
+/// The raw HTTP answer of the JSON-RPC binding to `authorization`: status and challenge.
+async fn challenge(s: &Server, authorization: &str) -> (u16, String) {
+    let resp = s
+        .http
+        .post(&s.url)
+        .header("authorization", authorization)
+        .header("content-type", "application/json")
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let www = resp
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, www)
+}
+
+#[tokio::test]
+async fn bad_tokens_are_refused_on_every_binding_and_create_no_task() {
+    let rsa = Signer::rsa("rsa-1", RSA_1);
+    let ec = Signer::ec("ec-1");
+    let p = provider(&[&rsa, &ec]).await;
+    let s = gateway(&p, false).await;
+    let good = rsa.sign(&claims("alice"));
+
+    let header_none = b64(br#"{"alg":"none","typ":"JWT"}"#);
+    let payload = b64(claims("alice").to_string().as_bytes());
+    let alg_none = format!("{header_none}.{payload}.");
+    // RS256 → HS256 with the RSA public key (PEM) as the HMAC secret.
+    let confused = {
+        let mut h = Header::new(Algorithm::HS256);
+        h.kid = Some("rsa-1".into());
+        jsonwebtoken::encode(
+            &h,
+            &claims("alice"),
+            &EncodingKey::from_secret(RSA_1_PUBLIC).unwrap(),
+        )
+        .unwrap()
+    };
+    let tampered = {
+        let parts: Vec<&str> = good.split('.').collect();
+        let forged = b64(claims("mallory").to_string().as_bytes());
+        format!("{}.{forged}.{}", parts[0], parts[2])
+    };
+    let unknown_kid = Signer::rsa("not-published", RSA_2).sign(&claims("alice"));
+    let huge = "a".repeat(64 * 1024);
+    let c = || claims("alice");
+    #[rustfmt::skip]
+    let cases: Vec<(&str, String, Option<&str>, u16, &str)> = vec![
+        ("expired", rsa.sign(&with(c(), "exp", json!(now() - 3600))), None, 401, "expired"),
+        ("not yet valid", rsa.sign(&with(c(), "nbf", json!(now() + 3600))), None, 401, "not valid yet"),
+        ("issued in the future", rsa.sign(&with(c(), "iat", json!(now() + 3600))), None, 401, "iat"),
+        ("wrong issuer", rsa.sign(&with(c(), "iss", json!("https://evil.example/"))), None, 401, "issuer"),
+        ("wrong audience", rsa.sign(&with(c(), "aud", json!("someone-else"))), None, 401, "audience"),
+        ("no exp", rsa.sign(&with(c(), "exp", Value::Null)), None, 401, "claim"),
+        ("no sub", rsa.sign(&with(c(), "sub", Value::Null)), None, 401, "claim"),
+        ("alg none", alg_none, None, 401, "algorithm"),
+        ("RS256 re-signed as HS256 with the public key", confused, None, 401, "algorithm"),
+        ("unknown kid", unknown_kid, None, 401, "kid"),
+        ("tampered payload", tampered, None, 401, "signature"),
+        ("missing scope", rsa.sign(&with(c(), "scope", json!("other"))), None, 403, "insufficient_scope"),
+        ("another tenant", rsa.sign(&with(c(), "tenant", json!("t2"))), Some("t1"), 403, "tenant"),
+        ("64 KB header", huge, None, 401, "too long"),
+        ("garbage", "!!not-a-token!!".into(), None, 401, "not accepted"),
+        ("three garbage parts", "abc.def.ghi".into(), None, 401, "well-formed"),
+    ];
+    for (what, token, tenant, status, said) in &cases {
+        for b in s.bindings() {
+            let err = send(b.as_ref(), token, *tenant)
+                .await
+                .expect_err(&format!("{what} on {}", b.name()));
+            if *what == "64 KB header" && b.name() == "GRPC" {
+                // HTTP/2's header-list limit (16 KiB) refuses it before the gateway
+                // reads it: the call fails (no task), though not with a gRPC status.
+                continue;
+            }
+            let (reason, code) = if *status == 403 {
+                ("PERMISSION_DENIED", ("-32600", "403", "PERMISSION_DENIED"))
+            } else {
+                ("UNAUTHENTICATED", ("-32600", "401", "UNAUTHENTICATED"))
+            };
+            let want = match b.name() {
+                "JSONRPC" => code.0,
+                "HTTP+JSON" => code.1,
+                _ => code.2,
+            };
+            assert_eq!(
+                err,
+                Failure {
+                    reason: reason.into(),
+                    code: want.into()
+                },
+                "{what} on {}",
+                b.name()
+            );
+        }
+        if *tenant == Some("t1") {
+            continue;
+        }
+        let (got, www) = challenge(&s, &format!("Bearer {token}")).await;
+        assert_eq!(got, *status, "{what}");
+        assert!(
+            www.starts_with("Bearer realm=\"a2a-gateway\""),
+            "{what}: {www}"
+        );
+        let error = if *status == 403 {
+            "insufficient_scope"
+        } else {
+            "invalid_token"
+        };
+        assert!(www.contains(&format!("error=\"{error}\"")), "{what}: {www}");
+        assert!(www.contains(said), "{what}: {www}");
+        assert!(
+            !www.contains(&token[..token.len().min(40)]),
+            "{what}: echoed"
+        );
+    }
+    // The unknown kid caused one refetch, whatever the number of bindings and attempts.
+    assert_eq!(
+        p.fetches.load(Ordering::SeqCst),
+        2,
+        "initial fetch + one refetch"
+    );
+    // No credential at all: 401 with a bare challenge.
+    let resp = s.http.post(&s.url).body("{}").send().await.unwrap();
+    assert_eq!(resp.status(), 401);
+    assert_eq!(
+        resp.headers()["www-authenticate"],
+        "Bearer realm=\"a2a-gateway\""
+    );
+
+    // The good tokens work on every binding (RS256 and ES256), and the tenant claim
+    // binds the tenant; none of the refused requests created a task.
+    let es = ec.sign(&with(claims("alice"), "tenant", json!(["t1", "t2"])));
+    for b in s.bindings() {
+        let b = b.as_ref();
+        let task = send(b, &good, None).await.unwrap();
+        assert_eq!(task["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+        send(b, &es, Some("t2")).await.unwrap();
+    }
+    let b = &s.bindings()[0];
+    let mine = b
+        .unary(Operation::ListTasks, json!({}), &Opts::bearer(&good))
+        .await
+        .unwrap();
+    assert_eq!(
+        mine["tasks"].as_array().unwrap().len(),
+        3,
+        "one per binding: {mine}"
+    );
+    let t2 = b
+        .unary(
+            Operation::ListTasks,
+            json!({"tenant": "t2"}),
+            &Opts::bearer(&es),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        t2["tasks"].as_array().unwrap().len(),
+        3,
+        "one per binding in t2"
+    );
+}
+
+#[tokio::test]
+async fn key_rotation_needs_one_refetch_and_unknown_kids_cost_no_flood() {
+    let old = Signer::rsa("2026-01", RSA_1);
+    let new = Signer::ec("2026-02");
+    let p = provider(&[&old]).await;
+    let s = gateway(&p, true).await;
+    let b = &s.bindings()[0];
+    let old_token = old.sign(&claims("svc"));
+    send(b.as_ref(), &old_token, None).await.unwrap();
+    assert_eq!(p.fetches.load(Ordering::SeqCst), 1);
+    // The provider publishes the new key beside the old one and signs with it.
+    p.jwks.lock().unwrap().push(new.jwk());
+    let new_token = new.sign(&claims("svc"));
+    for b in s.bindings() {
+        send(b.as_ref(), &new_token, None).await.unwrap();
+        send(b.as_ref(), &old_token, None).await.unwrap();
+    }
+    assert_eq!(
+        p.fetches.load(Ordering::SeqCst),
+        2,
+        "one refetch for the new kid"
+    );
+    // A flood of tokens with kids nobody published: refused, and no fetch at all
+    // within unknown_kid_refetch_secs.
+    for i in 0..30 {
+        let t = Signer::rsa(&format!("bogus-{i}"), RSA_2).sign(&claims("svc"));
+        let err = send(b.as_ref(), &t, None).await.unwrap_err();
+        assert_eq!(err.reason, "UNAUTHENTICATED");
+    }
+    assert_eq!(p.fetches.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn an_unreachable_jwks_keeps_the_last_good_keys_and_shows_in_readyz() {
+    let key = Signer::rsa("k", RSA_1);
+    let p = provider(&[&key]).await;
+    let s = gateway(&p, false).await;
+    let readyz = |s: &Server| {
+        let http = s.http.clone();
+        let url = format!("{}readyz", s.url);
+        async move {
+            let r = http.get(url).send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (status, body) = readyz(&s).await;
+    assert_eq!(status, 503, "no keys fetched yet: {body}");
+    assert!(body.contains("no JWKS signing keys yet"), "{body}");
+    let token = key.sign(&claims("svc"));
+    let b = &s.bindings()[0];
+    send(b.as_ref(), &token, None).await.unwrap();
+    assert_eq!(readyz(&s).await, (200, "ready\n".into()));
+    p.down.store(true, Ordering::SeqCst);
+    // A token with a new kid makes the gateway refetch: the fetch fails.
+    let unknown = Signer::rsa("rotated", RSA_2).sign(&claims("svc"));
+    assert!(send(b.as_ref(), &unknown, None).await.is_err());
+    assert_eq!(p.fetches.load(Ordering::SeqCst), 2);
+    // The last good key still verifies, and readiness says the keys are stale.
+    send(b.as_ref(), &token, None).await.unwrap();
+    let (status, body) = readyz(&s).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("JWKS stale: keeping 1 keys"), "{body}");
+    assert!(body.contains("HTTP 500"), "{body}");
+}
+
+/// `[agent.extended]` on a gateway built from its configuration: the public card says
+/// `extendedAgentCard: true` without the extended skills; GetExtendedAgentCard returns
+/// the extended card to an authenticated caller on every binding and refuses an
+/// anonymous one.
+#[tokio::test]
+async fn the_extended_card_is_for_authenticated_callers_only() {
+    use a2a_gateway::app::Gateway;
+    use a2a_gateway::config::{Config, ConfigSources, sha256_hex};
+    let key = "extended-card-test-key-0123456789";
+    let config = Config::load(ConfigSources {
+        file: None,
+        env: vec![
+            ("A2A_GATEWAY_SERVER__AUTH__KIND".into(), "api_key".into()),
+            (
+                "A2A_GATEWAY_SERVER__AUTH__KEYS".into(),
+                format!(r#"[{{caller = "c", sha256 = "{}"}}]"#, sha256_hex(key)),
+            ),
+            (
+                "A2A_GATEWAY_AGENT__EXTENDED".into(),
+                r#"{description = "for insiders", skills = [{id = "runbooks", name = "Runbooks", description = "internal", tags = []}]}"#.into(),
+            ),
+        ],
+        overrides: vec![("store.url".into(), "memory:".into())],
+    })
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut config = config;
+    config.server.public_url = Some(format!("http://{addr}/").parse().unwrap());
+    config.agent.v03_card_fields = false;
+    let gateway = Gateway::new(
+        &config,
+        Arc::new(a2a_gateway::agents::hello_world::HelloWorldAgentExecutor),
+        Arc::new(a2a_gateway::store::MemoryTaskStore::new()),
+        None,
+    );
+    tokio::spawn(gateway.serve(
+        listener,
+        std::time::Duration::from_secs(1),
+        futures::future::pending(),
+    ));
+    let http = reqwest::Client::new();
+    let card: a2a_gateway::protocol::AgentCard = http
+        .get(format!("http://{addr}/.well-known/agent-card.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card.capabilities.extended_agent_card, Some(true));
+    assert!(card.skills.iter().all(|s| s.id != "runbooks"));
+    let public_skills = card.skills.len();
+    let s = Server {
+        url: format!("http://{addr}/"),
+        card,
+        gate: Arc::new(tokio::sync::Notify::new()),
+        http,
+    };
+    for b in s.bindings() {
+        let extended = b
+            .unary(
+                Operation::GetExtendedAgentCard,
+                json!({}),
+                &Opts::bearer(key),
+            )
+            .await
+            .unwrap();
+        assert_eq!(extended["description"], "for insiders", "{}", b.name());
+        let skills = extended["skills"].as_array().unwrap();
+        assert_eq!(skills.len(), public_skills + 1);
+        assert_eq!(skills.last().unwrap()["id"], "runbooks");
+        let err = b
+            .unary(Operation::GetExtendedAgentCard, json!({}), &Opts::default())
+            .await
+            .unwrap_err();
+        assert_eq!(err.reason, "UNAUTHENTICATED", "{}", b.name());
+    }
+}
