@@ -13,6 +13,7 @@ use crate::handler::{HandlerConfig, MaintenanceConfig, RequestHandler};
 use crate::protocol::{
     AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill,
 };
+use crate::push::PushService;
 use crate::server::{self, ReadinessCheck};
 use crate::store::TaskStore;
 use crate::transport::auth::Authenticator;
@@ -88,6 +89,38 @@ pub fn extended_agent_card(config: &Config, card: &AgentCard) -> Option<AgentCar
     Some(extended)
 }
 
+/// The card extension that tells receivers how webhook calls are signed: `signature`
+/// (`v1a` or `v1`) and, for `v1a`, `jwksUri` (the public keys).
+fn push_extension(config: &Config, push: &PushService) -> AgentExtension {
+    let mut params = serde_json::Map::new();
+    let (scheme, description) = match push.signature() {
+        crate::config::SignatureScheme::V1a => {
+            let jwks = config
+                .server
+                .public_url()
+                .join(crate::push::JWKS_PATH.trim_start_matches('/'))
+                .map(|u| u.to_string())
+                .unwrap_or_default();
+            params.insert("jwksUri".into(), jwks.into());
+            (
+                "v1a",
+                "Push notifications are signed per Standard Webhooks v1a (Ed25519); verify webhook-signature with a key of jwksUri.",
+            )
+        }
+        crate::config::SignatureScheme::V1 => (
+            "v1",
+            "Push notifications are signed per Standard Webhooks v1 (HMAC-SHA256 with a shared whsec_ secret).",
+        ),
+    };
+    params.insert("signature".into(), scheme.into());
+    AgentExtension {
+        uri: crate::push::SIGNATURE_EXTENSION.to_owned(),
+        description: Some(description.to_owned()),
+        required: false,
+        params: Some(serde_json::Value::Object(params)),
+    }
+}
+
 /// The interfaces the card declares, in `server.bindings` order (see
 /// [`crate::transport::interfaces`]); gRPC at [`ServerConfig::grpc_address`] when it has a
 /// listener of its own.
@@ -122,11 +155,30 @@ impl Gateway {
         store: Arc<dyn TaskStore>,
         ready: Option<ReadinessCheck>,
     ) -> Self {
-        let card = agent_card(config);
+        Self::with_push(config, executor, store, ready, None)
+    }
+
+    /// [`Gateway::new`] with push notifications sent by `push` (see
+    /// [`PushService::open`]): the card says `pushNotifications: true` (and names the
+    /// signature scheme and JWKS), the push-config operations are served, and
+    /// [`serve`](Self::serve) runs the sender. `None`: push is not offered.
+    pub fn with_push(
+        config: &Config,
+        executor: Arc<dyn AgentExecutor>,
+        store: Arc<dyn TaskStore>,
+        ready: Option<ReadinessCheck>,
+        push: Option<Arc<PushService>>,
+    ) -> Self {
+        let mut card = agent_card(config);
+        if let Some(p) = &push {
+            card.capabilities.push_notifications = Some(true);
+            card.capabilities.extensions.push(push_extension(config, p));
+        }
         let handler_config = HandlerConfig {
             max_concurrent_tasks: config.server.max_concurrent_tasks,
             extended_agent_card: extended_agent_card(config, &card),
             extended_agent_card_enabled: config.agent.extended.is_some(),
+            push,
             ..HandlerConfig::default()
         }
         .with_card(&card);
@@ -236,10 +288,14 @@ impl Gateway {
         let job = state
             .handler
             .spawn_maintenance(self.maintenance.clone(), jobs.clone());
+        let sender = state.handler.push().map(|p| p.spawn(jobs.clone()));
         async move {
             shutdown.await;
             jobs.cancel();
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), job).await;
+            if let Some(sender) = sender {
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(20), sender).await;
+            }
             tracing::info!(
                 grace_secs = grace.as_secs(),
                 "shutting down: no new messages; waiting for running tasks"

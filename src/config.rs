@@ -31,6 +31,7 @@ mod arn;
 mod auth;
 mod error;
 mod log;
+mod push;
 mod serde_util;
 mod server;
 mod server_auth;
@@ -50,6 +51,7 @@ pub use arn::{AgentRuntimeArn, ArnError};
 pub use auth::{AuthKind, UpstreamAuthConfig};
 pub use error::{ConfigError, ConfigOrigin};
 pub use log::{LogConfig, LogFormat};
+pub use push::{PushConfig, SignatureScheme};
 pub use server::{Binding, ServerConfig};
 pub use server_auth::{ApiKeyConfig, SHA256_LEN, ServerAuthConfig, ServerAuthKind, sha256_hex};
 pub use server_jwt::{DEFAULT_ALGORITHMS, HmacSecret, JwtConfig, KNOWN_ALGORITHMS};
@@ -89,6 +91,8 @@ pub struct Config {
     pub log: LogConfig,
     /// `[telemetry]`: OTLP trace export.
     pub telemetry: TelemetryConfig,
+    /// `[push]`: push notifications (webhooks).
+    pub push: PushConfig,
 }
 
 /// Where a [`Config`] is loaded from. Build it explicitly in tests; use
@@ -241,6 +245,7 @@ impl Config {
         }
         self.store.validate()?;
         self.upstream.validate()?;
+        self.push.validate()?;
         self.log.validate()
     }
 }

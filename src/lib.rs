@@ -26,6 +26,7 @@ pub mod handler;
 pub mod identity;
 pub mod ops;
 pub mod protocol;
+pub mod push;
 pub mod server;
 pub mod store;
 pub mod telemetry;

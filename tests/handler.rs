@@ -922,15 +922,23 @@ async fn required_extensions_are_checked_by_every_task_operation() {
     refused(err(h
         .subscribe_to_task(&without, sub_req(&t.id), None)
         .await));
+    // The push-config operations are task operations too.
+    refused(err(h
+        .list_push_configs(
+            &without,
+            a2a_gateway::protocol::ListTaskPushNotificationConfigsRequest {
+                tenant: None,
+                task_id: t.id.clone(),
+                page_size: None,
+                page_token: None,
+            },
+        )
+        .await));
     assert_eq!(runs.load(Ordering::SeqCst), 1);
-    // Discovery and the unsupported push operations answer as usual.
+    // Discovery answers as usual.
     assert!(matches!(
         err(h.get_extended_agent_card(&without)),
         A2aError::UnsupportedOperation(_)
-    ));
-    assert!(matches!(
-        err(h.push_notification_config()),
-        A2aError::PushNotificationNotSupported
     ));
     assert_eq!(
         get(&h, &with, &t.id).await.status.state,

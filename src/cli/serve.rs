@@ -57,7 +57,16 @@ pub(super) async fn serve_config(
     let (executor, ready) = super::build_executor(config)?;
     let (store, backend) = super::build_store_for_cluster(config).await?;
     let closing = store.clone();
-    let mut gateway = Gateway::new(config, executor, store, ready);
+    let push = if config.push.enabled {
+        Some(
+            crate::push::PushService::open(&config.push, store.clone())
+                .await
+                .map_err(|e| format!("[push]: {e}"))?,
+        )
+    } else {
+        None
+    };
+    let mut gateway = Gateway::with_push(config, executor, store, ready, push);
     let cluster = match backend {
         Some(backend) => {
             let id = crate::cluster::instance_id(&config.store.instance_name);

@@ -220,6 +220,25 @@ fn fully_populated() -> Config {
             otlp_endpoint: Some("http://c.example:4318".into()),
             service_name: Some("gw".into()),
         },
+        push: crate::config::PushConfig {
+            enabled: true,
+            allow_http: true,
+            allow_cidrs: vec!["127.0.0.1/32".into()],
+            max_attempts: 1,
+            max_age_secs: 1,
+            timeout_secs: 1,
+            initial_backoff_ms: 1,
+            max_backoff_secs: 1,
+            concurrency: 1,
+            per_host_concurrency: 1,
+            disable_after_failures: 1,
+            lease_secs: 2,
+            poll_interval_ms: 1,
+            signature: crate::config::SignatureScheme::V1,
+            signing_key_file: Some("s".into()),
+            extra_signing_key_files: vec!["e".into()],
+            hmac_secret_file: Some("h".into()),
+        },
     }
 }
 

@@ -355,7 +355,10 @@ impl Driver {
         let mut retried = false;
         loop {
             match self.inner.store.append_all(scope, id, events).await {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    self.wake_push();
+                    return Ok(());
+                }
                 Err(StoreError::Backend(e)) => {
                     let Some(delay) = delays.next() else {
                         return Err(StoreError::Backend(e));
@@ -458,6 +461,13 @@ impl Driver {
         }
     }
 
+    /// Tells the push sender that events were stored (their outbox rows with them).
+    fn wake_push(&self) {
+        if let Some(push) = &self.inner.config.push {
+            push.wake();
+        }
+    }
+
     /// Appends `event` as the next sequence number at once (nothing may be staged),
     /// then folds and publishes it. Store errors are returned as they are.
     async fn append(&mut self, event: StreamResponse) -> Result<(), StoreError> {
@@ -471,6 +481,7 @@ impl Driver {
             .append_all(self.scope(), self.task_id(), std::slice::from_ref(&ev))
             .await?;
         self.outcomes.written([&ev.event]);
+        self.wake_push();
         self.task = projection::apply(self.task.take(), &ev.event);
         self.seq = ev.seq;
         let _ = self.bus.send(ev);

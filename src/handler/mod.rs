@@ -6,11 +6,13 @@
 mod driver;
 mod follow;
 mod input_modes;
+mod push;
 mod remote;
 mod retention;
 mod turns;
 
 pub use input_modes::{InputModes, parse_media_range, part_media_type};
+pub use push::MAX_CONFIGS_PER_TASK;
 
 pub use retention::{
     DEFAULT_PURGE_BATCH, MaintenanceConfig, MaintenanceReport, stale_reason, ttl_reason,
@@ -78,6 +80,9 @@ pub struct HandlerConfig {
     /// The media types a message part may have (`defaultInputModes` and the skills'
     /// `inputModes`); the default accepts everything.
     pub input_modes: InputModes,
+    /// Push notifications (`capabilities.pushNotifications`): `None` refuses the
+    /// push-config operations and inline configs with PushNotificationNotSupported.
+    pub push: Option<Arc<crate::push::PushService>>,
 }
 
 impl HandlerConfig {
@@ -109,6 +114,7 @@ impl Default for HandlerConfig {
             subscriber_buffer: 256,
             required_extensions: Vec::new(),
             input_modes: InputModes::default(),
+            push: None,
         }
     }
 }
@@ -301,7 +307,7 @@ impl RequestHandler {
     /// extension the card marks `required` (spec §1, §3.3.4). Checked by SendMessage,
     /// SendStreamingMessage, GetTask, ListTasks, CancelTask and SubscribeToTask; not by
     /// GetExtendedAgentCard (discovery: it is where a client learns what the agent
-    /// needs) nor the push-config operations (not offered at all). URIs compare exactly.
+    /// needs); the push-config operations check it too. URIs compare exactly.
     ///
     /// # Errors
     /// [`A2aError::ExtensionSupportRequired`] (-32008) naming the missing URIs.
@@ -355,12 +361,13 @@ impl RequestHandler {
         } = req;
         Self::validate_message(&message)?;
         // historyLength is validated by the callers, which also apply it.
-        if configuration
+        let inline_push = match configuration
             .as_ref()
-            .is_some_and(|c| c.task_push_notification_config.is_some())
+            .and_then(|c| c.task_push_notification_config.as_ref())
         {
-            return Err(A2aError::PushNotificationNotSupported);
-        }
+            Some(v) => Some(self.inline_push_config(v)?),
+            None => None,
+        };
         let scope = Scope::from(call);
         let (task_id, context_id, known_new) = match non_empty(&message.task_id) {
             Some(task_id) => {
@@ -387,6 +394,16 @@ impl RequestHandler {
         };
         message.task_id = Some(task_id.clone());
         message.context_id = Some(context_id.clone());
+        if let Some(cfg) = &inline_push {
+            if !cfg.task_id.is_empty() && cfg.task_id != task_id {
+                return Err(A2aError::InvalidParams(
+                    "configuration.taskPushNotificationConfig.taskId differs from the message's task"
+                        .into(),
+                ));
+            }
+            // Stored before the run starts, so its first event is delivered too.
+            self.register_push_config(&scope, &task_id, cfg).await?;
+        }
 
         let mut related = Vec::new();
         for id in &message.reference_task_ids {
@@ -744,15 +761,6 @@ impl RequestHandler {
             StreamEnd::Terminal,
             follow,
         ))
-    }
-
-    /// The four push-notification config operations: not supported while the card
-    /// says `pushNotifications: false`.
-    ///
-    /// # Errors
-    /// Always PushNotificationNotSupported.
-    pub fn push_notification_config(&self) -> Result<(), A2aError> {
-        Err(A2aError::PushNotificationNotSupported)
     }
 
     /// GetExtendedAgentCard (spec §3.1.11).

@@ -12,6 +12,7 @@ mod events;
 pub mod jsonrpc;
 mod params;
 mod part;
+mod push;
 mod task;
 pub mod time;
 
@@ -19,4 +20,5 @@ pub use agent_card::*;
 pub use events::*;
 pub use params::*;
 pub use part::*;
+pub use push::*;
 pub use task::*;

@@ -190,7 +190,7 @@ pub struct GetExtendedAgentCardRequest {
 }
 
 /// ProtoJSON int32: a JSON number or a string holding one (`5` or `"5"`), or null.
-fn opt_i32<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
+pub(crate) fn opt_i32<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
     use serde::de::Error;
     match Option::<serde_json::Value>::deserialize(d)? {
         None | Some(serde_json::Value::Null) => Ok(None),

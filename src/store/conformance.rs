@@ -28,6 +28,7 @@ pub async fn run_all(store: &dyn TaskStore) {
     grouped_append_is_all_or_nothing(store).await;
     purge_removes_old_terminal_tasks(store).await;
     expired_input_required_lists_old_waiting_tasks(store).await;
+    crate::push::conformance::run_all(store).await;
 }
 
 fn fresh_scope() -> Scope {

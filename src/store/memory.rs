@@ -23,6 +23,7 @@ struct Entry {
 #[derive(Debug, Default)]
 pub struct MemoryTaskStore {
     tasks: Mutex<HashMap<(Scope, String), Entry>>,
+    push: crate::push::memory::MemoryPush,
 }
 
 impl MemoryTaskStore {
@@ -94,6 +95,7 @@ impl TaskStore for MemoryTaskStore {
                         events: events.to_vec(),
                     },
                 );
+                self.push.enqueue(scope, task_id, events);
                 Ok(())
             }
             None => Err(StoreError::NotFound(task_id.to_owned())),
@@ -112,6 +114,7 @@ impl TaskStore for MemoryTaskStore {
                 }
                 entry.task = cur;
                 entry.events.extend_from_slice(events);
+                self.push.enqueue(scope, task_id, events);
                 Ok(())
             }
         }
@@ -207,7 +210,14 @@ impl TaskStore for MemoryTaskStore {
         let bound = older_than.timestamp_millis();
         let mut tasks = self.lock();
         let before = tasks.len();
-        tasks.retain(|_, e| !(e.task.status.state.is_terminal() && status_millis(&e.task) < bound));
+        let push = &self.push;
+        tasks.retain(|(scope, id), e| {
+            let expired = e.task.status.state.is_terminal() && status_millis(&e.task) < bound;
+            if expired {
+                push.forget_task(scope, id);
+            }
+            !expired
+        });
         Ok((before - tasks.len()) as u64)
     }
 
@@ -226,6 +236,10 @@ impl TaskStore for MemoryTaskStore {
             .take(limit)
             .map(|((s, id), _)| (s.clone(), id.clone()))
             .collect())
+    }
+
+    fn push_store(&self) -> Option<&dyn crate::push::PushStore> {
+        Some(&self.push)
     }
 }
 

@@ -276,6 +276,12 @@ pub trait TaskStore: Send + Sync + 'static {
     /// holds everything. The default does nothing.
     async fn close(&self) {}
 
+    /// The store's push state (webhook configs, outbox, signing key; see
+    /// [`crate::push::store`]), or `None` for a store without it.
+    fn push_store(&self) -> Option<&dyn crate::push::PushStore> {
+        None
+    }
+
     /// Whether the store answers and takes writes (for readiness checks): the SQL
     /// stores also refuse a read-only database (a read-only SQLite file, a PostgreSQL
     /// standby or `default_transaction_read_only`).

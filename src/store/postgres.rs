@@ -65,6 +65,8 @@ pub struct PostgresTaskStore {
     pub(super) listen_options: Option<PgConnectOptions>,
     /// The writer lanes that commit appends in batches.
     batcher: Batcher,
+    /// Webhook configs, outbox and signing key.
+    push: crate::push::postgres::PgPush,
 }
 
 impl PostgresTaskStore {
@@ -120,6 +122,7 @@ impl PostgresTaskStore {
             .collect();
         Ok(Self {
             batcher: Batcher::spawn(lanes),
+            push: crate::push::postgres::PgPush::new(pool.clone()),
             pool,
             notify,
             listen_options: None,
@@ -143,6 +146,10 @@ super::sql_reads::sql_reads!(sqlx::PgConnection, sqlx::postgres::PgRow);
 impl TaskStore for PostgresTaskStore {
     async fn close(&self) {
         PostgresTaskStore::close(self).await;
+    }
+
+    fn push_store(&self) -> Option<&dyn crate::push::PushStore> {
+        Some(&self.push)
     }
 
     async fn append_all(
@@ -206,6 +213,8 @@ impl TaskStore for PostgresTaskStore {
                 for sql in [
                     "DELETE FROM a2a_task_events WHERE tenant = $1 AND owner = $2 AND task_id = $3",
                     "DELETE FROM a2a_task_artifacts WHERE tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_push_configs WHERE tenant = $1 AND owner = $2 AND task_id = $3",
                     "DELETE FROM a2a_tasks WHERE tenant = $1 AND owner = $2 AND id = $3",
                 ] {
                     sqlx::query(sql)
@@ -492,6 +501,15 @@ impl BatchOps for PgOps {
                  folds_artifacts, event, created_ms) \
                SELECT * FROM UNNEST($11::text[], $12::text[], $13::text[], $14::int8[], \
                                     $15::text[], $16::int4[], $17::text[], $18::int8[])), \
+             outbox AS ( \
+               INSERT INTO a2a_push_outbox (tenant, owner, task_id, config_id, seq, \
+                 created_ms, next_ms, attempts) \
+               SELECT c.tenant, c.owner, c.task_id, c.id, e.seq, e.now, e.now, 0 \
+               FROM UNNEST($11::text[], $12::text[], $13::text[], $14::int8[], \
+                           $15::text[], $18::int8[]) AS e(tenant, owner, id, seq, kind, now) \
+               JOIN a2a_push_configs c ON c.tenant = e.tenant COLLATE \"C\" \
+                 AND c.owner = e.owner COLLATE \"C\" AND c.task_id = e.id COLLATE \"C\" \
+               WHERE e.kind <> 'message' AND c.enabled = 1), \
              checkpoints AS ( \
                UPDATE a2a_task_artifacts a SET artifacts = k.artifacts \
                FROM UNNEST($19::text[], $20::text[], $21::text[], $22::text[]) \

@@ -165,6 +165,8 @@ pub struct SqliteTaskStore {
     _checkpointer: Option<Arc<()>>,
     /// The one-process lock of the database file (file databases only).
     lock: Option<Arc<StoreLock>>,
+    /// Webhook configs, outbox and signing key.
+    push: crate::push::sqlite::SqlitePush,
 }
 
 impl SqliteTaskStore {
@@ -305,6 +307,7 @@ impl SqliteTaskStore {
             pool: writer.clone(),
         }]);
         Self {
+            push: crate::push::sqlite::SqlitePush::new(writer.clone(), reader.clone()),
             writer,
             reader,
             batcher,
@@ -413,6 +416,8 @@ impl TaskStore for SqliteTaskStore {
                 for sql in [
                     "DELETE FROM a2a_task_events WHERE tenant = $1 AND owner = $2 AND task_id = $3",
                     "DELETE FROM a2a_task_artifacts WHERE tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_push_configs WHERE tenant = $1 AND owner = $2 AND task_id = $3",
                     "DELETE FROM a2a_tasks WHERE tenant = $1 AND owner = $2 AND id = $3",
                 ] {
                     sqlx::query(sql)
@@ -449,6 +454,10 @@ impl TaskStore for SqliteTaskStore {
     async fn close(&self) {
         SqliteTaskStore::close(self).await;
     }
+
+    fn push_store(&self) -> Option<&dyn crate::push::PushStore> {
+        Some(&self.push)
+    }
 }
 
 /// The writer lane of a SQLite store: every batch is one `BEGIN IMMEDIATE`
@@ -483,6 +492,14 @@ macro_rules! write_sql {
              event, created_ms) \
              SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
                     value->>7 FROM json_each($2); \
+             INSERT INTO a2a_push_outbox \
+               (tenant, owner, task_id, config_id, seq, created_ms, next_ms, attempts) \
+             SELECT c.tenant, c.owner, c.task_id, c.id, e.value->>3, e.value->>7, \
+                    e.value->>7, 0 \
+             FROM json_each($2) AS e JOIN a2a_push_configs c \
+               ON c.tenant = e.value->>0 AND c.owner = e.value->>1 \
+              AND c.task_id = e.value->>2 \
+             WHERE e.value->>4 <> 'message' AND c.enabled = 1; \
              UPDATE a2a_task_artifacts SET artifacts = k.artifacts \
              FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
                           value->>3 AS artifacts FROM json_each($3)) AS k \

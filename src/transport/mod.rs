@@ -100,14 +100,33 @@ pub struct AppState {
 
 /// The A2A routes of the enabled bindings (`state.config.bindings`), all authenticated
 /// as `state.config.auth` says: JSON-RPC at `POST /`, HTTP+JSON under
-/// [`rest::REST_PATH`]; and the public agent card at `/.well-known/agent-card.json`
-/// (also the pre-1.0 `/.well-known/agent.json`). `GET /` and paths no route takes
+/// [`rest::REST_PATH`]; the public agent card at `/.well-known/agent-card.json`
+/// (also the pre-1.0 `/.well-known/agent.json`); with push notifications signed `v1a`,
+/// the signing keys at [`crate::push::JWKS_PATH`]. `GET /` and paths no route takes
 /// answer with [`hint`].
 pub fn a2a_routes(state: AppState) -> Router {
     let bindings = &state.config.bindings;
     let mut router = Router::new()
         .route("/.well-known/agent-card.json", get(agent_card::handle))
         .route("/.well-known/agent.json", get(agent_card::handle));
+    if let Some(jwks) = state.handler.push().and_then(|p| p.jwks()) {
+        let body = jwks.to_string();
+        router = router.route(
+            crate::push::JWKS_PATH,
+            get(move || {
+                let body = body.clone();
+                async move {
+                    (
+                        [
+                            (axum::http::header::CONTENT_TYPE, "application/jwk-set+json"),
+                            (axum::http::header::CACHE_CONTROL, "public, max-age=300"),
+                        ],
+                        body,
+                    )
+                }
+            }),
+        );
+    }
     let root = get(hint::root);
     router = router.route(
         "/",

@@ -20,7 +20,9 @@ use crate::executor::CallContext;
 use crate::handler::EventStream;
 use crate::identity::{AuthFailure, Identity};
 use crate::protocol::{
-    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
+    CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest, ListTasksRequest,
+    SendMessageRequest, SubscribeToTaskRequest, TaskPushNotificationConfig,
+    TaskPushNotificationConfigRequest,
 };
 
 /// One A2A operation (spec §3.1). [`Operation::name`] is its A2A 1.0 name, which is
@@ -404,11 +406,24 @@ async fn run(
         Operation::GetExtendedAgentCard => {
             Ok(Outcome::Value(to_value(h.get_extended_agent_card(call)?)?))
         }
-        Operation::CreateTaskPushNotificationConfig
-        | Operation::GetTaskPushNotificationConfig
-        | Operation::ListTaskPushNotificationConfigs
-        | Operation::DeleteTaskPushNotificationConfig => {
-            h.push_notification_config()?;
+        Operation::CreateTaskPushNotificationConfig => Ok(Outcome::Value(to_value(
+            h.create_push_config(call, decode::<TaskPushNotificationConfig>(params)?)
+                .await?,
+        )?)),
+        Operation::GetTaskPushNotificationConfig => Ok(Outcome::Value(to_value(
+            h.get_push_config(call, decode::<TaskPushNotificationConfigRequest>(params)?)
+                .await?,
+        )?)),
+        Operation::ListTaskPushNotificationConfigs => Ok(Outcome::Value(to_value(
+            h.list_push_configs(
+                call,
+                decode::<ListTaskPushNotificationConfigsRequest>(params)?,
+            )
+            .await?,
+        )?)),
+        Operation::DeleteTaskPushNotificationConfig => {
+            h.delete_push_config(call, decode::<TaskPushNotificationConfigRequest>(params)?)
+                .await?;
             Ok(Outcome::Value(Value::Null))
         }
     }

@@ -1,0 +1,212 @@
+//! The push-notification config operations (spec §3.1.7-3.1.10) and the inline config
+//! of SendMessage: scoped like tasks (another caller's task or config is exactly
+//! TaskNotFound), validated by [`PushService::check_config`], kept in the task store,
+//! secrets redacted in Get and List answers.
+
+use std::sync::Arc;
+
+use super::{RequestHandler, check_call, check_id, non_empty};
+use crate::error::A2aError;
+use crate::executor::{CallContext, new_id};
+use crate::protocol::{
+    ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
+    TaskPushNotificationConfig, TaskPushNotificationConfigRequest,
+};
+use crate::push::{PushService, PushStore, redacted};
+use crate::store::Scope;
+
+const DEFAULT_PAGE_SIZE: i32 = 50;
+const MAX_PAGE_SIZE: i32 = 100;
+
+/// Most configs one task may have.
+pub const MAX_CONFIGS_PER_TASK: usize = 32;
+
+impl RequestHandler {
+    /// The push service, or PushNotificationNotSupported when push is off.
+    fn push_service(&self) -> Result<(&Arc<PushService>, &dyn PushStore), A2aError> {
+        let svc = self
+            .inner
+            .config
+            .push
+            .as_ref()
+            .ok_or(A2aError::PushNotificationNotSupported)?;
+        let store = self
+            .inner
+            .store
+            .push_store()
+            .ok_or(A2aError::PushNotificationNotSupported)?;
+        Ok((svc, store))
+    }
+
+    /// The push service, when push notifications are offered.
+    pub fn push(&self) -> Option<&Arc<PushService>> {
+        self.inner.config.push.as_ref()
+    }
+
+    /// Checks and stores `cfg` for `task_id` (which the caller owns or is creating).
+    pub(super) async fn register_push_config(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        cfg: &TaskPushNotificationConfig,
+    ) -> Result<String, A2aError> {
+        let (svc, store) = self.push_service()?;
+        check_id("id", &cfg.id)?;
+        let id = if cfg.id.is_empty() {
+            new_id()
+        } else {
+            cfg.id.clone()
+        };
+        let stored = svc.check_config(task_id, &id, cfg)?;
+        let existing = store
+            .list_configs(scope, task_id, None, MAX_CONFIGS_PER_TASK)
+            .await
+            .map_err(A2aError::internal)?;
+        if existing.len() >= MAX_CONFIGS_PER_TASK && !existing.iter().any(|c| c.id == id) {
+            return Err(A2aError::InvalidParams(format!(
+                "task {task_id} already has {MAX_CONFIGS_PER_TASK} push notification configs"
+            )));
+        }
+        store
+            .put_config(scope, &stored)
+            .await
+            .map_err(A2aError::internal)?;
+        Ok(id)
+    }
+
+    /// The inline `configuration.taskPushNotificationConfig` of a send, decoded.
+    pub(super) fn inline_push_config(
+        &self,
+        v: &serde_json::Value,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        self.push_service()?;
+        serde_json::from_value(v.clone()).map_err(|e| {
+            A2aError::InvalidParams(format!("configuration.taskPushNotificationConfig: {e}"))
+        })
+    }
+
+    /// CreateTaskPushNotificationConfig (spec §3.1.7): registers (or replaces, same id)
+    /// a webhook for the caller's task. The answer carries the config as registered,
+    /// with its id.
+    ///
+    /// # Errors
+    /// PushNotificationNotSupported when push is off; TaskNotFound (also another
+    /// caller's task); InvalidParams (URL not https, refused address, control characters
+    /// in a header value, too many configs); ExtensionSupportRequired; Internal.
+    pub async fn create_push_config(
+        &self,
+        call: &CallContext,
+        mut req: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        check_call(call)?;
+        self.check_extensions(call)?;
+        self.push_service()?;
+        check_id("taskId", &req.task_id)?;
+        if req.task_id.is_empty() {
+            return Err(A2aError::InvalidParams("taskId is required".into()));
+        }
+        let scope = Scope::from(call);
+        self.load(&scope, &req.task_id).await?;
+        let task_id = req.task_id.clone();
+        req.id = self.register_push_config(&scope, &task_id, &req).await?;
+        req.tenant = non_empty(&Some(call.tenant.clone())).map(str::to_owned);
+        Ok(req)
+    }
+
+    /// GetTaskPushNotificationConfig (spec §3.1.8), secrets redacted.
+    ///
+    /// # Errors
+    /// PushNotificationNotSupported; TaskNotFound for an unknown (or another caller's)
+    /// task or config; InvalidParams; ExtensionSupportRequired; Internal.
+    pub async fn get_push_config(
+        &self,
+        call: &CallContext,
+        req: TaskPushNotificationConfigRequest,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        check_call(call)?;
+        self.check_extensions(call)?;
+        let (_, store) = self.push_service()?;
+        check_id("taskId", &req.task_id)?;
+        check_id("id", &req.id)?;
+        let scope = Scope::from(call);
+        self.load(&scope, &req.task_id).await?;
+        store
+            .get_config(&scope, &req.task_id, &req.id)
+            .await
+            .map_err(A2aError::internal)?
+            .map(|c| redacted(&call.tenant, &c))
+            .ok_or_else(|| A2aError::TaskNotFound(req.task_id.clone()))
+    }
+
+    /// ListTaskPushNotificationConfigs (spec §3.1.9): one page in id order, secrets
+    /// redacted.
+    ///
+    /// # Errors
+    /// PushNotificationNotSupported; TaskNotFound; InvalidParams (pageSize outside
+    /// 1..=100); ExtensionSupportRequired; Internal.
+    pub async fn list_push_configs(
+        &self,
+        call: &CallContext,
+        req: ListTaskPushNotificationConfigsRequest,
+    ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
+        check_call(call)?;
+        self.check_extensions(call)?;
+        let (_, store) = self.push_service()?;
+        check_id("taskId", &req.task_id)?;
+        let page_size = match req.page_size {
+            None | Some(0) => DEFAULT_PAGE_SIZE,
+            Some(n) if (1..=MAX_PAGE_SIZE).contains(&n) => n,
+            Some(n) => {
+                return Err(A2aError::InvalidParams(format!(
+                    "pageSize must be between 1 and {MAX_PAGE_SIZE}, got {n}"
+                )));
+            }
+        };
+        let after = non_empty(&req.page_token);
+        check_id("pageToken", after.unwrap_or(""))?;
+        let scope = Scope::from(call);
+        self.load(&scope, &req.task_id).await?;
+        let mut page = store
+            .list_configs(&scope, &req.task_id, after, page_size as usize + 1)
+            .await
+            .map_err(A2aError::internal)?;
+        let more = page.len() > page_size as usize;
+        page.truncate(page_size as usize);
+        let next_page_token = if more {
+            page.last().map(|c| c.id.clone()).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Ok(ListTaskPushNotificationConfigsResponse {
+            configs: page.iter().map(|c| redacted(&call.tenant, c)).collect(),
+            next_page_token,
+        })
+    }
+
+    /// DeleteTaskPushNotificationConfig (spec §3.1.10): idempotent (an unknown config id
+    /// of the caller's task is fine); the config's pending deliveries go with it, so
+    /// nothing more is sent for it once this returns (an attempt already on the wire
+    /// may still complete).
+    ///
+    /// # Errors
+    /// PushNotificationNotSupported; TaskNotFound (an unknown or another caller's task);
+    /// InvalidParams; ExtensionSupportRequired; Internal.
+    pub async fn delete_push_config(
+        &self,
+        call: &CallContext,
+        req: TaskPushNotificationConfigRequest,
+    ) -> Result<(), A2aError> {
+        check_call(call)?;
+        self.check_extensions(call)?;
+        let (_, store) = self.push_service()?;
+        check_id("taskId", &req.task_id)?;
+        check_id("id", &req.id)?;
+        let scope = Scope::from(call);
+        self.load(&scope, &req.task_id).await?;
+        store
+            .delete_config(&scope, &req.task_id, &req.id)
+            .await
+            .map_err(A2aError::internal)?;
+        Ok(())
+    }
+}

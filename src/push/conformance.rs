@@ -1,0 +1,360 @@
+//! The push cases of the store conformance suite ([`crate::store::conformance`]): every
+//! backend keeps configs scoped like tasks, writes outbox rows with the events they
+//! deliver, hands out queue heads only, honours leases and settles as [`Settle`] says.
+//! Each case cleans up what it leaves in the outbox, since claims span every scope.
+
+use std::sync::Arc;
+
+use super::store::{Claimed, PushStore, Settle, StoredPushConfig};
+use crate::executor::{new_id, new_user_text_message};
+use crate::protocol::time;
+use crate::protocol::{StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent};
+use crate::store::conformance::task_at;
+use crate::store::{Scope, StoredEvent, TaskStore};
+
+/// Runs every push case against `store` (which must keep push state).
+pub async fn run_all(store: &dyn TaskStore) {
+    let push = store
+        .push_store()
+        .expect("every task store keeps push state");
+    configs_are_scoped_paged_and_replaced(push).await;
+    outbox_follows_appends_in_order(store, push).await;
+    leases_retries_and_give_ups(store, push).await;
+    delete_drops_pending_deliveries(store, push).await;
+    signing_key_is_kept_once(push).await;
+}
+
+fn config(task_id: &str, id: &str) -> StoredPushConfig {
+    StoredPushConfig {
+        task_id: task_id.into(),
+        id: id.into(),
+        url: format!("https://receiver.example/{id}"),
+        token: Some("tok-secret".into()),
+        auth_scheme: Some("Bearer".into()),
+        auth_credentials: Some("cred-secret".into()),
+        enabled: true,
+        failures: 0,
+        last_error: None,
+        created_ms: time::now().timestamp_millis(),
+    }
+}
+
+fn status(id: &str, state: TaskState) -> StreamResponse {
+    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: id.into(),
+        context_id: "ctx".into(),
+        status: TaskStatus {
+            state,
+            message: None,
+            timestamp: Some(time::now()),
+        },
+        metadata: None,
+    })
+}
+
+fn events(from: u64, evs: Vec<StreamResponse>) -> Vec<Arc<StoredEvent>> {
+    evs.into_iter()
+        .enumerate()
+        .map(|(i, event)| {
+            Arc::new(StoredEvent {
+                seq: from + i as u64,
+                event,
+            })
+        })
+        .collect()
+}
+
+fn far_future() -> i64 {
+    time::now().timestamp_millis() + 3_600_000
+}
+
+/// Claims everything due by `now`, keeping the claims of `scope` (the others stay
+/// leased: no other case leaves rows behind).
+async fn claim(push: &dyn PushStore, scope: &Scope, now: i64, lease: i64) -> Vec<Claimed> {
+    let mut mine: Vec<Claimed> = push
+        .claim(now, lease, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|c| &c.key.scope == scope)
+        .collect();
+    mine.sort_by(|a, b| a.key.cmp(&b.key));
+    mine
+}
+
+async fn configs_are_scoped_paged_and_replaced(push: &dyn PushStore) {
+    let scope = Scope::new(format!("tenant-{}", new_id()), "alice");
+    let other = Scope::new(scope.tenant.clone(), "mallory");
+    let task = new_id();
+    for id in ["c", "a", "b"] {
+        push.put_config(&scope, &config(&task, id)).await.unwrap();
+    }
+    let got = push.get_config(&scope, &task, "a").await.unwrap().unwrap();
+    assert_eq!(got.url, "https://receiver.example/a");
+    assert_eq!(got.token.as_deref(), Some("tok-secret"));
+    assert_eq!(got.auth_credentials.as_deref(), Some("cred-secret"));
+    assert!(got.enabled);
+    assert!(push.get_config(&other, &task, "a").await.unwrap().is_none());
+    assert!(
+        push.list_configs(&other, &task, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let ids = |v: Vec<StoredPushConfig>| v.into_iter().map(|c| c.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(push.list_configs(&scope, &task, None, 2).await.unwrap()),
+        ["a", "b"]
+    );
+    assert_eq!(
+        ids(push
+            .list_configs(&scope, &task, Some("b"), 2)
+            .await
+            .unwrap()),
+        ["c"]
+    );
+    let mut replaced = config(&task, "a");
+    replaced.url = "https://elsewhere.example/".into();
+    replaced.token = None;
+    push.put_config(&scope, &replaced).await.unwrap();
+    let got = push.get_config(&scope, &task, "a").await.unwrap().unwrap();
+    assert_eq!(got.url, "https://elsewhere.example/");
+    assert_eq!(got.token, None);
+    assert!(
+        !push.delete_config(&other, &task, "a").await.unwrap(),
+        "another owner's config"
+    );
+    assert!(push.delete_config(&scope, &task, "a").await.unwrap());
+    assert!(
+        !push.delete_config(&scope, &task, "a").await.unwrap(),
+        "idempotent"
+    );
+    assert_eq!(
+        ids(push.list_configs(&scope, &task, None, 10).await.unwrap()),
+        ["b", "c"]
+    );
+}
+
+async fn outbox_follows_appends_in_order(store: &dyn TaskStore, push: &dyn PushStore) {
+    let scope = Scope::new(format!("tenant-{}", new_id()), "alice");
+    let task = new_id();
+    // Registered before the task exists (an inline config of SendMessage).
+    push.put_config(&scope, &config(&task, "one"))
+        .await
+        .unwrap();
+    push.put_config(&scope, &config(&task, "two"))
+        .await
+        .unwrap();
+    let mut msg = new_user_text_message("follow-up");
+    msg.task_id = Some(task.clone());
+    store
+        .append_all(
+            &scope,
+            &task,
+            &events(
+                1,
+                vec![
+                    StreamResponse::Task(task_at(&task, "ctx", time::now())),
+                    status(&task, TaskState::Working),
+                    StreamResponse::Message(msg),
+                    status(&task, TaskState::Completed),
+                ],
+            ),
+        )
+        .await
+        .unwrap();
+    let now = time::now().timestamp_millis() + 1;
+    assert!(push.any_due(now).await.unwrap());
+    let mut delivered: Vec<(String, u64)> = Vec::new();
+    for round in 0..10 {
+        let claimed = claim(push, &scope, now + round, 60_000).await;
+        if claimed.is_empty() {
+            break;
+        }
+        assert_eq!(claimed.len(), 2, "one head per config: {claimed:?}");
+        for c in claimed {
+            let ev: StreamResponse = serde_json::from_str(c.event.as_deref().unwrap()).unwrap();
+            assert!(
+                !matches!(ev, StreamResponse::Message(_)),
+                "user messages are not pushed"
+            );
+            assert_eq!(c.attempts, 0);
+            assert_eq!(c.config.token.as_deref(), Some("tok-secret"));
+            delivered.push((c.key.config_id.clone(), c.key.seq));
+            push.settle(&c.key, &Settle::Delivered).await.unwrap();
+        }
+    }
+    let of = |id: &str| -> Vec<u64> {
+        delivered
+            .iter()
+            .filter(|(c, _)| c == id)
+            .map(|(_, s)| *s)
+            .collect()
+    };
+    assert_eq!(of("one"), [1, 2, 4], "in order, without the user message");
+    assert_eq!(of("two"), [1, 2, 4]);
+    assert!(
+        claim(push, &scope, far_future(), 1).await.is_empty(),
+        "nothing left"
+    );
+    push.delete_config(&scope, &task, "one").await.unwrap();
+    push.delete_config(&scope, &task, "two").await.unwrap();
+}
+
+async fn leases_retries_and_give_ups(store: &dyn TaskStore, push: &dyn PushStore) {
+    let scope = Scope::new(format!("tenant-{}", new_id()), "alice");
+    let task = new_id();
+    push.put_config(&scope, &config(&task, "c")).await.unwrap();
+    store
+        .append_all(
+            &scope,
+            &task,
+            &events(
+                1,
+                vec![
+                    StreamResponse::Task(task_at(&task, "ctx", time::now())),
+                    status(&task, TaskState::Working),
+                    status(&task, TaskState::Working),
+                ],
+            ),
+        )
+        .await
+        .unwrap();
+    let now = time::now().timestamp_millis() + 1;
+    let first = claim(push, &scope, now, 10_000).await;
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].key.seq, 1);
+    assert!(
+        claim(push, &scope, now + 5_000, 10_000).await.is_empty(),
+        "leased"
+    );
+    // The claiming instance died: after the lease another one takes it over.
+    let again = claim(push, &scope, now + 10_001, 10_000).await;
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].key.seq, 1, "the same head, not the next event");
+    let key = again[0].key.clone();
+    let retry_at = now + 20_000;
+    push.settle(
+        &key,
+        &Settle::Retry {
+            next_ms: retry_at,
+            error: "HTTP 503".into(),
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        claim(push, &scope, retry_at - 1, 10_000).await.is_empty(),
+        "backing off"
+    );
+    let pending = push.status(Some(&task), 10).await.unwrap();
+    assert_eq!(pending.pending_total, 3);
+    assert_eq!(pending.pending[0].key, key);
+    assert_eq!(pending.pending[0].attempts, 1);
+    assert_eq!(pending.pending[0].last_error.as_deref(), Some("HTTP 503"));
+    let retried = claim(push, &scope, retry_at, 10_000).await;
+    assert_eq!(retried.len(), 1);
+    assert_eq!(retried[0].attempts, 1);
+    // Two give-ups in a row disable the config (disable_after = 2) and drop the rest.
+    let give_up = Settle::GiveUp {
+        error: "HTTP 404".into(),
+        disable_after: 2,
+    };
+    let s = push.settle(&key, &give_up).await.unwrap();
+    assert!(!s.disabled);
+    let next = claim(push, &scope, retry_at + 1, 10_000).await;
+    assert_eq!(
+        next[0].key.seq, 2,
+        "a given-up event does not block the next"
+    );
+    let s = push.settle(&next[0].key, &give_up).await.unwrap();
+    assert!(s.disabled);
+    assert_eq!(s.dropped, 1, "seq 3 dropped with the config");
+    let cfg = push.get_config(&scope, &task, "c").await.unwrap().unwrap();
+    assert!(!cfg.enabled, "disabled, still visible");
+    assert_eq!(cfg.last_error.as_deref(), Some("HTTP 404"));
+    let troubled = push.status(Some(&task), 10).await.unwrap();
+    assert_eq!(troubled.pending_total, 0);
+    assert_eq!(troubled.troubled.len(), 1);
+    // A disabled config gets no new rows.
+    store
+        .append(&scope, &task, 4, &status(&task, TaskState::Completed))
+        .await
+        .unwrap();
+    assert!(claim(push, &scope, far_future(), 1).await.is_empty());
+    // Re-registering enables it again; 410 Gone disables it at once.
+    push.put_config(&scope, &config(&task, "c")).await.unwrap();
+    store
+        .append_all(
+            &scope,
+            &task,
+            &events(
+                5,
+                vec![
+                    status(&task, TaskState::Completed),
+                    status(&task, TaskState::Completed),
+                ],
+            ),
+        )
+        .await
+        .unwrap();
+    let gone = claim(push, &scope, far_future(), 10_000).await;
+    assert_eq!(gone.len(), 1);
+    let s = push
+        .settle(
+            &gone[0].key,
+            &Settle::Disable {
+                error: "HTTP 410 Gone".into(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(s.disabled);
+    assert!(
+        !push
+            .get_config(&scope, &task, "c")
+            .await
+            .unwrap()
+            .unwrap()
+            .enabled
+    );
+    assert!(claim(push, &scope, far_future() + 1, 1).await.is_empty());
+    push.delete_config(&scope, &task, "c").await.unwrap();
+}
+
+async fn delete_drops_pending_deliveries(store: &dyn TaskStore, push: &dyn PushStore) {
+    let scope = Scope::new(format!("tenant-{}", new_id()), "alice");
+    let task = new_id();
+    push.put_config(&scope, &config(&task, "c")).await.unwrap();
+    store
+        .append(
+            &scope,
+            &task,
+            1,
+            &StreamResponse::Task(task_at(&task, "ctx", time::now())),
+        )
+        .await
+        .unwrap();
+    let claimed = claim(push, &scope, far_future(), 10_000).await;
+    assert_eq!(claimed.len(), 1);
+    assert!(push.delete_config(&scope, &task, "c").await.unwrap());
+    assert_eq!(push.status(Some(&task), 10).await.unwrap().pending_total, 0);
+    // Settling a delivery whose config was deleted meanwhile changes nothing.
+    let s = push
+        .settle(&claimed[0].key, &Settle::Delivered)
+        .await
+        .unwrap();
+    assert!(!s.disabled);
+    store
+        .append(&scope, &task, 2, &status(&task, TaskState::Completed))
+        .await
+        .unwrap();
+    assert!(claim(push, &scope, far_future(), 10_000).await.is_empty());
+}
+
+async fn signing_key_is_kept_once(push: &dyn PushStore) {
+    let first = push.signing_key(b"candidate-one").await.unwrap();
+    let second = push.signing_key(b"candidate-two").await.unwrap();
+    assert_eq!(first, second, "the first key kept is the key from then on");
+    assert_ne!(second, b"candidate-two");
+}

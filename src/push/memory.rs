@@ -1,0 +1,322 @@
+//! [`PushStore`] of the in-process [`MemoryTaskStore`](crate::store::MemoryTaskStore):
+//! its outbox rows are added under the task map's lock by the append that stores their
+//! events (see [`MemoryPush::enqueue`]), so within the process the memory store keeps
+//! the same promise as the SQL stores.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use super::store::{
+    Claimed, DeliveryKey, PendingDelivery, PushStatus, PushStore, Settle, Settled, StoredPushConfig,
+};
+use crate::protocol::StreamResponse;
+use crate::store::{Scope, StoreError, StoredEvent};
+
+struct Row {
+    event: Arc<StoredEvent>,
+    attempts: u32,
+    created_ms: i64,
+    next_ms: i64,
+    last_error: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    configs: BTreeMap<(Scope, String, String), StoredPushConfig>,
+    outbox: BTreeMap<DeliveryKey, Row>,
+    key: Option<Vec<u8>>,
+}
+
+/// Push state of the memory store.
+#[derive(Default)]
+pub struct MemoryPush {
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for MemoryPush {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MemoryPush")
+    }
+}
+
+/// Whether an event is pushed to webhooks: the Task and its updates, not the user
+/// messages appended as history.
+pub(crate) fn deliverable(event: &StreamResponse) -> bool {
+    !matches!(event, StreamResponse::Message(_))
+}
+
+impl MemoryPush {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds the outbox rows of `events`, just appended to the task: one per enabled
+    /// config and deliverable event. Called by the append with the task map locked.
+    pub(crate) fn enqueue(&self, scope: &Scope, task_id: &str, events: &[Arc<StoredEvent>]) {
+        let mut st = self.lock();
+        let lo = (scope.clone(), task_id.to_owned(), String::new());
+        let configs: Vec<String> = st
+            .configs
+            .range(lo..)
+            .take_while(|((s, t, _), _)| s == scope && t == task_id)
+            .filter(|(_, c)| c.enabled)
+            .map(|((_, _, id), _)| id.clone())
+            .collect();
+        if configs.is_empty() {
+            return;
+        }
+        let now = crate::protocol::time::now().timestamp_millis();
+        for id in configs {
+            for e in events.iter().filter(|e| deliverable(&e.event)) {
+                let key = DeliveryKey {
+                    scope: scope.clone(),
+                    task_id: task_id.to_owned(),
+                    config_id: id.clone(),
+                    seq: e.seq,
+                };
+                st.outbox.insert(
+                    key,
+                    Row {
+                        event: e.clone(),
+                        attempts: 0,
+                        created_ms: now,
+                        next_ms: now,
+                        last_error: None,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Forgets the configs and deliveries of a purged task.
+    pub(crate) fn forget_task(&self, scope: &Scope, task_id: &str) {
+        let mut st = self.lock();
+        st.configs
+            .retain(|(s, t, _), _| !(s == scope && t == task_id));
+        st.outbox
+            .retain(|k, _| !(&k.scope == scope && k.task_id == task_id));
+    }
+}
+
+fn drop_pending(st: &mut State, scope: &Scope, task_id: &str, id: &str) -> u64 {
+    let before = st.outbox.len();
+    st.outbox
+        .retain(|k, _| !(&k.scope == scope && k.task_id == task_id && k.config_id == id));
+    (before - st.outbox.len()) as u64
+}
+
+#[async_trait]
+impl PushStore for MemoryPush {
+    async fn put_config(&self, scope: &Scope, config: &StoredPushConfig) -> Result<(), StoreError> {
+        let mut c = config.clone();
+        c.enabled = true;
+        c.failures = 0;
+        c.last_error = None;
+        self.lock().configs.insert(
+            (scope.clone(), config.task_id.clone(), config.id.clone()),
+            c,
+        );
+        Ok(())
+    }
+
+    async fn get_config(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        id: &str,
+    ) -> Result<Option<StoredPushConfig>, StoreError> {
+        Ok(self
+            .lock()
+            .configs
+            .get(&(scope.clone(), task_id.to_owned(), id.to_owned()))
+            .cloned())
+    }
+
+    async fn list_configs(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredPushConfig>, StoreError> {
+        let st = self.lock();
+        let lo = (scope.clone(), task_id.to_owned(), String::new());
+        Ok(st
+            .configs
+            .range(lo..)
+            .take_while(|((s, t, _), _)| s == scope && t == task_id)
+            .filter(|((_, _, id), _)| after.is_none_or(|a| id.as_str() > a))
+            .take(limit)
+            .map(|(_, c)| c.clone())
+            .collect())
+    }
+
+    async fn delete_config(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        id: &str,
+    ) -> Result<bool, StoreError> {
+        let mut st = self.lock();
+        let existed = st
+            .configs
+            .remove(&(scope.clone(), task_id.to_owned(), id.to_owned()))
+            .is_some();
+        drop_pending(&mut st, scope, task_id, id);
+        Ok(existed)
+    }
+
+    async fn claim(
+        &self,
+        now_ms: i64,
+        lease_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<Claimed>, StoreError> {
+        let mut st = self.lock();
+        let mut heads: Vec<DeliveryKey> = Vec::new();
+        let mut last: Option<(Scope, String, String)> = None;
+        for (k, row) in &st.outbox {
+            let queue = (k.scope.clone(), k.task_id.clone(), k.config_id.clone());
+            if last.as_ref() == Some(&queue) {
+                continue;
+            }
+            last = Some(queue);
+            if row.next_ms <= now_ms {
+                heads.push(k.clone());
+            }
+        }
+        heads.sort_by_key(|k| st.outbox.get(k).map(|r| r.next_ms));
+        heads.truncate(limit);
+        let mut out = Vec::with_capacity(heads.len());
+        for k in heads {
+            let Some(config) = st
+                .configs
+                .get(&(k.scope.clone(), k.task_id.clone(), k.config_id.clone()))
+                .cloned()
+            else {
+                st.outbox.remove(&k);
+                continue;
+            };
+            let row = st.outbox.get_mut(&k).expect("listed above");
+            row.next_ms = now_ms + lease_ms;
+            out.push(Claimed {
+                event: serde_json::to_string(&row.event.event).ok(),
+                attempts: row.attempts,
+                created_ms: row.created_ms,
+                key: k,
+                config,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn any_due(&self, now_ms: i64) -> Result<bool, StoreError> {
+        Ok(self.lock().outbox.values().any(|r| r.next_ms <= now_ms))
+    }
+
+    async fn settle(&self, key: &DeliveryKey, outcome: &Settle) -> Result<Settled, StoreError> {
+        let mut st = self.lock();
+        if !st.outbox.contains_key(key) {
+            return Ok(Settled::default());
+        }
+        let ckey = (
+            key.scope.clone(),
+            key.task_id.clone(),
+            key.config_id.clone(),
+        );
+        let mut settled = Settled::default();
+        match outcome {
+            Settle::Delivered => {
+                st.outbox.remove(key);
+                if let Some(c) = st.configs.get_mut(&ckey) {
+                    c.failures = 0;
+                }
+            }
+            Settle::Retry { next_ms, error } => {
+                let row = st.outbox.get_mut(key).expect("checked");
+                row.attempts += 1;
+                row.next_ms = *next_ms;
+                row.last_error = Some(error.clone());
+            }
+            Settle::GiveUp {
+                error,
+                disable_after,
+            } => {
+                st.outbox.remove(key);
+                let disable = match st.configs.get_mut(&ckey) {
+                    Some(c) => {
+                        c.failures += 1;
+                        c.last_error = Some(error.clone());
+                        if c.enabled && c.failures >= *disable_after {
+                            c.enabled = false;
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                    None => false,
+                };
+                if disable {
+                    settled.disabled = true;
+                    settled.dropped =
+                        drop_pending(&mut st, &key.scope, &key.task_id, &key.config_id);
+                }
+            }
+            Settle::Disable { error } => {
+                if let Some(c) = st.configs.get_mut(&ckey) {
+                    c.enabled = false;
+                    c.last_error = Some(error.clone());
+                    settled.disabled = true;
+                }
+                settled.dropped = drop_pending(&mut st, &key.scope, &key.task_id, &key.config_id)
+                    .saturating_sub(1);
+            }
+        }
+        Ok(settled)
+    }
+
+    async fn status(&self, task_id: Option<&str>, limit: usize) -> Result<PushStatus, StoreError> {
+        let st = self.lock();
+        let mut pending: Vec<PendingDelivery> = st
+            .outbox
+            .iter()
+            .filter(|(k, _)| task_id.is_none_or(|t| k.task_id == t))
+            .map(|(k, r)| PendingDelivery {
+                key: k.clone(),
+                attempts: r.attempts,
+                created_ms: r.created_ms,
+                next_ms: r.next_ms,
+                last_error: r.last_error.clone(),
+            })
+            .collect();
+        pending.sort_by(|a, b| (a.created_ms, &a.key).cmp(&(b.created_ms, &b.key)));
+        let pending_total = pending.len() as u64;
+        let oldest_pending_ms = pending.iter().map(|p| p.created_ms).min();
+        pending.truncate(limit);
+        let troubled = st
+            .configs
+            .iter()
+            .filter(|((_, t, _), c)| {
+                task_id.is_none_or(|w| t == w) && (!c.enabled || c.last_error.is_some())
+            })
+            .take(limit)
+            .map(|((s, _, _), c)| (s.clone(), c.clone()))
+            .collect();
+        Ok(PushStatus {
+            pending,
+            troubled,
+            pending_total,
+            oldest_pending_ms,
+        })
+    }
+
+    async fn signing_key(&self, candidate: &[u8]) -> Result<Vec<u8>, StoreError> {
+        Ok(self
+            .lock()
+            .key
+            .get_or_insert_with(|| candidate.to_vec())
+            .clone())
+    }
+}

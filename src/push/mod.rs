@@ -1,0 +1,348 @@
+//! Push notifications (spec §4.3, §3.1.7-3.1.10): webhook configs registered per task,
+//! and every task event (the Task, status and artifact updates) POSTed to each of them
+//! from a durable outbox, at least once and in order per (task, config), signed with
+//! [Standard Webhooks] v1, and never to an address the SSRF guard refuses.
+//!
+//! - [`store`]: what the task stores keep (configs, outbox rows written in the
+//!   transaction of their events, the signing key); [`memory`], [`sqlite`] and
+//!   [`postgres`] implement it, the SQL ones through [`sql`].
+//! - [`ssrf`]: the address policy and the HTTP client's guarded DNS resolver.
+//! - [`sign`]: `webhook-signature` (v1a Ed25519 with a JWKS, or v1 HMAC).
+//! - [`sender`]: claims, attempts, retries, give-ups, metrics.
+//! - [`PushService`]: the above assembled from `[push]`; the handler validates and
+//!   stores configs through it ([`PushService::check_config`]).
+//!
+//! [Standard Webhooks]: https://www.standardwebhooks.com/
+
+#[cfg(any(test, feature = "test-util"))]
+pub mod conformance;
+pub mod memory;
+pub mod postgres;
+pub mod sender;
+pub mod sign;
+pub(crate) mod sql;
+pub mod sqlite;
+pub mod ssrf;
+pub mod store;
+
+pub use store::{PushStatus, PushStore, StoredPushConfig};
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{PushConfig, SignatureScheme};
+use crate::error::A2aError;
+use crate::protocol::{AuthenticationInfo, TaskPushNotificationConfig};
+use crate::store::TaskStore;
+use sign::Signer;
+use ssrf::{AddressPolicy, GuardedResolver};
+use store::DeliveryKey;
+
+/// The path of the signing keys' JWKS (v1a).
+pub const JWKS_PATH: &str = "/.well-known/jwks.json";
+
+/// The URI of the card extension that names the webhook signature scheme and the JWKS.
+pub const SIGNATURE_EXTENSION: &str = "https://www.standardwebhooks.com/#signature";
+
+/// Longest accepted webhook URL, in bytes.
+pub const MAX_URL_BYTES: usize = 2048;
+
+/// Longest accepted token, scheme or credentials, in bytes.
+pub const MAX_SECRET_BYTES: usize = 4096;
+
+/// The `webhook-id` of a delivery: the same on every attempt of one event to one config
+/// (and across restarts and instances), different for any other pair.
+pub fn webhook_id(key: &DeliveryKey) -> String {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    for part in [
+        key.scope.tenant.as_bytes(),
+        key.scope.owner.as_bytes(),
+        key.task_id.as_bytes(),
+        key.config_id.as_bytes(),
+    ] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part);
+    }
+    h.update(key.seq.to_be_bytes());
+    let digest = h.finalize();
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("msg_{hex}")
+}
+
+/// Push notifications as `[push]` configures them: validation of configs, the HTTP
+/// client with its SSRF guard, the signer and the sender loop.
+pub struct PushService {
+    pub(crate) config: PushConfig,
+    pub(crate) policy: Arc<AddressPolicy>,
+    pub(crate) signer: Signer,
+    pub(crate) client: reqwest::Client,
+    pub(crate) wake: Notify,
+    pub(crate) store: Arc<dyn TaskStore>,
+    hosts: sender::HostPermits,
+}
+
+impl std::fmt::Debug for PushService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushService")
+            .field("signer", &self.signer)
+            .field("allow_http", &self.config.allow_http)
+            .finish_non_exhaustive()
+    }
+}
+
+fn read_file(path: &std::path::Path, key: &str) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("{key} {}: {e}", path.display()))
+}
+
+impl PushService {
+    /// Builds the service over `store`: reads the signing keys (`signing_key_file` and
+    /// `extra_signing_key_files`, or the key kept in the store, generated on first use),
+    /// or the `v1` secret.
+    ///
+    /// # Errors
+    /// A message naming the key or file when a key cannot be read, the store keeps no
+    /// push state, or the HTTP client cannot be built.
+    pub async fn open(config: &PushConfig, store: Arc<dyn TaskStore>) -> Result<Arc<Self>, String> {
+        Self::open_with_hosts(config, store, HashMap::new()).await
+    }
+
+    /// [`open`](Self::open), resolving the names in `hosts` to the given addresses
+    /// instead of asking DNS (tests: a name that resolves to a refused address).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub async fn open_with_hosts(
+        config: &PushConfig,
+        store: Arc<dyn TaskStore>,
+        hosts: HashMap<String, Vec<IpAddr>>,
+    ) -> Result<Arc<Self>, String> {
+        let push_store = store
+            .push_store()
+            .ok_or("this task store keeps no push notification state")?;
+        let signer = match config.signature {
+            SignatureScheme::V1 => {
+                let path = config
+                    .hmac_secret_file
+                    .as_deref()
+                    .ok_or("push.hmac_secret_file is required with signature = \"v1\"")?;
+                let text = String::from_utf8(read_file(path, "push.hmac_secret_file")?)
+                    .map_err(|_| "push.hmac_secret_file is not text".to_owned())?;
+                Signer::v1(&text).map_err(|e| format!("push.hmac_secret_file: {e}"))?
+            }
+            SignatureScheme::V1a => {
+                let mut keys = Vec::new();
+                match &config.signing_key_file {
+                    Some(path) => {
+                        let bytes = read_file(path, "push.signing_key_file")?;
+                        keys.push(
+                            sign::parse_ed25519(&bytes, &path.display().to_string())
+                                .map_err(|e| format!("push.signing_key_file {e}"))?,
+                        );
+                    }
+                    None => {
+                        let kept = push_store
+                            .signing_key(&sign::generate_pkcs8())
+                            .await
+                            .map_err(|e| format!("the signing key kept in the store: {e}"))?;
+                        keys.push(
+                            sign::parse_ed25519(&kept, "the signing key kept in the store")
+                                .map_err(|e| e.to_string())?,
+                        );
+                    }
+                }
+                for path in &config.extra_signing_key_files {
+                    let bytes = read_file(path, "push.extra_signing_key_files")?;
+                    keys.push(
+                        sign::parse_ed25519(&bytes, &path.display().to_string())
+                            .map_err(|e| format!("push.extra_signing_key_files {e}"))?,
+                    );
+                }
+                Signer::v1a(keys)
+            }
+        };
+        let policy = Arc::new(AddressPolicy::from_config(&config.allow_cidrs)?);
+        let client = reqwest::Client::builder()
+            .dns_resolver(Arc::new(GuardedResolver::new(policy.clone(), hosts)))
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .timeout(Duration::from_secs(config.timeout_secs))
+            .connect_timeout(Duration::from_secs(config.timeout_secs.min(10)))
+            .pool_idle_timeout(Duration::from_secs(30))
+            .user_agent(concat!(
+                "a2a-gateway/",
+                env!("CARGO_PKG_VERSION"),
+                " (push)"
+            ))
+            .build()
+            .map_err(|e| format!("the webhook HTTP client: {e}"))?;
+        Ok(Arc::new(Self {
+            config: config.clone(),
+            policy,
+            signer,
+            client,
+            wake: Notify::new(),
+            store,
+            hosts: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// Wakes the sender (new events were stored).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// The signing keys' JWKS (`None` with `signature = "v1"`).
+    pub fn jwks(&self) -> Option<serde_json::Value> {
+        self.signer.jwks()
+    }
+
+    /// The signature scheme.
+    pub fn signature(&self) -> SignatureScheme {
+        self.config.signature
+    }
+
+    /// Starts the sender loop; it ends after `stop` is cancelled.
+    pub fn spawn(self: &Arc<Self>, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(sender::run(self.clone(), stop))
+    }
+
+    pub(crate) fn host_permits(&self, host: &str) -> Arc<Semaphore> {
+        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        if hosts.len() > 10_000 {
+            hosts.retain(|_, s| Arc::strong_count(s) > 1);
+        }
+        hosts
+            .entry(host.to_owned())
+            .or_insert_with(|| Arc::new(Semaphore::new(self.config.per_host_concurrency)))
+            .clone()
+    }
+
+    /// Checks a config a client registers and turns it into what the store keeps: the
+    /// URL is absolute `https` (or `http` with `allow_http`), without credentials in it,
+    /// at most [`MAX_URL_BYTES`], and not an IP literal the SSRF guard refuses; token,
+    /// scheme and credentials hold no CR, LF or other control characters (they become
+    /// header values) and are at most [`MAX_SECRET_BYTES`].
+    ///
+    /// # Errors
+    /// [`A2aError::InvalidParams`] naming the field (never echoing a secret).
+    pub fn check_config(
+        &self,
+        task_id: &str,
+        id: &str,
+        cfg: &TaskPushNotificationConfig,
+    ) -> Result<StoredPushConfig, A2aError> {
+        let bad = |m: String| A2aError::InvalidParams(m);
+        if cfg.url.is_empty() {
+            return Err(bad("url is required".into()));
+        }
+        if cfg.url.len() > MAX_URL_BYTES {
+            return Err(bad(format!("url is longer than {MAX_URL_BYTES} bytes")));
+        }
+        let url = reqwest::Url::parse(&cfg.url)
+            .map_err(|e| bad(format!("url is not an absolute URL: {e}")))?;
+        match url.scheme() {
+            "https" => {}
+            "http" if self.config.allow_http => {}
+            "http" => {
+                return Err(bad(
+                    "url must use https (this gateway does not send webhooks over plain http)"
+                        .into(),
+                ));
+            }
+            s => return Err(bad(format!("url scheme {s:?} is not https"))),
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(bad("url has no host".into()));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(bad(
+                "url must not carry credentials; use authentication or token".into(),
+            ));
+        }
+        self.policy
+            .check_url(&url)
+            .map_err(|why| bad(format!("url refused: {why}")))?;
+        let header_safe = |field: &str, v: &str| -> Result<(), A2aError> {
+            if v.len() > MAX_SECRET_BYTES {
+                return Err(bad(format!(
+                    "{field} is longer than {MAX_SECRET_BYTES} bytes"
+                )));
+            }
+            if v.chars().any(|c| c.is_control()) {
+                return Err(bad(format!(
+                    "{field} contains CR, LF or another control character"
+                )));
+            }
+            Ok(())
+        };
+        if let Some(t) = &cfg.token {
+            header_safe("token", t)?;
+        }
+        let (scheme, credentials) = match &cfg.authentication {
+            None => (None, None),
+            Some(AuthenticationInfo {
+                scheme,
+                schemes,
+                credentials,
+            }) => {
+                let scheme = if scheme.is_empty() {
+                    schemes.first().cloned().unwrap_or_default()
+                } else {
+                    scheme.clone()
+                };
+                if scheme.is_empty() {
+                    return Err(bad("authentication.scheme is required".into()));
+                }
+                if !scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+                {
+                    return Err(bad(
+                        "authentication.scheme must be an HTTP auth scheme token (e.g. Bearer)"
+                            .into(),
+                    ));
+                }
+                if let Some(c) = credentials {
+                    header_safe("authentication.credentials", c)?;
+                }
+                (Some(scheme), credentials.clone().filter(|c| !c.is_empty()))
+            }
+        };
+        Ok(StoredPushConfig {
+            task_id: task_id.to_owned(),
+            id: id.to_owned(),
+            url: cfg.url.clone(),
+            token: cfg.token.clone().filter(|t| !t.is_empty()),
+            auth_scheme: scheme,
+            auth_credentials: credentials,
+            enabled: true,
+            failures: 0,
+            last_error: None,
+            created_ms: crate::protocol::time::now().timestamp_millis(),
+        })
+    }
+}
+
+/// A stored config as Get and List answer it: `token` and `authentication.credentials`
+/// redacted (present as `"***"` when set, so a client sees that one is set).
+pub fn redacted(tenant: &str, c: &StoredPushConfig) -> TaskPushNotificationConfig {
+    const REDACTED: &str = "***";
+    TaskPushNotificationConfig {
+        tenant: (!tenant.is_empty()).then(|| tenant.to_owned()),
+        id: c.id.clone(),
+        task_id: c.task_id.clone(),
+        url: c.url.clone(),
+        token: c.token.as_ref().map(|_| REDACTED.to_owned()),
+        authentication: c.auth_scheme.as_ref().map(|s| AuthenticationInfo {
+            scheme: s.clone(),
+            schemes: Vec::new(),
+            credentials: c.auth_credentials.as_ref().map(|_| REDACTED.to_owned()),
+        }),
+    }
+}

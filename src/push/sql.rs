@@ -1,0 +1,427 @@
+//! [`PushStore`](super::PushStore) on the SQL stores. SQLite and PostgreSQL run the same
+//! statements (`$n` placeholders, `ON CONFLICT`, `UPDATE ... FROM`), instantiated per
+//! backend by [`sql_push!`]; only the claim differs (PostgreSQL locks the rows it
+//! claims with `FOR UPDATE SKIP LOCKED`, so instances claiming at once never wait for
+//! nor take each other's rows; SQLite has one writer). The outbox rows themselves are
+//! written by the stores' batch writers, in the transaction of the events.
+
+/// The claim of due queue heads. `$1` now, `$2` the lease's end, `$3` the limit, `$4`
+/// the claim token; `$lock` is appended to the inner select (`FOR UPDATE SKIP LOCKED`
+/// on PostgreSQL).
+macro_rules! claim_sql {
+    ($lock:literal) => {
+        concat!(
+            "UPDATE a2a_push_outbox SET next_ms = $2, claim = $4 \
+             FROM (SELECT o.tenant AS kt, o.owner AS ko, o.task_id AS ki, \
+                          o.config_id AS kc, o.seq AS ks \
+                   FROM a2a_push_outbox o \
+                   WHERE o.next_ms <= $1 AND NOT EXISTS ( \
+                     SELECT 1 FROM a2a_push_outbox p \
+                     WHERE p.tenant = o.tenant AND p.owner = o.owner AND p.task_id = o.task_id \
+                       AND p.config_id = o.config_id AND p.seq < o.seq) \
+                   ORDER BY o.next_ms LIMIT $3 ",
+            $lock,
+            ") AS k \
+             WHERE tenant = k.kt AND owner = k.ko AND task_id = k.ki AND config_id = k.kc \
+               AND seq = k.ks"
+        )
+    };
+}
+pub(crate) use claim_sql;
+
+/// Implements [`PushStore`](crate::push::PushStore) for `$ty`, whose `writer()` and
+/// `reader()` give pools of database `$db`, and whose `begin()` opens a write
+/// transaction; `$claim` is the claim statement ([`claim_sql!`]).
+macro_rules! sql_push {
+    ($ty:ty, $db:ty, $claim:expr) => {
+        use sqlx::Row as _;
+        use $crate::push::store::{
+            Claimed, DeliveryKey, PendingDelivery, PushStatus, PushStore, Settle, Settled,
+            StoredPushConfig,
+        };
+        use $crate::store::{Scope, StoreError};
+
+        fn db(e: sqlx::Error) -> StoreError {
+            StoreError::Backend(e.to_string())
+        }
+
+        fn config_at(r: &<$db as sqlx::Database>::Row, i: usize) -> StoredPushConfig {
+            StoredPushConfig {
+                task_id: r.get(i),
+                id: r.get(i + 1),
+                url: r.get(i + 2),
+                token: r.get(i + 3),
+                auth_scheme: r.get(i + 4),
+                auth_credentials: r.get(i + 5),
+                enabled: r.get::<i64, _>(i + 6) != 0,
+                failures: u32::try_from(r.get::<i64, _>(i + 7)).unwrap_or(u32::MAX),
+                last_error: r.get(i + 8),
+                created_ms: r.get(i + 9),
+            }
+        }
+
+        async fn drop_pending(
+            conn: &mut <$db as sqlx::Database>::Connection,
+            key: &DeliveryKey,
+        ) -> Result<u64, StoreError> {
+            Ok(sqlx::query(
+                "DELETE FROM a2a_push_outbox \
+                 WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND config_id = $4",
+            )
+            .bind(&key.scope.tenant)
+            .bind(&key.scope.owner)
+            .bind(&key.task_id)
+            .bind(&key.config_id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db)?
+            .rows_affected())
+        }
+
+        #[async_trait::async_trait]
+        impl PushStore for $ty {
+            async fn put_config(
+                &self,
+                scope: &Scope,
+                c: &StoredPushConfig,
+            ) -> Result<(), StoreError> {
+                sqlx::query(
+                    "INSERT INTO a2a_push_configs (tenant, owner, task_id, id, url, token, \
+                       auth_scheme, auth_credentials, enabled, failures, last_error, created_ms) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, 0, NULL, $9) \
+                     ON CONFLICT (tenant, owner, task_id, id) DO UPDATE SET \
+                       url = excluded.url, token = excluded.token, \
+                       auth_scheme = excluded.auth_scheme, \
+                       auth_credentials = excluded.auth_credentials, enabled = 1, failures = 0, \
+                       last_error = NULL, created_ms = excluded.created_ms",
+                )
+                .bind(&scope.tenant)
+                .bind(&scope.owner)
+                .bind(&c.task_id)
+                .bind(&c.id)
+                .bind(&c.url)
+                .bind(&c.token)
+                .bind(&c.auth_scheme)
+                .bind(&c.auth_credentials)
+                .bind(c.created_ms)
+                .execute(self.writer())
+                .await
+                .map_err(db)?;
+                Ok(())
+            }
+
+            async fn get_config(
+                &self,
+                scope: &Scope,
+                task_id: &str,
+                id: &str,
+            ) -> Result<Option<StoredPushConfig>, StoreError> {
+                let row = sqlx::query(
+                    "SELECT task_id, id, url, token, auth_scheme, auth_credentials, \
+                       enabled, failures, last_error, created_ms FROM a2a_push_configs \
+                     WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4",
+                )
+                .bind(&scope.tenant)
+                .bind(&scope.owner)
+                .bind(task_id)
+                .bind(id)
+                .fetch_optional(self.reader())
+                .await
+                .map_err(db)?;
+                Ok(row.map(|r| config_at(&r, 0)))
+            }
+
+            async fn list_configs(
+                &self,
+                scope: &Scope,
+                task_id: &str,
+                after: Option<&str>,
+                limit: usize,
+            ) -> Result<Vec<StoredPushConfig>, StoreError> {
+                let rows = sqlx::query(
+                    "SELECT task_id, id, url, token, auth_scheme, auth_credentials, \
+                       enabled, failures, last_error, created_ms FROM a2a_push_configs \
+                     WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id > $4 \
+                     ORDER BY id LIMIT $5",
+                )
+                .bind(&scope.tenant)
+                .bind(&scope.owner)
+                .bind(task_id)
+                .bind(after.unwrap_or(""))
+                .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                .fetch_all(self.reader())
+                .await
+                .map_err(db)?;
+                Ok(rows.iter().map(|r| config_at(r, 0)).collect())
+            }
+
+            async fn delete_config(
+                &self,
+                scope: &Scope,
+                task_id: &str,
+                id: &str,
+            ) -> Result<bool, StoreError> {
+                let mut tx = self.begin().await?;
+                let key = DeliveryKey {
+                    scope: scope.clone(),
+                    task_id: task_id.to_owned(),
+                    config_id: id.to_owned(),
+                    seq: 0,
+                };
+                drop_pending(&mut tx, &key).await?;
+                let n = sqlx::query(
+                    "DELETE FROM a2a_push_configs \
+                     WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4",
+                )
+                .bind(&scope.tenant)
+                .bind(&scope.owner)
+                .bind(task_id)
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?
+                .rows_affected();
+                tx.commit().await.map_err(db)?;
+                Ok(n > 0)
+            }
+
+            async fn claim(
+                &self,
+                now_ms: i64,
+                lease_ms: i64,
+                limit: usize,
+            ) -> Result<Vec<Claimed>, StoreError> {
+                let token = uuid::Uuid::new_v4().simple().to_string();
+                let until = now_ms + lease_ms;
+                let n = sqlx::query($claim)
+                    .bind(now_ms)
+                    .bind(until)
+                    .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                    .bind(&token)
+                    .execute(self.writer())
+                    .await
+                    .map_err(db)?
+                    .rows_affected();
+                if n == 0 {
+                    return Ok(Vec::new());
+                }
+                let rows = sqlx::query(
+                    "SELECT o.tenant, o.owner, o.config_id, o.seq, o.attempts, o.created_ms, \
+                       c.task_id, c.id, c.url, c.token, c.auth_scheme, c.auth_credentials, \
+                       c.enabled, c.failures, c.last_error, c.created_ms, e.event \
+                     FROM a2a_push_outbox o \
+                     JOIN a2a_push_configs c ON c.tenant = o.tenant AND c.owner = o.owner \
+                       AND c.task_id = o.task_id AND c.id = o.config_id \
+                     LEFT JOIN a2a_task_events e ON e.tenant = o.tenant AND e.owner = o.owner \
+                       AND e.task_id = o.task_id AND e.seq = o.seq \
+                     WHERE o.next_ms = $1 AND o.claim = $2 ORDER BY o.created_ms",
+                )
+                .bind(until)
+                .bind(&token)
+                .fetch_all(self.writer())
+                .await
+                .map_err(db)?;
+                Ok(rows
+                    .iter()
+                    .map(|r| {
+                        let config = config_at(r, 6);
+                        Claimed {
+                            key: DeliveryKey {
+                                scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                                task_id: config.task_id.clone(),
+                                config_id: r.get(2),
+                                seq: u64::try_from(r.get::<i64, _>(3)).unwrap_or(0),
+                            },
+                            attempts: u32::try_from(r.get::<i64, _>(4)).unwrap_or(u32::MAX),
+                            created_ms: r.get(5),
+                            event: r.get(16),
+                            config,
+                        }
+                    })
+                    .collect())
+            }
+
+            async fn any_due(&self, now_ms: i64) -> Result<bool, StoreError> {
+                Ok(sqlx::query("SELECT 1 FROM a2a_push_outbox WHERE next_ms <= $1 LIMIT 1")
+                    .bind(now_ms)
+                    .fetch_optional(self.reader())
+                    .await
+                    .map_err(db)?
+                    .is_some())
+            }
+
+            async fn settle(
+                &self,
+                key: &DeliveryKey,
+                outcome: &Settle,
+            ) -> Result<Settled, StoreError> {
+                let seq = i64::try_from(key.seq).unwrap_or(i64::MAX);
+                let mut tx = self.begin().await?;
+                let mut settled = Settled::default();
+                match outcome {
+                    Settle::Retry { next_ms, error } => {
+                        sqlx::query(
+                            "UPDATE a2a_push_outbox SET attempts = attempts + 1, next_ms = $6, \
+                               last_error = $7, claim = NULL \
+                             WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
+                               AND config_id = $4 AND seq = $5",
+                        )
+                        .bind(&key.scope.tenant)
+                        .bind(&key.scope.owner)
+                        .bind(&key.task_id)
+                        .bind(&key.config_id)
+                        .bind(seq)
+                        .bind(*next_ms)
+                        .bind(error)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db)?;
+                    }
+                    _ => {
+                        let gone = sqlx::query(
+                            "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 \
+                               AND task_id = $3 AND config_id = $4 AND seq = $5",
+                        )
+                        .bind(&key.scope.tenant)
+                        .bind(&key.scope.owner)
+                        .bind(&key.task_id)
+                        .bind(&key.config_id)
+                        .bind(seq)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db)?
+                        .rows_affected();
+                        if gone == 0 {
+                            tx.rollback().await.map_err(db)?;
+                            return Ok(settled);
+                        }
+                        let (error, disable_after, now) = match outcome {
+                            Settle::Delivered => (None, i64::MAX, false),
+                            Settle::GiveUp {
+                                error,
+                                disable_after,
+                            } => (Some(error.as_str()), i64::from(*disable_after), false),
+                            Settle::Disable { error } => (Some(error.as_str()), 0, true),
+                            Settle::Retry { .. } => unreachable!("handled above"),
+                        };
+                        let row = sqlx::query(
+                            "UPDATE a2a_push_configs SET \
+                               failures = CASE WHEN $5 THEN failures WHEN $6 IS NULL THEN 0 \
+                                               ELSE failures + 1 END, \
+                               last_error = COALESCE($6, last_error), \
+                               enabled = CASE WHEN $5 OR ($6 IS NOT NULL AND failures + 1 >= $7) \
+                                              THEN 0 ELSE enabled END \
+                             WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4 \
+                             RETURNING enabled",
+                        )
+                        .bind(&key.scope.tenant)
+                        .bind(&key.scope.owner)
+                        .bind(&key.task_id)
+                        .bind(&key.config_id)
+                        .bind(now)
+                        .bind(error)
+                        .bind(disable_after)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(db)?;
+                        if error.is_some() && row.is_some_and(|r| r.get::<i64, _>(0) == 0) {
+                            settled.disabled = true;
+                            settled.dropped = drop_pending(&mut tx, key).await?;
+                        }
+                    }
+                }
+                tx.commit().await.map_err(db)?;
+                Ok(settled)
+            }
+
+            async fn status(
+                &self,
+                task_id: Option<&str>,
+                limit: usize,
+            ) -> Result<PushStatus, StoreError> {
+                let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+                let rows = sqlx::query(
+                    "SELECT tenant, owner, task_id, config_id, seq, attempts, created_ms, \
+                       next_ms, last_error FROM a2a_push_outbox \
+                     WHERE ($1 IS NULL OR task_id = $1) ORDER BY created_ms, task_id, seq LIMIT $2",
+                )
+                .bind(task_id)
+                .bind(limit)
+                .fetch_all(self.reader())
+                .await
+                .map_err(db)?;
+                let pending = rows
+                    .iter()
+                    .map(|r| PendingDelivery {
+                        key: DeliveryKey {
+                            scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                            task_id: r.get(2),
+                            config_id: r.get(3),
+                            seq: u64::try_from(r.get::<i64, _>(4)).unwrap_or(0),
+                        },
+                        attempts: u32::try_from(r.get::<i64, _>(5)).unwrap_or(u32::MAX),
+                        created_ms: r.get(6),
+                        next_ms: r.get(7),
+                        last_error: r.get(8),
+                    })
+                    .collect();
+                let totals = sqlx::query(
+                    "SELECT COUNT(*), MIN(created_ms) FROM a2a_push_outbox \
+                     WHERE ($1 IS NULL OR task_id = $1)",
+                )
+                .bind(task_id)
+                .fetch_one(self.reader())
+                .await
+                .map_err(db)?;
+                let troubled = sqlx::query(
+                    "SELECT tenant, owner, task_id, id, url, token, auth_scheme, auth_credentials, \
+                       enabled, failures, last_error, created_ms FROM a2a_push_configs \
+                     WHERE ($1 IS NULL OR task_id = $1) \
+                       AND (enabled = 0 OR last_error IS NOT NULL) \
+                     ORDER BY created_ms DESC LIMIT $2",
+                )
+                .bind(task_id)
+                .bind(limit)
+                .fetch_all(self.reader())
+                .await
+                .map_err(db)?
+                .iter()
+                .map(|r| {
+                    (
+                        Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                        config_at(r, 2),
+                    )
+                })
+                .collect();
+                Ok(PushStatus {
+                    pending,
+                    troubled,
+                    pending_total: u64::try_from(totals.get::<i64, _>(0)).unwrap_or(0),
+                    oldest_pending_ms: totals.get(1),
+                })
+            }
+
+            async fn signing_key(&self, candidate: &[u8]) -> Result<Vec<u8>, StoreError> {
+                use base64::Engine as _;
+                let b64 = base64::engine::general_purpose::STANDARD;
+                sqlx::query(
+                    "INSERT INTO a2a_push_keys (id, pkcs8, created_ms) VALUES (1, $1, $2) \
+                     ON CONFLICT (id) DO NOTHING",
+                )
+                .bind(b64.encode(candidate))
+                .bind(crate::protocol::time::now().timestamp_millis())
+                .execute(self.writer())
+                .await
+                .map_err(db)?;
+                let kept: String = sqlx::query("SELECT pkcs8 FROM a2a_push_keys WHERE id = 1")
+                    .fetch_one(self.writer())
+                    .await
+                    .map_err(db)?
+                    .get(0);
+                b64.decode(kept.as_bytes())
+                    .map_err(|e| StoreError::Backend(format!("the stored signing key: {e}")))
+            }
+        }
+    };
+}
+pub(crate) use sql_push;

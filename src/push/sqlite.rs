@@ -1,0 +1,32 @@
+//! [`PushStore`](super::PushStore) on SQLite: writes (and claims) go through the store's
+//! one writer connection, reads through its readers.
+
+use sqlx::SqlitePool;
+
+/// Push state of a [`SqliteTaskStore`](crate::store::SqliteTaskStore).
+#[derive(Debug, Clone)]
+pub struct SqlitePush {
+    writer: SqlitePool,
+    reader: SqlitePool,
+}
+
+impl SqlitePush {
+    /// The push state on the store's pools.
+    pub(crate) fn new(writer: SqlitePool, reader: SqlitePool) -> Self {
+        Self { writer, reader }
+    }
+
+    fn writer(&self) -> &SqlitePool {
+        &self.writer
+    }
+
+    fn reader(&self) -> &SqlitePool {
+        &self.reader
+    }
+
+    async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
+        self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(db)
+    }
+}
+
+super::sql::sql_push!(SqlitePush, sqlx::Sqlite, super::sql::claim_sql!(""));
