@@ -376,6 +376,103 @@ mod scenarios {
         vec![card["name"].clone()]
     }
 
+    /// Push configs: created (inline and by the operation), read with secrets
+    /// redacted, listed, deleted; and the task's events POSTed, in order and signed,
+    /// to the inline config's URL.
+    pub async fn push_configs(s: &Server, b: &dyn Binding) -> Vec<Value> {
+        let path = format!("/hook/{}", b.name());
+        let hook = format!("{}{path}", s.hooks.url);
+        let task = send(
+            b,
+            json!({"message": message("echo pushed"), "configuration": {
+                "taskPushNotificationConfig": {"id": "inline", "url": hook, "token": "tok-1"}}}),
+        )
+        .await;
+        assert_eq!(state_of(&task), "TASK_STATE_COMPLETED");
+        let id = task["id"].as_str().unwrap().to_owned();
+        let calls = s
+            .hooks
+            .wait_for(&path, |c| {
+                c.iter()
+                    .any(|h| String::from_utf8_lossy(&h.body).contains("TASK_STATE_COMPLETED"))
+            })
+            .await;
+        let kinds: Vec<Value> = calls
+            .iter()
+            .map(|h| {
+                assert_eq!(h.headers["content-type"], "application/json");
+                assert_eq!(h.headers["x-a2a-notification-token"], "tok-1");
+                assert!(h.headers["webhook-signature"].to_str().unwrap().starts_with("v1a,"));
+                let ev: Value = serde_json::from_slice(&h.body).unwrap();
+                let (kind, body) = ev.as_object().unwrap().iter().next().unwrap();
+                assert_eq!(body["taskId"].as_str().or(body["id"].as_str()), Some(id.as_str()));
+                json!([kind, body["status"]["state"]])
+            })
+            .collect();
+        let created = unary(
+            b,
+            Operation::CreateTaskPushNotificationConfig,
+            json!({"taskId": id, "id": "second", "url": format!("{hook}/2"), "token": "tok-2",
+                   "authentication": {"scheme": "Bearer", "credentials": "cred-2"}}),
+        )
+        .await;
+        assert_eq!(created["id"], "second");
+        let got = unary(
+            b,
+            Operation::GetTaskPushNotificationConfig,
+            json!({"taskId": id, "id": "second"}),
+        )
+        .await;
+        assert_eq!(got["token"], "***", "redacted");
+        assert_eq!(got["authentication"]["credentials"], "***", "redacted");
+        assert_eq!(got["authentication"]["scheme"], "Bearer");
+        let page = unary(
+            b,
+            Operation::ListTaskPushNotificationConfigs,
+            json!({"taskId": id, "pageSize": 1}),
+        )
+        .await;
+        assert_eq!(page["configs"].as_array().unwrap().len(), 1);
+        let rest = unary(
+            b,
+            Operation::ListTaskPushNotificationConfigs,
+            json!({"taskId": id, "pageToken": page["nextPageToken"]}),
+        )
+        .await;
+        let deleted = unary(
+            b,
+            Operation::DeleteTaskPushNotificationConfig,
+            json!({"taskId": id, "id": "second"}),
+        )
+        .await;
+        let again = unary(
+            b,
+            Operation::DeleteTaskPushNotificationConfig,
+            json!({"taskId": id, "id": "second"}),
+        )
+        .await;
+        let after = unary(b, Operation::ListTaskPushNotificationConfigs, json!({"taskId": id})).await;
+        // Delete answers google.protobuf.Empty: `{}` on HTTP+JSON and gRPC, `null` on
+        // JSON-RPC.
+        for d in [&deleted, &again] {
+            assert!(d.is_null() || d == &json!({}), "{}: {d}", b.name());
+        }
+        let out = json!([
+            kinds,
+            normalize(&got),
+            normalize(&page),
+            normalize(&rest),
+            normalize(&after),
+        ]);
+        // The URLs name the binding; an empty nextPageToken is left out by gRPC's
+        // ProtoJSON; the rest must be equal.
+        let text = out
+            .to_string()
+            .replace(&format!("/hook/{}", b.name()), "/hook/<binding>")
+            .replace(",\"nextPageToken\":\"\"", "");
+        serde_json::from_str::<Vec<Value>>(&text).unwrap()
+    }
+
     /// Every error a client can provoke, with the reason and this binding's code.
     pub async fn every_error(s: &Server, b: &dyn Binding) -> Vec<Value> {
         let done = send_text(b, "echo done").await;
@@ -399,7 +496,6 @@ mod scenarios {
             http: 400,
             grpc: "FAILED_PRECONDITION",
         };
-        let push = precondition(-32003);
         let v2 = Opts {
             version: Some("2.0"),
             ..Opts::default()
@@ -434,10 +530,18 @@ mod scenarios {
             ("message of the wrong type", Operation::SendMessage, json!({"message": "hi"}), Opts::default(), "INVALID_PARAMS", invalid),
             ("version 2.0", Operation::GetTask, json!({"id": done_id}), v2.clone(), "VERSION_NOT_SUPPORTED", precondition(-32009)),
             ("content type text/plain", Operation::SendMessage, json!({"message": message("echo x")}), text_plain, "CONTENT_TYPE_NOT_SUPPORTED", Codes { jsonrpc: -32005, http: 415, grpc: "INVALID_ARGUMENT" }),
-            ("create push config", Operation::CreateTaskPushNotificationConfig, json!({"taskId": done_id, "url": hook}), Opts::default(), "PUSH_NOTIFICATION_NOT_SUPPORTED", push),
-            ("get push config", Operation::GetTaskPushNotificationConfig, json!({"taskId": done_id, "id": "c1"}), Opts::default(), "PUSH_NOTIFICATION_NOT_SUPPORTED", push),
-            ("list push configs", Operation::ListTaskPushNotificationConfigs, json!({"taskId": done_id}), Opts::default(), "PUSH_NOTIFICATION_NOT_SUPPORTED", push),
-            ("delete push config", Operation::DeleteTaskPushNotificationConfig, json!({"taskId": done_id, "id": "c1"}), Opts::default(), "PUSH_NOTIFICATION_NOT_SUPPORTED", push),
+            ("push config of unknown task", Operation::CreateTaskPushNotificationConfig, json!({"taskId": "no-such-task", "url": hook}), Opts::default(), "TASK_NOT_FOUND", not_found),
+            ("get unknown push config", Operation::GetTaskPushNotificationConfig, json!({"taskId": done_id, "id": "c1"}), Opts::default(), "TASK_NOT_FOUND", not_found),
+            ("list push configs of unknown task", Operation::ListTaskPushNotificationConfigs, json!({"taskId": "no-such-task"}), Opts::default(), "TASK_NOT_FOUND", not_found),
+            ("delete push config of unknown task", Operation::DeleteTaskPushNotificationConfig, json!({"taskId": "no-such-task", "id": "c1"}), Opts::default(), "TASK_NOT_FOUND", not_found),
+            ("push url not https", Operation::CreateTaskPushNotificationConfig, json!({"taskId": done_id, "url": "ftp://example.com/hook"}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("push url at a private address", Operation::CreateTaskPushNotificationConfig, json!({"taskId": done_id, "url": "https://10.0.0.1/hook"}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("push url at the metadata address", Operation::CreateTaskPushNotificationConfig, json!({"taskId": done_id, "url": "https://169.254.169.254/latest"}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("push url at IPv6 loopback", Operation::CreateTaskPushNotificationConfig, json!({"taskId": done_id, "url": "https://[::1]/hook"}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("push url at mapped loopback", Operation::CreateTaskPushNotificationConfig, json!({"taskId": done_id, "url": "https://[::ffff:127.0.0.2]/hook"}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("push token with a line break", Operation::CreateTaskPushNotificationConfig, json!({"taskId": done_id, "url": hook, "token": "a\r\nX-Evil: 1"}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("push credentials with a line break", Operation::CreateTaskPushNotificationConfig, json!({"taskId": done_id, "url": hook, "authentication": {"scheme": "Bearer", "credentials": "a\nb"}}), Opts::default(), "INVALID_PARAMS", invalid),
+            ("inline push config at a private address", Operation::SendMessage, json!({"message": message("echo x"), "configuration": {"taskPushNotificationConfig": {"url": "https://192.168.1.1/"}}}), Opts::default(), "INVALID_PARAMS", invalid),
         ];
         #[rustfmt::skip]
         let stream_cases: Vec<(&str, Operation, Value, Opts, &str, Codes)> = vec![
@@ -550,6 +654,7 @@ across_bindings! {
     resume_with_last_event_id if resumable,
     input_required_follow_up,
     extended_card,
+    push_configs,
     every_error,
 }
 

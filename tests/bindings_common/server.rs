@@ -6,7 +6,9 @@ use std::sync::Arc;
 use a2a_gateway::executor::{
     AgentExecutor, EventQueue, ExecutorError, RequestContext, TaskUpdater,
 };
+use a2a_gateway::config::PushConfig;
 use a2a_gateway::protocol::{AgentCard, Part};
+use a2a_gateway::push::PushService;
 use a2a_gateway::server;
 use a2a_gateway::store::{MemoryTaskStore, TaskStore};
 use a2a_gateway::transport::{AppState, TransportConfig};
@@ -92,6 +94,129 @@ pub struct Server {
     pub gate: Arc<Notify>,
     /// Shared HTTP client.
     pub http: reqwest::Client,
+    /// A webhook receiver on 127.0.0.1 (which the gateway's `allow_cidrs` opens).
+    pub hooks: Receiver,
+    /// The push service.
+    pub push: Arc<PushService>,
+    /// Stops the push sender.
+    pub stop_push: tokio_util::sync::CancellationToken,
+}
+
+/// One webhook call the receiver got.
+#[derive(Debug, Clone)]
+pub struct Hook {
+    /// The request path (`/hook/...`).
+    pub path: String,
+    /// Its headers.
+    pub headers: http::HeaderMap,
+    /// Its body.
+    pub body: axum::body::Bytes,
+    /// The status the receiver answered.
+    pub answered: u16,
+}
+
+/// How the receiver answers one call.
+#[derive(Debug, Clone, Default)]
+pub struct Reply {
+    /// The status (0: 200).
+    pub status: u16,
+    /// Extra headers.
+    pub headers: Vec<(&'static str, String)>,
+    /// Wait this long before answering.
+    pub delay: std::time::Duration,
+}
+
+/// A webhook receiver on 127.0.0.1:0: records every call and answers from `replies`
+/// (then 200).
+#[derive(Clone)]
+pub struct Receiver {
+    /// Its base URL (`http://127.0.0.1:port`).
+    pub url: String,
+    /// Every call, in arrival order.
+    pub calls: Arc<std::sync::Mutex<Vec<Hook>>>,
+    /// The next answers, in order.
+    pub replies: Arc<std::sync::Mutex<std::collections::VecDeque<Reply>>>,
+}
+
+impl Receiver {
+    /// Starts a receiver on a fresh port.
+    pub async fn start() -> Receiver {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_on(listener).await
+    }
+
+    /// Starts a receiver on `listener`.
+    pub async fn start_on(listener: tokio::net::TcpListener) -> Receiver {
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let r = Receiver {
+            url,
+            calls: Arc::default(),
+            replies: Arc::default(),
+        };
+        let state = r.clone();
+        let app = axum::Router::new().fallback(
+            move |uri: http::Uri, headers: http::HeaderMap, body: axum::body::Bytes| {
+                let state = state.clone();
+                async move {
+                    let reply = state.replies.lock().unwrap().pop_front().unwrap_or_default();
+                    tokio::time::sleep(reply.delay).await;
+                    let status = if reply.status == 0 { 200 } else { reply.status };
+                    state.calls.lock().unwrap().push(Hook {
+                        path: uri.path().to_owned(),
+                        headers,
+                        body,
+                        answered: status,
+                    });
+                    let mut resp = axum::response::Response::builder().status(status);
+                    for (k, v) in reply.headers {
+                        resp = resp.header(k, v);
+                    }
+                    resp.body(axum::body::Body::empty()).unwrap()
+                }
+            },
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        r
+    }
+
+    /// The calls to `path`.
+    pub fn calls_to(&self, path: &str) -> Vec<Hook> {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|h| h.path == path)
+            .cloned()
+            .collect()
+    }
+
+    /// Waits (up to 20 s) until `done` holds for the calls to `path`.
+    pub async fn wait_for(&self, path: &str, done: impl Fn(&[Hook]) -> bool) -> Vec<Hook> {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let calls = self.calls_to(path);
+            if done(&calls) {
+                return calls;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the receiver did not get what was expected at {path}: {calls:#?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// The `[push]` settings of the test gateways: http allowed, 127.0.0.1 opened, short
+/// backoff.
+pub fn test_push_config() -> PushConfig {
+    PushConfig {
+        allow_http: true,
+        allow_cidrs: vec!["127.0.0.1/32".into()],
+        initial_backoff_ms: 50,
+        poll_interval_ms: 50,
+        ..PushConfig::default()
+    }
 }
 
 /// The extended card the test gateway serves.
@@ -112,18 +237,39 @@ pub async fn start_with(transport: TransportConfig) -> Server {
 
 /// [`start_with`] over `store`.
 pub async fn start_on(store: Arc<dyn TaskStore>, transport: TransportConfig) -> Server {
+    start_push(store, transport, test_push_config()).await
+}
+
+/// [`start_on`] with push notifications configured by `push`.
+pub async fn start_push(
+    store: Arc<dyn TaskStore>,
+    transport: TransportConfig,
+    push: PushConfig,
+) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
     let gate = Arc::new(Notify::new());
+    let hosts = [(
+        "resolves-to-loopback.test".to_owned(),
+        vec!["127.0.0.1".parse().unwrap()],
+    )]
+    .into();
+    let push = PushService::open_with_hosts(&push, store.clone(), hosts)
+        .await
+        .unwrap();
+    let stop_push = tokio_util::sync::CancellationToken::new();
+    push.spawn(stop_push.clone());
     let config = HandlerConfig {
         extended_agent_card: Some(extended_card(&url)),
         extended_agent_card_enabled: true,
+        push: Some(push.clone()),
         ..HandlerConfig::default()
     };
     let handler = RequestHandler::new(Arc::new(Scripted { gate: gate.clone() }), store, config);
     let mut card = server::simple_card("scripted", "scripted agent", &url, vec![]);
     card.supported_interfaces =
         a2a_gateway::transport::interfaces::supported_interfaces(&url, &transport.bindings, None);
+    card.capabilities.push_notifications = Some(true);
     let state = AppState::new(handler, card.clone(), transport);
     tokio::spawn(server::serve(
         listener,
@@ -135,6 +281,9 @@ pub async fn start_on(store: Arc<dyn TaskStore>, transport: TransportConfig) -> 
         card,
         gate,
         http: reqwest::Client::new(),
+        hooks: Receiver::start().await,
+        push,
+        stop_push,
     }
 }
 
