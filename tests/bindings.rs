@@ -402,10 +402,18 @@ mod scenarios {
             .map(|h| {
                 assert_eq!(h.headers["content-type"], "application/json");
                 assert_eq!(h.headers["x-a2a-notification-token"], "tok-1");
-                assert!(h.headers["webhook-signature"].to_str().unwrap().starts_with("v1a,"));
+                assert!(
+                    h.headers["webhook-signature"]
+                        .to_str()
+                        .unwrap()
+                        .starts_with("v1a,")
+                );
                 let ev: Value = serde_json::from_slice(&h.body).unwrap();
                 let (kind, body) = ev.as_object().unwrap().iter().next().unwrap();
-                assert_eq!(body["taskId"].as_str().or(body["id"].as_str()), Some(id.as_str()));
+                assert_eq!(
+                    body["taskId"].as_str().or(body["id"].as_str()),
+                    Some(id.as_str())
+                );
                 json!([kind, body["status"]["state"]])
             })
             .collect();
@@ -451,7 +459,12 @@ mod scenarios {
             json!({"taskId": id, "id": "second"}),
         )
         .await;
-        let after = unary(b, Operation::ListTaskPushNotificationConfigs, json!({"taskId": id})).await;
+        let after = unary(
+            b,
+            Operation::ListTaskPushNotificationConfigs,
+            json!({"taskId": id}),
+        )
+        .await;
         // Delete answers google.protobuf.Empty: `{}` on HTTP+JSON and gRPC, `null` on
         // JSON-RPC.
         for d in [&deleted, &again] {

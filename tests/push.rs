@@ -161,12 +161,18 @@ async fn events_are_delivered_in_order_signed_and_retried_through_500_and_429() 
     // The first event: 500, 429, then 200, all with one webhook-id, the third at least
     // the Retry-After second after the second.
     let first = calls[0].headers["webhook-id"].clone();
-    let tries: Vec<&Hook> = calls.iter().filter(|h| h.headers["webhook-id"] == first).collect();
+    let tries: Vec<&Hook> = calls
+        .iter()
+        .filter(|h| h.headers["webhook-id"] == first)
+        .collect();
     assert_eq!(
         tries.iter().map(|h| h.answered).collect::<Vec<_>>(),
         [500, 429, 200]
     );
-    let ids: HashSet<_> = calls.iter().map(|h| h.headers["webhook-id"].clone()).collect();
+    let ids: HashSet<_> = calls
+        .iter()
+        .map(|h| h.headers["webhook-id"].clone())
+        .collect();
     assert_eq!(ids.len(), 4, "one webhook-id per event");
 }
 
@@ -217,11 +223,12 @@ async fn a_receiver_down_for_a_while_gets_everything_when_back() {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let st = push.status(None, 10).await.unwrap();
-        if st
-            .pending
-            .first()
-            .is_some_and(|p| p.attempts >= 2 && p.last_error.as_deref().is_some_and(|e| e.contains("connection failed")))
-        {
+        if st.pending.first().is_some_and(|p| {
+            p.attempts >= 2
+                && p.last_error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("connection failed"))
+        }) {
             assert_eq!(st.pending_total, 4, "every event still pending");
             break;
         }
@@ -242,7 +249,10 @@ async fn nothing_is_sent_for_a_config_after_its_delete_returns() {
     wait_all(&s.hooks, "/del", 3).await;
     let resp = s
         .http
-        .delete(format!("{}/tasks/{id}/pushNotificationConfigs/hook", s.rest_url()))
+        .delete(format!(
+            "{}/tasks/{id}/pushNotificationConfigs/hook",
+            s.rest_url()
+        ))
         .header("a2a-version", "1.0")
         .send()
         .await
@@ -323,13 +333,19 @@ async fn a_name_resolving_to_loopback_is_refused_without_a_connection() {
     for host in ["resolves-to-loopback.test", "localhost"] {
         send(&s, "echo hi", &format!("http://{host}:{port}/ssrf"), false).await;
         let error = given_up(&store).await;
-        assert!(error.contains("refused") && error.contains("loopback"), "{error}");
+        assert!(
+            error.contains("refused") && error.contains("loopback"),
+            "{error}"
+        );
         let push = store.push_store().unwrap();
         for (scope, c) in push.status(None, 10).await.unwrap().troubled {
             push.delete_config(&scope, &c.task_id, &c.id).await.unwrap();
         }
     }
-    assert!(s.hooks.calls_to("/ssrf").is_empty(), "no connection was made");
+    assert!(
+        s.hooks.calls_to("/ssrf").is_empty(),
+        "no connection was made"
+    );
 }
 
 #[tokio::test]
@@ -344,7 +360,10 @@ async fn a_redirect_to_a_private_address_is_not_followed() {
     cfg_url.push_str("/redir");
     send(&s, "echo hi", &cfg_url, false).await;
     let error = given_up(&store).await;
-    assert!(error.contains("302") && error.contains("redirects are not followed"), "{error}");
+    assert!(
+        error.contains("302") && error.contains("redirects are not followed"),
+        "{error}"
+    );
     // The next events go on (a failed delivery does not block the queue).
     let calls = wait_all(&s.hooks, "/redir", 3).await;
     assert_eq!(calls[0].answered, 302);

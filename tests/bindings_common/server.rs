@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
+use a2a_gateway::config::PushConfig;
 use a2a_gateway::executor::{
     AgentExecutor, EventQueue, ExecutorError, RequestContext, TaskUpdater,
 };
-use a2a_gateway::config::PushConfig;
 use a2a_gateway::protocol::{AgentCard, Part};
 use a2a_gateway::push::PushService;
 use a2a_gateway::server;
@@ -158,7 +158,12 @@ impl Receiver {
             move |uri: http::Uri, headers: http::HeaderMap, body: axum::body::Bytes| {
                 let state = state.clone();
                 async move {
-                    let reply = state.replies.lock().unwrap().pop_front().unwrap_or_default();
+                    let reply = state
+                        .replies
+                        .lock()
+                        .unwrap()
+                        .pop_front()
+                        .unwrap_or_default();
                     tokio::time::sleep(reply.delay).await;
                     let status = if reply.status == 0 { 200 } else { reply.status };
                     state.calls.lock().unwrap().push(Hook {
