@@ -473,6 +473,9 @@ async fn the_extended_card_is_for_authenticated_callers_only() {
         card,
         gate: Arc::new(tokio::sync::Notify::new()),
         http,
+        hooks: bindings_common::server::Receiver::start().await,
+        push: None,
+        stop_push: None,
     };
     for b in s.bindings() {
         let extended = b

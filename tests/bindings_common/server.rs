@@ -96,10 +96,10 @@ pub struct Server {
     pub http: reqwest::Client,
     /// A webhook receiver on 127.0.0.1 (which the gateway's `allow_cidrs` opens).
     pub hooks: Receiver,
-    /// The push service.
-    pub push: Arc<PushService>,
-    /// Stops the push sender.
-    pub stop_push: tokio_util::sync::CancellationToken,
+    /// The push service (`None` for a gateway built elsewhere without one).
+    pub push: Option<Arc<PushService>>,
+    /// Stops the push sender (`None` without a push service).
+    pub stop_push: Option<tokio_util::sync::CancellationToken>,
 }
 
 /// One webhook call the receiver got.
@@ -287,8 +287,8 @@ pub async fn start_push(
         gate,
         http: reqwest::Client::new(),
         hooks: Receiver::start().await,
-        push,
-        stop_push,
+        push: Some(push),
+        stop_push: Some(stop_push),
     }
 }
 
