@@ -618,7 +618,12 @@ async fn metrics_count_the_requests_just_made() {
 fn without_an_upstream_check_config_and_serve_both_refuse_and_leave_no_database() {
     let dir = tempfile::tempdir().unwrap();
     for command in ["check-config", "serve"] {
-        let out = run(dir.path(), &[command], &[]);
+        // A free port: the refusal must be about the upstream, whatever holds :8080.
+        let out = run(
+            dir.path(),
+            &[command],
+            &[("A2A_GATEWAY_SERVER__LISTEN", "127.0.0.1:0")],
+        );
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{command}: {stderr}");
         assert!(stderr.contains("upstream"), "{command}: {stderr}");
@@ -1436,4 +1441,101 @@ async fn health_follows_the_configured_port_and_unknown_paths_get_a_hint() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// `SIGHUP` makes `serve` read its API keys again: a new key works alongside the old
+/// one (rotation with overlap), then the old one is removed, with no restart; a config
+/// that no longer loads keeps the keys in use.
+#[cfg(unix)]
+#[tokio::test]
+async fn sighup_reloads_the_api_keys_without_a_restart() {
+    const OLD: &str = "4c2f7a9e1b3d5f7a9c1e3b5d7f9a1c3e";
+    const NEW: &str = "8e6c4a2f0d1b3e5c7a9f1d3b5e7c9a1f";
+    let dir = tempfile::tempdir().unwrap();
+    let (upstream, _guard) = stand_in(RuntimeOptions::default()).await;
+    for (name, key) in [("old.key", OLD), ("new.key", NEW)] {
+        std::fs::write(dir.path().join(name), format!("{key}\n")).unwrap();
+    }
+    let keys = |files: &[&str]| {
+        let mut extra = "[server.auth]\nkind = \"api_key\"\n".to_owned();
+        for f in files {
+            extra += &format!(
+                "\n[[server.auth.keys]]\ncaller = \"team-a\"\nkey_file = \"{}\"\n",
+                dir.path().join(f).display()
+            );
+        }
+        extra
+    };
+    let file = write_config(dir.path(), &keys(&["old.key"]), &upstream);
+    let gw = Gateway::start(dir.path(), &["serve", "--config", &file], &[]);
+    let status = |key: &'static str| {
+        let url = gw.url.clone();
+        async move {
+            reqwest::Client::new()
+                .post(&url)
+                .header("A2A-Version", "1.0")
+                .bearer_auth(key)
+                .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let hangup = || {
+        let ok = std::process::Command::new("kill")
+            .args(["-HUP", &gw.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -HUP");
+    };
+    // Until `want` holds (the reload is asynchronous), at most 10 s.
+    let until = |key: &'static str, want: u16| {
+        let status = &status;
+        async move {
+            for _ in 0..100 {
+                if status(key).await == want {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            panic!("{key:.4}…: never {want}");
+        }
+    };
+    assert_eq!(status(OLD).await, 200);
+    assert_eq!(status(NEW).await, 401);
+
+    write_config(dir.path(), &keys(&["old.key", "new.key"]), &upstream);
+    hangup();
+    until(NEW, 200).await;
+    assert_eq!(status(OLD).await, 200, "the old key overlaps the new one");
+
+    // A config that does not load changes nothing.
+    std::fs::write(&file, "[server\nbroken").unwrap();
+    hangup();
+    until_logged(&gw, "API keys unchanged").await;
+    assert_eq!((status(OLD).await, status(NEW).await), (200, 200));
+
+    write_config(dir.path(), &keys(&["new.key"]), &upstream);
+    hangup();
+    until(OLD, 401).await;
+    assert_eq!(status(NEW).await, 200);
+    assert!(
+        !gw.stderr.lock().unwrap().contains(NEW),
+        "a key reached the log"
+    );
+}
+
+/// Waits (at most 10 s) until the gateway's log holds `needle`.
+#[cfg(unix)]
+async fn until_logged(gw: &Gateway, needle: &str) {
+    for _ in 0..100 {
+        if gw.stderr.lock().unwrap().contains(needle) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("never logged {needle:?}: {}", gw.stderr.lock().unwrap());
 }

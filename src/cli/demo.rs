@@ -72,7 +72,7 @@ pub(super) async fn run(listen: SocketAddr, dir: PathBuf) -> Result<ExitCode, Cl
     let shutdown = async move {
         crate::server::shutdown_signal().await;
     };
-    let result = super::serve::serve_config(&config, listener, shutdown).await;
+    let result = super::serve::serve_config(&config, listener, shutdown, None).await;
     stop.cancel();
     result.map(|()| ExitCode::SUCCESS)
 }

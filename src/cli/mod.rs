@@ -13,6 +13,7 @@ mod demo;
 mod health;
 mod keys;
 mod progress;
+mod reload;
 mod send;
 mod serve;
 mod tasks;

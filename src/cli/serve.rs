@@ -25,7 +25,7 @@ pub(super) async fn run(
         .into_iter()
         .map(str::to_owned)
         .collect();
-    let mut config = Config::load(sources)?;
+    let mut config = Config::load(sources.clone())?;
     // Kept until the end: dropping it flushes the spans still queued for OTLP.
     let otlp = crate::telemetry::init_with(&config.log, &config.telemetry)?;
     for var in unused {
@@ -40,17 +40,25 @@ pub(super) async fn run(
         // the port actually bound, not 0.
         config.server.listen = listener.local_addr()?;
     }
-    serve_config(&config, listener, crate::server::shutdown_signal()).await?;
+    serve_config(
+        &config,
+        listener,
+        crate::server::shutdown_signal(),
+        Some(sources),
+    )
+    .await?;
     drop(otlp);
     Ok(ExitCode::SUCCESS)
 }
 
 /// Serves the gateway `config` describes on `listener` until `shutdown` resolves
-/// (used by `serve` and `demo`).
+/// (used by `serve` and `demo`). With `reload`, `SIGHUP` reloads the API keys from
+/// those sources (see [`super::reload`]).
 pub(super) async fn serve_config(
     config: &Config,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
+    reload: Option<ConfigSources>,
 ) -> Result<(), CliError> {
     let metrics = crate::ops::install_metrics();
     // The executor first: a config it refuses must not leave a new database behind.
@@ -67,6 +75,9 @@ pub(super) async fn serve_config(
         None
     };
     let mut gateway = Gateway::with_push(config, executor, store, ready, push);
+    if let Some(sources) = reload {
+        super::reload::spawn_key_reload(gateway.state.config.auth.clone(), sources);
+    }
     let cluster = match backend {
         Some(backend) => {
             let id = crate::cluster::instance_id(&config.store.instance_name);

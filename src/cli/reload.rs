@@ -1,0 +1,44 @@
+//! `SIGHUP` for `serve`: the API keys are read again (the config file, the environment
+//! captured at start, and every `key_file`) and replace the keys in use, so a key can be
+//! added before an old one is removed (rotation with overlap) without a restart. Requests
+//! in flight finish with the keys they started with. Nothing else of the configuration
+//! changes on `SIGHUP`.
+
+use crate::config::{Config, ConfigSources};
+use crate::transport::auth::Authenticator;
+
+/// Spawns the task that answers every `SIGHUP` by reloading `auth`'s API keys from
+/// `sources`. A configuration that no longer loads is logged and changes nothing: the
+/// keys in use stay. Not on non-Unix platforms (there is no `SIGHUP`).
+pub(super) fn spawn_key_reload(auth: Authenticator, sources: ConfigSources) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hangups = match signal(SignalKind::hangup()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch SIGHUP; API keys load only at start");
+                return;
+            }
+        };
+        tokio::spawn(async move {
+            while hangups.recv().await.is_some() {
+                let _ = reload(&auth, &sources);
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    let _ = (auth, sources);
+}
+
+/// One reload: the number of keys now in use, or why the old ones stay.
+fn reload(auth: &Authenticator, sources: &ConfigSources) -> Result<usize, String> {
+    let outcome = Config::load(sources.clone())
+        .map_err(|e| format!("the configuration does not load: {e}"))
+        .and_then(|config| auth.reload_keys(&config.server.auth));
+    match &outcome {
+        Ok(n) => tracing::info!(keys = n, "SIGHUP: API keys reloaded"),
+        Err(why) => tracing::warn!(reason = %why, "SIGHUP: API keys unchanged"),
+    }
+    outcome
+}
