@@ -99,6 +99,12 @@ include_message = true
 [upstream.auth]
 kind = "none"
 
+[push]
+# The kit's webhook receiver listens on plain HTTP on loopback, which the gateway
+# refuses by default (https only; loopback behind the SSRF guard).
+allow_http = true
+allow_cidrs = ["127.0.0.0/8", "::1/128"]
+
 [log]
 level = "info"
 TOML
