@@ -6,7 +6,8 @@
 #   - the Rust unit and integration tests, PostgreSQL ones against
 #     $A2A_GATEWAY_TEST_POSTGRES_URL (default: the local server at 127.0.0.1:5432);
 #   - the interop tests (tests/python, pytest): the official a2a-sdk client (JSON-RPC and
-#     REST transports) and the official JavaScript client (@a2a-js/sdk, tests/js, installed
+#     REST transports; push notifications verified with `standardwebhooks` and
+#     `cryptography`) and the official JavaScript client (@a2a-js/sdk, tests/js, installed
 #     with `npm ci`) drive the example binaries and `a2a-gateway serve` over real sockets.
 #   - tests/observability.rs runs the PromQL queries of docs/operations.md on a real
 #     Prometheus (`prometheus` on PATH, or A2A_GATEWAY_TEST_PROMETHEUS; .ci/run installs the
@@ -19,11 +20,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! .venv/bin/python -c 'import a2a, bedrock_agentcore, grpc, pytest, pytest_asyncio, opentelemetry.proto' 2>/dev/null; then
-  echo "== creating .venv with the Python test peers"
+# .venv is (re)installed when it lacks a peer or tests/python/requirements.txt changed
+# since it was installed (its hash is kept in .venv/requirements.sha256), so a new or
+# re-pinned package reaches an existing .venv too.
+requirements_hash=$(sha256sum tests/python/requirements.txt | cut -d' ' -f1)
+if [ "$(cat .venv/requirements.sha256 2>/dev/null)" != "$requirements_hash" ] \
+  || ! .venv/bin/python -c 'import a2a, bedrock_agentcore, grpc, pytest, pytest_asyncio, opentelemetry.proto, standardwebhooks, cryptography' 2>/dev/null; then
+  echo "== installing .venv with the Python test peers (tests/python/requirements.txt)"
   python3 -m venv .venv
   .venv/bin/pip install --quiet --upgrade pip
   .venv/bin/pip install --quiet -r tests/python/requirements.txt
+  echo "$requirements_hash" > .venv/requirements.sha256
 fi
 if ! .venv03/bin/python -c 'import a2a.types, pytest, pytest_asyncio; from importlib.metadata import version; assert version("a2a-sdk").startswith("0.3.")' 2>/dev/null; then
   echo "== creating .venv03 with the A2A 0.3 client (a2a-sdk 0.3.x)"

@@ -149,19 +149,33 @@ def start_example(name: str, *extra: str) -> tuple[Proc, str]:
     return proc, base
 
 
-TRANSPORT_CLASSES = {"JSONRPC": "JsonRpcTransport", "HTTP+JSON": "RestTransport"}
+TRANSPORT_CLASSES = {
+    "JSONRPC": "JsonRpcTransport",
+    "HTTP+JSON": "RestTransport",
+    "GRPC": "GrpcTransport",
+}
 
 
 async def sdk_client(base_url: str, *, streaming: bool, binding: str = "JSONRPC"):
     """The SDK's client for the agent at base_url (card resolved by the SDK) on the card's
-    interface for `binding` ("JSONRPC" or "HTTP+JSON"): the SDK picks it from the card's
-    supportedInterfaces, and the transport it built is checked."""
+    interface for `binding` ("JSONRPC", "HTTP+JSON" or "GRPC", plaintext on 127.0.0.1):
+    the SDK picks it from the card's supportedInterfaces, and the transport it built is
+    checked."""
     from a2a.client import ClientConfig, create_client
 
+    grpc_options = {}
+    if binding == "GRPC":
+        import grpc
+
+        grpc_options = {
+            "use_client_preference": True,
+            "grpc_channel_factory": lambda target: grpc.aio.insecure_channel(target),
+        }
     config = ClientConfig(
         streaming=streaming,
         httpx_client=httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECS),
         supported_protocol_bindings=[binding],
+        **grpc_options,
     )
     client = await create_client(base_url, client_config=config)
     transport = type(client._transport).__name__
@@ -233,9 +247,14 @@ def start_upstream_agent(script: Path = HERE / "upstream_agent.py") -> tuple[Pro
     return proc, f"{base}/invocations"
 
 
-def start_gateway(upstream_url: str, extra_env: dict[str, str] | None = None) -> tuple[Proc, str]:
-    """`a2a-gateway serve`, configured only by environment (``extra_env`` adds settings),
-    in an empty directory."""
+def start_gateway(
+    upstream_url: str,
+    extra_env: dict[str, str] | None = None,
+    config_toml: str | None = None,
+) -> tuple[Proc, str]:
+    """`a2a-gateway serve` in an empty directory, configured by environment (``extra_env``
+    adds settings) and, when ``config_toml`` is given, that text as its ``--config`` file
+    (the environment overrides it)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     workdir = tempfile.mkdtemp(prefix="a2a-interop-gateway-")
@@ -251,6 +270,11 @@ def start_gateway(upstream_url: str, extra_env: dict[str, str] | None = None) ->
             **(extra_env or {}),
         }
     )
-    proc = Proc("a2a-gateway", [str(gateway_bin()), "serve"], env=env, replace_env=True, cwd=workdir)
+    argv = [str(gateway_bin()), "serve"]
+    if config_toml is not None:
+        config_path = Path(workdir) / "a2a-gateway.toml"
+        config_path.write_text(config_toml)
+        argv += ["--config", str(config_path)]
+    proc = Proc("a2a-gateway", argv, env=env, replace_env=True, cwd=workdir)
     proc.wait_ready(f"{base}/.well-known/agent-card.json")
     return proc, base
