@@ -1539,3 +1539,156 @@ async fn until_logged(gw: &Gateway, needle: &str) {
     }
     panic!("never logged {needle:?}: {}", gw.stderr.lock().unwrap());
 }
+
+/// `push-status` reads a SQLite store another process wrote: the pending deliveries with
+/// their attempts and last error, the disabled config with its own, `--task` narrows it,
+/// and no token, credentials or URL user info / query is printed. A memory store is
+/// refused with a reason.
+#[tokio::test]
+async fn push_status_lists_pending_and_disabled_deliveries_without_secrets() {
+    use a2a_gateway::protocol::{
+        StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent, time,
+    };
+    use a2a_gateway::push::StoredPushConfig;
+    use a2a_gateway::push::store::Settle;
+    use a2a_gateway::store::{Scope, StoredEvent, open_store};
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("tasks.db").display());
+    let store = open_store(&url, 2).await.unwrap();
+    let push = store.push_store().unwrap();
+    let scope = Scope::new("", "alice");
+    let status = |state| TaskStatus {
+        state,
+        message: None,
+        timestamp: Some(time::now()),
+    };
+    let config = |task: &str, id: &str, url: &str| StoredPushConfig {
+        task_id: task.into(),
+        id: id.into(),
+        url: url.into(),
+        token: Some("tok-SECRET-1".into()),
+        auth_scheme: Some("Bearer".into()),
+        auth_credentials: Some("cred-SECRET-2".into()),
+        enabled: true,
+        failures: 0,
+        last_error: None,
+        created_ms: time::now().timestamp_millis(),
+    };
+    push.put_config(
+        &scope,
+        &config("t-busy", "hook-a", "https://hooks.example/a"),
+    )
+    .await
+    .unwrap();
+    let gone_url = "https://user:pw-SECRET-3@hooks.example/g?key=q-SECRET-4";
+    push.put_config(&scope, &config("t-gone", "hook-g", gone_url))
+        .await
+        .unwrap();
+    for (task, n) in [("t-busy", 2), ("t-gone", 1)] {
+        let mut events = vec![StreamResponse::Task(Task {
+            id: task.into(),
+            context_id: "ctx".into(),
+            status: status(TaskState::Submitted),
+            artifacts: None,
+            history: None,
+            metadata: None,
+        })];
+        if n == 2 {
+            events.push(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id: task.into(),
+                context_id: "ctx".into(),
+                status: status(TaskState::Working),
+                metadata: None,
+            }));
+        }
+        let events: Vec<Arc<StoredEvent>> = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, event)| {
+                Arc::new(StoredEvent {
+                    seq: i as u64 + 1,
+                    event,
+                })
+            })
+            .collect();
+        store.append_all(&scope, task, &events).await.unwrap();
+    }
+    let now = time::now().timestamp_millis() + 1;
+    let claimed = push.claim(now, 60_000, 10).await.unwrap();
+    assert_eq!(claimed.len(), 2, "one head per config: {claimed:?}");
+    for c in claimed {
+        let outcome = if c.key.task_id == "t-busy" {
+            Settle::Retry {
+                next_ms: now + 600_000,
+                error: "HTTP 503 from the receiver".into(),
+            }
+        } else {
+            Settle::Disable {
+                error: "HTTP 410 Gone".into(),
+            }
+        };
+        push.settle(&c.key, &outcome).await.unwrap();
+    }
+    store.close().await;
+
+    let config_file = dir.path().join("gateway.toml");
+    std::fs::write(&config_file, format!("[store]\nurl = \"{url}\"\n")).unwrap();
+    let config_file = config_file.display().to_string();
+    let out = run_async(dir.path(), &["push-status", "--config", &config_file], &[]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let all = text(&out.stdout);
+    assert!(
+        all.starts_with("pending deliveries: 2 (oldest event stored "),
+        "{all}"
+    );
+    assert!(
+        all.contains("task t-busy config hook-a event 1: attempts 1, next in 9m, "),
+        "{all}"
+    );
+    assert!(
+        all.contains("last error: HTTP 503 from the receiver"),
+        "{all}"
+    );
+    assert!(
+        all.contains("task t-busy config hook-a event 2: attempts 0"),
+        "{all}"
+    );
+    assert!(
+        all.contains("webhook configs disabled or failing: 1\n"),
+        "{all}"
+    );
+    assert!(
+        all.contains("task t-gone config hook-g: disabled, ")
+            && all.contains("url https://hooks.example/g?…, last error: HTTP 410 Gone"),
+        "{all}"
+    );
+    assert!(!all.contains("SECRET"), "{all}");
+
+    let env = [("A2A_GATEWAY_STORE__URL", url.as_str())];
+    let out = run_async(dir.path(), &["push-status", "--task", "t-gone"], &env).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let gone = text(&out.stdout);
+    assert!(gone.starts_with("pending deliveries: 0\n"), "{gone}");
+    assert!(
+        gone.contains("task t-gone config hook-g: disabled"),
+        "{gone}"
+    );
+    assert!(
+        !gone.contains("t-busy") && !gone.contains("SECRET"),
+        "{gone}"
+    );
+
+    let out = run_async(
+        dir.path(),
+        &["push-status"],
+        &[("A2A_GATEWAY_STORE__URL", "memory:")],
+    )
+    .await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("memory:"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -1,5 +1,5 @@
 //! The `a2a-gateway` command line: `serve`, `demo`, `check-config`, `migrate`,
-//! `health`, `keys new`, and the client commands `send`, `get`, `list`, `cancel`,
+//! `health`, `keys new`, `push-status`, and the client commands `send`, `get`, `list`, `cancel`,
 //! `subscribe` and `card`.
 //!
 //! `main.rs` only parses [`Cli`] and calls [`run`]; each command lives in its own
@@ -13,6 +13,7 @@ mod demo;
 mod health;
 mod keys;
 mod progress;
+mod push_status;
 mod reload;
 mod send;
 mod serve;
@@ -27,6 +28,7 @@ use clap::{Parser, Subcommand};
 pub use build::{build_executor, build_store, build_store_for_cluster};
 pub use health::{HealthArgs, health_url};
 pub use keys::{KeysCommand, NewKeyArgs, new_key};
+pub use push_status::PushStatusArgs;
 pub use send::SendArgs;
 pub use tasks::{CancelArgs, CardArgs, GetArgs, ListArgs, SubscribeArgs};
 
@@ -94,6 +96,9 @@ pub enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// List the push deliveries still pending and the webhook configs that are disabled
+    /// or failing, each with its last error, from the task store (never a secret).
+    PushStatus(PushStatusArgs),
     /// Create or upgrade the task store's schema (`serve` also does this at start).
     Migrate {
         /// TOML config file (same discovery as `serve`).
@@ -127,6 +132,7 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::Card(args) => tasks::card(args).await,
             Command::Health(args) => health::run(args).await,
             Command::Keys { command } => keys::run(command),
+            Command::PushStatus(args) => push_status::run(args).await,
             Command::Migrate { config } => migrate(config).await,
         }
     });
