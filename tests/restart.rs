@@ -628,3 +628,133 @@ async fn postgres_sigkill_and_restart_keeps_completed_tasks_and_fails_the_interr
         std::panic::resume_unwind(e.into_panic());
     }
 }
+
+// ---------------------------------------------------------------- push outbox
+
+/// A webhook receiver on `listener`: every call's `webhook-id` and body, in arrival order.
+fn start_receiver(listener: tokio::net::TcpListener) -> Arc<Mutex<Vec<(String, Value)>>> {
+    let calls: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+    let seen = calls.clone();
+    let app = Router::new().route(
+        "/hook",
+        post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let seen = seen.clone();
+                async move {
+                    let id = headers["webhook-id"].to_str().unwrap().to_owned();
+                    let body: Value = serde_json::from_slice(&body).unwrap();
+                    seen.lock().unwrap().push((id, body));
+                    "ok"
+                }
+            },
+        ),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    calls
+}
+
+/// Issue 10: deliveries still pending when the gateway is SIGKILLed (the receiver was
+/// down) are sent after the restart, each event once after deduplication by
+/// `webhook-id`, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_push_deliveries_pending_at_sigkill_are_sent_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_url = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let upstream = start_upstream().await;
+    // The receiver's port, closed for now: every attempt is refused and retried.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut env = gateway_env(&upstream, &store_url);
+    for (k, v) in [
+        ("A2A_GATEWAY_PUSH__ALLOW_HTTP", "true"),
+        ("A2A_GATEWAY_PUSH__ALLOW_CIDRS", "[\"127.0.0.1/32\"]"),
+        ("A2A_GATEWAY_PUSH__INITIAL_BACKOFF_MS", "100"),
+        ("A2A_GATEWAY_PUSH__MAX_BACKOFF_SECS", "1"),
+        ("A2A_GATEWAY_PUSH__MAX_ATTEMPTS", "100"),
+        ("A2A_GATEWAY_PUSH__TIMEOUT_SECS", "1"),
+        // A claim of the killed process is taken over after this.
+        ("A2A_GATEWAY_PUSH__LEASE_SECS", "2"),
+    ] {
+        env.push((k.into(), v.into()));
+    }
+    let mut gw = Gateway::start(dir.path(), &env);
+    let client = reqwest::Client::new();
+    let result = rpc(
+        &client,
+        &gw.url,
+        "SendMessage",
+        json!({"message": message("quick")["message"], "configuration": {"taskPushNotificationConfig": {
+            "id": "hook", "url": format!("http://127.0.0.1:{port}/hook"), "token": "tok"}}}),
+    )
+    .await;
+    let task = result["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{result}");
+    let task_id = task["id"].as_str().unwrap().to_owned();
+    // Let a few attempts fail, then kill the gateway with the deliveries pending.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    gw.kill();
+
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .expect("the receiver's port is free again");
+    let calls = start_receiver(listener);
+    let gw = Gateway::start(dir.path(), &env);
+    let deadline = Instant::now() + WAIT;
+    let delivered = loop {
+        let mut ids = std::collections::HashSet::new();
+        let unique: Vec<Value> = calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(id, _)| ids.insert(id.clone()))
+            .map(|(_, b)| b.clone())
+            .collect();
+        let done = unique
+            .last()
+            .is_some_and(|b| b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED");
+        if done {
+            break unique;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not delivered after the restart: {unique:?}\n{}",
+            gw.logs.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let kinds: Vec<String> = delivered
+        .iter()
+        .map(|b| b.as_object().unwrap().keys().next().unwrap().clone())
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("task"), "{kinds:?}");
+    assert!(kinds.iter().any(|k| k == "artifactUpdate"), "{kinds:?}");
+    assert_eq!(
+        delivered[0]["task"]["status"]["state"],
+        "TASK_STATE_SUBMITTED"
+    );
+    for b in &delivered {
+        let (_, inner) = b.as_object().unwrap().iter().next().unwrap();
+        let id = inner.get("taskId").or_else(|| inner.get("id")).unwrap();
+        assert_eq!(id, &json!(task_id), "{b}");
+    }
+    // Arrival order never goes back to an older event once a newer one arrived.
+    let order: Vec<String> = calls
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(id, _)| id.clone())
+        .collect();
+    let mut started: Vec<String> = vec![];
+    for id in order {
+        match started.iter().position(|d| *d == id) {
+            Some(pos) => assert_eq!(pos, started.len() - 1, "an older event after a newer one"),
+            None => started.push(id),
+        }
+    }
+    // The restarted gateway's task is the same (the store kept it).
+    let got = rpc(&client, &gw.url, "GetTask", json!({"id": task_id})).await;
+    assert_eq!(got["status"]["state"], "TASK_STATE_COMPLETED");
+}
