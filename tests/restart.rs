@@ -660,6 +660,55 @@ fn start_receiver(listener: tokio::net::TcpListener) -> Arc<Mutex<Vec<(String, V
 async fn sqlite_push_deliveries_pending_at_sigkill_are_sent_after_restart() {
     let dir = tempfile::tempdir().unwrap();
     let store_url = format!("sqlite://{}", dir.path().join("gw.db").display());
+    push_pending_at_sigkill(dir.path(), &store_url).await;
+}
+
+/// The same on PostgreSQL (skipped without `A2A_GATEWAY_TEST_POSTGRES_URL`, refused
+/// under `CI=true`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_push_deliveries_pending_at_sigkill_are_sent_after_restart() {
+    let test = "postgres_push_deliveries_pending_at_sigkill";
+    let url = match std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL") {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => {
+            assert!(
+                !ci(),
+                "CI=true but A2A_GATEWAY_TEST_POSTGRES_URL is not set: {test} cannot run"
+            );
+            eprintln!("note: skipping {test}: A2A_GATEWAY_TEST_POSTGRES_URL is not set");
+            return;
+        }
+    };
+    let admin = sqlx::postgres::PgPoolOptions::new()
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(&url)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL is unreachable: {e}"));
+    let schema = format!("a2a_push_restart_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
+        .execute(&admin)
+        .await
+        .unwrap();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let store_url = format!("{url}{sep}options[search_path]={schema}");
+    let outcome = tokio::spawn(async move {
+        let dir = tempfile::tempdir().unwrap();
+        push_pending_at_sigkill(dir.path(), &store_url).await
+    })
+    .await;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA \"{schema}\" CASCADE"
+    )))
+    .execute(&admin)
+    .await
+    .unwrap();
+    admin.close().await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+async fn push_pending_at_sigkill(dir: &std::path::Path, store_url: &str) {
     let upstream = start_upstream().await;
     // The receiver's port, closed for now: every attempt is refused and retried.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -667,7 +716,7 @@ async fn sqlite_push_deliveries_pending_at_sigkill_are_sent_after_restart() {
         .local_addr()
         .unwrap()
         .port();
-    let mut env = gateway_env(&upstream, &store_url);
+    let mut env = gateway_env(&upstream, store_url);
     for (k, v) in [
         ("A2A_GATEWAY_PUSH__ALLOW_HTTP", "true"),
         ("A2A_GATEWAY_PUSH__ALLOW_CIDRS", "[\"127.0.0.1/32\"]"),
@@ -680,7 +729,7 @@ async fn sqlite_push_deliveries_pending_at_sigkill_are_sent_after_restart() {
     ] {
         env.push((k.into(), v.into()));
     }
-    let mut gw = Gateway::start(dir.path(), &env);
+    let mut gw = Gateway::start(dir, &env);
     let client = reqwest::Client::new();
     let result = rpc(
         &client,
@@ -701,7 +750,7 @@ async fn sqlite_push_deliveries_pending_at_sigkill_are_sent_after_restart() {
         .await
         .expect("the receiver's port is free again");
     let calls = start_receiver(listener);
-    let gw = Gateway::start(dir.path(), &env);
+    let gw = Gateway::start(dir, &env);
     let deadline = Instant::now() + WAIT;
     let delivered = loop {
         let mut ids = std::collections::HashSet::new();
