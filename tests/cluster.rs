@@ -485,3 +485,145 @@ async fn a_dropped_listener_is_replaced_and_nothing_is_lost() {
     })
     .await;
 }
+
+/// An instance like [`instance`] whose handler has a push service (its sender running)
+/// over the same store, as `serve` builds it.
+async fn push_instance(
+    options: PgConnectOptions,
+    exec: &Gated,
+    stop: &tokio_util::sync::CancellationToken,
+) -> Instance {
+    let store = Arc::new(PostgresTaskStore::connect_with(options, 6).await.unwrap());
+    let config = a2a_gateway::config::PushConfig {
+        allow_http: true,
+        allow_cidrs: vec!["127.0.0.1/32".into()],
+        initial_backoff_ms: 50,
+        poll_interval_ms: 50,
+        ..Default::default()
+    };
+    let push = a2a_gateway::push::PushService::open(&config, store.clone())
+        .await
+        .unwrap();
+    push.spawn(stop.clone());
+    let handler = RequestHandler::new(
+        Arc::new(exec.clone()),
+        store.clone(),
+        HandlerConfig {
+            push: Some(push),
+            ..HandlerConfig::default()
+        },
+    );
+    let opts = ClusterOptions::with_lease(LEASE);
+    let id = a2a_gateway::cluster::instance_id("push");
+    let (cluster, cancels) = Cluster::join(store.clone(), id, opts).await.unwrap();
+    handler.join_cluster(cluster.clone(), cancels).unwrap();
+    Instance {
+        handler,
+        cluster,
+        store,
+    }
+}
+
+/// Issue 10 with issue 12: two instances on one PostgreSQL both run the push sender;
+/// tasks run on both; every stored event reaches the webhook exactly once (the receiver
+/// always answers 200, so a second call of one `webhook-id` would be a row sent by two
+/// instances), in order per task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_send_every_push_delivery_once() {
+    two_instances("two_instances_push", |_a, _b, probe, options| async move {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let a = push_instance(options.clone(), &probe.exec, &stop).await;
+        let b = push_instance(options, &probe.exec, &stop).await;
+        let calls: Arc<std::sync::Mutex<Vec<(String, serde_json::Value)>>> = Arc::default();
+        let seen = calls.clone();
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(
+                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                    let seen = seen.clone();
+                    async move {
+                        let id = headers["webhook-id"].to_str().unwrap().to_owned();
+                        seen.lock()
+                            .unwrap()
+                            .push((id, serde_json::from_slice(&body).unwrap()));
+                        "ok"
+                    }
+                },
+            ),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let hook = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+        const TASKS: usize = 6;
+        let mut ids = vec![];
+        for i in 0..TASKS {
+            let h = if i % 2 == 0 { &a.handler } else { &b.handler };
+            let mut r = req(new_user_text_message(&format!("job {i}")), true);
+            r.configuration = Some(SendMessageConfiguration {
+                return_immediately: Some(true),
+                task_push_notification_config: Some(serde_json::json!({"id": "hook", "url": hook})),
+                ..Default::default()
+            });
+            let task = match within(h.send_message(&anon(), r)).await.unwrap() {
+                SendMessageResponse::Task(t) => t,
+                other => panic!("expected a task, got {other:?}"),
+            };
+            ids.push(task.id);
+        }
+        probe.exec.gate.add_permits(TASKS);
+        for (i, id) in ids.iter().enumerate() {
+            let h = if i % 2 == 0 { &b.handler } else { &a.handler };
+            wait_state(h, id, TaskState::Completed).await;
+        }
+        let completed = |calls: &[(String, serde_json::Value)], id: &str| {
+            calls.iter().any(|(_, b)| {
+                b["statusUpdate"]["taskId"] == id
+                    && b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+            })
+        };
+        within(async {
+            while !ids.iter().all(|id| completed(&calls.lock().unwrap(), id)) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        // Late duplicates would come within a poll interval or two.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        stop.cancel();
+        let calls = calls.lock().unwrap().clone();
+        let mut once = std::collections::HashSet::new();
+        for (id, _) in &calls {
+            assert!(once.insert(id.clone()), "webhook-id {id} was sent twice");
+        }
+        for id in &ids {
+            let events: Vec<&serde_json::Value> = calls
+                .iter()
+                .map(|(_, b)| b)
+                .filter(|b| {
+                    let (_, inner) = b.as_object().unwrap().iter().next().unwrap();
+                    inner.get("taskId").or_else(|| inner.get("id")) == Some(&serde_json::json!(id))
+                })
+                .collect();
+            let stored = get(&a.handler, id).await;
+            let kinds: Vec<&str> = events
+                .iter()
+                .map(|b| b.as_object().unwrap().keys().next().unwrap().as_str())
+                .collect();
+            assert_eq!(kinds.first(), Some(&"task"), "{id}: {kinds:?}");
+            assert_eq!(
+                kinds.iter().filter(|k| **k == "artifactUpdate").count(),
+                CHUNKS,
+                "{id}: {kinds:?}"
+            );
+            assert_eq!(
+                events.last().unwrap()["statusUpdate"]["status"]["state"],
+                "TASK_STATE_COMPLETED"
+            );
+            assert_eq!(stored.status.state, TaskState::Completed);
+        }
+        a.cluster.leave().await;
+        b.cluster.leave().await;
+    })
+    .await;
+}
