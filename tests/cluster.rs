@@ -559,7 +559,7 @@ async fn two_instances_send_every_push_delivery_once() {
         let mut ids = vec![];
         for i in 0..TASKS {
             let h = if i % 2 == 0 { &a.handler } else { &b.handler };
-            let mut r = req(new_user_text_message(&format!("job {i}")), true);
+            let mut r = req(new_user_text_message(format!("job {i}")), true);
             r.configuration = Some(SendMessageConfiguration {
                 return_immediately: Some(true),
                 task_push_notification_config: Some(serde_json::json!({"id": "hook", "url": hook})),
