@@ -58,7 +58,9 @@ pub use server_jwt::{DEFAULT_ALGORITHMS, HmacSecret, JwtConfig, KNOWN_ALGORITHMS
 pub use sources::ENV_PREFIX;
 pub use store::{SqliteLocation, StoreConfig, StoreUrl, StoreUrlError};
 pub use telemetry::TelemetryConfig;
-pub use upstream::{HttpVersion, UpstreamConfig, UpstreamKind};
+pub use upstream::{
+    DEFAULT_CALLER_HEADER, DEFAULT_TENANT_HEADER, HttpVersion, UpstreamConfig, UpstreamKind,
+};
 
 use error::Invalid;
 use sources::Layers;
@@ -245,6 +247,16 @@ impl Config {
         }
         self.store.validate()?;
         self.upstream.validate()?;
+        if self.upstream.auth.kind == AuthKind::Forward
+            && !self.server.auth.uses(ServerAuthKind::Jwt)
+        {
+            return Err(Invalid::because_of(
+                "upstream.auth.kind",
+                "server.auth",
+                "\"forward\" passes the caller's verified JWT to the runtime: configure \
+                 [server.auth] with the jwt scheme",
+            ));
+        }
         self.push.validate()?;
         self.log.validate()
     }

@@ -1319,3 +1319,186 @@ async fn send_message_answers_with_the_upstreams_message_and_stores_no_task() {
         .unwrap();
     assert!(listed.tasks.is_empty(), "{listed:?}");
 }
+
+// ---------------------------------------------------------------- the caller's identity
+
+#[tokio::test]
+async fn caller_and_tenant_reach_the_runtime_in_custom_headers() {
+    let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
+    let e = exec(settings(&up.url));
+    let mut c = ctx_in("ctx-h", "Zoë Q", "hi");
+    c.call_context.tenant = "acme".into();
+    assert_eq!(run(&e, c).await.final_state(), TaskState::Completed);
+    // The default tenant "" sends no tenant header.
+    assert_eq!(
+        run(&e, ctx_in("ctx-h2", "bob@example.com", "hi"))
+            .await
+            .final_state(),
+        TaskState::Completed
+    );
+    // Renamed and disabled.
+    let mut s = settings(&up.url);
+    s.caller_header = Some(axum::http::HeaderName::from_static("x-who"));
+    s.tenant_header = None;
+    let mut c = ctx_in("ctx-h3", "carol", "hi");
+    c.call_context.tenant = "acme".into();
+    assert_eq!(run(&exec(s), c).await.final_state(), TaskState::Completed);
+
+    let reqs = up.requests();
+    assert_eq!(reqs.len(), 3);
+    let caller = "x-amzn-bedrock-agentcore-runtime-custom-caller";
+    let tenant = "x-amzn-bedrock-agentcore-runtime-custom-tenant";
+    assert_eq!(reqs[0].header(caller), Some("Zo%C3%AB%20Q"));
+    assert_eq!(reqs[0].header(tenant), Some("acme"));
+    assert_eq!(reqs[1].header(caller), Some("bob@example.com"));
+    assert_eq!(reqs[1].header(tenant), None);
+    assert_eq!(reqs[2].header("x-who"), Some("carol"));
+    assert_eq!(reqs[2].header(caller), None);
+    assert_eq!(reqs[2].header(tenant), None);
+    // Without forward, no caller credential goes upstream.
+    assert!(reqs.iter().all(|r| r.header("authorization").is_none()));
+}
+
+mod forward {
+    //! `upstream.auth.kind = "forward"` through a whole gateway: JWT and API-key
+    //! callers over JSON-RPC, a JWKS endpoint, the fake runtime.
+
+    use super::*;
+    use a2a_gateway::config::{ApiKeyConfig, JwtConfig, ServerAuthKind, sha256_hex};
+    use jsonwebtoken::jwk::Jwk;
+    use jsonwebtoken::{Algorithm, EncodingKey, Header};
+
+    const ISSUER: &str = "https://idp.test.example/";
+    const AUDIENCE: &str = "a2a-gateway";
+    const RSA_1: &[u8] = include_bytes!("fixtures/jwt/rsa-1.pem");
+    const API_KEY: &str = "forward-test-api-key-SECRET-0123456789";
+
+    async fn jwks_server(key: &EncodingKey) -> String {
+        let mut jwk = Jwk::from_encoding_key(key, Algorithm::RS256).unwrap();
+        jwk.common.key_id = Some("k1".into());
+        let doc = json!({"keys": [jwk]});
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
+        let app = Router::new().route(
+            "/jwks.json",
+            get(move || {
+                let doc = doc.clone();
+                async move { axum::Json(doc) }
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+
+    fn jwt(key: &EncodingKey, sub: &str, tenant: &str) -> String {
+        let now = jsonwebtoken::get_current_timestamp() as i64;
+        let mut header = Header::new(Algorithm::RS256);
+        header.kid = Some("k1".into());
+        let claims = json!({
+            "iss": ISSUER, "aud": AUDIENCE, "sub": sub, "tenant": tenant,
+            "iat": now, "exp": now + 600,
+        });
+        jsonwebtoken::encode(&header, &claims, key).unwrap()
+    }
+
+    /// A gateway accepting API keys and JWTs, forwarding to `upstream` with `forward`.
+    async fn gateway(jwks_url: &str, upstream: &str) -> String {
+        use a2a_gateway::app::Gateway;
+        use a2a_gateway::config::{Config, ConfigSources};
+        let mut config = Config::load(ConfigSources {
+            file: None,
+            env: vec![],
+            overrides: vec![("store.url".into(), "memory:".into())],
+        })
+        .unwrap();
+        let mut jwt = JwtConfig::default();
+        jwt.issuer = ISSUER.into();
+        jwt.audience = vec![AUDIENCE.into()];
+        jwt.jwks_url = Some(jwks_url.parse().unwrap());
+        config.server.auth.schemes = vec![ServerAuthKind::ApiKey, ServerAuthKind::Jwt];
+        config.server.auth.keys = vec![ApiKeyConfig::from_sha256("keyed", sha256_hex(API_KEY))];
+        config.server.auth.jwt = Some(jwt);
+        config.server.auth.tenant_claim = Some("tenant".into());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        config.server.public_url = Some(format!("http://{addr}/").parse().unwrap());
+        let mut s = settings(upstream);
+        s.auth = AuthSettings::Forward;
+        let gateway = Gateway::new(
+            &config,
+            Arc::new(exec(s)),
+            Arc::new(a2a_gateway::store::MemoryTaskStore::new()),
+            None,
+        );
+        tokio::spawn(gateway.serve(listener, Duration::from_secs(1), futures::future::pending()));
+        format!("http://{addr}/")
+    }
+
+    async fn send(url: &str, bearer: &str, tenant: &str) -> Value {
+        let message = json!({
+            "messageId": uuid::Uuid::new_v4().to_string(),
+            "role": "ROLE_USER",
+            "parts": [{"text": "hello"}],
+        });
+        reqwest::Client::new()
+            .post(url)
+            .header("A2A-Version", "1.0")
+            .bearer_auth(bearer)
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                          "params": {"message": message, "tenant": tenant}}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn forward_sends_the_verified_jwt_and_an_api_key_caller_gets_a_failed_task() {
+        let capture = global_capture();
+        let key = EncodingKey::from_rsa_pem(RSA_1).unwrap();
+        let jwks = jwks_server(&key).await;
+        let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
+        let url = gateway(&jwks, &up.url).await;
+
+        let token = jwt(&key, "alice", "acme");
+        let answer = send(&url, &token, "acme").await;
+        let task = &answer["result"]["task"];
+        assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
+        let reqs = up.requests();
+        assert_eq!(reqs.len(), 1);
+        assert_eq!(
+            reqs[0].header("authorization"),
+            Some(format!("Bearer {token}").as_str())
+        );
+        assert_eq!(
+            reqs[0].header("x-amzn-bedrock-agentcore-runtime-custom-caller"),
+            Some("alice")
+        );
+        assert_eq!(
+            reqs[0].header("x-amzn-bedrock-agentcore-runtime-custom-tenant"),
+            Some("acme")
+        );
+
+        // An API key is never forwarded: the task fails with the documented reason and
+        // the runtime is not called.
+        let answer = send(&url, API_KEY, "").await;
+        let task = &answer["result"]["task"];
+        assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{answer}");
+        let reason = task["status"]["message"]["parts"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            reason.contains("upstream.auth.kind = \"forward\"") && reason.contains("API key"),
+            "{reason}"
+        );
+        assert_eq!(up.count(), 1, "the runtime was called without a JWT");
+
+        let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+        let signature = token.rsplit('.').next().unwrap();
+        assert!(!logs.contains(signature), "the caller's JWT is in the log");
+        assert!(!logs.contains(API_KEY), "the API key is in the log");
+        assert!(!answer.to_string().contains(API_KEY));
+    }
+}

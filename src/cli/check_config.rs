@@ -87,6 +87,9 @@ async fn derived(config: &Config) -> Vec<String> {
             },
         }),
         Ok(AuthSettings::None) => out.push("upstream authentication: none".to_owned()),
+        Ok(AuthSettings::Forward) => {
+            out.push("upstream authentication: the caller's own verified JWT (forward)".to_owned())
+        }
         Ok(_) => out.push("upstream authentication: a static bearer token".to_owned()),
         Err(_) => {}
     }

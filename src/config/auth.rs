@@ -91,6 +91,10 @@ pub enum AuthKind {
     /// No `Authorization` header (local runtimes).
     #[default]
     None,
+    /// The caller's own JWT, as the gateway verified it (`[server.auth]` scheme `jwt`), is
+    /// sent as `Authorization: Bearer`: for runtimes whose JWT authorizer trusts the same
+    /// provider. A call without one (an API key) fails its task; an API key is never sent.
+    Forward,
 }
 
 impl AuthKind {
@@ -99,6 +103,7 @@ impl AuthKind {
             AuthKind::OAuth2 => "oauth2",
             AuthKind::Bearer => "bearer",
             AuthKind::None => "none",
+            AuthKind::Forward => "forward",
         }
     }
 }
@@ -176,7 +181,7 @@ impl UpstreamAuthConfig {
                     "upstream.auth.token_file",
                 )?;
             }
-            AuthKind::None => {
+            AuthKind::None | AuthKind::Forward => {
                 if let Some(err) = foreign(&oauth_keys, "oauth2") {
                     return Err(err);
                 }

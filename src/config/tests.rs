@@ -199,6 +199,8 @@ fn fully_populated() -> Config {
             max_retries: 1,
             include_message: true,
             stop_session_on_cancel: true,
+            caller_header: "X-Caller".into(),
+            tenant_header: "X-Tenant".into(),
             auth: UpstreamAuthConfig {
                 kind: AuthKind::OAuth2,
                 client_id: Some("c".into()),
@@ -1287,4 +1289,54 @@ fn type_errors_speak_of_numbers_and_strings_not_rust_types() {
     ));
     assert!(message.contains("a number"), "{message}");
     assert!(!message.contains("u64"), "{message}");
+}
+
+#[test]
+fn forward_needs_the_jwt_scheme_and_identity_headers_are_checked() {
+    let env = [
+        (
+            "A2A_GATEWAY_UPSTREAM__URL",
+            "http://127.0.0.1:9/invocations",
+        ),
+        ("A2A_GATEWAY_UPSTREAM__AUTH__KIND", "forward"),
+    ];
+    let (msg, err) = load_err(sources(None, &env));
+    assert_eq!(invalid_parts(&err).0, "upstream.auth.kind", "{msg}");
+    assert!(msg.contains("jwt"), "{msg}");
+    for (key, value, why) in [
+        (
+            "CALLER_HEADER",
+            "Bad Header",
+            "not a valid HTTP header name",
+        ),
+        (
+            "CALLER_HEADER",
+            "Authorization",
+            "set by the gateway itself",
+        ),
+        ("TENANT_HEADER", "traceparent", "set by the gateway itself"),
+        (
+            "TENANT_HEADER",
+            "x-amzn-bedrock-agentcore-runtime-custom-CALLER",
+            "must differ",
+        ),
+    ] {
+        let var = format!("A2A_GATEWAY_UPSTREAM__{key}");
+        let (msg, err) = load_err(sources(None, &[(var.as_str(), value)]));
+        assert_eq!(
+            invalid_parts(&err).0,
+            format!("upstream.{}", key.to_lowercase()),
+            "{msg}"
+        );
+        assert!(msg.contains(why), "{msg}");
+    }
+    let config = Config::load(sources(
+        None,
+        &[
+            ("A2A_GATEWAY_UPSTREAM__CALLER_HEADER", ""),
+            ("A2A_GATEWAY_UPSTREAM__TENANT_HEADER", ""),
+        ],
+    ))
+    .unwrap();
+    assert_eq!(config.upstream.caller_header, "");
 }

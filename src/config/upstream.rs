@@ -63,8 +63,63 @@ pub struct UpstreamConfig {
     pub include_message: bool,
     /// On CancelTask, also stop the upstream runtime session. Default true.
     pub stop_session_on_cancel: bool,
+    /// Header carrying the caller (the task owner) to the runtime. Default
+    /// `X-Amzn-Bedrock-AgentCore-Runtime-Custom-Caller`; empty disables it. AgentCore
+    /// passes a custom header to the agent only when its name starts with
+    /// `X-Amzn-Bedrock-AgentCore-Runtime-Custom-` and is in the runtime's request header
+    /// allowlist. The value is percent-encoded (see `docs/upstream-contract.md`).
+    pub caller_header: String,
+    /// Header carrying the tenant to the runtime (omitted for the default tenant `""`).
+    /// Default `X-Amzn-Bedrock-AgentCore-Runtime-Custom-Tenant`; empty disables it.
+    pub tenant_header: String,
     /// Credentials for the upstream.
     pub auth: UpstreamAuthConfig,
+}
+
+/// Default of `upstream.caller_header`.
+pub const DEFAULT_CALLER_HEADER: &str = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Caller";
+/// Default of `upstream.tenant_header`.
+pub const DEFAULT_TENANT_HEADER: &str = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Tenant";
+
+/// Headers the gateway sets itself, refused as `caller_header` / `tenant_header`.
+const RESERVED_HEADERS: &[&str] = &[
+    "authorization",
+    "content-type",
+    "content-length",
+    "accept",
+    "host",
+    "traceparent",
+    "tracestate",
+    "transfer-encoding",
+    "connection",
+    crate::upstream::SESSION_HEADER,
+];
+
+/// Checks a configured identity header name: empty (disabled) or a valid HTTP field
+/// name the gateway does not set itself.
+fn check_identity_header(key: &str, name: &str, other: Option<&str>) -> Result<(), Invalid> {
+    if name.is_empty() {
+        return Ok(());
+    }
+    if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        return Err(Invalid::new(
+            key,
+            format!("`{name}` is not a valid HTTP header name"),
+        ));
+    }
+    if RESERVED_HEADERS
+        .iter()
+        .any(|r| r.eq_ignore_ascii_case(name))
+    {
+        return Err(Invalid::new(
+            key,
+            format!("`{name}` is set by the gateway itself; choose another name"),
+        ));
+    }
+    if other.is_some_and(|o| o.eq_ignore_ascii_case(name)) {
+        return Err(Invalid::new(key, "must differ from upstream.caller_header"));
+    }
+    Ok(())
 }
 
 impl Default for UpstreamConfig {
@@ -87,6 +142,8 @@ impl Default for UpstreamConfig {
             max_retries: 3,
             include_message: false,
             stop_session_on_cancel: true,
+            caller_header: DEFAULT_CALLER_HEADER.to_owned(),
+            tenant_header: DEFAULT_TENANT_HEADER.to_owned(),
             auth: UpstreamAuthConfig::default(),
         }
     }
@@ -210,6 +267,14 @@ impl UpstreamConfig {
         if let Some(path) = &self.ca_file {
             super::check_readable_file("upstream.ca_file", path)?;
         }
+        check_identity_header("upstream.caller_header", &self.caller_header, None)?;
+        check_identity_header(
+            "upstream.tenant_header",
+            &self.tenant_header,
+            Some(&self.caller_header)
+                .filter(|c| !c.is_empty())
+                .map(String::as_str),
+        )?;
         self.auth.validate()
     }
 }

@@ -1,5 +1,9 @@
 //! RequestContext and CallContext.
 
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+use secrecy::{ExposeSecret, SecretString};
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{Message, Metadata, SendMessageConfiguration, Task};
@@ -17,6 +21,48 @@ pub struct CallContext {
     /// The request's W3C `traceparent`, when valid: each upstream attempt continues
     /// its trace ([`crate::telemetry::trace`]).
     pub trace_parent: Option<crate::telemetry::trace::TraceParent>,
+    /// The caller's own bearer token, only when it is a JWT the gateway verified
+    /// (`[server.auth]` scheme `jwt`; never an API key): what `upstream.auth.kind =
+    /// "forward"` sends to the runtime. Redacted in `Debug`, never logged.
+    pub caller_token: Option<CallerToken>,
+}
+
+/// A verified caller JWT, held for `upstream.auth.kind = "forward"`.
+///
+/// `Debug` prints `CallerToken([redacted])`. Two tokens are equal when their text
+/// is; `Hash` ignores the token (equal values still hash alike), so a
+/// [`CallContext`] hashes by its tenant and owner.
+#[derive(Clone)]
+pub struct CallerToken(SecretString);
+
+impl CallerToken {
+    /// Wraps a verified JWT (the compact form, without the `Bearer ` scheme).
+    pub fn new(token: SecretString) -> Self {
+        Self(token)
+    }
+
+    /// The token itself, for the `Authorization` header of the upstream request only.
+    pub fn secret(&self) -> &SecretString {
+        &self.0
+    }
+}
+
+impl fmt::Debug for CallerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CallerToken([redacted])")
+    }
+}
+
+impl PartialEq for CallerToken {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.expose_secret() == other.0.expose_secret()
+    }
+}
+
+impl Eq for CallerToken {}
+
+impl Hash for CallerToken {
+    fn hash<H: Hasher>(&self, _state: &mut H) {}
 }
 
 impl CallContext {
@@ -30,6 +76,7 @@ impl CallContext {
             owner: owner.into(),
             requested_extensions: Vec::new(),
             trace_parent: None,
+            caller_token: None,
         }
     }
 
@@ -105,5 +152,19 @@ impl RequestContext {
     /// A token that is cancelled when the task is canceled or the server shuts down.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.cancellation
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_the_caller_token() {
+        let mut ctx = CallContext::new("t", "alice");
+        ctx.caller_token = Some(CallerToken::new(SecretString::from("eyJ.secret.sig")));
+        let shown = format!("{ctx:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("CallerToken([redacted])"), "{shown}");
     }
 }

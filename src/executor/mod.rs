@@ -8,7 +8,7 @@ mod helpers;
 mod queue;
 mod updater;
 
-pub use context::{CallContext, RequestContext};
+pub use context::{CallContext, CallerToken, RequestContext};
 pub use helpers::*;
 pub use queue::{EventQueue, QueueClosed};
 pub use updater::TaskUpdater;

@@ -256,6 +256,10 @@ pub fn call_context(
     match identity {
         Some(id) => {
             ctx.owner = id.caller.clone();
+            // Only a JWT the gateway verified may be forwarded (never an API key).
+            if id.scheme == crate::config::ServerAuthKind::Jwt {
+                ctx.caller_token = id.bearer.clone().map(crate::executor::CallerToken::new);
+            }
             ctx.tenant = id
                 .tenant_for(requested)
                 .inspect_err(|f| crate::identity::record(*f, None))?;

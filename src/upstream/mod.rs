@@ -39,7 +39,7 @@ use serde_json::json;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::executor::{AgentExecutor, ExecutorError, RequestContext, TaskUpdater};
+use crate::executor::{AgentExecutor, CallContext, ExecutorError, RequestContext, TaskUpdater};
 
 pub use errors::{StatusError, TimeoutKind, UpstreamError};
 pub use settings::{AgentCoreSettings, AuthSettings, HttpVersion, OAuth2Settings, TokenEndpoint};
@@ -59,6 +59,8 @@ const STOP_SESSION_TIMEOUT: Duration = Duration::from_secs(8);
 
 enum Auth {
     None,
+    /// The caller's own verified JWT, per request.
+    Forward,
     /// A cached token; `refetch` when a 401 may be cured by a new token (OAuth).
     Token {
         cache: Arc<TokenCache>,
@@ -122,6 +124,7 @@ impl AgentCoreExecutor {
         }
         let auth = match &settings.auth {
             AuthSettings::None => Auth::None,
+            AuthSettings::Forward => Auth::Forward,
             AuthSettings::Bearer(t) => Auth::Token {
                 cache: Arc::new(TokenCache::new(
                     Arc::new(token::StaticToken::new(t.clone())),
@@ -182,7 +185,7 @@ impl AgentCoreExecutor {
     /// The token endpoint's failure as a readable reason (never the secret).
     pub async fn token_ready(&self) -> Result<(), String> {
         match &self.inner.auth {
-            Auth::None => Ok(()),
+            Auth::None | Auth::Forward => Ok(()),
             Auth::Token { cache, .. } => cache
                 .get()
                 .await
@@ -206,17 +209,22 @@ impl AgentCoreExecutor {
     }
 
     /// Calls StopRuntimeSession for `session` (contract §1.5). A 404 ("not found or
-    /// already terminated") counts as done; a 401 refetches the token once.
+    /// already terminated") counts as done; a 401 refetches the token once. With
+    /// `upstream.auth.kind = "forward"` the token is `caller`'s (the canceling caller).
     ///
     /// # Errors
     /// Any other failure, readable.
-    pub async fn stop_session(&self, session: &str) -> Result<(), UpstreamError> {
+    pub async fn stop_session(
+        &self,
+        session: &str,
+        caller: &CallContext,
+    ) -> Result<(), UpstreamError> {
         let Some(url) = self.inner.settings.stop_session_url.clone() else {
             return Ok(());
         };
         let mut refetched = false;
         loop {
-            let token = self.inner.token().await?;
+            let token = self.inner.token(caller).await?;
             let mut rb = self
                 .inner
                 .http
@@ -224,6 +232,7 @@ impl AgentCoreExecutor {
                 .header(http::header::CONTENT_TYPE, "application/json")
                 .header(SESSION_HEADER, session)
                 .timeout(STOP_SESSION_TIMEOUT);
+            rb = self.inner.identity_headers(rb, caller);
             if let Some(t) = &token {
                 rb = rb.bearer_auth(t.expose_secret());
             }
@@ -260,11 +269,34 @@ impl AgentCoreExecutor {
 }
 
 impl Inner {
-    async fn token(&self) -> Result<Option<SecretString>, UpstreamError> {
+    async fn token(&self, caller: &CallContext) -> Result<Option<SecretString>, UpstreamError> {
         match &self.auth {
             Auth::None => Ok(None),
+            Auth::Forward => match &caller.caller_token {
+                Some(t) => Ok(Some(t.secret().clone())),
+                None => Err(TokenError::new(NO_FORWARDABLE_TOKEN).into()),
+            },
             Auth::Token { cache, .. } => Ok(Some(cache.get().await?)),
         }
+    }
+
+    /// Adds the caller and tenant headers (`upstream.caller_header` /
+    /// `tenant_header`), values percent-encoded ([`identity_header_value`]); the
+    /// tenant header is left out for the default tenant `""`.
+    fn identity_headers(
+        &self,
+        mut rb: reqwest::RequestBuilder,
+        caller: &CallContext,
+    ) -> reqwest::RequestBuilder {
+        if let Some(name) = &self.settings.caller_header {
+            rb = rb.header(name.clone(), identity_header_value(&caller.owner));
+        }
+        if let Some(name) = &self.settings.tenant_header
+            && !caller.tenant.is_empty()
+        {
+            rb = rb.header(name.clone(), identity_header_value(&caller.tenant));
+        }
+        rb
     }
 
     fn payload(&self, ctx: &RequestContext) -> Bytes {
@@ -287,8 +319,9 @@ impl Inner {
         &self,
         session: &str,
         payload: Bytes,
-        trace: Option<&crate::telemetry::trace::TraceParent>,
+        caller: &CallContext,
     ) -> Result<(reqwest::Response, Instant), UpstreamError> {
+        let trace = caller.trace_parent.as_ref();
         let s = &self.settings;
         let policy = RetryPolicy {
             max_retries: s.max_retries,
@@ -309,7 +342,7 @@ impl Inner {
                 attempt = retries + 1,
                 http.status_code = tracing::field::Empty
             );
-            let token = self.token().instrument(attempt.clone()).await?;
+            let token = self.token(caller).instrument(attempt.clone()).await?;
             // With OTLP export the runtime's spans become children of this attempt's.
             let traceparent = crate::telemetry::otlp::traceparent_of(&attempt)
                 .unwrap_or_else(|| crate::telemetry::trace::attempt_traceparent(trace));
@@ -320,6 +353,7 @@ impl Inner {
                 .header(http::header::ACCEPT, "text/event-stream, application/json")
                 .header(SESSION_HEADER, session)
                 .header("traceparent", &traceparent);
+            rb = self.identity_headers(rb, caller);
             if let Some(t) = &token {
                 rb = rb.bearer_auth(t.expose_secret());
             }
@@ -444,11 +478,7 @@ impl Inner {
             }
         };
         let (resp, started) = self
-            .invoke(
-                session,
-                self.payload(ctx),
-                ctx.call_context.trace_parent.as_ref(),
-            )
+            .invoke(session, self.payload(ctx), &ctx.call_context)
             .await?;
         let status = resp.status().as_u16();
         let kind = reply::ReplyKind::of(header(&resp, "content-type"));
@@ -520,6 +550,26 @@ async fn read_error_body(resp: reqwest::Response, read_timeout: Duration) -> Vec
         }
     }
     buf
+}
+
+/// Why a task fails under `upstream.auth.kind = "forward"` when its call carried no
+/// verified JWT (an API key, or a task resumed after a restart: tokens are never stored).
+pub const NO_FORWARDABLE_TOKEN: &str = "upstream.auth.kind = \"forward\" sends the caller's own \
+    verified JWT to the runtime, and this call has none (an API key is never forwarded): \
+    call with a JWT bearer token";
+
+/// Bytes percent-encoded in the caller and tenant header values: controls, space, `%`
+/// and (always, by `percent-encoding`) every non-ASCII byte. What remains is visible
+/// ASCII, a valid header value everywhere; decoding is plain percent-decoding to UTF-8.
+const HEADER_VALUE_ESCAPES: &percent_encoding::AsciiSet =
+    &percent_encoding::CONTROLS.add(b' ').add(b'%');
+
+/// A caller or tenant as a header value: its UTF-8 bytes, percent-encoded (RFC 3986
+/// `%XX`) outside visible ASCII and for `%` itself. `alice@example.com` is sent as is;
+/// `Zoë Q` as `Zo%C3%AB%20Q`.
+pub fn identity_header_value(value: &str) -> http::HeaderValue {
+    let encoded = percent_encoding::utf8_percent_encode(value, HEADER_VALUE_ESCAPES).to_string();
+    http::HeaderValue::from_str(&encoded).expect("visible ASCII is a valid header value")
 }
 
 /// The text of the WORKING status message of a task whose message waits for an
@@ -614,14 +664,17 @@ impl AgentExecutor for AgentCoreExecutor {
         let updater = TaskUpdater::from_context(&context, queue);
         let _ = updater.cancel(None).await;
         if self.inner.settings.stop_session_on_cancel {
-            let stopped = tokio::time::timeout(STOP_SESSION_TIMEOUT, self.stop_session(&session))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(UpstreamError::Send(format!(
-                        "StopRuntimeSession did not finish within {} s",
-                        STOP_SESSION_TIMEOUT.as_secs()
-                    )))
-                });
+            let stopped = tokio::time::timeout(
+                STOP_SESSION_TIMEOUT,
+                self.stop_session(&session, &context.call_context),
+            )
+            .await
+            .unwrap_or_else(|_| {
+                Err(UpstreamError::Send(format!(
+                    "StopRuntimeSession did not finish within {} s",
+                    STOP_SESSION_TIMEOUT.as_secs()
+                )))
+            });
             match stopped {
                 Ok(()) => {
                     tracing::info!(task.id = %context.task_id, upstream.session = %session, "stopped the runtime session")
@@ -652,5 +705,27 @@ fn retry_reason(e: &UpstreamError) -> &'static str {
         UpstreamError::Connect(_) => "connect",
         UpstreamError::Timeout { .. } => "timeout",
         _ => "status",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::identity_header_value;
+
+    #[test]
+    fn identity_values_are_percent_encoded_outside_visible_ascii() {
+        for (raw, sent) in [
+            ("alice@example.com", "alice@example.com"),
+            ("Zoë Q", "Zo%C3%AB%20Q"),
+            ("a%b", "a%25b"),
+            ("line\r\nX-Evil: 1", "line%0D%0AX-Evil:%201"),
+            ("", ""),
+        ] {
+            assert_eq!(
+                identity_header_value(raw).to_str().unwrap(),
+                sent,
+                "{raw:?}"
+            );
+        }
     }
 }

@@ -70,6 +70,11 @@ pub enum AuthSettings {
     Bearer(SecretString),
     /// Client-credentials tokens, cached (`kind = "oauth2"`).
     OAuth2(OAuth2Settings),
+    /// The caller's own verified JWT
+    /// ([`CallContext::caller_token`](crate::executor::CallContext::caller_token)), per
+    /// request (`kind = "forward"`). A call without one fails its task; a 401 fails it
+    /// too (the runtime refused the caller's token).
+    Forward,
 }
 
 impl fmt::Debug for AuthSettings {
@@ -78,6 +83,7 @@ impl fmt::Debug for AuthSettings {
             Self::None => f.write_str("None"),
             Self::Bearer(_) => f.write_str("Bearer([redacted])"),
             Self::OAuth2(o) => f.debug_tuple("OAuth2").field(o).finish(),
+            Self::Forward => f.write_str("Forward"),
         }
     }
 }
@@ -132,6 +138,12 @@ pub struct AgentCoreSettings {
     pub include_message: bool,
     /// Call StopRuntimeSession when a task is canceled. Default true.
     pub stop_session_on_cancel: bool,
+    /// Header sending the caller (the task owner) to the runtime; `None` disables it.
+    /// Default [`DEFAULT_CALLER_HEADER`](crate::config::DEFAULT_CALLER_HEADER).
+    pub caller_header: Option<http::HeaderName>,
+    /// Header sending the tenant (omitted for the default tenant `""`); `None`
+    /// disables it. Default [`DEFAULT_TENANT_HEADER`](crate::config::DEFAULT_TENANT_HEADER).
+    pub tenant_header: Option<http::HeaderName>,
     /// Authentication.
     pub auth: AuthSettings,
 }
@@ -187,6 +199,12 @@ impl AgentCoreSettings {
             retry_max_delay: Duration::from_secs(20),
             include_message: false,
             stop_session_on_cancel: true,
+            caller_header: Some(http::HeaderName::from_static(
+                "x-amzn-bedrock-agentcore-runtime-custom-caller",
+            )),
+            tenant_header: Some(http::HeaderName::from_static(
+                "x-amzn-bedrock-agentcore-runtime-custom-tenant",
+            )),
             auth: AuthSettings::None,
         }
     }
@@ -228,11 +246,26 @@ impl TryFrom<&crate::config::UpstreamConfig> for AgentCoreSettings {
         s.max_reply_bytes = c.max_reply_bytes;
         s.max_retries = c.max_retries;
         s.include_message = c.include_message;
+        let header = |key: &str, name: &str| {
+            if name.is_empty() {
+                return Ok(None);
+            }
+            http::HeaderName::from_bytes(name.as_bytes())
+                .map(Some)
+                .map_err(|_| {
+                    UpstreamError::Settings(format!(
+                        "upstream.{key} `{name}` is not a valid HTTP header name"
+                    ))
+                })
+        };
+        s.caller_header = header("caller_header", &c.caller_header)?;
+        s.tenant_header = header("tenant_header", &c.tenant_header)?;
         let a = &c.auth;
         let missing =
             |key: &str| UpstreamError::Settings(format!("upstream.auth.{key} is required"));
         s.auth = match a.kind {
             AuthKind::None => AuthSettings::None,
+            AuthKind::Forward => AuthSettings::Forward,
             AuthKind::Bearer => {
                 AuthSettings::Bearer(a.token.clone().ok_or_else(|| missing("token"))?)
             }
@@ -373,6 +406,18 @@ mod tests {
             )
         );
         assert_eq!(o.refresh_before_expiry, Duration::from_secs(120));
+        assert_eq!(
+            s.caller_header.as_ref().map(|h| h.as_str()),
+            Some("x-amzn-bedrock-agentcore-runtime-custom-caller")
+        );
+        let c: crate::config::UpstreamConfig = toml::from_str(
+            "url = \"http://h/invocations\"\ncaller_header = \"X-Who\"\ntenant_header = \"\"\n[auth]\nkind = \"forward\"",
+        )
+        .unwrap();
+        let s = AgentCoreSettings::try_from(&c).unwrap();
+        assert_eq!(s.caller_header.as_ref().map(|h| h.as_str()), Some("x-who"));
+        assert_eq!(s.tenant_header, None);
+        assert!(matches!(s.auth, AuthSettings::Forward));
         assert!(AgentCoreSettings::try_from(&crate::config::UpstreamConfig::default()).is_err());
     }
 
