@@ -1330,13 +1330,8 @@ fn forward_needs_the_jwt_scheme_and_identity_headers_are_checked() {
         );
         assert!(msg.contains(why), "{msg}");
     }
-    let config = Config::load(sources(
-        None,
-        &[
-            ("A2A_GATEWAY_UPSTREAM__CALLER_HEADER", ""),
-            ("A2A_GATEWAY_UPSTREAM__TENANT_HEADER", ""),
-        ],
-    ))
-    .unwrap();
+    let (_dir, path) = file("[upstream]\ncaller_header = \"\"\ntenant_header = \"\"\n");
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
     assert_eq!(config.upstream.caller_header, "");
+    assert_eq!(config.upstream.tenant_header, "");
 }
