@@ -24,7 +24,8 @@ pub struct HealthArgs {
     /// TOML config file (same discovery as `serve`).
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
-    /// Ask this URL instead of the one derived from `server.listen`.
+    /// Ask this gateway instead of the one derived from `server.listen`: its base URL
+    /// (`/healthz` is added) or the full `/healthz` URL.
     #[arg(long, value_name = "URL")]
     pub url: Option<Url>,
     /// Give up after this long.
@@ -49,10 +50,21 @@ pub fn health_url(config: &Config) -> Url {
     Url::parse(&format!("{scheme}://{addr}/healthz")).expect("a socket address makes a URL")
 }
 
+/// `url` as the gateway's `/healthz`: a base URL (path `/` or ending in `/`) gets
+/// `healthz` appended, so `--url` takes the same base URL as the client commands and a
+/// check never passes on whatever page the base URL serves.
+fn healthz_of(url: Url) -> Url {
+    if url.path().ends_with('/') {
+        url.join("healthz").unwrap_or(url)
+    } else {
+        url
+    }
+}
+
 /// Runs `health`.
 pub(super) async fn run(args: HealthArgs) -> Result<ExitCode, CliError> {
     let url = match args.url {
-        Some(u) => u,
+        Some(u) => healthz_of(u),
         None => health_url(&Config::load(ConfigSources::discover(args.config))?),
     };
     let client = reqwest::Client::builder()
@@ -69,5 +81,19 @@ pub(super) async fn run(args: HealthArgs) -> Result<ExitCode, CliError> {
         Ok(ExitCode::SUCCESS)
     } else {
         Err(format!("{url} answered HTTP {}", resp.status().as_u16()).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_url_gets_healthz() {
+        let u = |s: &str| healthz_of(Url::parse(s).unwrap()).to_string();
+        assert_eq!(u("http://127.0.0.1:8080/"), "http://127.0.0.1:8080/healthz");
+        assert_eq!(u("http://127.0.0.1:8080"), "http://127.0.0.1:8080/healthz");
+        assert_eq!(u("http://h/gw/"), "http://h/gw/healthz");
+        assert_eq!(u("http://h/healthz"), "http://h/healthz");
     }
 }
