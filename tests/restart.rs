@@ -590,7 +590,22 @@ fn ci() -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_sigkill_and_restart_keeps_completed_tasks_and_fails_the_interrupted_one() {
-    let test = "postgres_sigkill_and_restart";
+    with_pg_schema(
+        "postgres_sigkill_and_restart",
+        "a2a_restart",
+        |store_url| async move { kill_and_restart(&store_url, true).await },
+    )
+    .await;
+}
+
+/// Runs `body` with the URL of a fresh schema on `A2A_GATEWAY_TEST_POSTGRES_URL` (the
+/// test is skipped with a note without it, and fails under `CI=true`); the schema is
+/// dropped afterwards, also when `body` panics.
+async fn with_pg_schema<F, Fut>(test: &str, prefix: &str, body: F)
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let url = match std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL") {
         Ok(url) if !url.trim().is_empty() => url,
         _ => {
@@ -609,14 +624,14 @@ async fn postgres_sigkill_and_restart_keeps_completed_tasks_and_fails_the_interr
         .unwrap_or_else(|e| {
             panic!("PostgreSQL at A2A_GATEWAY_TEST_POSTGRES_URL is unreachable: {e}")
         });
-    let schema = format!("a2a_restart_{}", uuid::Uuid::new_v4().simple());
+    let schema = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
     sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
         .execute(&admin)
         .await
         .unwrap();
     let sep = if url.contains('?') { '&' } else { '?' };
     let store_url = format!("{url}{sep}options[search_path]={schema}");
-    let outcome = tokio::spawn(async move { kill_and_restart(&store_url, true).await }).await;
+    let outcome = tokio::spawn(body(store_url)).await;
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "DROP SCHEMA \"{schema}\" CASCADE"
     )))
@@ -667,45 +682,15 @@ async fn sqlite_push_deliveries_pending_at_sigkill_are_sent_after_restart() {
 /// under `CI=true`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_push_deliveries_pending_at_sigkill_are_sent_after_restart() {
-    let test = "postgres_push_deliveries_pending_at_sigkill";
-    let url = match std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => {
-            assert!(
-                !ci(),
-                "CI=true but A2A_GATEWAY_TEST_POSTGRES_URL is not set: {test} cannot run"
-            );
-            eprintln!("note: skipping {test}: A2A_GATEWAY_TEST_POSTGRES_URL is not set");
-            return;
-        }
-    };
-    let admin = sqlx::postgres::PgPoolOptions::new()
-        .acquire_timeout(Duration::from_secs(5))
-        .connect(&url)
-        .await
-        .unwrap_or_else(|e| panic!("PostgreSQL is unreachable: {e}"));
-    let schema = format!("a2a_push_restart_{}", uuid::Uuid::new_v4().simple());
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
-        .execute(&admin)
-        .await
-        .unwrap();
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let store_url = format!("{url}{sep}options[search_path]={schema}");
-    let outcome = tokio::spawn(async move {
-        let dir = tempfile::tempdir().unwrap();
-        push_pending_at_sigkill(dir.path(), &store_url).await
-    })
+    with_pg_schema(
+        "postgres_push_deliveries_pending_at_sigkill",
+        "a2a_push_restart",
+        |store_url| async move {
+            let dir = tempfile::tempdir().unwrap();
+            push_pending_at_sigkill(dir.path(), &store_url).await
+        },
+    )
     .await;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP SCHEMA \"{schema}\" CASCADE"
-    )))
-    .execute(&admin)
-    .await
-    .unwrap();
-    admin.close().await;
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
 }
 
 async fn push_pending_at_sigkill(dir: &std::path::Path, store_url: &str) {
