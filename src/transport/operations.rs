@@ -328,14 +328,13 @@ fn nesting_depth(v: &Value) -> usize {
     let mut deepest = 0;
     let mut stack = vec![(v, 0usize)];
     while let Some((v, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match v {
-            Value::Object(m) => Box::new(m.values()),
-            Value::Array(a) => Box::new(a.iter()),
-            _ => continue,
-        };
         let depth = depth + 1;
+        match v {
+            Value::Object(m) => stack.extend(m.values().map(|c| (c, depth))),
+            Value::Array(a) => stack.extend(a.iter().map(|c| (c, depth))),
+            _ => continue,
+        }
         deepest = deepest.max(depth);
-        stack.extend(children.map(|c| (c, depth)));
     }
     deepest
 }
