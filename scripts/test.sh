@@ -8,7 +8,9 @@
 #   - the interop tests (tests/python, pytest): the official a2a-sdk client (JSON-RPC and
 #     REST transports; push notifications verified with `standardwebhooks` and
 #     `cryptography`) and the official JavaScript client (@a2a-js/sdk, tests/js, installed
-#     with `npm ci`) drive the example binaries and `a2a-gateway serve` over real sockets.
+#     with `npm ci`) drive the example binaries and `a2a-gateway serve` over real sockets;
+#     a real OpenID provider (oidc-provider, tests/oidc, `npm ci`) issues the JWTs the
+#     a2a-sdk client sends to a JWT-authenticated `serve`.
 #   - tests/observability.rs runs the PromQL queries of docs/operations.md on a real
 #     Prometheus (`prometheus` on PATH, or A2A_GATEWAY_TEST_PROMETHEUS; .ci/run installs the
 #     Debian package; without it that part is skipped with a note unless CI=true).
@@ -43,6 +45,12 @@ export A2A_GATEWAY_TEST_PYTHON="$PWD/.venv/bin/python"
 if [ ! -d tests/js/node_modules/@a2a-js/sdk ]; then
   echo "== npm ci in tests/js (the JavaScript A2A client)"
   (cd tests/js && npm ci --no-audit --no-fund --silent)
+fi
+# A real OpenID provider (oidc-provider, pinned in tests/oidc/package-lock.json) issuing the
+# client-credentials JWTs of tests/python/test_interop_oidc.py.
+if [ ! -d tests/oidc/node_modules/oidc-provider ]; then
+  echo "== npm ci in tests/oidc (the OpenID provider)"
+  (cd tests/oidc && npm ci --no-audit --no-fund --silent)
 fi
 # PostgreSQL tests use the local server when one answers; without one they are
 # skipped with a note (under CI=true they fail instead: .ci/run starts the server).
