@@ -12,6 +12,9 @@ client (1.3.0) sends the tokens with its own `AuthInterceptor`, which reads the
   `WWW-Authenticate: Bearer … error="insufficient_scope"`;
 - the `tenant` claim the provider adds binds the tenant: a request naming another tenant is
   refused (403) and another tenant's caller gets TaskNotFound;
+- the real `BedrockAgentCoreApp` behind the gateway finds the verified caller and tenant in
+  its RequestContext (`X-Amzn-Bedrock-AgentCore-Runtime-Custom-Caller` / `-Tenant`), and with
+  `upstream.auth.kind = "forward"` the caller's own token as `Authorization`;
 - key rotation at the provider: it is restarted (same port, same issuer) with
   [new, old] signing keys, then with [new] only. New tokens are accepted as soon as they
   appear (one unknown-`kid` refetch), old ones until their key leaves the JWKS, then
@@ -23,6 +26,7 @@ Without node or the installed package the tests are skipped locally and fail und
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -323,6 +327,41 @@ async def test_tenant_claim_binds_the_tenant(deployment, sdk):
     )
     assert resp.status_code == 403, resp.text
     assert 'error="insufficient_scope"' in resp.headers["www-authenticate"]
+
+
+def reply_of(task) -> dict:
+    """The JSON the `identity` prompt of upstream_agent.py answered."""
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED, task
+    return json.loads("".join(p.text for a in task.artifacts for p in a.parts))
+
+
+async def test_the_runtime_app_sees_the_caller_and_tenant(deployment, sdk):
+    """The real BedrockAgentCoreApp finds the verified caller (the `client_id` claim) and the
+    tenant (the `tenant` claim) in its RequestContext's custom headers, and no
+    Authorization (upstream.auth.kind = "none")."""
+    provider, base = deployment
+    for client_id, tenant in [("agent-alpha", "tenant-a"), ("agent-beta", "tenant-b")]:
+        client = await sdk(base, provider.token(client_id))
+        seen = reply_of(await send_blocking(client, "identity"))
+        assert seen == {"caller": client_id, "tenant": tenant, "authorization_sha256": None}
+
+
+async def test_forward_passes_the_callers_token_to_the_runtime_app(deployment, upstream, sdk):
+    """upstream.auth.kind = "forward": the app's RequestContext has the caller's own
+    provider token as `Authorization: Bearer …`, beside the caller and tenant headers."""
+    provider, _ = deployment
+    gateway, base = start_gateway(
+        upstream,
+        extra_env={"A2A_GATEWAY_UPSTREAM__AUTH__KIND": "forward"},
+        config_toml=gateway_config(provider),
+    )
+    try:
+        token = provider.token("agent-alpha")
+        seen = reply_of(await send_blocking(await sdk(base, token), "identity"))
+        digest = hashlib.sha256(f"Bearer {token}".encode()).hexdigest()
+        assert seen == {"caller": "agent-alpha", "tenant": "tenant-a", "authorization_sha256": digest}
+    finally:
+        gateway.stop()
 
 
 def accepted(base: str, token: str):

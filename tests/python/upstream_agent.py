@@ -11,12 +11,17 @@ as a hosted agent does. The prompt selects the reply shape:
   message    -> control object answering with a direct Message (no task)
   message-stream -> async generator whose first frame is that Message control object
   session    -> the runtime session id the app saw (from the session header)
+  identity   -> JSON text of what the app's request context says about the caller: the
+                custom caller and tenant headers, and the SHA-256 of its Authorization
+                header (never the token itself)
   slow       -> async generator: "tick " every 0.2 s for 20 s (to cancel mid-stream)
 
 Usage: python upstream_agent.py PORT
 """
 
 import asyncio
+import hashlib
+import json
 import logging
 import sys
 
@@ -56,6 +61,23 @@ async def slow_gen():
         await asyncio.sleep(0.2)
 
 
+CUSTOM = "x-amzn-bedrock-agentcore-runtime-custom-"
+
+
+def identity_of(context) -> str:
+    """The custom headers and a digest of Authorization, as the app's RequestContext has
+    them (the app keeps only headers the runtime would forward)."""
+    headers = {k.lower(): v for k, v in (context.request_headers or {}).items()}
+    auth = headers.get("authorization")
+    return json.dumps(
+        {
+            "caller": headers.get(CUSTOM + "caller"),
+            "tenant": headers.get(CUSTOM + "tenant"),
+            "authorization_sha256": auth and hashlib.sha256(auth.encode()).hexdigest(),
+        }
+    )
+
+
 @app.entrypoint
 def invoke(payload, context):
     prompt = payload.get("prompt", "")
@@ -81,6 +103,8 @@ def invoke(payload, context):
         return slow_gen()
     if prompt == "session":
         return context.session_id
+    if prompt == "identity":
+        return identity_of(context)
     return {"echo": payload}
 
 
