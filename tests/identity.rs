@@ -496,4 +496,73 @@ async fn the_extended_card_is_for_authenticated_callers_only() {
             .unwrap_err();
         assert_eq!(err.reason, "UNAUTHENTICATED", "{}", b.name());
     }
+
+    // HTTP+JSON `GET /extendedAgentCard` has the public card's validators (ETag,
+    // Last-Modified, If-None-Match → 304), kept out of shared caches.
+    let url = format!("http://{addr}/a2a/rest/extendedAgentCard");
+    let get = |extra: Option<(&str, String)>| {
+        let mut req = s.http.get(&url).bearer_auth(key);
+        if let Some((name, value)) = extra {
+            req = req.header(name, value);
+        }
+        req.send()
+    };
+    let first = get(None).await.unwrap();
+    assert_eq!(first.status(), 200);
+    let header = |r: &reqwest::Response, name: &str| {
+        r.headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default()
+    };
+    let etag = header(&first, "etag");
+    assert!(etag.starts_with('"') && etag.len() == 34, "{etag}");
+    assert_eq!(header(&first, "cache-control"), "private, max-age=300");
+    assert_eq!(header(&first, "vary"), "authorization");
+    let public = s
+        .http
+        .get(format!("http://{addr}/.well-known/agent-card.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        header(&first, "last-modified"),
+        header(&public, "last-modified")
+    );
+    assert_ne!(
+        etag,
+        header(&public, "etag"),
+        "another document, another ETag"
+    );
+    let body: Value = first.json().await.unwrap();
+    assert_eq!(body["description"], "for insiders");
+    let again = get(Some(("if-none-match", etag.clone()))).await.unwrap();
+    assert_eq!(again.status(), 304);
+    assert_eq!(header(&again, "etag"), etag);
+    assert_eq!(header(&again, "cache-control"), "private, max-age=300");
+    assert!(again.bytes().await.unwrap().is_empty());
+    let weak = get(Some(("if-none-match", format!("W/{etag}"))))
+        .await
+        .unwrap();
+    assert_eq!(weak.status(), 304);
+    let other = get(Some(("if-none-match", "\"0123\"".into())))
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 200);
+    let since = get(Some((
+        "if-modified-since",
+        header(&public, "last-modified"),
+    )))
+    .await
+    .unwrap();
+    assert_eq!(since.status(), 304);
+    // Validators never let an anonymous caller through.
+    let anonymous = s
+        .http
+        .get(&url)
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
 }

@@ -7,6 +7,10 @@
 //! `supportedInterfaces` by [`super::compat03::response::card_fields`]) and its
 //! security schemes in both shapes ([`super::compat03::response::render_card`]), so a
 //! 0.3 client finds the JSON-RPC endpoint; 1.0 clients read `supportedInterfaces`.
+//!
+//! The extended card (`GET /extendedAgentCard` on HTTP+JSON, [`extended_response`]) gets the
+//! same validators and `Cache-Control: private` with `Vary: Authorization`: it is served
+//! to authenticated callers only, so no shared cache may keep it.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -99,14 +103,57 @@ fn matches_etag(headers: &HeaderMap, etag: &str) -> bool {
 /// names its ETag, or, without `If-None-Match`, `If-Modified-Since` (an HTTP date; an
 /// unreadable one is ignored) is not before `Last-Modified`.
 fn not_modified(headers: &HeaderMap, doc: &CardDocument) -> bool {
+    unchanged(headers, doc.etag(), doc.modified)
+}
+
+/// [`not_modified`] for a document with `etag`, last modified at `modified`.
+fn unchanged(headers: &HeaderMap, etag: &str, modified: SystemTime) -> bool {
     if headers.contains_key(header::IF_NONE_MATCH) {
-        return matches_etag(headers, doc.etag());
+        return matches_etag(headers, etag);
     }
     headers
         .get(header::IF_MODIFIED_SINCE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
-        .is_some_and(|since| doc.modified <= since)
+        .is_some_and(|since| modified <= since)
+}
+
+/// The answer to `GET /extendedAgentCard` whose card rendered to `json` (served as
+/// `media`): 200 with it, or `304 Not Modified` (no body) when the request's validators
+/// match, as for the public card. Headers: a content-hash `ETag`, `Last-Modified` of the
+/// public card (both cards come from the configuration read at start),
+/// `Cache-Control: private, max-age=300` and `Vary: Authorization`.
+pub fn extended_response(
+    headers: &HeaderMap,
+    media: &'static str,
+    json: String,
+    public: &CardDocument,
+) -> Response {
+    let digest = Sha256::digest(json.as_bytes());
+    let etag = format!("\"{}\"", hex16(&digest[..16]));
+    let validators = [
+        (
+            header::ETAG,
+            HeaderValue::from_str(&etag).expect("hex etag is a valid header"),
+        ),
+        (
+            header::CACHE_CONTROL,
+            HeaderValue::from_str(&format!("private, max-age={CARD_MAX_AGE_SECS}"))
+                .expect("valid header"),
+        ),
+        (
+            header::LAST_MODIFIED,
+            HeaderValue::from_str(public.last_modified()).expect("an HTTP date is a valid header"),
+        ),
+        (header::VARY, HeaderValue::from_static("authorization")),
+    ];
+    if unchanged(headers, &etag, public.modified) {
+        return (StatusCode::NOT_MODIFIED, validators).into_response();
+    }
+    let mut resp = (StatusCode::OK, validators, json).into_response();
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(media));
+    resp
 }
 
 /// Serves the card; `304 Not Modified` when the request's validators match (see

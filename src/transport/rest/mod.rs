@@ -235,7 +235,12 @@ async fn handle(
             } else {
                 v
             };
-            (response::json(StatusCode::OK, media, v.to_string()), "ok")
+            let resp = if op == Operation::GetExtendedAgentCard {
+                super::agent_card::extended_response(&headers, media, v.to_string(), &state.card)
+            } else {
+                response::json(StatusCode::OK, media, v.to_string())
+            };
+            (resp, "ok")
         }
         Ok(Outcome::Resumed(stream)) => (
             sse::render(
