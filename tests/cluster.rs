@@ -164,14 +164,19 @@ struct Instance {
 }
 
 async fn instance(options: PgConnectOptions, exec: &Gated) -> Instance {
-    let store = Arc::new(PostgresTaskStore::connect_with(options, 6).await.unwrap());
-    let handler = RequestHandler::new(
-        Arc::new(exec.clone()),
-        store.clone(),
-        HandlerConfig::default(),
-    );
     let mut opts = ClusterOptions::with_lease(LEASE);
     opts.fallback_poll = Duration::from_secs(20); // wake-ups must do the work
+    instance_with(options, Arc::new(exec.clone()), opts).await
+}
+
+/// An instance running `exec`, with the cluster timings `opts`.
+async fn instance_with(
+    options: PgConnectOptions,
+    exec: Arc<dyn AgentExecutor>,
+    opts: ClusterOptions,
+) -> Instance {
+    let store = Arc::new(PostgresTaskStore::connect_with(options, 6).await.unwrap());
+    let handler = RequestHandler::new(exec, store.clone(), HandlerConfig::default());
     let id = a2a_gateway::cluster::instance_id("test");
     let (cluster, cancels) = Cluster::join(store.clone(), id, opts).await.unwrap();
     handler.join_cluster(cluster.clone(), cancels).unwrap();
@@ -189,7 +194,23 @@ fn ci() -> bool {
 /// Two instances on a fresh schema; the schema is dropped afterwards.
 async fn two_instances<F, Fut>(test: &str, body: F)
 where
-    F: FnOnce(Instance, Instance, Probe, PgConnectOptions) -> Fut,
+    F: FnOnce(Instance, Instance, Probe, PgConnectOptions) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    on_fresh_schema(test, |options| async move {
+        let probe = gated();
+        let a = instance(options.clone(), &probe.exec).await;
+        let b = instance(options.clone(), &probe.exec).await;
+        body(a, b, probe, options).await
+    })
+    .await;
+}
+
+/// Runs `body` with connect options for a fresh schema of the test server, dropped
+/// afterwards (skipped with a note without `A2A_GATEWAY_TEST_POSTGRES_URL`).
+async fn on_fresh_schema<F, Fut>(test: &str, body: F)
+where
+    F: FnOnce(PgConnectOptions) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
     let url = match std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL") {
@@ -212,10 +233,7 @@ where
     let options = PgConnectOptions::from_str(&url)
         .unwrap()
         .options([("search_path", schema.as_str())]);
-    let probe = gated();
-    let a = instance(options.clone(), &probe.exec).await;
-    let b = instance(options.clone(), &probe.exec).await;
-    let outcome = tokio::spawn(body(a, b, probe, options)).await;
+    let outcome = tokio::spawn(body(options)).await;
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "DROP SCHEMA \"{schema}\" CASCADE"
     )))
@@ -625,5 +643,333 @@ async fn two_instances_send_every_push_delivery_once() {
         a.cluster.leave().await;
         b.cluster.leave().await;
     })
+    .await;
+}
+
+// ---------------------------------------------------------------------------
+// One invocation per runtime session across instances: two AgentCore executors (one
+// per instance, as in two processes) in front of a fake runtime on a real socket
+// that records how many invocations of each session are in flight at once.
+
+/// A fake AgentCore runtime: `POST /invocations` reports `(session, prompt)` on
+/// `arrived`, then holds the reply until a permit of `gate` (or the client drops
+/// the request); `POST /stopruntimesession` answers 200. Counts invocations in
+/// flight per session and the most seen at once for any one session.
+#[derive(Clone)]
+struct FakeRuntime {
+    url: String,
+    gate: Arc<Semaphore>,
+    in_flight: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+    most: Arc<AtomicUsize>,
+    dropped: Arc<AtomicUsize>,
+}
+
+struct InFlight {
+    rt: FakeRuntime,
+    session: String,
+    done: bool,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        *self
+            .rt
+            .in_flight
+            .lock()
+            .unwrap()
+            .get_mut(&self.session)
+            .unwrap() -= 1;
+        if !self.done {
+            self.rt.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+async fn fake_runtime() -> (FakeRuntime, mpsc::UnboundedReceiver<(String, String)>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let rt = FakeRuntime {
+        url: format!("http://{}/invocations", listener.local_addr().unwrap()),
+        gate: Arc::new(Semaphore::new(0)),
+        in_flight: Arc::default(),
+        most: Arc::default(),
+        dropped: Arc::default(),
+    };
+    let me = rt.clone();
+    let invoke = move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+        let (rt, tx) = (me.clone(), tx.clone());
+        async move {
+            let session = headers["x-amzn-bedrock-agentcore-runtime-session-id"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            let prompt = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["prompt"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let mut guard = {
+                let mut map = rt.in_flight.lock().unwrap();
+                let n = map.entry(session.clone()).or_default();
+                *n += 1;
+                rt.most.fetch_max(*n, Ordering::SeqCst);
+                InFlight {
+                    rt: rt.clone(),
+                    session: session.clone(),
+                    done: false,
+                }
+            };
+            let _ = tx.send((session, prompt.clone()));
+            rt.gate.acquire().await.unwrap().forget();
+            guard.done = true;
+            (
+                [("content-type", "application/json")],
+                serde_json::json!(format!("reply to {prompt}")).to_string(),
+            )
+        }
+    };
+    let app = axum::Router::new()
+        .route("/invocations", axum::routing::post(invoke))
+        .route(
+            "/stopruntimesession",
+            axum::routing::post(|| async { "{}" }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (rt, rx)
+}
+
+fn agentcore(rt: &FakeRuntime) -> Arc<dyn AgentExecutor> {
+    let mut s = a2a_gateway::upstream::AgentCoreSettings::for_url(&rt.url);
+    s.max_retries = 0;
+    s.read_timeout = WAIT;
+    Arc::new(a2a_gateway::upstream::AgentCoreExecutor::new(s).unwrap())
+}
+
+/// A new message in context `ctx`.
+fn in_context(ctx: &str, text: &str) -> Message {
+    let mut m = new_user_text_message(text);
+    m.context_id = Some(ctx.into());
+    m
+}
+
+async fn arrival(rx: &mut mpsc::UnboundedReceiver<(String, String)>) -> (String, String) {
+    within(rx.recv()).await.expect("an invocation arrived")
+}
+
+/// Waits until the task shows the "queued behind an earlier message" WORKING status.
+async fn wait_queued(h: &RequestHandler, id: &str) {
+    within(async {
+        loop {
+            let t = get(h, id).await;
+            if t.status.state == TaskState::Working
+                && status_text(&t) == a2a_gateway::upstream::QUEUED_STATUS_TEXT
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+}
+
+async fn session_leases(options: &PgConnectOptions) -> Vec<(String, String)> {
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(options.clone())
+        .await
+        .unwrap();
+    sqlx::query_as("SELECT session_id, instance FROM a2a_session_leases ORDER BY session_id")
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+}
+
+async fn wait_no_session_leases(options: &PgConnectOptions) {
+    within(async {
+        while !session_leases(options).await.is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+}
+
+/// Two AgentCore instances on a fresh schema in front of one fake runtime, with the
+/// cluster timings `opts`.
+async fn two_agentcore_instances<F, Fut>(test: &str, opts: ClusterOptions, body: F)
+where
+    F: FnOnce(
+            Instance,
+            Instance,
+            FakeRuntime,
+            mpsc::UnboundedReceiver<(String, String)>,
+            PgConnectOptions,
+        ) -> Fut
+        + Send
+        + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    on_fresh_schema(test, |options| async move {
+        let (rt, arrived) = fake_runtime().await;
+        let a = instance_with(options.clone(), agentcore(&rt), opts.clone()).await;
+        let b = instance_with(options.clone(), agentcore(&rt), opts).await;
+        body(a, b, rt, arrived, options).await
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_of_one_context_on_two_instances_never_invoke_the_session_at_once() {
+    // Slow polls: the hand-over between instances must come from the release
+    // notification.
+    let mut opts = ClusterOptions::with_lease(LEASE);
+    opts.fallback_poll = Duration::from_secs(20);
+    opts.sweep_interval = Duration::from_secs(20);
+    two_agentcore_instances(
+        "cluster_session_turns",
+        opts,
+        |a, b, rt, mut arrived, options| async move {
+            let one = send(&a.handler, in_context("ctx-shared", "one"), true).await;
+            let (session, prompt) = arrival(&mut arrived).await;
+            assert_eq!(prompt, "one");
+            assert_eq!(
+                session_leases(&options).await,
+                vec![(session.clone(), a.cluster.instance().to_owned())]
+            );
+            // A second task of the context at B, and a third at A: both wait.
+            let two = send(&b.handler, in_context("ctx-shared", "two"), true).await;
+            let three = send(&a.handler, in_context("ctx-shared", "three"), true).await;
+            assert_ne!(one.id, two.id);
+            wait_queued(&b.handler, &two.id).await;
+            wait_queued(&a.handler, &three.id).await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            assert!(
+                arrived.try_recv().is_err(),
+                "a second invocation of the session started"
+            );
+            // Each release lets exactly one more in, at once.
+            let mut order = vec![prompt];
+            for _ in 0..2 {
+                let released = std::time::Instant::now();
+                rt.gate.add_permits(1);
+                let (s, p) = arrival(&mut arrived).await;
+                let took = released.elapsed();
+                assert_eq!(s, session);
+                assert!(took < Duration::from_secs(5), "hand-over took {took:?}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                assert!(
+                    arrived.try_recv().is_err(),
+                    "two invocations of the session at once"
+                );
+                order.push(p);
+            }
+            rt.gate.add_permits(1);
+            for (h, t) in [(&b.handler, &one), (&a.handler, &two), (&b.handler, &three)] {
+                let done = wait_state(h, &t.id, TaskState::Completed).await;
+                assert_eq!(done.context_id, "ctx-shared");
+            }
+            order.sort();
+            assert_eq!(order, ["one", "three", "two"]);
+            assert_eq!(
+                rt.most.load(Ordering::SeqCst),
+                1,
+                "the session ran twice at once"
+            );
+            wait_no_session_leases(&options).await;
+            a.cluster.leave().await;
+            b.cluster.leave().await;
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_waiting_for_the_session_on_another_instance_can_be_canceled() {
+    let opts = ClusterOptions::with_lease(LEASE);
+    two_agentcore_instances(
+        "cluster_session_cancel",
+        opts,
+        |a, b, rt, mut arrived, options| async move {
+            let one = send(&a.handler, in_context("ctx-c", "one"), true).await;
+            arrival(&mut arrived).await;
+            let two = send(&b.handler, in_context("ctx-c", "two"), true).await;
+            wait_queued(&b.handler, &two.id).await;
+            // Canceled through A while it waits on B.
+            let asked = std::time::Instant::now();
+            let canceled = within(a.handler.cancel_task(
+                &anon(),
+                CancelTaskRequest {
+                    tenant: None,
+                    id: two.id.clone(),
+                    metadata: None,
+                },
+            ))
+            .await
+            .unwrap();
+            assert_eq!(canceled.status.state, TaskState::Canceled);
+            assert!(
+                asked.elapsed() < Duration::from_secs(5),
+                "{:?}",
+                asked.elapsed()
+            );
+            // The first invocation still holds the session alone; when it ends, the
+            // canceled task never reaches the runtime and nothing is left leased.
+            rt.gate.add_permits(2);
+            wait_state(&b.handler, &one.id, TaskState::Completed).await;
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            assert!(arrived.try_recv().is_err(), "the canceled task was invoked");
+            assert_eq!(
+                get(&a.handler, &two.id).await.status.state,
+                TaskState::Canceled
+            );
+            wait_no_session_leases(&options).await;
+            // The session is free for the next task, on either instance.
+            let three = send(&b.handler, in_context("ctx-c", "three"), true).await;
+            assert_eq!(arrival(&mut arrived).await.1, "three");
+            wait_state(&a.handler, &three.id, TaskState::Completed).await;
+            assert_eq!(rt.most.load(Ordering::SeqCst), 1);
+            a.cluster.leave().await;
+            b.cluster.leave().await;
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_instance_session_lease_is_taken_over_after_the_lease() {
+    let opts = ClusterOptions::with_lease(LEASE);
+    two_agentcore_instances(
+        "cluster_session_dead",
+        opts,
+        |a, b, rt, mut arrived, options| async move {
+            let one = send(&a.handler, in_context("ctx-d", "one"), true).await;
+            let (session, _) = arrival(&mut arrived).await;
+            let two = send(&b.handler, in_context("ctx-d", "two"), true).await;
+            wait_queued(&b.handler, &two.id).await;
+            let halted = std::time::Instant::now();
+            a.cluster.halt(); // A looks dead to B: no more heartbeats
+            let (s, p) = arrival(&mut arrived).await;
+            let took = halted.elapsed();
+            assert_eq!((s.as_str(), p.as_str()), (session.as_str(), "two"));
+            assert!(
+                took >= LEASE - Duration::from_millis(500),
+                "taken over before the lease ran out: {took:?}"
+            );
+            assert!(took < LEASE * 3, "took {took:?}");
+            assert_eq!(
+                session_leases(&options).await,
+                vec![(session.clone(), b.cluster.instance().to_owned())]
+            );
+            // A's task is closed by B's sweep, naming A; B's runs to the end.
+            let failed = wait_state(&b.handler, &one.id, TaskState::Failed).await;
+            assert!(
+                status_text(&failed).contains(a.cluster.instance()),
+                "{}",
+                status_text(&failed)
+            );
+            rt.gate.add_permits(2);
+            wait_state(&b.handler, &two.id, TaskState::Completed).await;
+            b.cluster.leave().await;
+            drop(a);
+        },
+    )
     .await;
 }

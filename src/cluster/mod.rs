@@ -1,7 +1,7 @@
 //! Several gateway instances on one shared store (PostgreSQL), with no sticky
 //! routing and no other infrastructure.
 //!
-//! The store stays the only channel between instances; this module adds three
+//! The store stays the only channel between instances; this module adds four
 //! things on top of it, each through a [`ClusterBackend`] (implemented by the
 //! PostgreSQL store, `src/store/postgres_cluster.rs`):
 //!
@@ -31,6 +31,22 @@
 //!   cancel path, i.e. StopRuntimeSession for AgentCore), which writes CANCELED for
 //!   every instance to read.
 //!
+//! - **Session leases** ([`session`]). At most one invocation per runtime session is
+//!   in flight across all instances: the AgentCore executor takes the session's lease
+//!   ([`Cluster::lock_session`]) around each invocation, after its per-process lock.
+//!   The lease is a row per session naming the instance (`a2a_session_leases`), valid
+//!   while that instance heart-beats; it is deleted (and `s:` + tag notified) when the
+//!   invocation ends. A waiter sleeps until that notification, re-trying at least
+//!   every [`ClusterOptions::sweep_interval`], and takes a dead holder's row over once
+//!   the holder's heartbeat is older than the lease. Why a row and not PostgreSQL
+//!   advisory locks: a session-level advisory lock lives on one connection, so every
+//!   invocation in flight (up to 15 minutes each) would pin a pooled connection, and
+//!   every waiter another one blocked inside `pg_advisory_lock`, where a cancel can
+//!   only abandon the connection; through PgBouncer in transaction mode session locks
+//!   do not work at all. The row costs two short statements per invocation and no
+//!   connection while held or waited for. Order among instances waiting for one
+//!   session is not first-come-first-served (within an instance it is).
+//!
 //! Recovery: the handler's sweep ([`Cluster::orphans`] every
 //! [`ClusterOptions::sweep_interval`]) ends FAILED every SUBMITTED, WORKING or
 //! AUTH_REQUIRED task whose lease belongs to an instance without a heartbeat for the
@@ -48,6 +64,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::store::{Scope, StoreError};
+
+pub mod session;
+
+pub use session::{SessionLease, session_tag};
 
 /// A task's key: its caller scope and id.
 pub type TaskKey = (Scope, String);
@@ -141,11 +161,28 @@ pub trait ClusterBackend: Send + Sync + 'static {
     /// Moves the orphan's lease to `instance` if it is still as found; `false` when
     /// another instance took it first (or its holder came back).
     async fn take_over(&self, instance: &str, orphan: &Orphan) -> Result<bool, StoreError>;
+    /// Takes the runtime session's lease for `instance` under the claim's random
+    /// `token` when it is free, already `instance`'s (this process serialises its own
+    /// invocations of a session first), or held by an instance without a heartbeat
+    /// within `lease`. `Ok(Ok(lost))` when taken (`lost`: the dead instance it was
+    /// taken from), `Ok(Err(holder))` while another live instance holds it.
+    async fn claim_session(
+        &self,
+        instance: &str,
+        session: &str,
+        token: i64,
+        lease: Duration,
+    ) -> Result<Result<Option<String>, String>, StoreError>;
+    /// Gives up the claim `token` of the session (if it is still the session's lease:
+    /// never a later claim) and notifies `s:` + `tag` ([`session_tag`]).
+    async fn release_session(&self, session: &str, token: i64, tag: &str)
+    -> Result<(), StoreError>;
     /// Sends `payload` on [`CHANNEL`].
     async fn notify(&self, payload: &str) -> Result<(), StoreError>;
     /// Opens a listener connection on [`CHANNEL`].
     async fn listen(&self) -> Result<Box<dyn Listener>, StoreError>;
-    /// Drops every lease of `instance` and its row (a clean shutdown).
+    /// Drops every task and session lease of `instance` and its row (a clean
+    /// shutdown).
     async fn leave(&self, instance: &str) -> Result<(), StoreError>;
 }
 
@@ -295,16 +332,17 @@ impl Cluster {
 
     /// The wake-up of the task's subscribers on this instance.
     pub fn watch(&self, key: &TaskKey) -> Wake {
-        let tag = tag(&key.0, &key.1);
+        self.wake_for(tag(&key.0, &key.1), self.shared.options.fallback_poll)
+    }
+
+    /// A wake-up on notifications of `tag`, or after `poll` without one.
+    fn wake_for(&self, tag: String, poll: Duration) -> Wake {
         let mut map = lock(&self.shared.watches);
         let rx = map
             .entry(tag)
             .or_insert_with(|| watch::channel(0).0)
             .subscribe();
-        Wake {
-            rx,
-            poll: self.shared.options.fallback_poll,
-        }
+        Wake { rx, poll }
     }
 
     /// Takes the task's lease for this instance. `Ok(true)`: newly taken (what other
@@ -439,8 +477,9 @@ impl Shared {
         let mut parts = payload.splitn(3, ':');
         let (kind, tag) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         match kind {
-            // An append (`e:TAG:SEQ`) or a released lease (`r:TAG`).
-            "e" | "r" => {
+            // An append (`e:TAG:SEQ`), a released task lease (`r:TAG`) or a
+            // released session lease (`s:TAG`).
+            "e" | "r" | "s" => {
                 if let Some(tx) = lock(&self.watches).get(tag) {
                     tx.send_modify(|n| *n += 1);
                 }

@@ -60,4 +60,13 @@ pub trait AgentExecutor: Send + Sync + 'static {
         let _ = (context, queue);
         Ok(())
     }
+
+    /// Called once when the handler joins a cluster of instances on one store
+    /// ([`crate::cluster`]). An executor that must serialise something across
+    /// instances keeps the handle: the AgentCore executor takes a runtime session's
+    /// lease ([`crate::cluster::Cluster::lock_session`]) around each invocation. The
+    /// default ignores it.
+    fn join_cluster(&self, cluster: &crate::cluster::Cluster) {
+        let _ = cluster;
+    }
 }

@@ -97,7 +97,9 @@ impl RequestHandler {
     /// Joins `cluster`: from now on drivers take leases, subscribers are woken by
     /// other instances' writes, cancel requests from other instances (`cancels`, see
     /// [`Cluster::join`]) reach the local driver, and every `sweep_interval` orphaned
-    /// tasks are closed FAILED naming the lost instance. This replaces the start-up
+    /// tasks are closed FAILED naming the lost instance; the executor gets the cluster
+    /// too ([`AgentExecutor::join_cluster`](crate::AgentExecutor::join_cluster): one
+    /// invocation per runtime session across instances). This replaces the start-up
     /// recovery and the stale-task sweep for the shared store. Call once, before
     /// serving; the returned task runs until the handler shuts down.
     ///
@@ -112,6 +114,7 @@ impl RequestHandler {
             .cluster
             .set(cluster.clone())
             .map_err(|_| A2aError::internal("the handler joined a cluster already"))?;
+        self.inner.executor.join_cluster(&cluster);
         let handler = self.clone();
         let stop = self.inner.shutdown.clone();
         Ok(tokio::spawn(async move {

@@ -1,5 +1,6 @@
 //! The PostgreSQL side of several instances ([`crate::cluster`]): instance
-//! heartbeats and task leases (`migrations/postgres/0003_cluster.sql`),
+//! heartbeats and task leases (`migrations/postgres/0003_cluster.sql`), runtime
+//! session leases (`0004_session_leases.sql`),
 //! `NOTIFY` through the pool and one `LISTEN` session connection.
 //!
 //! `LISTEN` needs a session of its own: through PgBouncer in transaction mode it
@@ -171,6 +172,17 @@ impl ClusterBackend for PostgresTaskStore {
     }
 
     async fn orphans(&self, lease: Duration, limit: usize) -> Result<Vec<Orphan>, StoreError> {
+        // Session leases of instances long dead (a live claim takes them over anyway;
+        // this keeps sessions never used again from piling up).
+        sqlx::query(
+            "DELETE FROM a2a_session_leases s \
+             WHERE NOT EXISTS (SELECT 1 FROM a2a_instances i WHERE i.id = s.instance \
+                 AND i.heartbeat_at >= now() - $1::float8 * 10 * interval '1 millisecond')",
+        )
+        .bind(ms(lease))
+        .execute(self.pool())
+        .await
+        .map_err(db)?;
         sqlx::query(
             "DELETE FROM a2a_instances i \
              WHERE i.heartbeat_at < now() - $1::float8 * 10 * interval '1 millisecond' \
@@ -236,6 +248,65 @@ impl ClusterBackend for PostgresTaskStore {
         Ok(taken.rows_affected() == 1)
     }
 
+    async fn claim_session(
+        &self,
+        instance: &str,
+        session: &str,
+        token: i64,
+        lease: Duration,
+    ) -> Result<Result<Option<String>, String>, StoreError> {
+        // One statement: insert, re-take this instance's own row, or take over a row
+        // whose instance has no heartbeat within the lease. `prev` (the statement's
+        // snapshot) names the holder for the log and the refusal.
+        let row = sqlx::query(
+            "WITH prev AS (SELECT instance FROM a2a_session_leases WHERE session_id = $1), \
+             got AS ( \
+               INSERT INTO a2a_session_leases (session_id, instance, token) VALUES ($1, $2, $4) \
+               ON CONFLICT (session_id) DO UPDATE \
+                 SET instance = EXCLUDED.instance, token = EXCLUDED.token, claimed_at = now() \
+                 WHERE a2a_session_leases.instance = EXCLUDED.instance \
+                    OR NOT EXISTS (SELECT 1 FROM a2a_instances i \
+                                   WHERE i.id = a2a_session_leases.instance \
+                                     AND i.heartbeat_at > now() - $3::float8 * interval '1 millisecond') \
+               RETURNING 1) \
+             SELECT EXISTS (SELECT 1 FROM got), (SELECT instance FROM prev)",
+        )
+        .bind(session)
+        .bind(instance)
+        .bind(ms(lease))
+        .bind(token)
+        .fetch_one(self.pool())
+        .await
+        .map_err(db)?;
+        let (got, prev): (bool, Option<String>) = (row.get(0), row.get(1));
+        Ok(match (got, prev) {
+            (true, Some(p)) if p != instance => Ok(Some(p)),
+            (true, _) => Ok(None),
+            (false, p) => Err(p.unwrap_or_else(|| "another instance".to_owned())),
+        })
+    }
+
+    async fn release_session(
+        &self,
+        session: &str,
+        token: i64,
+        tag: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "WITH gone AS (DELETE FROM a2a_session_leases \
+               WHERE session_id = $1 AND token = $2 RETURNING 1) \
+             SELECT pg_notify($3, $4), (SELECT count(*) FROM gone)",
+        )
+        .bind(session)
+        .bind(token)
+        .bind(CHANNEL)
+        .bind(format!("s:{tag}"))
+        .execute(self.pool())
+        .await
+        .map_err(db)?;
+        Ok(())
+    }
+
     async fn notify(&self, payload: &str) -> Result<(), StoreError> {
         sqlx::query("SELECT pg_notify($1, $2)")
             .bind(CHANNEL)
@@ -270,11 +341,15 @@ impl ClusterBackend for PostgresTaskStore {
     }
 
     async fn leave(&self, instance: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM a2a_task_leases WHERE instance = $1")
+        for table in ["a2a_task_leases", "a2a_session_leases"] {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE instance = $1"
+            )))
             .bind(instance)
             .execute(self.pool())
             .await
             .map_err(db)?;
+        }
         sqlx::query("DELETE FROM a2a_instances WHERE id = $1")
             .bind(instance)
             .execute(self.pool())

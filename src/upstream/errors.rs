@@ -305,12 +305,21 @@ pub enum UpstreamError {
     /// The executor's settings are unusable (bad URL, unreadable CA file).
     #[error("invalid upstream settings: {0}")]
     Settings(String),
+    /// The runtime session's lease (one invocation per session across the instances
+    /// of a cluster) could not be taken: the task store kept failing.
+    #[error("cannot take the runtime session's lease in the task store: {0}")]
+    SessionLease(String),
 }
 
 impl UpstreamError {
     /// A non-2xx answer.
     pub fn status(e: StatusError) -> Self {
         Self::Status(Box::new(e))
+    }
+
+    /// The session's lease could not be taken ([`Self::SessionLease`]).
+    pub fn session_lease(e: crate::store::StoreError) -> Self {
+        Self::SessionLease(e.to_string())
     }
 
     /// The short, stable reason a remote caller is told (see the module doc). The
@@ -339,6 +348,10 @@ impl UpstreamError {
             Self::Agent { message } => format!("the agent failed: {}", excerpt(message)),
             Self::Control(m) => format!("the agent sent an invalid control object: {}", excerpt(m)),
             Self::Settings(_) => "the gateway's upstream settings are invalid".to_owned(),
+            Self::SessionLease(_) => {
+                "the gateway could not take the runtime session's lease in its task store"
+                    .to_owned()
+            }
             Self::Timeout { .. }
             | Self::BadReply { .. }
             | Self::Malformed(_)
@@ -373,6 +386,7 @@ impl UpstreamError {
             Self::TooLarge { .. } => "too_large",
             Self::Control(_) => "control",
             Self::Settings(_) => "settings",
+            Self::SessionLease(_) => "session_lease",
         }
     }
 
@@ -668,6 +682,12 @@ mod tests {
                 UpstreamError::Settings(format!("upstream.url `{internal}` is not a valid URL")),
                 "the gateway's upstream settings are invalid",
             ),
+            (
+                UpstreamError::SessionLease(format!(
+                    "error communicating with database: connection to {internal} refused"
+                )),
+                "the gateway could not take the runtime session's lease in its task store",
+            ),
         ];
         for (e, want) in &cases {
             // Adding a variant must add a case here.
@@ -686,7 +706,8 @@ mod tests {
                 | UpstreamError::Truncated
                 | UpstreamError::TooLarge { .. }
                 | UpstreamError::Control(_)
-                | UpstreamError::Settings(_) => {}
+                | UpstreamError::Settings(_)
+                | UpstreamError::SessionLease(_) => {}
             }
             let public = e.public_reason();
             assert_eq!(&public, want);
@@ -694,7 +715,7 @@ mod tests {
                 assert!(!public.contains(leak), "{leak} in {public}");
             }
         }
-        assert_eq!(cases.len(), 16);
+        assert_eq!(cases.len(), 17);
         // The log form keeps the details.
         assert!(cases[0].0.to_string().contains("os error 111"));
         assert!(cases[1].0.to_string().contains("10.1.2.3"));

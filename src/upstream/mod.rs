@@ -73,6 +73,9 @@ struct Inner {
     http: reqwest::Client,
     auth: Auth,
     sessions: SessionLocks,
+    /// Set when the handler joined a cluster: each invocation also holds the runtime
+    /// session's lease there (one invocation per session across instances).
+    cluster: std::sync::OnceLock<crate::cluster::Cluster>,
 }
 
 /// The AgentCore proxy executor (an [`AgentExecutor`]). Cheap to clone.
@@ -83,7 +86,9 @@ struct Inner {
 /// a task (a `message` control object as the first output for a new task; the Task
 /// of a new message is published only at the upstream's first output, see
 /// [`sink::TaskStart`]). Invocations of one runtime session
-/// run one at a time. Cancel drops the in-flight request at once (the handler's
+/// run one at a time: in this process by [`session::SessionLocks`], and across the
+/// instances of a cluster by the session's lease ([`crate::cluster::Cluster::lock_session`]).
+/// Cancel drops the in-flight request at once (the handler's
 /// cancellation token), publishes CANCELED and, when configured, calls
 /// StopRuntimeSession.
 #[derive(Clone)]
@@ -151,6 +156,7 @@ impl AgentCoreExecutor {
                 http,
                 auth,
                 sessions: SessionLocks::default(),
+                cluster: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -450,7 +456,24 @@ impl Inner {
         }
     }
 
-    /// Invokes and publishes the reply. Runs under the session lock.
+    /// Says that this message waits for an earlier one of the same context (the task
+    /// would otherwise show a bare WORKING while it waits).
+    async fn queued(
+        updater: &TaskUpdater,
+        start: &TaskStart,
+        behind: &str,
+    ) -> Result<(), SinkError> {
+        start.ensure().await?;
+        metrics::counter!("a2a_context_queued_messages_total").increment(1);
+        tracing::info!("queued behind an earlier message of the same context{behind}");
+        updater
+            .start_work(Some(updater.new_agent_text(QUEUED_STATUS_TEXT)))
+            .await?;
+        Ok(())
+    }
+
+    /// Invokes and publishes the reply. Runs under the session lock and, in a
+    /// cluster, the session's lease.
     async fn run(
         &self,
         ctx: &RequestContext,
@@ -458,24 +481,38 @@ impl Inner {
         session: &str,
         start: &TaskStart,
     ) -> Result<(), SinkError> {
-        let _turn = {
+        let (_turn, _lease) = {
             let _waiting = meter::QueueWait::start();
-            match self.sessions.try_lock(session) {
+            let mut queued = false;
+            let turn = match self.sessions.try_lock(session) {
                 Some(turn) => turn,
                 None => {
-                    // An earlier message of the same context is being answered: say so
-                    // while this one waits (the task would otherwise show a bare WORKING).
-                    start.ensure().await?;
-                    metrics::counter!("a2a_context_queued_messages_total").increment(1);
-                    tracing::info!("queued behind an earlier message of the same context");
-                    updater
-                        .start_work(Some(updater.new_agent_text(QUEUED_STATUS_TEXT)))
-                        .await?;
-                    let turn = self.sessions.lock(session).await;
-                    updater.start_work(None).await?;
-                    turn
+                    Self::queued(updater, start, "").await?;
+                    queued = true;
+                    self.sessions.lock(session).await
                 }
+            };
+            let lease = match self.cluster.get() {
+                None => None,
+                Some(cluster) => Some(match cluster.try_lock_session(session).await {
+                    Ok(Some(lease)) => lease,
+                    Ok(None) => {
+                        if !queued {
+                            Self::queued(updater, start, " on another gateway instance").await?;
+                            queued = true;
+                        }
+                        cluster
+                            .lock_session(session)
+                            .await
+                            .map_err(UpstreamError::session_lease)?
+                    }
+                    Err(e) => return Err(UpstreamError::session_lease(e).into()),
+                }),
+            };
+            if queued {
+                updater.start_work(None).await?;
             }
+            (turn, lease)
         };
         let (resp, started) = self
             .invoke(session, self.payload(ctx), &ctx.call_context)
@@ -653,6 +690,14 @@ impl AgentExecutor for AgentCoreExecutor {
         }
         .instrument(span)
         .await
+    }
+
+    fn join_cluster(&self, cluster: &crate::cluster::Cluster) {
+        if self.inner.cluster.set(cluster.clone()).is_err() {
+            tracing::warn!(
+                "the AgentCore executor is shared by two cluster instances; the first one's session leases are used"
+            );
+        }
     }
 
     async fn cancel(
