@@ -973,3 +973,265 @@ async fn a_dead_instance_session_lease_is_taken_over_after_the_lease() {
     )
     .await;
 }
+
+// ---------------------------------------------------------------------------
+// A PostgreSQL restart mid-run. Never the shared test server (other tests use it):
+// a private server in a temporary directory, on a free port.
+
+/// A PostgreSQL server of this test alone: `initdb` into a temporary directory, run
+/// by `pg_ctl` on a free loopback port (as the `postgres` user when the test runs as
+/// root, which PostgreSQL refuses). Stopped immediately when dropped.
+struct PrivatePostgres {
+    dir: tempfile::TempDir,
+    bin: std::path::PathBuf,
+    port: u16,
+    /// `runuser -u USER --` in front of every command, when running as root.
+    user: Option<String>,
+}
+
+/// The newest `/usr/lib/postgresql/N/bin` with `initdb` and `pg_ctl`, or
+/// `A2A_GATEWAY_TEST_PG_BIN`.
+fn postgres_bin() -> Option<std::path::PathBuf> {
+    if let Ok(dir) = std::env::var("A2A_GATEWAY_TEST_PG_BIN") {
+        return Some(dir.into());
+    }
+    let mut found: Vec<(u32, std::path::PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let major = e.file_name().to_str()?.split('.').next()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            (bin.join("initdb").exists() && bin.join("pg_ctl").exists()).then_some((major, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, bin)| bin)
+}
+
+fn id(args: &[&str]) -> Option<u32> {
+    let out = std::process::Command::new("id").args(args).output().ok()?;
+    String::from_utf8(out.stdout).ok()?.trim().parse().ok()
+}
+
+impl PrivatePostgres {
+    /// Initialises and starts the server; `None` (with a note, or a failure when
+    /// `CI=true`) when the PostgreSQL server binaries are not installed.
+    async fn start(test: &str) -> Option<Self> {
+        let Some(bin) = postgres_bin() else {
+            assert!(
+                !ci(),
+                "CI=true but no PostgreSQL server binaries (initdb, pg_ctl) under /usr/lib/postgresql"
+            );
+            eprintln!(
+                "note: skipping {test}: no PostgreSQL server binaries (initdb, pg_ctl) under /usr/lib/postgresql"
+            );
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let user = if id(&["-u"]) == Some(0) {
+            // PostgreSQL does not run as root: the directory goes to `postgres`.
+            let (Some(uid), Some(gid)) = (id(&["-u", "postgres"]), id(&["-g", "postgres"])) else {
+                assert!(
+                    !ci(),
+                    "CI=true, running as root, and there is no postgres user to run a private PostgreSQL"
+                );
+                eprintln!("note: skipping {test}: running as root without a postgres user");
+                return None;
+            };
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
+            Some("postgres".to_owned())
+        } else {
+            None
+        };
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let me = Self {
+            dir,
+            bin,
+            port,
+            user,
+        };
+        let data = me.data();
+        me.run(
+            "initdb",
+            &[
+                "-D",
+                &data,
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        )
+        .await;
+        me.resume().await;
+        Some(me)
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    fn command(&self, tool: &str, args: &[&str]) -> std::process::Command {
+        let exe = self.bin.join(tool).display().to_string();
+        let mut c = match &self.user {
+            Some(u) => {
+                let mut c = std::process::Command::new("runuser");
+                c.args(["-u", u, "--", &exe]);
+                c
+            }
+            None => std::process::Command::new(&exe),
+        };
+        c.args(args);
+        c
+    }
+
+    async fn run(&self, tool: &str, args: &[&str]) {
+        let mut c = tokio::process::Command::from(self.command(tool, args));
+        let out = within(c.output()).await.unwrap();
+        assert!(
+            out.status.success(),
+            "{tool} {args:?}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Starts the server (again) on its port, and waits until it accepts connections.
+    async fn resume(&self) {
+        let options = format!(
+            "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c fsync=off",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("server.log").display().to_string();
+        let data = self.data();
+        self.run(
+            "pg_ctl",
+            &[
+                "-D", &data, "-l", &log, "-o", &options, "-w", "-t", "30", "start",
+            ],
+        )
+        .await;
+    }
+
+    /// Stops the server: `fast` ends every session (the gateways' pools and listeners).
+    async fn stop(&self) {
+        let data = self.data();
+        self.run(
+            "pg_ctl",
+            &["-D", &data, "-m", "fast", "-w", "-t", "30", "stop"],
+        )
+        .await;
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        let data = self.data();
+        let _ = self
+            .command("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"])
+            .output();
+    }
+}
+
+/// Two instances on a private server; streams open on both for tasks running on
+/// both; the server is stopped while two of the runs write their events (the
+/// driver's write retries span the outage) and started again; the other two write
+/// after the restart. Every stream gets every event once, in order, to COMPLETED,
+/// and each streamed event is the stored one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgresql_restart_mid_run_loses_no_event() {
+    use a2a_gateway::store::TaskStore;
+    let Some(pg) = PrivatePostgres::start("cluster_postgres_restart").await else {
+        return;
+    };
+    let options = PgConnectOptions::from_str(&pg.url()).unwrap();
+    let mut probe = gated();
+    // A lease far longer than the restart, so nobody is taken for dead; the slow
+    // fallback poll leaves the wake-ups to the reconnected listeners.
+    let mut opts = ClusterOptions::with_lease(Duration::from_secs(20));
+    opts.fallback_poll = Duration::from_secs(20);
+    let a = instance_with(options.clone(), Arc::new(probe.exec.clone()), opts.clone()).await;
+    let b = instance_with(options.clone(), Arc::new(probe.exec.clone()), opts).await;
+    const TASKS: usize = 4;
+    let mut ids = vec![];
+    for i in 0..TASKS {
+        let h = if i % 2 == 0 { &a.handler } else { &b.handler };
+        ids.push(
+            send(h, new_user_text_message(format!("job {i}")), true)
+                .await
+                .id,
+        );
+    }
+    for _ in 0..TASKS {
+        probe.started().await;
+    }
+    let mut streams = vec![];
+    for id in &ids {
+        for h in [&a.handler, &b.handler] {
+            let s = subscribe(h, id, None).await;
+            let id = id.clone();
+            streams.push(tokio::spawn(async move { (id, drain(s).await) }));
+        }
+    }
+    pg.stop().await;
+    // Two runs write while the server is down (their writes retry), the other two
+    // once it is back.
+    probe.release(2);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    pg.resume().await;
+    let restarted = std::time::Instant::now();
+    probe.release(TASKS - 2);
+    for s in streams {
+        let (id, events) = within(s).await.unwrap();
+        assert_eq!(last_state(&events), Some(TaskState::Completed), "{id}");
+        let seqs = seqs(&events);
+        assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{id}: {seqs:?}");
+        assert_eq!(
+            events
+                .iter()
+                .filter(|e| matches!(e.event, StreamResponse::ArtifactUpdate(_)))
+                .count(),
+            CHUNKS,
+            "{id}"
+        );
+        let stored = a
+            .store
+            .events_after(
+                &a2a_gateway::store::Scope::new("", "anonymous"),
+                &id,
+                0,
+                1000,
+            )
+            .await
+            .unwrap();
+        assert_eq!(stored.last().map(|e| e.seq), seqs.last().copied(), "{id}");
+        // After the snapshot, each streamed event is the stored event of its number.
+        for e in events.iter().skip(1) {
+            let n = e.seq.expect("a numbered event") as usize;
+            assert_eq!(stored[n - 1].event, e.event, "{id} event {n}");
+        }
+    }
+    // Woken by the reconnected listeners, not the 20 s fallback poll.
+    assert!(
+        restarted.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        restarted.elapsed()
+    );
+    for id in &ids {
+        assert_eq!(get(&b.handler, id).await.status.state, TaskState::Completed);
+    }
+    a.cluster.leave().await;
+    b.cluster.leave().await;
+}

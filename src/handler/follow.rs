@@ -14,6 +14,9 @@ use crate::store::{Scope, StoredEvent, TaskStore};
 
 /// Events read from the store per refill.
 const REFILL_BATCH: usize = 512;
+/// How long a subscriber in a cluster retries a failing read before its stream ends
+/// with the error.
+const REFILL_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A cursor over one task's events with `seq > last_seq`.
 pub(crate) struct Follow {
@@ -67,7 +70,29 @@ impl Follow {
         &self.task_id
     }
 
+    /// Reads the events after the cursor into the backlog. In a cluster (with a
+    /// wake-up) a failing read is retried for up to [`REFILL_RETRY_FOR`]: a restart
+    /// or fail-over of the shared database drops every connection at once, and the
+    /// subscriber then only waits for it instead of ending its stream with the error.
     async fn refill(&mut self) -> Result<bool, A2aError> {
+        if self.wake.is_none() {
+            return self.refill_once().await;
+        }
+        let started = tokio::time::Instant::now();
+        let mut delay = std::time::Duration::from_millis(100);
+        loop {
+            match self.refill_once().await {
+                Err(e) if started.elapsed() + delay < REFILL_RETRY_FOR => {
+                    tracing::warn!(task.id = %self.task_id, error = %e, retry_in_ms = delay.as_millis() as u64, "reading the task's events failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(std::time::Duration::from_secs(2));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    async fn refill_once(&mut self) -> Result<bool, A2aError> {
         let events = self
             .store
             .events_after(&self.scope, &self.task_id, self.last_seq, REFILL_BATCH)
