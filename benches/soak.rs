@@ -7,8 +7,8 @@
 //!   the end, expecting COMPLETED;
 //! - `cancel`: SendMessage with `returnImmediately` over a long reply, CancelTask
 //!   200 ms later, expecting CANCELED (the latency is the CancelTask call's);
-//! - `subscribe`: SendMessage with `returnImmediately` over a 20-chunk reply 20 ms
-//!   apart, then SubscribeToTask read to the end, expecting COMPLETED (the latency is
+//! - `subscribe`: SendMessage with `returnImmediately` over a 40-chunk reply 50 ms
+//!   apart (2 s, so the task is still running under a loaded machine), then SubscribeToTask read to the end, expecting COMPLETED (the latency is
 //!   the subscription's, to the end of the task).
 //!
 //! Every `SOAK_WINDOW_SECS` (default 60) it prints one Markdown row: operations
@@ -76,6 +76,18 @@ fn message(text: &str) -> Value {
     })
 }
 
+/// `e` with its sources (reqwest's own message names only the URL).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
 async fn call(
     client: &reqwest::Client,
     url: &str,
@@ -88,10 +100,10 @@ async fn call(
         .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
         .send()
         .await
-        .map_err(|e| format!("{method}: {e}"))?
+        .map_err(|e| format!("{method}: {}", chain(&e)))?
         .json()
         .await
-        .map_err(|e| format!("{method}: {e}"))?;
+        .map_err(|e| format!("{method}: {}", chain(&e)))?;
     if let Some(err) = body.get("error") {
         return Err(format!("{method}: {err}"));
     }
@@ -112,15 +124,22 @@ async fn read_stream(
         .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
         .send()
         .await
-        .map_err(|e| format!("{method}: {e}"))?;
-    if !resp.status().is_success() {
-        return Err(format!("{method}: HTTP {}", resp.status()));
+        .map_err(|e| format!("{method}: {}", chain(&e)))?;
+    let is_sse = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !resp.status().is_success() || !is_sse {
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        return Err(format!("{method}: HTTP {status}, not a stream: {body}"));
     }
     let mut bytes = resp.bytes_stream();
     let mut buf: Vec<u8> = Vec::new();
     let mut last_state = String::new();
     while let Some(chunk) = bytes.next().await {
-        let chunk = chunk.map_err(|e| format!("{method}: {e}"))?;
+        let chunk = chunk.map_err(|e| format!("{method}: {}", chain(&e)))?;
         buf.extend_from_slice(&chunk);
         // Complete SSE events end with a blank line.
         while let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
@@ -130,8 +149,8 @@ async fn read_stream(
                 let Some(data) = line.strip_prefix("data:") else {
                     continue;
                 };
-                let v: Value =
-                    serde_json::from_str(data.trim()).map_err(|e| format!("{method}: {e}"))?;
+                let v: Value = serde_json::from_str(data.trim())
+                    .map_err(|e| format!("{method}: {}", chain(&e)))?;
                 if let Some(err) = v.get("error") {
                     return Err(format!("{method}: {err}"));
                 }
@@ -205,7 +224,7 @@ async fn operation(kind: usize, client: reqwest::Client, url: String) -> Result<
                 &client,
                 &url,
                 "SendMessage",
-                json!({"message": message("stream 20 20"), "configuration": {"returnImmediately": true}}),
+                json!({"message": message("stream 40 50"), "configuration": {"returnImmediately": true}}),
             )
             .await?;
             let id = r["task"]["id"].as_str().ok_or("no task id")?.to_owned();
