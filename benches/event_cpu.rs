@@ -1,0 +1,441 @@
+//! Gateway CPU per relayed chunk event: `a2a-gateway serve` (the release binary, a
+//! process of its own) in front of a local fake upstream whose `/invocations` answers
+//! every prompt with an SSE reply of `BENCH_CHUNKS` `data:` frames; `BENCH_CLIENTS`
+//! clients send `SendStreamingMessage` (JSON-RPC) until `BENCH_TASKS` tasks have been
+//! relayed, each client reading its whole stream. The figure is the gateway process's
+//! own CPU time (user + system, from `/proc/<pid>/stat`, so it does not depend on what
+//! else shares the cores; the upstream and the clients run in this bench process)
+//! divided by the artifact-chunk events the clients received.
+//!
+//! Every event is still stored before any client sees it (the gateway's normal path;
+//! nothing here changes it). The gateway runs with its defaults (push sender on,
+//! `sqlite_synchronous = "full"`) except `log.level = "warn"` (no per-request log
+//! line) and the store.
+//!
+//! Run: `cargo bench --bench event_cpu` with, in the environment:
+//!
+//! - `BENCH_STORE`: a comma-separated list of `memory`, `sqlite`, `sqlite-normal`,
+//!   `postgres` (default `memory,sqlite`); each gets a fresh gateway process and a
+//!   fresh store (a SQLite file in a temporary directory; a PostgreSQL schema at
+//!   `A2A_GATEWAY_TEST_POSTGRES_URL`, dropped afterwards, skipped when unset);
+//! - `BENCH_TASKS` (default 80), `BENCH_CLIENTS` (default 8), `BENCH_CHUNKS` (default
+//!   1000), `BENCH_ROUNDS` (default 3: measured rounds per store, after one warm-up
+//!   round of `BENCH_CLIENTS` tasks);
+//! - `BENCH_UPSTREAM_HTTP`: the gateway's `upstream.http_version` (default `auto`, that
+//!   is HTTP/1.1 on plain http; `http2` for h2c as with AgentCore);
+//! - `BENCH_GATEWAYS`: other gateway binaries to run side by side with this build's, as
+//!   comma-separated `label=path` entries (`this=` names this build's binary), e.g.
+//!   `before=/tmp/a2a-gateway-before,this=`; default: this build's only;
+//! - `BENCH_PERF=DIR`: also record the gateway with `perf record -F 999 -g` during the
+//!   measured rounds into `DIR/event_cpu-<store>.data` (see BENCHMARKS.md for the
+//!   report command).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::header;
+use axum::response::Response;
+use axum::routing::post;
+use serde_json::json;
+
+mod common;
+
+const BIN: &str = env!("CARGO_BIN_EXE_a2a-gateway");
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The fake upstream's reply: `chunks` SSE frames, each a JSON string of about 35
+/// characters (a few words of streamed text), then the end of the body.
+fn reply_frames(chunks: usize) -> Vec<axum::body::Bytes> {
+    (0..chunks)
+        .map(|i| {
+            axum::body::Bytes::from(format!(
+                "data: {}\n\n",
+                json!(format!("chunk {i:05} of the streamed reply, "))
+            ))
+        })
+        .collect()
+}
+
+async fn start_upstream(chunks: usize) -> String {
+    let frames = Arc::new(reply_frames(chunks));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/invocations",
+        post(move |_body: axum::body::Bytes| {
+            let frames = frames.clone();
+            async move {
+                let body = futures::stream::iter(
+                    (0..frames.len()).map(move |i| Ok::<_, std::io::Error>(frames[i].clone())),
+                );
+                Response::builder()
+                    .header(header::CONTENT_TYPE, "text/event-stream")
+                    .body(Body::from_stream(body))
+                    .unwrap()
+            }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/invocations")
+}
+
+/// The gateway child, killed on drop.
+struct Gateway {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Gateway {
+    /// `a2a-gateway serve` with exactly `env` (plus PATH), waiting for its
+    /// "listening on URL" line; later output is discarded.
+    fn start(bin: &str, dir: &std::path::Path, env: &[(&str, String)]) -> Gateway {
+        let mut cmd = Command::new(bin);
+        cmd.current_dir(dir)
+            .env_clear()
+            .env("NO_COLOR", "1")
+            .arg("serve")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(path) = std::env::var_os("PATH") {
+            cmd.env("PATH", path);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn a2a-gateway");
+        let (tx, rx) = mpsc::channel::<String>();
+        for r in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(r).lines().map_while(Result::ok) {
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        let deadline = Instant::now() + START_TIMEOUT;
+        let mut seen = String::new();
+        let url = loop {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) => {
+                    if let Some(url) = line
+                        .split_once("listening on ")
+                        .and_then(|(_, r)| r.split_whitespace().next())
+                        .filter(|u| u.starts_with("http"))
+                    {
+                        break url.to_owned();
+                    }
+                    seen.push_str(&line);
+                    seen.push('\n');
+                }
+                Err(_) => panic!("a2a-gateway did not start:\n{seen}"),
+            }
+        };
+        // Keep draining its output so that it never blocks on a full pipe.
+        std::thread::spawn(move || while rx.recv().is_ok() {});
+        Gateway { child, url }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+/// The process's user and system CPU time so far (`/proc/<pid>/stat` fields 14 and
+/// 15, which include its ended threads), in seconds.
+fn cpu_secs(pid: u32, tick: f64) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/pid/stat");
+    // The command name (field 2) is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')').expect("stat format") + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3.
+    let utime: f64 = f[11].parse().unwrap();
+    let stime: f64 = f[12].parse().unwrap();
+    (utime / tick, stime / tick)
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`; 100 on Linux).
+fn clock_tick() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// What one round relayed.
+#[derive(Default)]
+struct Relayed {
+    tasks: usize,
+    /// `artifactUpdate` events received.
+    chunks: usize,
+}
+
+/// Runs `tasks` streaming tasks through the gateway with `clients` concurrent
+/// clients; checks that each ends COMPLETED with every chunk.
+async fn round(url: &str, tasks: usize, clients: usize, chunks: usize) -> Relayed {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients)
+        .tcp_nodelay(true)
+        .build()
+        .unwrap();
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut joins = Vec::new();
+    for c in 0..clients {
+        let (client, url, next) = (client.clone(), url.to_owned(), next.clone());
+        joins.push(tokio::spawn(async move {
+            let mut got = Relayed::default();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= tasks {
+                    return got;
+                }
+                let body = json!({"jsonrpc": "2.0", "id": i, "method": "SendStreamingMessage",
+                    "params": {"message": {"messageId": format!("m{c}-{i}-{}", a2a_gateway::executor::new_id()),
+                        "role": "ROLE_USER", "parts": [{"text": format!("stream {c}-{i}")}]}}});
+                let mut resp = client.post(&url).json(&body).send().await.expect("request");
+                assert!(resp.status().is_success(), "{}", resp.status());
+                let mut text = Vec::new();
+                while let Some(chunk) = resp.chunk().await.expect("chunk") {
+                    text.extend_from_slice(&chunk);
+                }
+                let text = String::from_utf8(text).expect("UTF-8");
+                let relayed = text.matches("\"artifactUpdate\"").count();
+                // The reply's chunks plus the final empty `lastChunk` one.
+                assert_eq!(relayed, chunks + 1, "{}", &text[text.len().saturating_sub(600)..]);
+                assert!(text.contains("TASK_STATE_COMPLETED"), "{}", &text[text.len().saturating_sub(600)..]);
+                got.tasks += 1;
+                got.chunks += relayed;
+            }
+        }));
+    }
+    let mut all = Relayed::default();
+    for j in joins {
+        let r = j.await.unwrap();
+        all.tasks += r.tasks;
+        all.chunks += r.chunks;
+    }
+    all
+}
+
+/// The environment of a gateway on store `kind`, or `None` (after a note).
+fn store_env(
+    kind: &str,
+    dir: &std::path::Path,
+    pg: &Option<(String, String)>,
+) -> Option<Vec<(&'static str, String)>> {
+    let db = dir.join("gateway.db").display().to_string();
+    Some(match kind {
+        "memory" => vec![("A2A_GATEWAY_STORE__URL", "memory:".into())],
+        "sqlite" => vec![("A2A_GATEWAY_STORE__URL", format!("sqlite://{db}"))],
+        "sqlite-normal" => vec![
+            ("A2A_GATEWAY_STORE__URL", format!("sqlite://{db}")),
+            ("A2A_GATEWAY_STORE__SQLITE_SYNCHRONOUS", "normal".into()),
+        ],
+        "postgres" => {
+            let (url, schema) = pg.as_ref()?;
+            let sep = if url.contains('?') { '&' } else { '?' };
+            vec![
+                (
+                    "A2A_GATEWAY_STORE__URL",
+                    format!("{url}{sep}options[search_path]={schema}"),
+                ),
+                ("A2A_GATEWAY_STORE__CLUSTER", "false".into()),
+            ]
+        }
+        other => {
+            eprintln!("unknown BENCH_STORE entry {other:?} skipped");
+            return None;
+        }
+    })
+}
+
+/// A fresh PostgreSQL schema for one gateway, or `None` without a server.
+async fn pg_schema() -> Option<(String, String)> {
+    let url = std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL").ok()?;
+    let schema = format!("bench_event_cpu_{}", std::process::id());
+    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url)
+        .await
+        .ok()?;
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+        .execute(&mut conn)
+        .await
+        .ok()?;
+    Some((url, schema))
+}
+
+async fn drop_pg_schema(pg: &(String, String)) {
+    if let Ok(mut conn) = <sqlx::PgConnection as sqlx::Connection>::connect(&pg.0).await {
+        let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {} CASCADE", pg.1)))
+            .execute(&mut conn)
+            .await;
+    }
+}
+
+fn main() {
+    let stores = common::env_list("BENCH_STORE", "memory,sqlite");
+    let tasks = common::env_u64("BENCH_TASKS", 80) as usize;
+    let clients = common::env_u64("BENCH_CLIENTS", 8) as usize;
+    let chunks = common::env_u64("BENCH_CHUNKS", 1000) as usize;
+    let rounds = common::env_u64("BENCH_ROUNDS", 3).max(1);
+    let http = std::env::var("BENCH_UPSTREAM_HTTP").unwrap_or_else(|_| "auto".into());
+    let perf = std::env::var("BENCH_PERF").ok();
+    let gateways: Vec<(String, String)> = common::env_list("BENCH_GATEWAYS", "this=")
+        .iter()
+        .map(|e| {
+            let (label, path) = e.split_once('=').unwrap_or((e, ""));
+            let path = if path.is_empty() { BIN } else { path };
+            (label.to_owned(), path.to_owned())
+        })
+        .collect();
+    let tick = clock_tick();
+    let rt = common::runtime();
+    let upstream = rt.block_on(start_upstream(chunks));
+    println!(
+        "{tasks} tasks x {chunks} chunks per round, {clients} clients, upstream http_version {http}; \
+         gateway CPU = utime + stime of its process"
+    );
+    println!(
+        "| store | gateway | round | chunk events | wall | gateway CPU (user + sys) | CPU per chunk event | chunk events/s |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    for kind in &stores {
+        for (label, bin) in &gateways {
+            run_store(
+                &rt,
+                kind,
+                label,
+                bin,
+                &upstream,
+                &http,
+                perf.as_deref(),
+                tick,
+                Shape {
+                    tasks,
+                    clients,
+                    chunks,
+                    rounds,
+                },
+            );
+        }
+    }
+}
+
+/// The load of one measurement.
+#[derive(Clone, Copy)]
+struct Shape {
+    tasks: usize,
+    clients: usize,
+    chunks: usize,
+    rounds: u64,
+}
+
+/// Measures gateway `bin` on store `kind`: a fresh process and store, a warm-up
+/// round, then the measured rounds, one table row each.
+#[allow(clippy::too_many_arguments)]
+fn run_store(
+    rt: &tokio::runtime::Runtime,
+    kind: &str,
+    label: &str,
+    bin: &str,
+    upstream: &str,
+    http: &str,
+    perf: Option<&str>,
+    tick: f64,
+    shape: Shape,
+) {
+    let Shape {
+        tasks,
+        clients,
+        chunks,
+        rounds,
+    } = shape;
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let pg = if kind == "postgres" {
+            let pg = rt.block_on(pg_schema());
+            if pg.is_none() {
+                println!(
+                    "| {kind} | skipped: A2A_GATEWAY_TEST_POSTGRES_URL unset or unreachable | | | | | | |"
+                );
+                return;
+            }
+            pg
+        } else {
+            None
+        };
+        let Some(mut env) = store_env(kind, dir.path(), &pg) else {
+            return;
+        };
+        env.extend([
+            ("A2A_GATEWAY_SERVER__LISTEN", "127.0.0.1:0".to_owned()),
+            ("A2A_GATEWAY_UPSTREAM__URL", upstream.to_owned()),
+            ("A2A_GATEWAY_UPSTREAM__AUTH__KIND", "none".into()),
+            ("A2A_GATEWAY_UPSTREAM__HTTP_VERSION", http.to_owned()),
+            ("A2A_GATEWAY_LOG__LEVEL", "warn".into()),
+        ]);
+        let gw = Gateway::start(bin, dir.path(), &env);
+        // Warm-up: connections, the token-free upstream client, prepared statements.
+        rt.block_on(round(&gw.url, clients, clients, chunks));
+        let recorder = perf.map(|d| {
+            let out = format!("{d}/event_cpu-{kind}-{label}.data");
+            let child = Command::new("perf")
+                .args(["record", "-F", "999", "-g", "-o", &out, "-p"])
+                .arg(gw.pid().to_string())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("perf record");
+            std::thread::sleep(Duration::from_millis(500));
+            child
+        });
+        let mut per_event = Vec::new();
+        for r in 1..=rounds {
+            let (u0, s0) = cpu_secs(gw.pid(), tick);
+            let t0 = Instant::now();
+            let got = rt.block_on(round(&gw.url, tasks, clients, chunks));
+            let wall = t0.elapsed().as_secs_f64();
+            let (u1, s1) = cpu_secs(gw.pid(), tick);
+            let (user, sys) = (u1 - u0, s1 - s0);
+            let us = (user + sys) * 1e6 / got.chunks as f64;
+            per_event.push(us);
+            println!(
+                "| {kind} | {label} | {r} | {} | {wall:.2} s | {:.2} s ({user:.2} + {sys:.2}) | **{us:.2} µs** | {:.0} |",
+                got.chunks,
+                user + sys,
+                got.chunks as f64 / wall
+            );
+            assert_eq!(got.tasks, tasks);
+        }
+        if let Some(mut rec) = recorder {
+            let _ = Command::new("kill")
+                .args(["-INT", &rec.id().to_string()])
+                .status();
+            let _ = rec.wait();
+        }
+        per_event.sort_by(f64::total_cmp);
+        println!(
+            "| {kind} | {label} | median | | | | **{:.2} µs** | |",
+            per_event[per_event.len() / 2]
+        );
+        drop(gw);
+        if let Some(pg) = &pg {
+            rt.block_on(drop_pg_schema(pg));
+        }
+    }
+}
