@@ -10,7 +10,7 @@
 //! Every event is still stored before any client sees it (the gateway's normal path;
 //! nothing here changes it). The gateway runs with its defaults (push sender on,
 //! `sqlite_synchronous = "full"`) except `log.level = "warn"` (no per-request log
-//! line) and the store.
+//! line; the start line is kept) and the store.
 //!
 //! Run: `cargo bench --bench event_cpu` with, in the environment:
 //!
@@ -387,7 +387,11 @@ fn run_store(
             ("A2A_GATEWAY_UPSTREAM__URL", upstream.to_owned()),
             ("A2A_GATEWAY_UPSTREAM__AUTH__KIND", "none".into()),
             ("A2A_GATEWAY_UPSTREAM__HTTP_VERSION", http.to_owned()),
-            ("A2A_GATEWAY_LOG__LEVEL", "warn".into()),
+            // The start line ("listening on") is the one info line kept.
+            (
+                "A2A_GATEWAY_LOG__LEVEL",
+                "warn,a2a_gateway::cli::serve=info".into(),
+            ),
         ]);
         let gw = Gateway::start(bin, dir.path(), &env);
         // Warm-up: connections, the token-free upstream client, prepared statements.
