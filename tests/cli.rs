@@ -1692,3 +1692,48 @@ async fn push_status_lists_pending_and_disabled_deliveries_without_secrets() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn a_closed_stdout_ends_a_command_quietly_instead_of_a_panic() {
+    // The reading end is closed before the command starts, as after `| head` has
+    // exited: every write gets EPIPE (`println!` would panic with status 101).
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = base_command(dir.path(), &[])
+        .args(["keys", "new", "--caller", "team-a"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("spawn a2a-gateway");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn keys_new_prints_an_environment_line_that_a_shell_reads_back_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let caller = "o'brien \"the\" $HOME";
+    let out = run(dir.path(), &["keys", "new", "--caller", caller], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("# A2A_GATEWAY_SERVER__AUTH__KEYS="))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    // What the shell makes of the printed word is the TOML list the gateway reads.
+    let echoed = Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf %s {line}"))
+        .output()
+        .unwrap();
+    assert!(echoed.status.success());
+    let value = String::from_utf8(echoed.stdout).unwrap();
+    let parsed: toml::Value = toml::from_str(&format!("keys = {value}")).unwrap();
+    assert_eq!(
+        parsed["keys"][0]["caller"].as_str(),
+        Some(caller),
+        "{value}"
+    );
+}

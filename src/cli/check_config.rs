@@ -27,17 +27,17 @@ pub(super) async fn run(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
         eprintln!("warning: {var} sets no config key (expected A2A_GATEWAY_<SECTION>__<KEY>)");
     }
     let config = Config::load(sources)?;
-    println!("# effective configuration ({from}, defaults and environment); secrets shown as ***");
-    print!("{}", config.redacted_toml());
+    outln!("# effective configuration ({from}, defaults and environment); secrets shown as ***");
+    out!("{}", config.redacted_toml());
     match refusal(&config) {
         Some(e) => {
             eprintln!("a2a-gateway: `serve` would refuse this configuration: {e}");
             Ok(ExitCode::FAILURE)
         }
         None => {
-            println!();
+            outln!();
             for line in derived(&config).await {
-                println!("# derived: {line}");
+                outln!("# derived: {line}");
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -85,7 +85,7 @@ fn print_banner(
     config: &Config,
 ) {
     let url = format!("http://{gateway}/");
-    println!(
+    outln!(
         r#"
 a2a-gateway demo: everything below runs on this machine.
 

@@ -77,7 +77,7 @@ pub(super) async fn run(args: HealthArgs) -> Result<ExitCode, CliError> {
         .await
         .map_err(|e| format!("{url}: {}", super::client::why(&e)))?;
     if resp.status().is_success() {
-        println!("ok: {url}");
+        outln!("ok: {url}");
         Ok(ExitCode::SUCCESS)
     } else {
         Err(format!("{url} answered HTTP {}", resp.status().as_u16()).into())

@@ -46,6 +46,12 @@ pub fn new_key() -> Result<(String, String), CliError> {
     Ok((key, hex))
 }
 
+/// `value` as one POSIX shell word in single quotes (a `'` inside becomes `'\''`), so
+/// the printed environment line can be pasted as it is whatever the caller name holds.
+fn shell_single_quoted(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "'\\''"))
+}
+
 /// Runs a `keys` subcommand.
 pub(super) fn run(command: KeysCommand) -> Result<ExitCode, CliError> {
     let KeysCommand::New(args) = command;
@@ -55,19 +61,23 @@ pub(super) fn run(command: KeysCommand) -> Result<ExitCode, CliError> {
     }
     let (key, hash) = new_key()?;
     let quoted = toml::Value::String(caller.to_owned()).to_string();
-    println!("# API key for caller {quoted}: shown once, give it to the caller; it is not stored.");
-    println!("{key}");
-    println!();
-    println!("# Config lines (only the hash of the key):");
-    println!("[server.auth]");
-    println!("kind = \"api_key\"");
-    println!();
-    println!("[[server.auth.keys]]");
-    println!("caller = {quoted}");
-    println!("sha256 = \"{hash}\"");
-    println!();
-    println!("# Or in the environment (the whole list in one variable):");
-    println!("# A2A_GATEWAY_SERVER__AUTH__KIND=api_key");
-    println!("# A2A_GATEWAY_SERVER__AUTH__KEYS='[{{caller = {quoted}, sha256 = \"{hash}\"}}]'");
+    outln!("# API key for caller {quoted}: shown once, give it to the caller; it is not stored.");
+    outln!("{key}");
+    outln!();
+    outln!("# Config lines (only the hash of the key):");
+    outln!("[server.auth]");
+    outln!("kind = \"api_key\"");
+    outln!();
+    outln!("[[server.auth.keys]]");
+    outln!("caller = {quoted}");
+    outln!("sha256 = \"{hash}\"");
+    outln!();
+    outln!("# Or in the environment (the whole list in one variable):");
+    outln!("# A2A_GATEWAY_SERVER__AUTH__KIND=api_key");
+    let env_value = format!("[{{caller = {quoted}, sha256 = \"{hash}\"}}]");
+    outln!(
+        "# A2A_GATEWAY_SERVER__AUTH__KEYS={}",
+        shell_single_quoted(&env_value)
+    );
     Ok(ExitCode::SUCCESS)
 }

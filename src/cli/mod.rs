@@ -6,6 +6,9 @@
 //! file here. Exit codes: 0 success, 1 failure (bad config, failed task, I/O error),
 //! 2 usage errors (from clap).
 
+#[macro_use]
+mod output;
+
 mod build;
 mod check_config;
 pub mod client;
@@ -154,7 +157,7 @@ async fn migrate(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
     let config = crate::config::Config::load(crate::config::ConfigSources::discover(file))?;
     let store = build::build_store(&config).await?;
     store.close().await;
-    println!("store {} is at the current schema", config.store.url);
+    outln!("store {} is at the current schema", config.store.url);
     Ok(ExitCode::SUCCESS)
 }
 

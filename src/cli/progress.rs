@@ -5,7 +5,6 @@
 //! [`printable`](super::client::printable).
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::process::ExitCode;
 
 use super::client::{BindingChoice, Connection, Event, Events, printable};
@@ -48,7 +47,7 @@ impl Progress {
     /// Ends a line of artifact text.
     pub fn end_line(&mut self) {
         if self.mid_line {
-            println!();
+            outln!();
             self.mid_line = false;
         }
     }
@@ -66,7 +65,7 @@ impl Progress {
             .filter(|t| !t.is_empty())
             .map(|t| format!(": {}", printable(&t)))
             .unwrap_or_default();
-        println!("» {}{text}", state_name(status.state));
+        outln!("» {}{text}", state_name(status.state));
     }
 
     /// Prints a task snapshot: the artifact text not printed yet, and its status.
@@ -91,8 +90,7 @@ impl Progress {
         if text.is_empty() {
             return;
         }
-        print!("{}", printable(text));
-        let _ = std::io::stdout().flush();
+        out!("{}", printable(text));
         self.mid_line = !text.ends_with('\n');
     }
 
@@ -118,7 +116,7 @@ impl Progress {
             StreamResponse::Message(m) => {
                 self.end_line();
                 self.message_only = self.task_id.is_none();
-                println!("{}", printable(&get_message_text(&m, "\n")));
+                outln!("{}", printable(&get_message_text(&m, "\n")));
             }
             StreamResponse::StatusUpdate(u) => {
                 self.task_id = Some(u.task_id);
@@ -192,10 +190,10 @@ impl Progress {
             return ExitCode::SUCCESS;
         };
         let context = self.context_id.unwrap_or_default();
-        println!("task id: {task_id}  context id: {context}");
+        outln!("task id: {task_id}  context id: {context}");
         match self.state {
             Some(TaskState::InputRequired | TaskState::AuthRequired) => {
-                println!(
+                outln!(
                     "reply with: a2a-gateway send {}--task-id {task_id} --context-id {context} \"...\"",
                     conn_flags(conn)
                 );

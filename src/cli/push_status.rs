@@ -56,7 +56,7 @@ pub async fn run(args: PushStatusArgs) -> Result<ExitCode, CliError> {
     store.close().await;
     let status = result?;
     let now_ms = crate::protocol::time::now().timestamp_millis();
-    print!("{}", render(&status, now_ms));
+    out!("{}", render(&status, now_ms));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -117,7 +117,7 @@ fn parse_time(s: &str) -> Result<crate::protocol::time::Timestamp, String> {
 }
 
 fn print_json<T: Serialize>(v: &T) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(v).expect("protocol types serialize")
     );
@@ -169,14 +169,14 @@ pub(super) async fn list(args: ListArgs) -> Result<ExitCode, CliError> {
             .as_ref()
             .map(crate::protocol::time::format)
             .unwrap_or_default();
-        println!(
+        outln!(
             "{}  {}  {:<14}  {when}",
             printable(&t.id),
             printable(&t.context_id),
             state_name(t.status.state)
         );
     }
-    println!("{} of {} task(s)", page.tasks.len(), page.total_size.max(0));
+    outln!("{} of {} task(s)", page.tasks.len(), page.total_size.max(0));
     if !page.next_page_token.is_empty() {
         let mut filters = String::new();
         if let Some(c) = &args.context_id {
@@ -191,7 +191,7 @@ pub(super) async fn list(args: ListArgs) -> Result<ExitCode, CliError> {
         if let Some(t) = &args.since {
             filters.push_str(&format!("--since {} ", crate::protocol::time::format(t)));
         }
-        println!(
+        outln!(
             "next page: a2a-gateway list {}{filters}--page-token {}",
             conn_flags(&args.conn),
             printable(&page.next_page_token)
@@ -246,17 +246,17 @@ pub(super) async fn card(args: CardArgs) -> Result<ExitCode, CliError> {
         print_json(&raw);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{} {}", printable(&card.name), printable(&card.version));
-    println!("{}", printable(&card.description));
+    outln!("{} {}", printable(&card.name), printable(&card.version));
+    outln!("{}", printable(&card.description));
     for i in &card.supported_interfaces {
-        println!(
+        outln!(
             "interface: {} {} (A2A {})",
             printable(&i.protocol_binding),
             printable(&i.url),
             printable(&i.protocol_version)
         );
     }
-    println!(
+    outln!(
         "streaming: {}",
         if card.capabilities.streaming == Some(true) {
             "yes"
@@ -265,7 +265,7 @@ pub(super) async fn card(args: CardArgs) -> Result<ExitCode, CliError> {
         }
     );
     for s in &card.skills {
-        println!(
+        outln!(
             "skill: {} ({}): {}",
             printable(&s.name),
             printable(&s.id),
@@ -274,11 +274,11 @@ pub(super) async fn card(args: CardArgs) -> Result<ExitCode, CliError> {
     }
     if !card.security_schemes.is_empty() {
         let names: Vec<&str> = card.security_schemes.keys().map(String::as_str).collect();
-        println!("security schemes: {}", printable(&names.join(", ")));
+        outln!("security schemes: {}", printable(&names.join(", ")));
     }
     match super::client::pick(&card) {
-        Ok(e) => println!("the client commands use: {e}"),
-        Err(e) => println!("the client commands cannot use this agent: {e}"),
+        Ok(e) => outln!("the client commands use: {e}"),
+        Err(e) => outln!("the client commands cannot use this agent: {e}"),
     }
     Ok(ExitCode::SUCCESS)
 }
