@@ -78,6 +78,15 @@ pub fn install_metrics() -> Option<PrometheusHandle> {
                     metrics::gauge!(crate::server::OPEN_CONNECTIONS).set(0.0);
                     metrics::counter!(crate::server::ACCEPT_ERRORS).absolute(0);
                     metrics::gauge!(crate::upstream::QUEUED_MESSAGES).set(0.0);
+                    metrics::counter!("a2a_context_queued_messages_total").absolute(0);
+                    for outcome in ["refusal_lane", "closed"] {
+                        metrics::counter!(crate::server::OVER_LIMIT, "outcome" => outcome)
+                            .absolute(0);
+                    }
+                    for reason in ["header", "idle"] {
+                        metrics::counter!("a2a_connections_timed_out_total", "reason" => reason)
+                            .absolute(0);
+                    }
                     for reason in ["missing", "invalid"] {
                         metrics::counter!(crate::transport::auth::AUTH_FAILURES, "reason" => reason)
                             .increment(0);
@@ -231,5 +240,50 @@ impl Default for OpenStreamGuard {
 impl Drop for OpenStreamGuard {
     fn drop(&mut self) {
         metrics::gauge!(OPEN_STREAMS).decrement(1.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Names in `src` that look like metrics but are not (channels, env keys).
+    const NOT_METRICS: &[&str] = &["a2a_gateway", "a2a_control", "a2a_gateway_log__format"];
+
+    fn literals(dir: &std::path::Path, found: &mut std::collections::BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                literals(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (i, _) in text.match_indices("\"a2a_") {
+                    let rest = &text[i + 1..];
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                        .collect();
+                    if rest[name.len()..].starts_with('"') {
+                        found.insert(name);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_metric_in_the_code_is_in_the_operations_table() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut names = std::collections::BTreeSet::new();
+        literals(&root.join("src"), &mut names);
+        let docs = std::fs::read_to_string(root.join("docs/operations.md")).unwrap();
+        let missing: Vec<_> = names
+            .iter()
+            .filter(|n| !NOT_METRICS.contains(&n.as_str()))
+            .filter(|n| !docs.contains(&format!("| `{n}` |")))
+            .collect();
+        assert!(names.len() > 30, "the scan found the metrics: {names:?}");
+        assert!(
+            missing.is_empty(),
+            "metrics without a row in docs/operations.md: {missing:?}"
+        );
     }
 }
