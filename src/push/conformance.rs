@@ -21,6 +21,7 @@ pub async fn run_all(store: &dyn TaskStore) {
     outbox_follows_appends_in_order(store, push).await;
     leases_retries_and_give_ups(store, push).await;
     delete_drops_pending_deliveries(store, push).await;
+    settle_many_settles_each_in_order(store, push).await;
     signing_key_is_kept_once(push).await;
 }
 
@@ -350,6 +351,95 @@ async fn delete_drops_pending_deliveries(store: &dyn TaskStore, push: &dyn PushS
         .await
         .unwrap();
     assert!(claim(push, &scope, far_future(), 10_000).await.is_empty());
+}
+
+/// Many settlements in one call do what one call each would: a delivered head frees the
+/// next event of its queue and ends the config's failure run, a retry backs off, a
+/// give-up that completes a run disables its config, and a gone delivery is left alone.
+async fn settle_many_settles_each_in_order(store: &dyn TaskStore, push: &dyn PushStore) {
+    let scope = Scope::new(format!("tenant-{}", new_id()), "alice");
+    let task = new_id();
+    for id in ["ok", "retry", "fail", "gone"] {
+        push.put_config(&scope, &config(&task, id)).await.unwrap();
+    }
+    store
+        .append_all(
+            &scope,
+            &task,
+            &events(
+                1,
+                vec![
+                    StreamResponse::Task(task_at(&task, "ctx", time::now())),
+                    status(&task, TaskState::Working),
+                    status(&task, TaskState::Working),
+                ],
+            ),
+        )
+        .await
+        .unwrap();
+    let now = time::now().timestamp_millis() + 1;
+    let give_up = |n: u32| Settle::GiveUp {
+        error: "HTTP 404".into(),
+        disable_after: n,
+    };
+    let heads = claim(push, &scope, now, 60_000).await;
+    assert_eq!(heads.len(), 4, "{heads:?}");
+    let key = |id: &str| {
+        heads
+            .iter()
+            .find(|c| c.key.config_id == id)
+            .unwrap()
+            .key
+            .clone()
+    };
+    let (ok, retry, fail, gone) = (key("ok"), key("retry"), key("fail"), key("gone"));
+    // "ok" starts a failure run that its next delivery ends.
+    push.settle(&ok, &give_up(5)).await.unwrap();
+    let ok_cfg = push.get_config(&scope, &task, "ok").await.unwrap().unwrap();
+    assert_eq!(ok_cfg.failures, 1);
+    let ok2 = claim(push, &scope, now, 60_000).await;
+    assert_eq!(ok2.len(), 1, "{ok2:?}");
+    let ok2 = ok2[0].key.clone();
+    assert_eq!((ok2.config_id.as_str(), ok2.seq), ("ok", 2));
+    assert!(push.delete_config(&scope, &task, "gone").await.unwrap());
+    let retry_at = now + 20_000;
+    let back_off = Settle::Retry {
+        next_ms: retry_at,
+        error: "HTTP 503".into(),
+    };
+    let (delivered, fail_now) = (Settle::Delivered, give_up(1));
+    let items = [
+        (&ok2, &delivered),
+        (&retry, &back_off),
+        (&fail, &fail_now),
+        (&gone, &delivered),
+    ];
+    let settled = push.settle_many(&items).await.unwrap();
+    assert_eq!(settled.len(), 4);
+    assert!(!settled[0].disabled && !settled[1].disabled && !settled[3].disabled);
+    assert!(settled[2].disabled, "a run of 1 disables");
+    assert_eq!(settled[2].dropped, 2, "its seq 2 and 3 are dropped");
+    assert!(push.settle_many(&[]).await.unwrap().is_empty());
+    let ok_cfg = push.get_config(&scope, &task, "ok").await.unwrap().unwrap();
+    assert_eq!(ok_cfg.failures, 0, "a delivery ends the run");
+    assert_eq!(ok_cfg.last_error.as_deref(), Some("HTTP 404"));
+    let next = claim(push, &scope, now + 1, 60_000).await;
+    assert_eq!(next.len(), 1, "{next:?}");
+    assert_eq!((next[0].key.config_id.as_str(), next[0].key.seq), ("ok", 3));
+    let pending = push.status(Some(&task), 10).await.unwrap();
+    assert_eq!(pending.pending_total, 4, "ok 3 (claimed), retry 1 to 3");
+    let r = pending.pending.iter().find(|p| p.key == retry).unwrap();
+    assert_eq!((r.attempts, r.next_ms), (1, retry_at));
+    assert_eq!(r.last_error.as_deref(), Some("HTTP 503"));
+    let fail_cfg = push
+        .get_config(&scope, &task, "fail")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!fail_cfg.enabled, "disabled, still visible");
+    for id in ["ok", "retry", "fail"] {
+        push.delete_config(&scope, &task, id).await.unwrap();
+    }
 }
 
 async fn signing_key_is_kept_once(push: &dyn PushStore) {

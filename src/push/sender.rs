@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use rand::Rng as _;
 use reqwest::StatusCode;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::PushService;
@@ -211,15 +211,29 @@ pub(crate) fn settlement(svc: &PushService, c: &Claimed, attempt: Attempt, now: 
     }
 }
 
-/// Runs one claimed delivery to its settlement.
-async fn deliver(svc: Arc<PushService>, c: Claimed) {
-    let host = reqwest::Url::parse(&c.config.url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_owned))
-        .unwrap_or_default();
-    let host_permits = svc.host_permits(&host);
-    let _host = host_permits.acquire_owned().await;
+/// A finished attempt on its way to the settler, which stores it with others in one
+/// write transaction and only then frees its key and its permit (so the next event of
+/// its (task, config) is claimed only after this one is settled).
+struct Done {
+    key: DeliveryKey,
+    attempts: u32,
+    outcome: Settle,
+    _permit: OwnedSemaphorePermit,
+}
+
+/// The longest settlement batch (one write transaction).
+const SETTLE_BATCH: usize = 256;
+
+/// Makes the attempt of one claimed delivery (holding a permit of its host for the
+/// request only) and hands its outcome to the settler.
+async fn deliver(svc: Arc<PushService>, c: Claimed, permit: OwnedSemaphorePermit, done: Settler) {
     let result = if c.config.enabled {
+        let host = reqwest::Url::parse(&c.config.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        let host_permits = svc.host_permits(&host);
+        let _host = host_permits.acquire_owned().await;
         attempt(&svc, &c).await
     } else {
         Attempt::Failed("the config is disabled".into())
@@ -237,9 +251,6 @@ async fn deliver(svc: Arc<PushService>, c: Claimed) {
         Settle::Disable { .. } => "disabled",
     };
     metrics::counter!(DELIVERIES, "outcome" => label).increment(1);
-    let Some(store) = svc.store.push_store() else {
-        return;
-    };
     match &outcome {
         Settle::GiveUp { error, .. } => tracing::warn!(
             task.id = %c.key.task_id, push.config = %c.key.config_id, event.seq = c.key.seq,
@@ -255,30 +266,71 @@ async fn deliver(svc: Arc<PushService>, c: Claimed) {
         ),
         Settle::Delivered => {}
     }
-    match store.settle(&c.key, &outcome).await {
-        Ok(s) if s.disabled => {
-            metrics::counter!(DISABLED).increment(1);
-            if matches!(outcome, Settle::GiveUp { .. }) {
-                tracing::warn!(
-                    task.id = %c.key.task_id, push.config = %c.key.config_id,
-                    dropped = s.dropped, "push config disabled after a run of failed deliveries"
-                );
+    let _ = done.send(Done {
+        key: c.key,
+        attempts: c.attempts,
+        outcome,
+        _permit: permit,
+    });
+}
+
+/// Where finished attempts go (see [`settle_loop`]).
+type Settler = mpsc::UnboundedSender<Done>;
+
+/// Stores finished attempts in batches: whatever has finished while the previous batch
+/// was written goes into the next write transaction ([`PushStore::settle_many`]).
+/// Then the batch's keys leave `in_flight`, their permits are freed and the claim loop
+/// is woken. Ends when every [`Settler`] is gone.
+///
+/// [`PushStore::settle_many`]: super::PushStore::settle_many
+async fn settle_loop(
+    svc: Arc<PushService>,
+    mut rx: mpsc::UnboundedReceiver<Done>,
+    in_flight: InFlight,
+) {
+    let mut batch = Vec::with_capacity(SETTLE_BATCH);
+    while rx.recv_many(&mut batch, SETTLE_BATCH).await > 0 {
+        if let Some(store) = svc.store.push_store() {
+            let items: Vec<_> = batch.iter().map(|d| (&d.key, &d.outcome)).collect();
+            match store.settle_many(&items).await {
+                Ok(settled) => {
+                    for (d, s) in batch.iter().zip(settled) {
+                        if !s.disabled {
+                            continue;
+                        }
+                        metrics::counter!(DISABLED).increment(1);
+                        if matches!(d.outcome, Settle::GiveUp { .. }) {
+                            tracing::warn!(
+                                task.id = %d.key.task_id, push.config = %d.key.config_id,
+                                dropped = s.dropped, attempts = d.attempts + 1,
+                                "push config disabled after a run of failed deliveries"
+                            );
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(
+                    deliveries = batch.len(), task.id = %batch[0].key.task_id, error = %e,
+                    "push deliveries could not be settled; they are retried after their lease"
+                ),
             }
         }
-        Ok(_) => {}
-        Err(e) => tracing::warn!(
-            task.id = %c.key.task_id, push.config = %c.key.config_id, error = %e,
-            "push delivery could not be settled; it is retried after its lease"
-        ),
+        {
+            let mut held = in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            for d in &batch {
+                held.remove(&d.key);
+            }
+        }
+        batch.clear(); // frees the permits
+        svc.wake.notify_one();
     }
 }
 
-/// Keys in flight in this process (a claim taken over after its lease while the first
-/// attempt still waits is not started twice).
+/// Keys in flight in this process, from their claim to their settlement (a claim taken
+/// over after its lease while the first attempt still waits is not started twice).
 type InFlight = Arc<Mutex<HashSet<DeliveryKey>>>;
 
 /// The sender loop (see the module docs); ends when `stop` is cancelled, after the
-/// attempts in flight (each bounded by the timeout).
+/// attempts in flight (each bounded by the timeout) are settled.
 pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
     let Some(_) = svc.store.push_store() else {
         tracing::warn!("the task store keeps no push state: push notifications are off");
@@ -286,6 +338,8 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
     };
     let permits = Arc::new(Semaphore::new(svc.config.concurrency));
     let in_flight: InFlight = Arc::default();
+    let (done, rx) = mpsc::unbounded_channel();
+    let settler = tokio::spawn(settle_loop(svc.clone(), rx, in_flight.clone()));
     let poll = Duration::from_millis(svc.config.poll_interval_ms);
     let lease_ms = i64::try_from(svc.config.lease_secs * 1000).unwrap_or(i64::MAX / 4);
     let mut gauge_at = std::time::Instant::now();
@@ -300,6 +354,10 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
             update_gauge(&svc).await;
         }
         loop {
+            let free = permits.available_permits().min(CLAIM_BATCH);
+            if free == 0 {
+                break; // a settled batch wakes the loop
+            }
             let store = svc.store.push_store().expect("checked above");
             let now = now_ms();
             match store.any_due(now).await {
@@ -309,10 +367,6 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
                     tracing::warn!(error = %e, "push outbox unreadable; retrying");
                     break;
                 }
-            }
-            let free = permits.available_permits().min(CLAIM_BATCH);
-            if free == 0 {
-                break; // a finishing attempt wakes the loop
             }
             let claimed = match store.claim(now, lease_ms, free).await {
                 Ok(c) => c,
@@ -337,30 +391,16 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
                         .remove(&c.key);
                     continue; // claimed but not started: taken again after the lease
                 };
-                let svc = svc.clone();
-                let in_flight = in_flight.clone();
-                tokio::spawn(async move {
-                    let key = c.key.clone();
-                    deliver(svc.clone(), c).await;
-                    in_flight
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remove(&key);
-                    drop(permit);
-                    svc.wake.notify_one();
-                });
+                tokio::spawn(deliver(svc.clone(), c, permit, done.clone()));
             }
             if n < free {
                 break;
             }
         }
     }
-    // Let attempts in flight settle (each ends by its timeout).
-    let _ = tokio::time::timeout(
-        Duration::from_secs(svc.config.timeout_secs + 5),
-        permits.acquire_many(svc.config.concurrency as u32),
-    )
-    .await;
+    // Let attempts in flight end (each by its timeout) and be settled.
+    drop(done);
+    let _ = tokio::time::timeout(Duration::from_secs(svc.config.timeout_secs + 5), settler).await;
 }
 
 async fn update_gauge(svc: &PushService) {

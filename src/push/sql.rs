@@ -78,6 +78,104 @@ macro_rules! sql_push {
             .rows_affected())
         }
 
+        /// One settlement (see [`PushStore::settle`]) inside the caller's transaction; a
+        /// delivery that is gone is left alone (nothing is written for it).
+        async fn settle_in(
+            conn: &mut <$db as sqlx::Database>::Connection,
+            key: &DeliveryKey,
+            outcome: &Settle,
+        ) -> Result<Settled, StoreError> {
+            let seq = i64::try_from(key.seq).unwrap_or(i64::MAX);
+            let mut settled = Settled::default();
+            match outcome {
+                Settle::Retry { next_ms, error } => {
+                    sqlx::query(
+                        "UPDATE a2a_push_outbox SET attempts = attempts + 1, next_ms = $6, \
+                           last_error = $7, claim = NULL \
+                         WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
+                           AND config_id = $4 AND seq = $5",
+                    )
+                    .bind(&key.scope.tenant)
+                    .bind(&key.scope.owner)
+                    .bind(&key.task_id)
+                    .bind(&key.config_id)
+                    .bind(seq)
+                    .bind(*next_ms)
+                    .bind(error)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(db)?;
+                }
+                _ => {
+                    let gone = sqlx::query(
+                        "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 \
+                           AND task_id = $3 AND config_id = $4 AND seq = $5",
+                    )
+                    .bind(&key.scope.tenant)
+                    .bind(&key.scope.owner)
+                    .bind(&key.task_id)
+                    .bind(&key.config_id)
+                    .bind(seq)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(db)?
+                    .rows_affected();
+                    if gone == 0 {
+                        return Ok(settled);
+                    }
+                    if *outcome == Settle::Delivered {
+                        // The failure run ends; the row is written only when there was one.
+                        sqlx::query(
+                            "UPDATE a2a_push_configs SET failures = 0 \
+                             WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4 \
+                               AND failures <> 0",
+                        )
+                        .bind(&key.scope.tenant)
+                        .bind(&key.scope.owner)
+                        .bind(&key.task_id)
+                        .bind(&key.config_id)
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(db)?;
+                        return Ok(settled);
+                    }
+                    let (error, disable_after, now) = match outcome {
+                        Settle::GiveUp {
+                            error,
+                            disable_after,
+                        } => (error.as_str(), i64::from(*disable_after), false),
+                        Settle::Disable { error } => (error.as_str(), 0, true),
+                        Settle::Delivered | Settle::Retry { .. } => {
+                            unreachable!("handled above")
+                        }
+                    };
+                    let row = sqlx::query(
+                        "UPDATE a2a_push_configs SET \
+                           failures = CASE WHEN $5 THEN failures ELSE failures + 1 END, \
+                           last_error = $6, \
+                           enabled = CASE WHEN $5 OR failures + 1 >= $7 THEN 0 ELSE enabled END \
+                         WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4 \
+                         RETURNING enabled",
+                    )
+                    .bind(&key.scope.tenant)
+                    .bind(&key.scope.owner)
+                    .bind(&key.task_id)
+                    .bind(&key.config_id)
+                    .bind(now)
+                    .bind(error)
+                    .bind(disable_after)
+                    .fetch_optional(&mut *conn)
+                    .await
+                    .map_err(db)?;
+                    if row.is_some_and(|r| r.get::<i64, _>(0) == 0) {
+                        settled.disabled = true;
+                        settled.dropped = drop_pending(conn, key).await?;
+                    }
+                }
+            }
+            Ok(settled)
+        }
+
         #[async_trait::async_trait]
         impl PushStore for $ty {
             async fn put_config(
@@ -255,85 +353,27 @@ macro_rules! sql_push {
                 key: &DeliveryKey,
                 outcome: &Settle,
             ) -> Result<Settled, StoreError> {
-                let seq = i64::try_from(key.seq).unwrap_or(i64::MAX);
                 let mut tx = self.begin().await?;
-                let mut settled = Settled::default();
-                match outcome {
-                    Settle::Retry { next_ms, error } => {
-                        sqlx::query(
-                            "UPDATE a2a_push_outbox SET attempts = attempts + 1, next_ms = $6, \
-                               last_error = $7, claim = NULL \
-                             WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
-                               AND config_id = $4 AND seq = $5",
-                        )
-                        .bind(&key.scope.tenant)
-                        .bind(&key.scope.owner)
-                        .bind(&key.task_id)
-                        .bind(&key.config_id)
-                        .bind(seq)
-                        .bind(*next_ms)
-                        .bind(error)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db)?;
-                    }
-                    _ => {
-                        let gone = sqlx::query(
-                            "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 \
-                               AND task_id = $3 AND config_id = $4 AND seq = $5",
-                        )
-                        .bind(&key.scope.tenant)
-                        .bind(&key.scope.owner)
-                        .bind(&key.task_id)
-                        .bind(&key.config_id)
-                        .bind(seq)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db)?
-                        .rows_affected();
-                        if gone == 0 {
-                            tx.rollback().await.map_err(db)?;
-                            return Ok(settled);
-                        }
-                        let (error, disable_after, now) = match outcome {
-                            Settle::Delivered => (None, i64::MAX, false),
-                            Settle::GiveUp {
-                                error,
-                                disable_after,
-                            } => (Some(error.as_str()), i64::from(*disable_after), false),
-                            Settle::Disable { error } => (Some(error.as_str()), 0, true),
-                            Settle::Retry { .. } => unreachable!("handled above"),
-                        };
-                        let row = sqlx::query(
-                            "UPDATE a2a_push_configs SET \
-                               failures = CASE WHEN $5 THEN failures WHEN $6 IS NULL THEN 0 \
-                                               ELSE failures + 1 END, \
-                               last_error = COALESCE($6, last_error), \
-                               enabled = CASE WHEN $5 OR ($6 IS NOT NULL AND failures + 1 >= $7) \
-                                              THEN 0 ELSE enabled END \
-                             WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4 \
-                             RETURNING enabled",
-                        )
-                        .bind(&key.scope.tenant)
-                        .bind(&key.scope.owner)
-                        .bind(&key.task_id)
-                        .bind(&key.config_id)
-                        .bind(now)
-                        .bind(error)
-                        .bind(disable_after)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(db)?;
-                        if error.is_some() && row.is_some_and(|r| r.get::<i64, _>(0) == 0) {
-                            settled.disabled = true;
-                            settled.dropped = drop_pending(&mut tx, key).await?;
-                        }
-                    }
-                }
+                let settled = settle_in(&mut tx, key, outcome).await?;
                 tx.commit().await.map_err(db)?;
                 Ok(settled)
             }
 
+            async fn settle_many(
+                &self,
+                items: &[(&DeliveryKey, &Settle)],
+            ) -> Result<Vec<Settled>, StoreError> {
+                if items.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let mut tx = self.begin().await?;
+                let mut out = Vec::with_capacity(items.len());
+                for (key, outcome) in items {
+                    out.push(settle_in(&mut tx, key, outcome).await?);
+                }
+                tx.commit().await.map_err(db)?;
+                Ok(out)
+            }
             async fn status(
                 &self,
                 task_id: Option<&str>,

@@ -220,6 +220,24 @@ pub trait PushStore: Send + Sync {
     /// [`StoreError::Backend`] on database failure.
     async fn settle(&self, key: &DeliveryKey, outcome: &Settle) -> Result<Settled, StoreError>;
 
+    /// [`settle`](Self::settle) for many attempts at once, in order, as one write
+    /// transaction on the SQL stores (one commit for the lot instead of one per
+    /// delivery); the answers are in the order of `items`. Either every settlement is
+    /// stored or none (an error: each delivery is then claimed again after its lease).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure.
+    async fn settle_many(
+        &self,
+        items: &[(&DeliveryKey, &Settle)],
+    ) -> Result<Vec<Settled>, StoreError> {
+        let mut out = Vec::with_capacity(items.len());
+        for (key, outcome) in items {
+            out.push(self.settle(key, outcome).await?);
+        }
+        Ok(out)
+    }
+
     /// Pending deliveries (of `task_id` only, when given; at most `limit`) and the
     /// configs that are disabled or failing.
     ///
