@@ -7,6 +7,13 @@
 //! at a local receiver, p50 and p99, plus the time the sender needed after the load to
 //! drain what was still pending.
 //!
+//! The gateway, the receiver and the load generator run on their own runtimes (2
+//! workers each, threads named `gateway`, `receiver`, `client`; the gateway's SQLite
+//! connection threads count as the gateway's), and a second table gives each one's CPU
+//! time per SendMessage in each phase (user + system, from `/proc/self/task`), so what a
+//! webhook per task costs the gateway, and what the 2-core machine can bound at best
+//! with the receiver beside it, is read from the same run.
+//!
 //! `BENCH_SECS=5 BENCH_CLIENTS=64 cargo bench --bench push_overhead` (loopback only).
 
 use std::collections::HashMap;
@@ -24,6 +31,71 @@ use serde_json::Value;
 
 mod common;
 use common::percentile;
+
+/// A 2-worker runtime whose threads (and blocking threads) are named `name`.
+fn runtime(name: &str) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// CPU seconds (user + system) used so far by this process's threads, by role: the
+/// threads named `client`, `receiver`, and the rest (the gateway's runtime, the SQLite
+/// connection threads, the store's writer).
+#[derive(Debug, Clone, Copy, Default)]
+struct Cpu {
+    gateway: f64,
+    receiver: f64,
+    client: f64,
+}
+
+impl Cpu {
+    fn now() -> Self {
+        // USER_HZ is 100 on Linux.
+        const TICK: f64 = 0.01;
+        let mut cpu = Cpu::default();
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return cpu;
+        };
+        for t in tasks.flatten() {
+            let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+                continue;
+            };
+            // pid (comm) state ... : fields after the comm's closing parenthesis.
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                continue;
+            };
+            let comm = &stat[open + 1..close];
+            let rest: Vec<&str> = stat[close + 2..].split(' ').collect();
+            let ticks = |i: usize| {
+                rest.get(i)
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .unwrap_or(0.0)
+            };
+            // utime and stime are fields 14 and 15 (1-based), 11 and 12 after the comm.
+            let secs = (ticks(11) + ticks(12)) * TICK;
+            if comm.starts_with("client") {
+                cpu.client += secs;
+            } else if comm.starts_with("receiver") {
+                cpu.receiver += secs;
+            } else {
+                cpu.gateway += secs;
+            }
+        }
+        cpu
+    }
+
+    fn since(self, before: Cpu) -> Cpu {
+        Cpu {
+            gateway: self.gateway - before.gateway,
+            receiver: self.receiver - before.receiver,
+            client: self.client - before.client,
+        }
+    }
+}
 
 /// What the receiver saw: per `webhook-id`, the first arrival's delay after the event's
 /// own timestamp (status updates only: artifact updates carry none).
@@ -105,10 +177,11 @@ async fn load(url: &str, hook: Option<&str>, clients: usize, secs: u64) -> (f64,
 fn main() {
     let secs = common::env_u64("BENCH_SECS", 5);
     let clients = common::clients("64");
-    let server_rt = common::runtime();
-    let client_rt = common::runtime();
+    let server_rt = runtime("gateway");
+    let receiver_rt = runtime("receiver");
+    let client_rt = runtime("client");
     let dir = tempfile::tempdir().unwrap();
-    let (url, hook, seen) = server_rt.block_on(async {
+    let url = server_rt.block_on(async {
         let store: Arc<dyn TaskStore> = Arc::new(
             SqliteTaskStore::open_path_with(&dir.path().join("bench.db"), 10, Synchronous::Full)
                 .await
@@ -137,18 +210,24 @@ fn main() {
             None,
         );
         tokio::spawn(server::serve(listener, app, futures::future::pending()));
-        let (hook, seen) = start_receiver().await;
-        (url, hook, seen)
+        url
     });
+    let (hook, seen) = receiver_rt.block_on(start_receiver());
     println!(
         "| clients | webhook per task | requests/s | vs none | deliveries | drain after load | delivery p50 | delivery p99 |"
     );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    let us = |secs: f64, n: usize| format!("{:.0} µs", secs * 1e6 / n.max(1) as f64);
+    let mut cpu_rows = Vec::new();
     for &c in &clients {
-        let (none, _) = client_rt.block_on(load(&url, None, c, secs));
+        let before = Cpu::now();
+        let (none, plain) = client_rt.block_on(load(&url, None, c, secs));
+        let cpu_none = Cpu::now().since(before);
         println!("| {c} | no | {none:.0} | 100% | - | - | - | - |");
         seen.lock().unwrap().clear();
+        let before = Cpu::now();
         let (with, tasks) = client_rt.block_on(load(&url, Some(&hook), c, secs));
+        let cpu_load = Cpu::now().since(before);
         // hello_world stores 4 events per task (Task, WORKING, artifact, COMPLETED).
         let want = tasks * 4;
         let t0 = Instant::now();
@@ -156,6 +235,7 @@ fn main() {
             std::thread::sleep(Duration::from_millis(20));
         }
         let drain = t0.elapsed();
+        let cpu_with = Cpu::now().since(before);
         let got = seen.lock().unwrap().len();
         let mut delays: Vec<Duration> = seen.lock().unwrap().values().flatten().copied().collect();
         delays.sort();
@@ -173,5 +253,33 @@ fn main() {
                 .map(|_| ms(percentile(&delays, 0.99)))
                 .unwrap_or("-".into()),
         );
+        cpu_rows.push(format!(
+            "| {c} | no | {plain} | {} | - | {} | {:.2} s |",
+            us(cpu_none.gateway, plain),
+            us(cpu_none.client, plain),
+            cpu_none.gateway + cpu_none.client + cpu_none.receiver,
+        ));
+        cpu_rows.push(format!(
+            "| {c} | yes, during the load | {tasks} | {} | {} | {} | {:.2} s |",
+            us(cpu_load.gateway, tasks),
+            us(cpu_load.receiver, tasks),
+            us(cpu_load.client, tasks),
+            cpu_load.gateway + cpu_load.client + cpu_load.receiver,
+        ));
+        cpu_rows.push(format!(
+            "| {c} | yes, load and drain | {tasks} | {} | {} | {} | {:.2} s |",
+            us(cpu_with.gateway, tasks),
+            us(cpu_with.receiver, tasks),
+            us(cpu_with.client, tasks),
+            cpu_with.gateway + cpu_with.client + cpu_with.receiver,
+        ));
+    }
+    println!();
+    println!(
+        "| clients | webhook per task | tasks | gateway CPU per task | receiver CPU per task | client CPU per task | CPU total |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|");
+    for row in cpu_rows {
+        println!("{row}");
     }
 }
