@@ -84,6 +84,10 @@ pub struct JwtConfig {
     /// Least time between two fetches caused by tokens with an unknown `kid`, in seconds:
     /// a flood of such tokens costs at most one fetch per period. Default 30.
     pub unknown_kid_refetch_secs: u64,
+    /// Whether a token that passed every check is remembered (by its SHA-256, until its
+    /// `exp` or the next JWKS fetch), so the same token again skips the signature check.
+    /// Default true; false verifies every request in full.
+    pub cache_verified: bool,
     /// The secret read from `hmac_secret_file`.
     #[serde(skip)]
     pub(crate) hmac_secret: Option<HmacSecret>,
@@ -123,6 +127,7 @@ impl Default for JwtConfig {
             min_refresh_secs: 60,
             max_refresh_secs: 86_400,
             unknown_kid_refetch_secs: 30,
+            cache_verified: true,
             hmac_secret: None,
         }
     }

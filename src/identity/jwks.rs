@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -121,6 +122,9 @@ struct Inner {
     issuer: String,
     http: reqwest::Client,
     keys: RwLock<Arc<KeySet>>,
+    /// Counts the key sets installed: a token verified with an older set is verified
+    /// again (see `super::verified_cache`).
+    generation: AtomicU64,
     state: Mutex<FetchState>,
     /// The `jwks_uri` found through discovery (cleared when a fetch fails).
     discovered: Mutex<Option<Url>>,
@@ -177,6 +181,7 @@ impl Jwks {
                 issuer: config.issuer.clone(),
                 http,
                 keys: RwLock::default(),
+                generation: AtomicU64::new(0),
                 state: Mutex::default(),
                 discovered: Mutex::default(),
                 last_fetch: tokio::sync::Mutex::default(),
@@ -256,6 +261,13 @@ impl Jwks {
         }
     }
 
+    /// The number of key sets installed so far: it changes with every successful fetch
+    /// (read it before a verification: a fetch during the verification makes the result
+    /// count as made with an older set).
+    pub(crate) fn generation(&self) -> u64 {
+        self.inner.generation.load(Ordering::Acquire)
+    }
+
     /// Keys held, last success, last error.
     pub fn status(&self) -> JwksStatus {
         let state = self.inner.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -279,6 +291,7 @@ impl Inner {
                 if let Ok(mut keys) = self.keys.write() {
                     *keys = Arc::new(set);
                 }
+                self.generation.fetch_add(1, Ordering::AcqRel);
                 let now = SystemTime::now();
                 state.last_success = Some(now);
                 state.last_error = None;

@@ -6,8 +6,12 @@
 //! rate-limited JWKS refetch when unknown; its type and `alg` must match the token's) →
 //! signature → `exp`, `nbf` (with leeway), `iss`, `aud` (by `jsonwebtoken`) → `iat` not in
 //! the future → required scopes → the caller claim → the tenant claim.
+//!
+//! A token that passed is remembered (by its SHA-256, until its `exp` or the next JWKS
+//! fetch; [`super::verified_cache`]): the same token again skips the signature check.
 
 use std::str::FromStr;
+use std::sync::Arc;
 
 use base64::Engine;
 use jsonwebtoken::errors::ErrorKind;
@@ -16,6 +20,7 @@ use serde_json::{Map, Value};
 
 use super::failure::{AuthFailure, TokenProblem};
 use super::jwks::Jwks;
+use super::verified_cache::{self, VerifiedCache};
 use crate::config::JwtConfig;
 
 /// Longest token read, in bytes.
@@ -43,6 +48,8 @@ pub(crate) struct JwtVerifier {
     tenant_claim: Option<String>,
     hmac: Option<DecodingKey>,
     pub(crate) jwks: Option<Jwks>,
+    /// The tokens that passed, shared by the clones (`None`: `cache_verified = false`).
+    cache: Option<Arc<VerifiedCache>>,
 }
 
 impl JwtVerifier {
@@ -66,6 +73,7 @@ impl JwtVerifier {
                 .hmac_secret()
                 .and_then(|s| DecodingKey::from_secret(s.expose()).ok()),
             jwks: Jwks::from_config(config),
+            cache: config.cache_verified.then(Arc::default),
         }
     }
 
@@ -83,16 +91,35 @@ impl JwtVerifier {
         ok(h) && h.is_some_and(|h| !h.is_empty()) && ok(c) && ok(s) && parts.next().is_none()
     }
 
-    /// Verifies `token`.
+    /// Verifies `token`: from the cache when the very same token passed before, with
+    /// the key set still held and before its `exp`; otherwise every check, and a pass is
+    /// cached.
     ///
     /// # Errors
     /// [`AuthFailure::Invalid`] naming the first check that failed, or
     /// [`AuthFailure::InsufficientScope`].
     pub(crate) async fn verify(&self, token: &str) -> Result<Verified, AuthFailure> {
-        let invalid = AuthFailure::Invalid;
         if token.len() > MAX_TOKEN_BYTES {
-            return Err(invalid(TokenProblem::TooLong));
+            return Err(AuthFailure::Invalid(TokenProblem::TooLong));
         }
+        let now = jsonwebtoken::get_current_timestamp();
+        let Some(cache) = &self.cache else {
+            return self.verify_fully(token, now).await.map(|(v, _)| v);
+        };
+        let digest = verified_cache::digest(token);
+        // Read before verifying: a fetch meanwhile makes the entry stale at once.
+        let generation = self.jwks.as_ref().map_or(0, Jwks::generation);
+        if let Some(v) = cache.get(&digest, now, generation) {
+            return Ok(v);
+        }
+        let (verified, exp) = self.verify_fully(token, now).await?;
+        cache.insert(digest, verified.clone(), exp, now, generation);
+        Ok(verified)
+    }
+
+    /// Every check of `token` at `now` (Unix seconds): what it says, and its `exp`.
+    async fn verify_fully(&self, token: &str, now: u64) -> Result<(Verified, u64), AuthFailure> {
+        let invalid = AuthFailure::Invalid;
         let header = match jsonwebtoken::decode_header(token) {
             Ok(h) => h,
             // `alg: none` (and any unknown algorithm) does not parse as a header.
@@ -128,7 +155,6 @@ impl JwtVerifier {
             .map_err(|e| invalid(problem(e.kind())))?;
         let claims = data.claims;
         if let Some(iat) = claims.get("iat") {
-            let now = jsonwebtoken::get_current_timestamp();
             match iat.as_f64() {
                 Some(t) if t <= (now + self.leeway) as f64 => {}
                 _ => return Err(invalid(TokenProblem::IssuedInFuture)),
@@ -166,7 +192,9 @@ impl JwtVerifier {
                 Some(_) => return Err(invalid(TokenProblem::MissingClaim)),
             },
         };
-        Ok(Verified { caller, tenants })
+        // Present (a required claim) and a number (checked by `jsonwebtoken`).
+        let exp = claims.get("exp").and_then(Value::as_f64).unwrap_or(0.0) as u64;
+        Ok((Verified { caller, tenants }, exp))
     }
 }
 

@@ -16,6 +16,7 @@ pub mod card;
 pub mod failure;
 pub mod jwks;
 pub mod jwt;
+pub mod verified_cache;
 
 use std::fmt;
 use std::net::SocketAddr;
