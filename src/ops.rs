@@ -259,9 +259,9 @@ mod tests {
                     let rest = &text[i + 1..];
                     let name: String = rest
                         .chars()
-                        .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                        .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
                         .collect();
-                    if rest[name.len()..].starts_with('"') {
+                    if !name.ends_with('_') && rest[name.len()..].starts_with('"') {
                         found.insert(name);
                     }
                 }
