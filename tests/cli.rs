@@ -431,6 +431,32 @@ fn check_config_never_prints_a_secret() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(!stdout.contains("secret-from-a-file-3"), "{stdout}");
+
+    // Secrets inside URLs: user-info passwords and secret query values, in the
+    // configuration and in the derived lines (invocation, stop-session, token URLs).
+    let file = write_config(
+        dir.path(),
+        "[upstream.auth]\nkind = \"oauth2\"\nclient_id = \"client-1\"\n\
+         client_secret = \"s\"\n\
+         token_url = \"https://auth.example.com/t?client_secret=token-query-5\"\n\
+         [telemetry]\notlp_endpoint = \"http://u:otlp-password-6@127.0.0.1:4318\"\n",
+        "https://user:url-password-7@runtime.example.com/invocations?sig=url-query-8",
+    );
+    let out = run(dir.path(), &["check-config", "--config", &file], &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("# derived: invocation URL: "), "{stdout}");
+    for secret in [
+        "token-query-5",
+        "otlp-password-6",
+        "url-password-7",
+        "url-query-8",
+    ] {
+        assert!(
+            !stdout.contains(secret) && !stderr.contains(secret),
+            "{secret}: {stdout}\n{stderr}"
+        );
+    }
 }
 
 #[test]

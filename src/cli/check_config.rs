@@ -3,7 +3,8 @@
 //! TLS files it cannot read), prints the effective configuration with secrets as
 //! `***`, then what the gateway derives from it as `# derived:` comment lines: the
 //! invocation and stop-session URLs, the upstream token endpoint, the public URL and
-//! the interfaces the agent card will declare.
+//! the interfaces the agent card will declare (every URL with its password and
+//! secret-looking query values as `***`, like the configuration above it).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use super::CliError;
 use crate::config::{Config, ConfigSources};
+use crate::telemetry::log_url::{LogUrl, masked};
 use crate::upstream::{AgentCoreSettings, AuthSettings, TokenEndpoint};
 
 /// How long a discovery document fetch may take before check-config gives up on it.
@@ -68,21 +70,26 @@ fn refusal(config: &Config) -> Option<CliError> {
 async fn derived(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
     if let Ok(url) = config.upstream.invocation_url() {
-        out.push(format!("invocation URL: {url}"));
+        out.push(format!("invocation URL: {}", masked(&url)));
     }
     if config.upstream.stop_session_on_cancel
         && let Ok(url) = config.upstream.stop_session_url()
     {
-        out.push(format!("stop-session URL: {url}"));
+        out.push(format!("stop-session URL: {}", masked(&url)));
     }
     match AgentCoreSettings::try_from(&config.upstream).map(|s| s.auth) {
         Ok(AuthSettings::OAuth2(o)) => out.push(match &o.endpoint {
-            TokenEndpoint::Url(url) => format!("token endpoint: {url} (configured)"),
+            TokenEndpoint::Url(url) => format!("token endpoint: {} (configured)", LogUrl(url)),
             TokenEndpoint::Discovery(doc) => match discover(doc).await {
-                Ok(url) => format!("token endpoint: {url} (from the discovery document {doc})"),
+                Ok(url) => format!(
+                    "token endpoint: {} (from the discovery document {})",
+                    LogUrl(&url),
+                    LogUrl(doc)
+                ),
                 Err(why) => format!(
-                    "token endpoint: unknown yet, the discovery document {doc} {why} \
-                     (`serve` starts anyway and is not ready until a token is obtained)"
+                    "token endpoint: unknown yet, the discovery document {} {why} \
+                     (`serve` starts anyway and is not ready until a token is obtained)",
+                    LogUrl(doc)
                 ),
             },
         }),
@@ -93,13 +100,20 @@ async fn derived(config: &Config) -> Vec<String> {
         Ok(_) => out.push("upstream authentication: a static bearer token".to_owned()),
         Err(_) => {}
     }
-    out.push(format!("public URL: {}", config.server.public_url()));
+    out.push(format!(
+        "public URL: {}",
+        masked(&config.server.public_url())
+    ));
     let interfaces = crate::app::interfaces(&config.server);
     if interfaces.is_empty() {
         out.push("card interfaces: none".to_owned());
     }
     for i in interfaces {
-        out.push(format!("card interface: {} {}", i.protocol_binding, i.url));
+        out.push(format!(
+            "card interface: {} {}",
+            i.protocol_binding,
+            LogUrl(&i.url)
+        ));
     }
     out
 }

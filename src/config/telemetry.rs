@@ -9,10 +9,20 @@ pub struct TelemetryConfig {
     /// The OTLP/HTTP base URL of a collector, e.g. `http://otel-collector:4318`: spans
     /// are sent to `<otlp_endpoint>/v1/traces` (protobuf). Unset (the default): no
     /// export. The `OTEL_EXPORTER_OTLP_*` variables do not enable it; the batch settings
-    /// (`OTEL_BSP_*`) apply.
+    /// (`OTEL_BSP_*`) apply. Printed (check-config) with any password as `***`.
+    #[serde(serialize_with = "masked_opt")]
     pub otlp_endpoint: Option<String>,
     /// The `service.name` resource attribute. Default `a2a-gateway`.
     pub service_name: Option<String>,
+}
+
+/// Serializes `otlp_endpoint` with its password and secret-looking query values as
+/// `***` ([`crate::telemetry::log_url::LogUrl`]).
+fn masked_opt<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match url {
+        Some(url) => s.serialize_some(&crate::telemetry::log_url::LogUrl(url).to_string()),
+        None => s.serialize_none(),
+    }
 }
 
 impl TelemetryConfig {
