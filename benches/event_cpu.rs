@@ -30,11 +30,14 @@
 //!   measured rounds into `DIR/event_cpu-<store>.data` (see BENCHMARKS.md for the
 //!   report command).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
+
+#[path = "support/gateway_child.rs"]
+mod gateway_child;
+use gateway_child::GatewayChild;
 
 use axum::body::Body;
 use axum::http::header;
@@ -45,7 +48,6 @@ use serde_json::json;
 mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_a2a-gateway");
-const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The fake upstream's reply: `chunks` SSE frames, each a JSON string of about 35
 /// characters (a few words of streamed text), then the end of the body.
@@ -81,77 +83,6 @@ async fn start_upstream(chunks: usize) -> String {
     );
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     format!("http://{addr}/invocations")
-}
-
-/// The gateway child, killed on drop.
-struct Gateway {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Gateway {
-    /// `a2a-gateway serve` with exactly `env` (plus PATH), waiting for its
-    /// "listening on URL" line; later output is discarded.
-    fn start(bin: &str, dir: &std::path::Path, env: &[(&str, String)]) -> Gateway {
-        let mut cmd = Command::new(bin);
-        cmd.current_dir(dir)
-            .env_clear()
-            .env("NO_COLOR", "1")
-            .arg("serve")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(path) = std::env::var_os("PATH") {
-            cmd.env("PATH", path);
-        }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().expect("spawn a2a-gateway");
-        let (tx, rx) = mpsc::channel::<String>();
-        for r in [
-            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-            Box::new(child.stderr.take().unwrap()),
-        ] {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(r).lines().map_while(Result::ok) {
-                    let _ = tx.send(line);
-                }
-            });
-        }
-        let deadline = Instant::now() + START_TIMEOUT;
-        let mut seen = String::new();
-        let url = loop {
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(line) => {
-                    if let Some(url) = line
-                        .split_once("listening on ")
-                        .and_then(|(_, r)| r.split_whitespace().next())
-                        .filter(|u| u.starts_with("http"))
-                    {
-                        break url.to_owned();
-                    }
-                    seen.push_str(&line);
-                    seen.push('\n');
-                }
-                Err(_) => panic!("a2a-gateway did not start:\n{seen}"),
-            }
-        };
-        // Keep draining its output so that it never blocks on a full pipe.
-        std::thread::spawn(move || while rx.recv().is_ok() {});
-        Gateway { child, url }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
 }
 
 /// The process's user and system CPU time so far (`/proc/<pid>/stat` fields 14 and
@@ -393,7 +324,7 @@ fn run_store(
                 "warn,a2a_gateway::cli::serve=info".into(),
             ),
         ]);
-        let gw = Gateway::start(bin, dir.path(), &env);
+        let gw = GatewayChild::start_bin(bin, dir.path(), &env);
         // Warm-up: connections, the token-free upstream client, prepared statements.
         rt.block_on(round(&gw.url, clients, clients, chunks));
         let recorder = perf.map(|d| {

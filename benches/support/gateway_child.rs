@@ -32,18 +32,24 @@ impl Drop for GatewayChild {
 }
 
 impl GatewayChild {
-    /// Starts `serve` with exactly `env` (plus `PATH`) and waits for it to listen.
-    /// Panics with its output when it does not start within a minute.
+    /// Starts this build's `serve` with exactly `env` (plus `PATH`) and waits for it to
+    /// listen. Panics with its output when it does not start within a minute.
     pub fn start(dir: &std::path::Path, env: &[(&str, String)]) -> GatewayChild {
+        Self::start_bin(BIN, dir, env)
+    }
+
+    /// [`GatewayChild::start`] with the gateway binary at `bin` (another build measured
+    /// side by side).
+    pub fn start_bin(bin: &str, dir: &std::path::Path, env: &[(&str, String)]) -> GatewayChild {
         let wrap = std::env::var("BENCH_WRAP").unwrap_or_default();
         let mut wrap = wrap.split_whitespace();
         let mut cmd = match wrap.next() {
             Some(program) => {
                 let mut c = Command::new(program);
-                c.args(wrap).arg(BIN);
+                c.args(wrap).arg(bin);
                 c
             }
-            None => Command::new(BIN),
+            None => Command::new(bin),
         };
         cmd.current_dir(dir)
             .env_clear()
