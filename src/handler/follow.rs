@@ -10,7 +10,7 @@ use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::error::A2aError;
-use crate::store::{Scope, StoredEvent, TaskStore};
+use crate::store::{Scope, StoreError, StoredEvent, TaskStore};
 
 /// Events read from the store per refill.
 const REFILL_BATCH: usize = 512;
@@ -71,33 +71,33 @@ impl Follow {
     }
 
     /// Reads the events after the cursor into the backlog. In a cluster (with a
-    /// wake-up) a failing read is retried for up to [`REFILL_RETRY_FOR`]: a restart
+    /// wake-up) a read failing in the database ([`StoreError::Backend`], as in the
+    /// driver's write retries) is retried for up to [`REFILL_RETRY_FOR`]: a restart
     /// or fail-over of the shared database drops every connection at once, and the
     /// subscriber then only waits for it instead of ending its stream with the error.
     async fn refill(&mut self) -> Result<bool, A2aError> {
         if self.wake.is_none() {
-            return self.refill_once().await;
+            return self.refill_once().await.map_err(A2aError::internal);
         }
         let started = tokio::time::Instant::now();
         let mut delay = std::time::Duration::from_millis(100);
         loop {
             match self.refill_once().await {
-                Err(e) if started.elapsed() + delay < REFILL_RETRY_FOR => {
+                Err(e @ StoreError::Backend(_)) if started.elapsed() + delay < REFILL_RETRY_FOR => {
                     tracing::warn!(task.id = %self.task_id, error = %e, retry_in_ms = delay.as_millis() as u64, "reading the task's events failed; retrying");
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(std::time::Duration::from_secs(2));
                 }
-                r => return r,
+                r => return r.map_err(A2aError::internal),
             }
         }
     }
 
-    async fn refill_once(&mut self) -> Result<bool, A2aError> {
+    async fn refill_once(&mut self) -> Result<bool, StoreError> {
         let events = self
             .store
             .events_after(&self.scope, &self.task_id, self.last_seq, REFILL_BATCH)
-            .await
-            .map_err(A2aError::internal)?;
+            .await?;
         let got = !events.is_empty();
         self.more_in_store = events.len() == REFILL_BATCH;
         self.backlog.extend(events);
