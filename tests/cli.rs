@@ -1631,12 +1631,7 @@ async fn push_status_lists_pending_and_disabled_deliveries_without_secrets() {
         let events: Vec<Arc<StoredEvent>> = events
             .into_iter()
             .enumerate()
-            .map(|(i, event)| {
-                Arc::new(StoredEvent {
-                    seq: i as u64 + 1,
-                    event,
-                })
-            })
+            .map(|(i, event)| Arc::new(StoredEvent::new(i as u64 + 1, event)))
             .collect();
         store.append_all(&scope, task, &events).await.unwrap();
     }

@@ -309,7 +309,7 @@ fn seqs(events: &[SequencedEvent]) -> Vec<u64> {
 }
 
 fn last_state(events: &[SequencedEvent]) -> Option<TaskState> {
-    events.iter().rev().find_map(|e| e.event.state())
+    events.iter().rev().find_map(|e| e.event().state())
 }
 
 async fn wait_state(h: &RequestHandler, id: &str, want: TaskState) -> Task {
@@ -353,7 +353,7 @@ async fn a_subscriber_on_another_instance_gets_every_event_once_in_order() {
         assert_eq!(
             fresh
                 .iter()
-                .filter(|e| matches!(e.event, StreamResponse::ArtifactUpdate(_)))
+                .filter(|e| matches!(e.event(), StreamResponse::ArtifactUpdate(_)))
                 .count(),
             CHUNKS
         );
@@ -1201,7 +1201,7 @@ async fn a_postgresql_restart_mid_run_loses_no_event() {
         assert_eq!(
             events
                 .iter()
-                .filter(|e| matches!(e.event, StreamResponse::ArtifactUpdate(_)))
+                .filter(|e| matches!(e.event(), StreamResponse::ArtifactUpdate(_)))
                 .count(),
             CHUNKS,
             "{id}"
@@ -1220,7 +1220,7 @@ async fn a_postgresql_restart_mid_run_loses_no_event() {
         // After the snapshot, each streamed event is the stored event of its number.
         for e in events.iter().skip(1) {
             let n = e.seq.expect("a numbered event") as usize;
-            assert_eq!(stored[n - 1].event, e.event, "{id} event {n}");
+            assert_eq!(&stored[n - 1].event, e.event(), "{id} event {n}");
         }
     }
     // Woken by the reconnected listeners, not the 20 s fallback poll.

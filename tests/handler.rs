@@ -266,7 +266,7 @@ fn err<T>(r: Result<T, A2aError>) -> A2aError {
 }
 
 fn state(ev: &SequencedEvent) -> Option<TaskState> {
-    ev.event.state()
+    ev.event().state()
 }
 
 fn status_text(task: &Task) -> String {
@@ -279,7 +279,7 @@ fn status_text(task: &Task) -> String {
 
 fn kinds(evs: &[SequencedEvent]) -> Vec<String> {
     evs.iter()
-        .map(|e| match &e.event {
+        .map(|e| match e.event() {
             StreamResponse::Task(t) => format!("task:{}", t.status.state),
             StreamResponse::Message(_) => "message".to_owned(),
             StreamResponse::StatusUpdate(s) => format!("status:{}", s.status.state),
@@ -449,7 +449,7 @@ async fn message_only_response() {
     assert_eq!(evs.len(), 1);
     assert_eq!(evs[0].seq, None);
     assert!(
-        matches!(&evs[0].event, StreamResponse::Message(m) if !m.context_id.as_deref().unwrap_or("").is_empty())
+        matches!(evs[0].event(), StreamResponse::Message(m) if !m.context_id.as_deref().unwrap_or("").is_empty())
     );
     let list = h
         .list_tasks(&anon(), ListTasksRequest::default())
@@ -655,8 +655,8 @@ async fn check_each_event_is_stored(
             Some(seq),
             "event {seq} reached a subscriber before the store"
         );
-        if !matches!(ev.event, StreamResponse::Task(_)) {
-            assert_eq!(stored[0].event, ev.event);
+        if !matches!(ev.event(), StreamResponse::Task(_)) {
+            assert_eq!(&stored[0].event, ev.event());
         }
         n += 1;
     }
@@ -844,7 +844,7 @@ async fn a_client_dropping_its_stream_or_future_loses_nothing() {
         .unwrap();
     let first = next(&mut s).await;
     drop(s);
-    let StreamResponse::Task(t) = first.event else {
+    let StreamResponse::Task(t) = first.into_event() else {
         panic!("the Task comes first")
     };
     probe.started().await;
@@ -1019,7 +1019,7 @@ async fn subscribe_sends_the_snapshot_first_then_live_events() {
     stored_working(&h, &t.id).await;
     let mut s = subscribe(&h, &t.id).await;
     let first = next(&mut s).await;
-    match &first.event {
+    match first.event() {
         StreamResponse::Task(snap) => {
             assert_eq!(snap.id, t.id);
             assert_eq!(snap.status.state, TaskState::Working);
@@ -1135,7 +1135,7 @@ async fn resume_from_the_input_required_event_continues_into_the_follow_up() {
     .await;
     let last = evs.last().unwrap().seq.unwrap();
     assert_eq!(state(evs.last().unwrap()), Some(TaskState::InputRequired));
-    let StreamResponse::Task(t) = &evs[0].event else {
+    let StreamResponse::Task(t) = evs[0].event() else {
         unreachable!()
     };
     // The client's stream ended at INPUT_REQUIRED (event `last`); a resume from there
@@ -1223,10 +1223,7 @@ async fn resume_from_last_event_id_replays_exactly_the_later_events_once() {
         .unwrap();
     let stored: Vec<SequencedEvent> = stored
         .into_iter()
-        .map(|e| SequencedEvent {
-            seq: Some(e.seq),
-            event: e.event,
-        })
+        .map(|e| SequencedEvent::new(Some(e.seq), e.event))
         .collect();
     assert_eq!(got, stored);
 
@@ -1651,7 +1648,7 @@ async fn streams_of_queued_messages_follow_their_own_turn() {
         .await
         .unwrap();
     assert_eq!(within(started.recv()).await.unwrap(), "ask");
-    let StreamResponse::Task(t) = next(&mut s1).await.event else {
+    let StreamResponse::Task(t) = next(&mut s1).await.into_event() else {
         panic!("task first")
     };
     let second = follow_up(&t, "two");
@@ -1662,7 +1659,7 @@ async fn streams_of_queued_messages_follow_their_own_turn() {
     let rest1 = drain(s1).await;
     let end1 = rest1.last().unwrap();
     assert_eq!(
-        turn_ended(&end1.event),
+        turn_ended(end1.event()),
         Some((first_id, "TASK_STATE_INPUT_REQUIRED".to_owned())),
         "{:?}",
         kinds(&rest1)
@@ -1672,13 +1669,13 @@ async fn streams_of_queued_messages_follow_their_own_turn() {
     gate.add_permits(1);
     let evs2 = drain(s2).await;
     assert_contiguous(&evs2[1..]);
-    let StreamResponse::Task(snap) = &evs2[0].event else {
+    let StreamResponse::Task(snap) = evs2[0].event() else {
         panic!("task first: {:?}", kinds(&evs2))
     };
     assert_eq!(snap.status.state, TaskState::Working);
     assert_eq!(user_texts(snap), ["ask", "two"]);
     assert!(
-        evs2.iter().any(|e| turn_ended(&e.event).is_some()),
+        evs2.iter().any(|e| turn_ended(e.event()).is_some()),
         "the running turn's end is in the stream: {:?}",
         kinds(&evs2)
     );
@@ -1859,7 +1856,7 @@ async fn history_length_is_applied_and_validated() {
         .send_streaming_message(&anon(), req_with(text("stream"), cfg(0)))
         .await
         .unwrap();
-    let StreamResponse::Task(first) = next(&mut s).await.event else {
+    let StreamResponse::Task(first) = next(&mut s).await.into_event() else {
         panic!("task first")
     };
     assert_eq!(first.history, None);
@@ -2131,14 +2128,14 @@ async fn hello_world_agent_streams_the_seed_sequence() {
             "status:TASK_STATE_COMPLETED"
         ]
     );
-    let StreamResponse::StatusUpdate(w) = &evs[1].event else {
+    let StreamResponse::StatusUpdate(w) = evs[1].event() else {
         unreachable!()
     };
     assert_eq!(
         get_message_text(w.status.message.as_ref().unwrap(), ""),
         "Processing request..."
     );
-    let StreamResponse::ArtifactUpdate(a) = &evs[2].event else {
+    let StreamResponse::ArtifactUpdate(a) = evs[2].event() else {
         unreachable!()
     };
     assert_eq!(a.artifact.name.as_deref(), Some("result"));
@@ -2164,7 +2161,7 @@ async fn release_review_agent_asks_continues_and_completes() {
             "status:TASK_STATE_INPUT_REQUIRED"
         ]
     );
-    let StreamResponse::Task(t) = &evs[0].event else {
+    let StreamResponse::Task(t) = evs[0].event() else {
         unreachable!()
     };
     let task = get(&h, &anon(), &t.id).await;
@@ -2185,7 +2182,7 @@ async fn release_review_agent_asks_continues_and_completes() {
             "status:TASK_STATE_COMPLETED"
         ]
     );
-    let StreamResponse::StatusUpdate(w) = &evs[1].event else {
+    let StreamResponse::StatusUpdate(w) = evs[1].event() else {
         unreachable!()
     };
     assert_eq!(
@@ -2206,7 +2203,7 @@ async fn release_review_agent_can_be_canceled_while_reviewing() {
         .send_streaming_message(&anon(), req(text("review api@1.2.3")))
         .await
         .unwrap();
-    let StreamResponse::Task(t) = next(&mut s).await.event else {
+    let StreamResponse::Task(t) = next(&mut s).await.into_event() else {
         panic!("task first")
     };
     assert_eq!(state(&next(&mut s).await), Some(TaskState::Working));

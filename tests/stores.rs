@@ -127,12 +127,7 @@ async fn racing_group_creators(store: Arc<dyn TaskStore>) {
                 let group: Vec<Arc<StoredEvent>> = [created(&id), chunk(&id, &text, false)]
                     .into_iter()
                     .enumerate()
-                    .map(|(i, event)| {
-                        Arc::new(StoredEvent {
-                            seq: i as u64 + 1,
-                            event,
-                        })
-                    })
+                    .map(|(i, event)| Arc::new(StoredEvent::new(i as u64 + 1, event)))
                     .collect();
                 (id.clone(), store.append_all(&scope, &id, &group).await)
             }));

@@ -1133,7 +1133,7 @@ fn spawn_run(
     e: &AgentCoreExecutor,
     c: a2a_gateway::executor::RequestContext,
 ) -> (
-    tokio::sync::mpsc::Receiver<StreamResponse>,
+    a2a_gateway::executor::EventReceiver,
     tokio::task::JoinHandle<()>,
 ) {
     let (queue, rx) = EventQueue::bounded(64);
@@ -1145,7 +1145,7 @@ fn spawn_run(
 }
 
 async fn collect(
-    mut rx: tokio::sync::mpsc::Receiver<StreamResponse>,
+    mut rx: a2a_gateway::executor::EventReceiver,
     run: tokio::task::JoinHandle<()>,
 ) -> Vec<StreamResponse> {
     run.await.unwrap();
@@ -1309,7 +1309,7 @@ async fn send_message_answers_with_the_upstreams_message_and_stores_no_task() {
     )
     .await;
     assert_eq!(events.len(), 1, "{events:?}");
-    let StreamResponse::Message(m) = &events[0].as_ref().unwrap().event else {
+    let StreamResponse::Message(m) = events[0].as_ref().unwrap().event() else {
         panic!("{events:?}")
     };
     assert_eq!(m.parts[0].as_text(), Some("Streamed."));

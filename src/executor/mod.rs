@@ -10,7 +10,7 @@ mod updater;
 
 pub use context::{CallContext, CallerToken, RequestContext};
 pub use helpers::*;
-pub use queue::{EventQueue, QueueClosed};
+pub use queue::{EventQueue, EventReceiver, QueueClosed};
 pub use updater::TaskUpdater;
 
 use async_trait::async_trait;

@@ -13,9 +13,43 @@ pub struct QueueClosed;
 /// Where an executor publishes its events. Bounded: `enqueue_event` waits while the
 /// handler is persisting earlier events, so a fast executor cannot outrun the store.
 /// Cheap to clone.
+///
+/// Events travel boxed: a channel allocates its slots in blocks of 32 whatever its
+/// capacity, and a boxed slot is 8 bytes where a `StreamResponse` is about 330, so a
+/// running task's first block is about 0.3 KB instead of 10.5 KB.
 #[derive(Debug, Clone)]
 pub struct EventQueue {
-    tx: mpsc::Sender<StreamResponse>,
+    tx: mpsc::Sender<Box<StreamResponse>>,
+}
+
+/// The receiving end of an [`EventQueue`], read by the request handler's task driver
+/// (and by tests of an executor).
+#[derive(Debug)]
+pub struct EventReceiver {
+    rx: mpsc::Receiver<Box<StreamResponse>>,
+}
+
+impl EventReceiver {
+    /// The next event, waiting for one; `None` once every [`EventQueue`] is dropped
+    /// (or the receiver was closed) and nothing is left.
+    pub async fn recv(&mut self) -> Option<StreamResponse> {
+        self.rx.recv().await.map(|b| *b)
+    }
+
+    /// The next event if one is queued now.
+    ///
+    /// # Errors
+    /// [`mpsc::error::TryRecvError::Empty`] when none is queued,
+    /// [`mpsc::error::TryRecvError::Disconnected`] when none will come.
+    pub fn try_recv(&mut self) -> Result<StreamResponse, mpsc::error::TryRecvError> {
+        self.rx.try_recv().map(|b| *b)
+    }
+
+    /// Stops accepting events: [`EventQueue::enqueue_event`] fails with [`QueueClosed`]
+    /// from now on; what is queued can still be read.
+    pub fn close(&mut self) {
+        self.rx.close();
+    }
 }
 
 impl EventQueue {
@@ -23,9 +57,9 @@ impl EventQueue {
     pub const DEFAULT_CAPACITY: usize = 64;
 
     /// A queue holding at most `capacity` unprocessed events, and its receiving end.
-    pub fn bounded(capacity: usize) -> (Self, mpsc::Receiver<StreamResponse>) {
+    pub fn bounded(capacity: usize) -> (Self, EventReceiver) {
         let (tx, rx) = mpsc::channel(capacity.max(1));
-        (Self { tx }, rx)
+        (Self { tx }, EventReceiver { rx })
     }
 
     /// Publishes one event (a Task, Message, TaskStatusUpdateEvent or
@@ -34,7 +68,10 @@ impl EventQueue {
     /// # Errors
     /// [`QueueClosed`] once the handler no longer accepts events for this task.
     pub async fn enqueue_event(&self, event: impl Into<StreamResponse>) -> Result<(), QueueClosed> {
-        self.tx.send(event.into()).await.map_err(|_| QueueClosed)
+        self.tx
+            .send(Box::new(event.into()))
+            .await
+            .map_err(|_| QueueClosed)
     }
 
     /// Whether the handler still accepts events.

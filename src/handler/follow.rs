@@ -25,7 +25,7 @@ pub(crate) struct Follow {
     task_id: String,
     last_seq: u64,
     live: Option<broadcast::Receiver<Arc<StoredEvent>>>,
-    backlog: VecDeque<StoredEvent>,
+    backlog: VecDeque<Arc<StoredEvent>>,
     needs_fill: bool,
     more_in_store: bool,
     /// Several instances: wake-ups for events other instances write (see
@@ -100,13 +100,14 @@ impl Follow {
             .await?;
         let got = !events.is_empty();
         self.more_in_store = events.len() == REFILL_BATCH;
-        self.backlog.extend(events);
+        self.backlog.extend(events.into_iter().map(Arc::new));
         Ok(got)
     }
 
     /// The next event, `None` when the task's bus closed (the task finished or went
-    /// idle) and the store holds nothing newer.
-    pub(crate) async fn next(&mut self) -> Option<Result<StoredEvent, A2aError>> {
+    /// idle) and the store holds nothing newer. A live event is the one the driver
+    /// published, shared (not copied) with the other subscribers.
+    pub(crate) async fn next(&mut self) -> Option<Result<Arc<StoredEvent>, A2aError>> {
         loop {
             if self.needs_fill {
                 self.needs_fill = false;
@@ -152,7 +153,7 @@ impl Follow {
                     }
                     if e.seq == self.last_seq + 1 {
                         self.last_seq = e.seq;
-                        return Some(Ok((*e).clone()));
+                        return Some(Ok(e));
                     }
                     // Missed events (late subscription): read them from the store.
                     self.needs_fill = true;

@@ -38,19 +38,60 @@ use crate::protocol::{
     Role, SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
     TaskState,
 };
-use crate::store::{PageCursor, Scope, TaskQuery, TaskStore};
+use crate::store::{PageCursor, Scope, StoredEvent, TaskQuery, TaskStore};
 
 use driver::{Command, Driver, Handle, Run, RunStart, TaskKey};
 use follow::Follow;
 
 /// One event of a response stream with its position in the task's event log
 /// (`None` for a Message-only response). Transports send `seq` as the SSE `id:`.
+///
+/// The event is shared with the task's other subscribers and its store write
+/// (see [`StoredEvent`]): reading it copies nothing, and [`SequencedEvent::json`] is
+/// serialized once for all of them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SequencedEvent {
     /// The task's event sequence number.
     pub seq: Option<u64>,
+    stored: Arc<StoredEvent>,
+}
+
+impl SequencedEvent {
+    /// `event` at `seq` (`None` for a Message-only response).
+    pub fn new(seq: Option<u64>, event: StreamResponse) -> Self {
+        Self {
+            seq,
+            stored: Arc::new(StoredEvent::new(seq.unwrap_or(0), event)),
+        }
+    }
+
+    /// A stored event as a stream event.
+    pub(crate) fn stored(stored: Arc<StoredEvent>) -> Self {
+        Self {
+            seq: Some(stored.seq),
+            stored,
+        }
+    }
+
     /// The event.
-    pub event: StreamResponse,
+    pub fn event(&self) -> &StreamResponse {
+        &self.stored.event
+    }
+
+    /// The event as compact JSON text (its HTTP+JSON form), made once per event.
+    ///
+    /// # Errors
+    /// As [`StoredEvent::json`].
+    pub fn json(&self) -> Result<&str, serde_json::Error> {
+        self.stored.json()
+    }
+
+    /// The event by value (a copy when other subscribers still share it).
+    pub fn into_event(self) -> StreamResponse {
+        Arc::try_unwrap(self.stored)
+            .map(|s| s.event)
+            .unwrap_or_else(|shared| shared.event.clone())
+    }
 }
 
 /// A response stream: ends after the last event it should carry (a Message, a
@@ -555,10 +596,7 @@ impl RequestHandler {
         let message_id = req.message.message_id.clone();
         match self.start(call, req).await? {
             RunStart::Message(m) => {
-                let one = SequencedEvent {
-                    seq: None,
-                    event: StreamResponse::Message(m),
-                };
+                let one = SequencedEvent::new(None, StreamResponse::Message(m));
                 Ok(Box::pin(futures::stream::iter([Ok(one)])))
             }
             RunStart::Task {
@@ -909,10 +947,7 @@ fn task_stream(
     let ends = move |ev: &StreamResponse| end.ends(ev);
     let first: VecDeque<SequencedEvent> = snapshot
         .into_iter()
-        .map(|(t, seq)| SequencedEvent {
-            seq: Some(seq),
-            event: StreamResponse::Task(t),
-        })
+        .map(|(t, seq)| SequencedEvent::new(Some(seq), StreamResponse::Task(t)))
         .collect();
     let state = State {
         first,
@@ -926,7 +961,7 @@ fn task_stream(
             return None;
         }
         if let Some(ev) = st.first.pop_front() {
-            if st.end_on_first && ends(&ev.event) {
+            if st.end_on_first && ends(ev.event()) {
                 st.done = true;
             }
             return Some((Ok(ev), st));
@@ -961,13 +996,7 @@ fn task_stream(
                     {
                         st.done = true;
                     }
-                    return Some((
-                        Ok(SequencedEvent {
-                            seq: Some(stored.seq),
-                            event: stored.event,
-                        }),
-                        st,
-                    ));
+                    return Some((Ok(SequencedEvent::stored(stored)), st));
                 }
             }
         }

@@ -175,12 +175,12 @@ impl RequestHandler {
     ) -> Result<bool, A2aError> {
         for _ in 0..3 {
             let (tx, rx) = oneshot::channel();
-            let cmd = Command::Expire(Expire {
+            let cmd = Command::Expire(Box::new(Expire {
                 states,
                 older_than,
                 reason: reason.to_owned(),
                 reply: tx,
-            });
+            }));
             if !self.with_handle(&key, false, |h| h.cmd.send(cmd).is_ok()) {
                 continue;
             }

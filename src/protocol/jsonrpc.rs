@@ -278,6 +278,23 @@ pub fn success_text<T: Serialize>(id: &RequestId, result: &T) -> Result<String, 
     })
 }
 
+/// Renders `{"jsonrpc":"2.0","id":…,"result":<result_json>}` around a result that
+/// is already JSON text (an event serialized once for all its subscribers), without
+/// parsing or re-serializing it.
+///
+/// # Errors
+/// The serializer's error for `id` (it cannot fail for the ids a request can carry).
+pub fn success_raw(id: &RequestId, result_json: &str) -> Result<String, serde_json::Error> {
+    let id = serde_json::to_string(&id.0)?;
+    let mut out = String::with_capacity(result_json.len() + id.len() + 32);
+    out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    out.push_str(&id);
+    out.push_str(r#","result":"#);
+    out.push_str(result_json);
+    out.push('}');
+    Ok(out)
+}
+
 /// Renders `{"jsonrpc":"2.0","id":…,"result":…}`.
 pub fn success(id: &RequestId, result: impl Serialize) -> Value {
     let result = serde_json::to_value(result).unwrap_or(Value::Null);
@@ -293,6 +310,18 @@ pub fn failure(id: Option<&RequestId>, error: &ErrorObject) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn success_raw_is_success_text_around_the_same_json() {
+        let result = json!({"task": {"id": "t\"1", "n": 2.5, "s": "é\n"}});
+        for id in [json!(7), json!("a\"b"), Value::Null, json!(-1.5)] {
+            let id = RequestId(id);
+            let raw = success_raw(&id, &serde_json::to_string(&result).unwrap()).unwrap();
+            assert_eq!(raw, success_text(&id, &result).unwrap());
+            let back: Value = serde_json::from_str(&raw).unwrap();
+            assert_eq!(back, success(&id, &result));
+        }
+    }
 
     #[test]
     fn keeps_id_type() {

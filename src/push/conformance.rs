@@ -56,12 +56,7 @@ fn status(id: &str, state: TaskState) -> StreamResponse {
 fn events(from: u64, evs: Vec<StreamResponse>) -> Vec<Arc<StoredEvent>> {
     evs.into_iter()
         .enumerate()
-        .map(|(i, event)| {
-            Arc::new(StoredEvent {
-                seq: from + i as u64,
-                event,
-            })
-        })
+        .map(|(i, event)| Arc::new(StoredEvent::new(from + i as u64, event)))
         .collect()
 }
 

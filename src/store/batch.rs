@@ -56,8 +56,6 @@ pub(crate) struct Append {
     pub seq: u64,
     /// The events, in order (at least one), numbered from `seq`.
     pub events: Vec<Arc<StoredEvent>>,
-    /// The JSON text of each event, in the same order.
-    pub json: Vec<String>,
     /// The append's wall-clock time, milliseconds since the Unix epoch.
     pub now: i64,
 }
@@ -77,14 +75,16 @@ impl Append {
         let Some(seq) = super::first_seq(events)? else {
             return Ok(None);
         };
+        // Made here (once per event, shared with the streams that send it), so an
+        // event that cannot be encoded fails its append before the writer sees it.
+        for e in events {
+            e.json()
+                .map_err(|e| StoreError::Backend(format!("cannot encode JSON: {e}")))?;
+        }
         Ok(Some(Self {
             scope: scope.clone(),
             task_id: task_id.to_owned(),
             seq,
-            json: events
-                .iter()
-                .map(|e| to_json(&e.event))
-                .collect::<Result<_, _>>()?,
             events: events.to_vec(),
             now: crate::protocol::time::now().timestamp_millis(),
         }))
@@ -94,8 +94,7 @@ impl Append {
     pub(crate) fn encoded(&self) -> impl Iterator<Item = (&StoredEvent, &str)> {
         self.events
             .iter()
-            .map(|e| &**e)
-            .zip(self.json.iter().map(String::as_str))
+            .map(|e| (&**e, e.json().expect("encoded in Append::encode")))
     }
 
     /// The sequence number of the last event.

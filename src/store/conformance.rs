@@ -681,12 +681,7 @@ fn stored(first_seq: u64, events: &[StreamResponse]) -> Vec<Arc<StoredEvent>> {
     events
         .iter()
         .enumerate()
-        .map(|(i, e)| {
-            Arc::new(StoredEvent {
-                seq: first_seq + i as u64,
-                event: e.clone(),
-            })
-        })
+        .map(|(i, e)| Arc::new(StoredEvent::new(first_seq + i as u64, e.clone())))
         .collect()
 }
 
@@ -775,10 +770,7 @@ async fn grouped_append_is_all_or_nothing(store: &dyn TaskStore) {
     ));
     // Numbers with a gap.
     let mut gap = stored(1, &[created.clone(), working.clone()]);
-    gap[1] = Arc::new(StoredEvent {
-        seq: 3,
-        event: working.clone(),
-    });
+    gap[1] = Arc::new(StoredEvent::new(3, working.clone()));
     assert!(matches!(
         store.append_all(&scope, &id, &gap).await,
         Err(StoreError::InvalidEvent(_))

@@ -66,12 +66,63 @@ impl From<&CallContext> for Scope {
 /// `event` is a `Task` (creation, seq 1, or a full replacement), a `statusUpdate`, an
 /// `artifactUpdate`, or a `message`: a user message appended to the history of an
 /// existing task (never sent to stream subscribers).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// An event is shared (`Arc<StoredEvent>`) by the store write, the task's bus and
+/// every subscriber, and its JSON text is made at most once ([`StoredEvent::json`]):
+/// the SQL stores write that text and the HTTP+JSON and JSON-RPC streams send it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StoredEvent {
     /// Per-task sequence number, 1-based, without gaps.
     pub seq: u64,
     /// The event.
     pub event: StreamResponse,
+    /// `event` as JSON text, made on first use.
+    #[serde(skip)]
+    json: std::sync::OnceLock<String>,
+}
+
+impl StoredEvent {
+    /// Event number `seq` of its task.
+    pub fn new(seq: u64, event: StreamResponse) -> Self {
+        Self {
+            seq,
+            event,
+            json: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Event number `seq` read back from a store with the JSON text it was stored as
+    /// (made by [`StoredEvent::json`] when it was written), so that sending it again
+    /// does not serialize it again.
+    pub(crate) fn with_json(seq: u64, event: StreamResponse, json: String) -> Self {
+        Self {
+            seq,
+            event,
+            json: std::sync::OnceLock::from(json),
+        }
+    }
+
+    /// The event as compact JSON text (the `StreamResponse` in its HTTP+JSON form,
+    /// spec §11.7), serialized on the first call and kept for every later one.
+    ///
+    /// # Errors
+    /// The serializer's error (a map key that is not a string cannot occur in the
+    /// protocol types; the error is passed on rather than assumed away).
+    pub fn json(&self) -> Result<&str, serde_json::Error> {
+        if let Some(j) = self.json.get() {
+            return Ok(j);
+        }
+        let text = serde_json::to_string(&self.event)?;
+        // Two threads may race to make it; either text is the same.
+        Ok(self.json.get_or_init(|| text))
+    }
+}
+
+/// Equal when the number and the event are (the cached text does not count).
+impl PartialEq for StoredEvent {
+    fn eq(&self, other: &Self) -> bool {
+        self.seq == other.seq && self.event == other.event
+    }
 }
 
 /// A task snapshot and the sequence number of the last event folded into it.
@@ -208,10 +259,7 @@ pub trait TaskStore: Send + Sync + 'static {
         seq: u64,
         event: &StreamResponse,
     ) -> Result<(), StoreError> {
-        let one = Arc::new(StoredEvent {
-            seq,
-            event: event.clone(),
-        });
+        let one = Arc::new(StoredEvent::new(seq, event.clone()));
         self.append_all(scope, task_id, std::slice::from_ref(&one))
             .await
     }

@@ -125,10 +125,12 @@ macro_rules! sql_reads {
             .map_err(db)?;
             rows.iter()
                 .map(|r| {
-                    Ok(StoredEvent {
-                        seq: to_u64(r.get(0)),
-                        event: from_json(r.get::<&str, _>(1))?,
-                    })
+                    let text: String = r.get(1);
+                    Ok(StoredEvent::with_json(
+                        to_u64(r.get(0)),
+                        from_json(&text)?,
+                        text,
+                    ))
                 })
                 .collect()
         }

@@ -218,7 +218,7 @@ pub async fn handle(
         ),
         Ok(Outcome::Stream(mut stream)) => match stream.next().await {
             Some(Ok(first)) => {
-                task_id = task_id.or_else(|| first.event.task_id().map(str::to_owned));
+                task_id = task_id.or_else(|| first.event().task_id().map(str::to_owned));
                 (
                     sse::render(
                         framing(id),

@@ -40,13 +40,18 @@ pub enum Framing {
 
 fn event_for(framing: &Framing, item: Result<SequencedEvent, crate::A2aError>) -> Event {
     match item {
-        Ok(SequencedEvent { seq, event }) => {
+        Ok(ev) => {
+            // The event's JSON text is made once and shared by every subscriber (and
+            // the SQL store's write): only the envelope is added here.
             let body = match framing {
-                Framing::JsonRpc(id) => jsonrpc::success_text(id, &event),
-                Framing::Bare => serde_json::to_string(&event),
-                Framing::JsonRpcV03(id, op) => compat03::response::stream_event_to_v03(&event, *op)
-                    .and_then(|v| jsonrpc::success_text(id, &v)),
+                Framing::JsonRpc(id) => ev.json().and_then(|json| jsonrpc::success_raw(id, json)),
+                Framing::Bare => ev.json().map(str::to_owned),
+                Framing::JsonRpcV03(id, op) => {
+                    compat03::response::stream_event_to_v03(ev.event(), *op)
+                        .and_then(|v| jsonrpc::success_text(id, &v))
+                }
             };
+            let seq = ev.seq;
             let body = match body {
                 Ok(b) => b,
                 Err(e) => return event_for(framing, Err(crate::A2aError::internal(e))),
@@ -84,13 +89,13 @@ pub fn render(
         Framing::JsonRpc(_) | Framing::JsonRpcV03(..) => "jsonrpc",
     });
     let first_ev = first.map(|f| {
-        end.event(f.event.task_id());
+        end.event(f.event().task_id());
         event_for(&framing, Ok(f))
     });
     let (on_item, on_done, on_shutdown) = (end.clone(), end.clone(), end);
     let rest = rest.map(move |item| {
         match &item {
-            Ok(ev) => on_item.event(ev.event.task_id()),
+            Ok(ev) => on_item.event(ev.event().task_id()),
             Err(_) => {
                 on_item.event(None);
                 on_item.end(StreamOutcome::Error);

@@ -140,7 +140,7 @@ impl A2aGrpc {
                     Outcome::Stream(mut stream) => match stream.next().await {
                         Some(Ok(first)) => {
                             if task_id.is_none() {
-                                task_id = first.event.task_id().map(str::to_owned);
+                                task_id = first.event().task_id().map(str::to_owned);
                             }
                             (Some(first), stream)
                         }
@@ -216,13 +216,13 @@ fn render(
         .chain(done)
         .map(move |item| {
             match &item {
-                Ok(ev) => on_item.event(ev.event.task_id()),
+                Ok(ev) => on_item.event(ev.event().task_id()),
                 Err(_) => {
                     on_item.event(None);
                     on_item.end(StreamOutcome::Error);
                 }
             }
-            item.map(|SequencedEvent { event, .. }| proto::StreamResponse::from(event))
+            item.map(|ev: SequencedEvent| proto::StreamResponse::from(ev.into_event()))
                 .map_err(|e| status::from_error(&e))
         })
         .scan(false, |failed, item| {

@@ -254,7 +254,7 @@ async fn handle(
         ),
         Ok(Outcome::Stream(mut stream)) => match stream.next().await {
             Some(Ok(first)) => {
-                task = task.or_else(|| first.event.task_id().map(str::to_owned));
+                task = task.or_else(|| first.event().task_id().map(str::to_owned));
                 (
                     sse::render(
                         sse::Framing::Bare,
