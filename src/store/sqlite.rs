@@ -494,12 +494,12 @@ macro_rules! write_sql {
                     value->>7 FROM json_each($2); \
              INSERT INTO a2a_push_outbox \
                (tenant, owner, task_id, config_id, seq, created_ms, next_ms, attempts) \
-             SELECT c.tenant, c.owner, c.task_id, c.id, e.value->>3, e.value->>7, \
-                    e.value->>7, 0 \
-             FROM json_each($2) AS e JOIN a2a_push_configs c \
+             SELECT c.tenant, c.owner, c.task_id, c.id, e.value->>3, e.value->>4, \
+                    e.value->>4, 0 \
+             FROM json_each($5) AS e JOIN a2a_push_configs c \
                ON c.tenant = e.value->>0 AND c.owner = e.value->>1 \
               AND c.task_id = e.value->>2 \
-             WHERE e.value->>4 <> 'message' AND c.enabled = 1; \
+             WHERE c.enabled = 1; \
              UPDATE a2a_task_artifacts SET artifacts = k.artifacts \
              FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
                           value->>3 AS artifacts FROM json_each($3)) AS k \
@@ -651,6 +651,14 @@ impl BatchOps for SqliteOps {
                 )
             })
             .collect();
+        // The outbox statement gets the deliverable events' keys alone, not the events
+        // array again: SQLite would parse every event's JSON text a second time.
+        let deliverable: Vec<_> = w
+            .events
+            .iter()
+            .filter(|(_, e, _)| !matches!(e.event, StreamResponse::Message(_)))
+            .map(|(a, e, _)| (&a.scope.tenant, &a.scope.owner, &a.task_id, e.seq, a.now))
+            .collect();
         let artifacts: Vec<_> = w
             .artifacts
             .iter()
@@ -687,6 +695,7 @@ impl BatchOps for SqliteOps {
             .bind(encode(rows_json(&events))?)
             .bind(encode(rows_json(&artifacts))?)
             .bind(encode(rows_json(&updates))?)
+            .bind(encode(rows_json(&deliverable))?)
             .execute(&mut *self.conn)
             .await
             .map_err(|e| BatchError::Write(db(e)))?;
