@@ -92,7 +92,7 @@ async fn follow(h: RequestHandler, id: String, emitted: Emitted) -> Vec<f64> {
     while let Some(ev) = s.next().await {
         let ev = ev.unwrap();
         let now = Instant::now();
-        if let StreamResponse::StatusUpdate(u) = &ev.event
+        if let StreamResponse::StatusUpdate(u) = ev.event()
             && u.status.state == TaskState::Working
             && let Some(i) = u.status.message.as_ref().and_then(|m| {
                 m.parts
