@@ -47,8 +47,8 @@ use follow::Follow;
 /// (`None` for a Message-only response). Transports send `seq` as the SSE `id:`.
 ///
 /// The event is shared with the task's other subscribers and its store write
-/// (see [`StoredEvent`]): reading it copies nothing, and [`SequencedEvent::json`] is
-/// serialized once for all of them.
+/// (see [`StoredEvent`]): reading it copies nothing, and the JSON text a SQL store
+/// made for its write ([`SequencedEvent::cached_json`]) is sent as it is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SequencedEvent {
     /// The task's event sequence number.
@@ -78,12 +78,10 @@ impl SequencedEvent {
         &self.stored.event
     }
 
-    /// The event as compact JSON text (its HTTP+JSON form), made once per event.
-    ///
-    /// # Errors
-    /// As [`StoredEvent::json`].
-    pub fn json(&self) -> Result<&str, serde_json::Error> {
-        self.stored.json()
+    /// The event as compact JSON text (its HTTP+JSON form) when the store already
+    /// made it for its write (see [`StoredEvent::cached_json`]).
+    pub fn cached_json(&self) -> Option<&str> {
+        self.stored.cached_json()
     }
 
     /// The event by value (a copy when other subscribers still share it).

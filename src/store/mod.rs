@@ -68,8 +68,9 @@ impl From<&CallContext> for Scope {
 /// existing task (never sent to stream subscribers).
 ///
 /// An event is shared (`Arc<StoredEvent>`) by the store write, the task's bus and
-/// every subscriber, and its JSON text is made at most once ([`StoredEvent::json`]):
-/// the SQL stores write that text and the HTTP+JSON and JSON-RPC streams send it.
+/// every subscriber. A SQL store makes its JSON text once ([`StoredEvent::json`]) to
+/// write it, and the HTTP+JSON and JSON-RPC streams send that same text
+/// ([`StoredEvent::cached_json`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StoredEvent {
     /// Per-task sequence number, 1-based, without gaps.
@@ -100,6 +101,14 @@ impl StoredEvent {
             event,
             json: std::sync::OnceLock::from(json),
         }
+    }
+
+    /// [`StoredEvent::json`]'s text if it was made already (by a SQL store's write),
+    /// without making it: a stream sends that text rather than serializing the event
+    /// again, and an event of the memory store (which keeps its events) never holds
+    /// a second copy of itself as text.
+    pub fn cached_json(&self) -> Option<&str> {
+        self.json.get().map(String::as_str)
     }
 
     /// The event as compact JSON text (the `StreamResponse` in its HTTP+JSON form,

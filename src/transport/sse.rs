@@ -41,12 +41,14 @@ pub enum Framing {
 fn event_for(framing: &Framing, item: Result<SequencedEvent, crate::A2aError>) -> Event {
     match item {
         Ok(ev) => {
-            // The event's JSON text is made once and shared by every subscriber (and
-            // the SQL store's write): only the envelope is added here.
-            let body = match framing {
-                Framing::JsonRpc(id) => ev.json().and_then(|json| jsonrpc::success_raw(id, json)),
-                Framing::Bare => ev.json().map(str::to_owned),
-                Framing::JsonRpcV03(id, op) => {
+            // The JSON text a SQL store made for its write is sent as it is (only
+            // the envelope is added); otherwise the event is serialized here.
+            let body = match (framing, ev.cached_json()) {
+                (Framing::JsonRpc(id), Some(json)) => jsonrpc::success_raw(id, json),
+                (Framing::JsonRpc(id), None) => jsonrpc::success_text(id, ev.event()),
+                (Framing::Bare, Some(json)) => Ok(json.to_owned()),
+                (Framing::Bare, None) => serde_json::to_string(ev.event()),
+                (Framing::JsonRpcV03(id, op), _) => {
                     compat03::response::stream_event_to_v03(ev.event(), *op)
                         .and_then(|v| jsonrpc::success_text(id, &v))
                 }
