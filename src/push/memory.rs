@@ -212,6 +212,46 @@ impl PushStore for MemoryPush {
         Ok(out)
     }
 
+    fn single_process(&self) -> bool {
+        true
+    }
+
+    async fn due_heads(&self, now_ms: i64, limit: usize) -> Result<Vec<Claimed>, StoreError> {
+        let st = self.lock();
+        let mut heads: Vec<(i64, &DeliveryKey)> = Vec::new();
+        let mut last: Option<(&Scope, &str, &str)> = None;
+        for (k, row) in &st.outbox {
+            let queue = (&k.scope, k.task_id.as_str(), k.config_id.as_str());
+            if last == Some(queue) {
+                continue;
+            }
+            last = Some(queue);
+            if row.next_ms <= now_ms {
+                heads.push((row.next_ms, k));
+            }
+        }
+        heads.sort_by_key(|(next_ms, _)| *next_ms);
+        let mut out = Vec::with_capacity(heads.len().min(limit));
+        for (_, k) in heads {
+            if out.len() == limit {
+                break;
+            }
+            let ckey = (k.scope.clone(), k.task_id.clone(), k.config_id.clone());
+            let Some(config) = st.configs.get(&ckey) else {
+                continue; // an orphan: the next claim removes it
+            };
+            let row = &st.outbox[k];
+            out.push(Claimed {
+                event: serde_json::to_string(&row.event.event).ok(),
+                attempts: row.attempts,
+                created_ms: row.created_ms,
+                key: k.clone(),
+                config: config.clone(),
+            });
+        }
+        Ok(out)
+    }
+
     async fn any_due(&self, now_ms: i64) -> Result<bool, StoreError> {
         Ok(self.lock().outbox.values().any(|r| r.next_ms <= now_ms))
     }

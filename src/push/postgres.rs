@@ -32,5 +32,6 @@ impl PgPush {
 super::sql::sql_push!(
     PgPush,
     sqlx::Postgres,
-    super::sql::claim_sql!("FOR UPDATE SKIP LOCKED")
+    super::sql::claim_sql!("FOR UPDATE SKIP LOCKED"),
+    false
 );

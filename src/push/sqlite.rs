@@ -29,4 +29,5 @@ impl SqlitePush {
     }
 }
 
-super::sql::sql_push!(SqlitePush, sqlx::Sqlite, super::sql::claim_sql!(""));
+// One process per database file (the store's file lock): claims are kept in memory.
+super::sql::sql_push!(SqlitePush, sqlx::Sqlite, super::sql::claim_sql!(""), true);

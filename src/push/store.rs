@@ -207,6 +207,32 @@ pub trait PushStore: Send + Sync {
         limit: usize,
     ) -> Result<Vec<Claimed>, StoreError>;
 
+    /// Whether no other process can use this store (the memory store; SQLite, whose
+    /// file only one process may open), so the sender may keep its claims in memory:
+    /// it reads the due heads with [`due_heads`](Self::due_heads) instead of writing a
+    /// claim, and the outbox rows stay the durable record (a row is removed or
+    /// rescheduled only by its settlement, so a restart finds every delivery not yet
+    /// settled due again). Stores that several instances share (PostgreSQL) answer
+    /// false and are claimed with [`claim`](Self::claim). Default false.
+    fn single_process(&self) -> bool {
+        false
+    }
+
+    /// Up to `limit` due deliveries (`next_ms <= now_ms`), each the head of its (task,
+    /// config) queue, oldest due first, *without* reserving them: a read for a sender
+    /// that keeps its claims in memory (see [`single_process`](Self::single_process))
+    /// and skips the heads it already has in flight.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure, or when the store does not answer
+    /// this read (the default: its claims must be written).
+    async fn due_heads(&self, now_ms: i64, limit: usize) -> Result<Vec<Claimed>, StoreError> {
+        let _ = (now_ms, limit);
+        Err(StoreError::Backend(
+            "this store's push claims are written (claim), not kept in memory".into(),
+        ))
+    }
+
     /// Whether any delivery is due at `now_ms` (a cheap read before [`claim`](Self::claim)).
     ///
     /// # Errors
