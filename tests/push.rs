@@ -194,7 +194,10 @@ async fn on_sqlite_every_event_of_many_tasks_is_delivered_once_in_order() {
         ..Reply::default()
     });
     const TASKS: usize = 16;
-    let sends = (0..TASKS).map(|i| send(&s, "echo hi", &format!("{}/t{i}", s.hooks.url), false));
+    let urls: Vec<String> = (0..TASKS)
+        .map(|i| format!("{}/t{i}", s.hooks.url))
+        .collect();
+    let sends = urls.iter().map(|u| send(&s, "echo hi", u, false));
     for task in futures::future::join_all(sends).await {
         assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
     }
