@@ -527,6 +527,19 @@ async fn due_heads_are_read_without_a_claim(store: &dyn TaskStore, push: &dyn Pu
     assert!(push.delete_config(&scope, &task, "a").await.unwrap());
     assert!(push.delete_config(&scope, &task, "b").await.unwrap());
     assert!(heads(push, &scope, far_future()).await.is_empty());
+    if push.single_process() {
+        assert!(
+            push.reserve_sender(),
+            "the first sender keeps claims in memory"
+        );
+        assert!(
+            !push.reserve_sender(),
+            "a second one of this process does not"
+        );
+        push.release_sender();
+        assert!(push.reserve_sender(), "free again once the first ended");
+        push.release_sender();
+    }
 }
 
 async fn signing_key_is_kept_once(push: &dyn PushStore) {

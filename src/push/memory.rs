@@ -33,6 +33,8 @@ struct State {
 #[derive(Default)]
 pub struct MemoryPush {
     state: Mutex<State>,
+    /// Whether a sender keeps its claims in memory on this store.
+    sender: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for MemoryPush {
@@ -214,6 +216,15 @@ impl PushStore for MemoryPush {
 
     fn single_process(&self) -> bool {
         true
+    }
+
+    fn reserve_sender(&self) -> bool {
+        !self.sender.swap(true, std::sync::atomic::Ordering::AcqRel)
+    }
+
+    fn release_sender(&self) {
+        self.sender
+            .store(false, std::sync::atomic::Ordering::Release);
     }
 
     async fn due_heads(&self, now_ms: i64, limit: usize) -> Result<Vec<Claimed>, StoreError> {

@@ -24,6 +24,13 @@ impl PgPush {
         &self.pool
     }
 
+    /// Senders on PostgreSQL claim with written leases: any number may run.
+    fn reserve(&self) -> bool {
+        true
+    }
+
+    fn release(&self) {}
+
     async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
         self.pool.begin().await.map_err(db)
     }

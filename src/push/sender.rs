@@ -368,6 +368,12 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
         return;
     };
     let local = store.single_process();
+    if local && !store.reserve_sender() {
+        tracing::warn!(
+            "another push sender of this process runs on this task store; this one stays idle"
+        );
+        return;
+    }
     let permits = Arc::new(Semaphore::new(svc.config.concurrency));
     // Keys in flight in this process, from their claim to their stored settlement (a
     // claim taken over after its lease while the first attempt still waits is not
@@ -438,6 +444,9 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
     // Let attempts in flight end (each by its timeout) and be settled.
     drop(done);
     let _ = tokio::time::timeout(Duration::from_secs(svc.config.timeout_secs + 5), settler).await;
+    if local {
+        store.release_sender();
+    }
 }
 
 async fn update_gauge(svc: &PushService) {

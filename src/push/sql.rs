@@ -352,6 +352,14 @@ macro_rules! sql_push {
                 $single
             }
 
+            fn reserve_sender(&self) -> bool {
+                self.reserve()
+            }
+
+            fn release_sender(&self) {
+                self.release()
+            }
+
             async fn due_heads(
                 &self,
                 now_ms: i64,

@@ -218,6 +218,18 @@ pub trait PushStore: Send + Sync {
         false
     }
 
+    /// Reserves, on a [`single_process`](Self::single_process) store, the one sender
+    /// that may keep its claims in memory: true for the first caller, false while it
+    /// runs (two senders of one process on one store, each with its own in-flight
+    /// set, could send one row twice at once). Released by
+    /// [`release_sender`](Self::release_sender). Default true.
+    fn reserve_sender(&self) -> bool {
+        true
+    }
+
+    /// Ends the reservation of [`reserve_sender`](Self::reserve_sender).
+    fn release_sender(&self) {}
+
     /// Up to `limit` due deliveries (`next_ms <= now_ms`), each the head of its (task,
     /// config) queue, oldest due first, *without* reserving them: a read for a sender
     /// that keeps its claims in memory (see [`single_process`](Self::single_process))
