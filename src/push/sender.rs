@@ -1,7 +1,9 @@
-//! The sender: claims due deliveries from the outbox and POSTs them, at most
-//! `[push] concurrency` at once and `per_host_concurrency` to one host, one at a time
-//! per (task, config) (only queue heads are claimed), and settles each attempt in the
-//! store (delivered, retried later, given up, or config disabled).
+//! The sender: claims due deliveries from the outbox (a written claim with a lease on
+//! PostgreSQL, an in-memory one on the memory and SQLite stores, see the sender loop
+//! `run`) and POSTs them, at most `[push] concurrency` at once and
+//! `per_host_concurrency` to one host, one at a time per (task, config) (only queue
+//! heads are claimed), and settles each attempt in the store (delivered, retried later,
+//! given up, or config disabled).
 //!
 //! Outcomes of an attempt: 2xx delivered; 410 Gone disables the config; 408, 429, 5xx,
 //! connection errors and timeouts are retried with exponential backoff and jitter

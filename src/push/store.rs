@@ -9,9 +9,12 @@
 //! stored, and a restart finds every delivery still pending.
 //!
 //! Order: only the *head* of a (task, config) queue (its lowest `seq`) can be claimed,
-//! so event n+1 is never sent before event n is delivered or given up. A claim reserves
-//! the head until a lease expires (`next_ms`): the claiming instance settles it first,
-//! or another instance takes it over after the lease.
+//! so event n+1 is never sent before event n is delivered or given up. On a store that
+//! several instances share (PostgreSQL) a claim reserves the head until a lease expires
+//! (`next_ms`): the claiming instance settles it first, or another instance takes it
+//! over after the lease. On a store only one process uses (memory, SQLite:
+//! [`PushStore::single_process`]) the sender keeps its claims in memory and reads the
+//! heads with [`PushStore::due_heads`]; nothing is written until the settlement.
 
 use async_trait::async_trait;
 
