@@ -176,6 +176,45 @@ async fn events_are_delivered_in_order_signed_and_retried_through_500_and_429() 
     assert_eq!(ids.len(), 4, "one webhook-id per event");
 }
 
+/// The sender on a SQLite file (claims kept in memory, the outbox rows the durable
+/// record): many tasks at once, a 500 on the way, and every event of every task
+/// arrives in order, each answered 2xx exactly once (no event is read as due again
+/// while it is in flight or after it was delivered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_every_event_of_many_tasks_is_delivered_once_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn TaskStore> = Arc::new(
+        a2a_gateway::store::SqliteTaskStore::open_path(&dir.path().join("push.db"), 4)
+            .await
+            .unwrap(),
+    );
+    let s = start_push(store, TransportConfig::default(), test_push_config()).await;
+    s.hooks.replies.lock().unwrap().push_back(Reply {
+        status: 500,
+        ..Reply::default()
+    });
+    const TASKS: usize = 16;
+    let urls: Vec<String> = (0..TASKS)
+        .map(|i| format!("{}/t{i}", s.hooks.url))
+        .collect();
+    let sends = urls.iter().map(|u| send(&s, "echo hi", u, false));
+    for task in futures::future::join_all(sends).await {
+        assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    }
+    let key = public_key(&s).await;
+    for i in 0..TASKS {
+        let path = format!("/t{i}");
+        let calls = wait_all(&s.hooks, &path, 4).await;
+        assert_eq!(delivered(&calls), echo_events(), "{path}");
+        assert_in_order(&calls);
+        let ok = calls.iter().filter(|h| (200..300).contains(&h.answered));
+        assert_eq!(ok.count(), 4, "{path}: each event answered 2xx once");
+        for h in &calls {
+            verify(h, &key);
+        }
+    }
+}
+
 #[tokio::test]
 async fn retry_after_is_honoured() {
     let (s, _) = start(test_push_config()).await;

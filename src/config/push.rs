@@ -57,6 +57,9 @@ pub struct PushConfig {
     pub disable_after_failures: u32,
     /// Seconds a claimed delivery stays reserved for the instance that claimed it;
     /// after that another instance takes it over. Must exceed `timeout_secs`. Default 60.
+    /// (PostgreSQL. On the memory and SQLite stores claims are kept in memory, and this
+    /// is only how long deliveries whose settlement could not be stored wait before
+    /// they are tried again.)
     pub lease_secs: u64,
     /// Milliseconds between two looks for due deliveries when nothing wakes the sender
     /// (retries, other instances' events). Default 500.

@@ -441,7 +441,8 @@ impl RequestHandler {
                 ));
             }
             // Stored before the run starts, so its first event is delivered too.
-            self.register_push_config(&scope, &task_id, cfg).await?;
+            self.register_push_config(&scope, &task_id, cfg, known_new)
+                .await?;
         }
 
         let mut related = Vec::new();

@@ -43,12 +43,15 @@ impl RequestHandler {
         self.inner.config.push.as_ref()
     }
 
-    /// Checks and stores `cfg` for `task_id` (which the caller owns or is creating).
+    /// Checks and stores `cfg` for `task_id` (which the caller owns or is creating;
+    /// `new_task`: the id was just made for a task not stored yet, so it has no configs
+    /// to count against [`MAX_CONFIGS_PER_TASK`]).
     pub(super) async fn register_push_config(
         &self,
         scope: &Scope,
         task_id: &str,
         cfg: &TaskPushNotificationConfig,
+        new_task: bool,
     ) -> Result<String, A2aError> {
         let (svc, store) = self.push_service()?;
         check_id("id", &cfg.id)?;
@@ -58,10 +61,14 @@ impl RequestHandler {
             cfg.id.clone()
         };
         let stored = svc.check_config(task_id, &id, cfg)?;
-        let existing = store
-            .list_configs(scope, task_id, None, MAX_CONFIGS_PER_TASK)
-            .await
-            .map_err(A2aError::internal)?;
+        let existing = if new_task {
+            Vec::new()
+        } else {
+            store
+                .list_configs(scope, task_id, None, MAX_CONFIGS_PER_TASK)
+                .await
+                .map_err(A2aError::internal)?
+        };
         if existing.len() >= MAX_CONFIGS_PER_TASK && !existing.iter().any(|c| c.id == id) {
             return Err(A2aError::InvalidParams(format!(
                 "task {task_id} already has {MAX_CONFIGS_PER_TASK} push notification configs"
@@ -108,7 +115,9 @@ impl RequestHandler {
         let scope = Scope::from(call);
         self.load(&scope, &req.task_id).await?;
         let task_id = req.task_id.clone();
-        req.id = self.register_push_config(&scope, &task_id, &req).await?;
+        req.id = self
+            .register_push_config(&scope, &task_id, &req, false)
+            .await?;
         req.tenant = non_empty(&Some(call.tenant.clone())).map(str::to_owned);
         Ok(req)
     }

@@ -22,6 +22,7 @@ pub async fn run_all(store: &dyn TaskStore) {
     leases_retries_and_give_ups(store, push).await;
     delete_drops_pending_deliveries(store, push).await;
     settle_many_settles_each_in_order(store, push).await;
+    due_heads_are_read_without_a_claim(store, push).await;
     signing_key_is_kept_once(push).await;
 }
 
@@ -434,6 +435,105 @@ async fn settle_many_settles_each_in_order(store: &dyn TaskStore, push: &dyn Pus
     assert!(!fail_cfg.enabled, "disabled, still visible");
     for id in ["ok", "retry", "fail"] {
         push.delete_config(&scope, &task, id).await.unwrap();
+    }
+}
+
+/// The heads of `scope` that [`PushStore::due_heads`] reads at `now`, as (config, seq).
+async fn heads(push: &dyn PushStore, scope: &Scope, now: i64) -> Vec<(String, u64)> {
+    let mut got: Vec<(String, u64)> = push
+        .due_heads(now, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|c| &c.key.scope == scope)
+        .map(|c| (c.key.config_id, c.key.seq))
+        .collect();
+    got.sort();
+    got
+}
+
+/// The read of in-memory claims: the due head of each queue, with its event and
+/// config, reserving nothing (read twice, the same heads); a head retried later
+/// hides its queue until it is due again; the next event is the head once the first
+/// is settled.
+async fn due_heads_are_read_without_a_claim(store: &dyn TaskStore, push: &dyn PushStore) {
+    let scope = Scope::new(format!("tenant-{}", new_id()), "alice");
+    let task = new_id();
+    for id in ["a", "b"] {
+        push.put_config(&scope, &config(&task, id)).await.unwrap();
+    }
+    store
+        .append_all(
+            &scope,
+            &task,
+            &events(
+                1,
+                vec![
+                    StreamResponse::Task(task_at(&task, "ctx", time::now())),
+                    status(&task, TaskState::Working),
+                    status(&task, TaskState::Completed),
+                ],
+            ),
+        )
+        .await
+        .unwrap();
+    let now = time::now().timestamp_millis() + 1;
+    let read = push.due_heads(now, 1000).await.unwrap();
+    let a1 = read
+        .iter()
+        .find(|c| c.key.scope == scope && c.key.config_id == "a")
+        .expect("the head of a");
+    assert_eq!(a1.key.seq, 1);
+    assert_eq!(a1.attempts, 0);
+    assert_eq!(a1.config.token.as_deref(), Some("tok-secret"));
+    let ev: StreamResponse = serde_json::from_str(a1.event.as_deref().unwrap()).unwrap();
+    assert!(matches!(ev, StreamResponse::Task(_)), "{ev:?}");
+    let both = vec![("a".to_owned(), 1), ("b".to_owned(), 1)];
+    assert_eq!(heads(push, &scope, now).await, both);
+    assert_eq!(heads(push, &scope, now).await, both, "nothing is reserved");
+    let key_a = a1.key.clone();
+    let retry_at = now + 60_000;
+    push.settle(
+        &key_a,
+        &Settle::Retry {
+            next_ms: retry_at,
+            error: "HTTP 500".into(),
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        heads(push, &scope, now).await,
+        [("b".to_owned(), 1)],
+        "a retried head hides its queue (event 2 is not its head)"
+    );
+    assert_eq!(
+        heads(push, &scope, retry_at).await,
+        both,
+        "due again at its retry time"
+    );
+    push.settle(&key_a, &Settle::Delivered).await.unwrap();
+    assert_eq!(
+        heads(push, &scope, retry_at).await,
+        [("a".to_owned(), 2), ("b".to_owned(), 1)]
+    );
+    let limited = push.due_heads(retry_at, 1).await.unwrap();
+    assert_eq!(limited.len(), 1, "at most the limit");
+    assert!(push.delete_config(&scope, &task, "a").await.unwrap());
+    assert!(push.delete_config(&scope, &task, "b").await.unwrap());
+    assert!(heads(push, &scope, far_future()).await.is_empty());
+    if push.single_process() {
+        assert!(
+            push.reserve_sender(),
+            "the first sender keeps claims in memory"
+        );
+        assert!(
+            !push.reserve_sender(),
+            "a second one of this process does not"
+        );
+        push.release_sender();
+        assert!(push.reserve_sender(), "free again once the first ended");
+        push.release_sender();
     }
 }
 

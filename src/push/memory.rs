@@ -33,6 +33,8 @@ struct State {
 #[derive(Default)]
 pub struct MemoryPush {
     state: Mutex<State>,
+    /// Whether a sender keeps its claims in memory on this store.
+    sender: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for MemoryPush {
@@ -207,6 +209,55 @@ impl PushStore for MemoryPush {
                 created_ms: row.created_ms,
                 key: k,
                 config,
+            });
+        }
+        Ok(out)
+    }
+
+    fn single_process(&self) -> bool {
+        true
+    }
+
+    fn reserve_sender(&self) -> bool {
+        !self.sender.swap(true, std::sync::atomic::Ordering::AcqRel)
+    }
+
+    fn release_sender(&self) {
+        self.sender
+            .store(false, std::sync::atomic::Ordering::Release);
+    }
+
+    async fn due_heads(&self, now_ms: i64, limit: usize) -> Result<Vec<Claimed>, StoreError> {
+        let st = self.lock();
+        let mut heads: Vec<(i64, &DeliveryKey)> = Vec::new();
+        let mut last: Option<(&Scope, &str, &str)> = None;
+        for (k, row) in &st.outbox {
+            let queue = (&k.scope, k.task_id.as_str(), k.config_id.as_str());
+            if last == Some(queue) {
+                continue;
+            }
+            last = Some(queue);
+            if row.next_ms <= now_ms {
+                heads.push((row.next_ms, k));
+            }
+        }
+        heads.sort_by_key(|(next_ms, _)| *next_ms);
+        let mut out = Vec::with_capacity(heads.len().min(limit));
+        for (_, k) in heads {
+            if out.len() == limit {
+                break;
+            }
+            let ckey = (k.scope.clone(), k.task_id.clone(), k.config_id.clone());
+            let Some(config) = st.configs.get(&ckey) else {
+                continue; // an orphan: the next claim removes it
+            };
+            let row = &st.outbox[k];
+            out.push(Claimed {
+                event: serde_json::to_string(&row.event.event).ok(),
+                attempts: row.attempts,
+                created_ms: row.created_ms,
+                key: k.clone(),
+                config: config.clone(),
             });
         }
         Ok(out)

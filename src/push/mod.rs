@@ -214,6 +214,9 @@ impl PushService {
 
     pub(crate) fn host_permits(&self, host: &str) -> Arc<Semaphore> {
         let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(permits) = hosts.get(host) {
+            return permits.clone();
+        }
         if hosts.len() > 10_000 {
             hosts.retain(|_, s| Arc::strong_count(s) > 1);
         }

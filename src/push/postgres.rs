@@ -24,6 +24,13 @@ impl PgPush {
         &self.pool
     }
 
+    /// Senders on PostgreSQL claim with written leases: any number may run.
+    fn reserve(&self) -> bool {
+        true
+    }
+
+    fn release(&self) {}
+
     async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
         self.pool.begin().await.map_err(db)
     }
@@ -32,5 +39,6 @@ impl PgPush {
 super::sql::sql_push!(
     PgPush,
     sqlx::Postgres,
-    super::sql::claim_sql!("FOR UPDATE SKIP LOCKED")
+    super::sql::claim_sql!("FOR UPDATE SKIP LOCKED"),
+    false
 );

@@ -1,7 +1,9 @@
-//! The sender: claims due deliveries from the outbox and POSTs them, at most
-//! `[push] concurrency` at once and `per_host_concurrency` to one host, one at a time
-//! per (task, config) (only queue heads are claimed), and settles each attempt in the
-//! store (delivered, retried later, given up, or config disabled).
+//! The sender: claims due deliveries from the outbox (a written claim with a lease on
+//! PostgreSQL, an in-memory one on the memory and SQLite stores, see the sender loop
+//! `run`) and POSTs them, at most `[push] concurrency` at once and
+//! `per_host_concurrency` to one host, one at a time per (task, config) (only queue
+//! heads are claimed), and settles each attempt in the store (delivered, retried later,
+//! given up, or config disabled).
 //!
 //! Outcomes of an attempt: 2xx delivered; 410 Gone disables the config; 408, 429, 5xx,
 //! connection errors and timeouts are retried with exponential backoff and jitter
@@ -128,30 +130,27 @@ fn describe(e: &reqwest::Error) -> (String, bool) {
     (text, refused)
 }
 
-/// Makes one attempt of `c`.
-pub(crate) async fn attempt(svc: &PushService, c: &Claimed) -> Attempt {
-    let Some(body) = c.event.as_deref() else {
-        return Attempt::Failed("the event is gone (its task was purged)".into());
-    };
-    let url = match reqwest::Url::parse(&c.config.url) {
-        Ok(u) => u,
-        Err(e) => return Attempt::Failed(format!("bad URL: {e}")),
-    };
+/// Makes one attempt of `c` to `url` (its config's URL, parsed once by the caller)
+/// with `body` (its event's stored JSON, moved into the request without a copy).
+pub(crate) async fn attempt(
+    svc: &PushService,
+    c: &Claimed,
+    url: reqwest::Url,
+    body: String,
+) -> Attempt {
     if let Err(why) = svc.policy.check_url(&url) {
         return Attempt::Failed(format!("refused: {why}"));
     }
     let id = super::webhook_id(&c.key);
     let ts = now_ms() / 1000;
+    let signature = svc.signer.sign(&id, ts, body.as_bytes());
     let mut req = svc
         .client
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header("webhook-id", &id)
-        .header("webhook-timestamp", ts.to_string())
-        .header(
-            "webhook-signature",
-            svc.signer.sign(&id, ts, body.as_bytes()),
-        );
+        .header("webhook-id", id)
+        .header("webhook-timestamp", ts)
+        .header("webhook-signature", signature);
     if let Some(t) = &c.config.token {
         req = req
             .header("X-A2A-Notification-Token", t)
@@ -163,7 +162,7 @@ pub(crate) async fn attempt(svc: &PushService, c: &Claimed) -> Attempt {
         req = req.header(reqwest::header::AUTHORIZATION, scheme.as_str());
     }
     metrics::counter!(ATTEMPTS).increment(1);
-    match req.body(body.to_owned()).send().await {
+    match req.body(body).send().await {
         Ok(resp) => classify(resp.status(), retry_after(resp.headers())),
         Err(e) => {
             let (text, refused) = describe(&e);
@@ -226,17 +225,23 @@ const SETTLE_BATCH: usize = 256;
 
 /// Makes the attempt of one claimed delivery (holding a permit of its host for the
 /// request only) and hands its outcome to the settler.
-async fn deliver(svc: Arc<PushService>, c: Claimed, permit: OwnedSemaphorePermit, done: Settler) {
-    let result = if c.config.enabled {
-        let host = reqwest::Url::parse(&c.config.url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned))
-            .unwrap_or_default();
-        let host_permits = svc.host_permits(&host);
-        let _host = host_permits.acquire_owned().await;
-        attempt(&svc, &c).await
-    } else {
-        Attempt::Failed("the config is disabled".into())
+async fn deliver(
+    svc: Arc<PushService>,
+    mut c: Claimed,
+    permit: OwnedSemaphorePermit,
+    done: Settler,
+) {
+    let result = match (c.config.enabled, c.event.take()) {
+        (false, _) => Attempt::Failed("the config is disabled".into()),
+        (true, None) => Attempt::Failed("the event is gone (its task was purged)".into()),
+        (true, Some(body)) => match reqwest::Url::parse(&c.config.url) {
+            Err(e) => Attempt::Failed(format!("bad URL: {e}")),
+            Ok(url) => {
+                let host_permits = svc.host_permits(url.host_str().unwrap_or_default());
+                let _host = host_permits.acquire_owned().await;
+                attempt(&svc, &c, url, body).await
+            }
+        },
     };
     let now = now_ms();
     if result == Attempt::Delivered {
@@ -277,19 +282,27 @@ async fn deliver(svc: Arc<PushService>, c: Claimed, permit: OwnedSemaphorePermit
 /// Where finished attempts go (see [`settle_loop`]).
 type Settler = mpsc::UnboundedSender<Done>;
 
+/// Keys whose settlement is stored (or given up on), on their way back to the claim
+/// loop, which takes them out of its in-flight set before its next read of the outbox.
+type Freed = mpsc::UnboundedSender<Vec<DeliveryKey>>;
+
 /// Stores finished attempts in batches: whatever has finished while the previous batch
 /// was written goes into the next write transaction ([`PushStore::settle_many`]).
-/// Then the batch's keys leave `in_flight`, their permits are freed and the claim loop
-/// is woken. Ends when every [`Settler`] is gone.
+/// Then the batch's keys go back to the claim loop (`freed`), their permits are freed
+/// and the claim loop is woken. When a batch cannot be stored, its keys go back only
+/// after `hold` (the lease): their rows are still due, and an at once retry would send
+/// them again and again while the database fails. Ends when every [`Settler`] is gone.
 ///
 /// [`PushStore::settle_many`]: super::PushStore::settle_many
 async fn settle_loop(
     svc: Arc<PushService>,
     mut rx: mpsc::UnboundedReceiver<Done>,
-    in_flight: InFlight,
+    freed: Freed,
+    hold: Duration,
 ) {
     let mut batch = Vec::with_capacity(SETTLE_BATCH);
     while rx.recv_many(&mut batch, SETTLE_BATCH).await > 0 {
+        let mut stored = true;
         if let Some(store) = svc.store.push_store() {
             let items: Vec<_> = batch.iter().map(|d| (&d.key, &d.outcome)).collect();
             match store.settle_many(&items).await {
@@ -308,38 +321,70 @@ async fn settle_loop(
                         }
                     }
                 }
-                Err(e) => tracing::warn!(
-                    deliveries = batch.len(), task.id = %batch[0].key.task_id, error = %e,
-                    "push deliveries could not be settled; they are retried after their lease"
-                ),
+                Err(e) => {
+                    stored = false;
+                    tracing::warn!(
+                        deliveries = batch.len(), task.id = %batch[0].key.task_id, error = %e,
+                        "push deliveries could not be settled; they are retried after their lease"
+                    );
+                }
             }
         }
-        {
-            let mut held = in_flight.lock().unwrap_or_else(|p| p.into_inner());
-            for d in &batch {
-                held.remove(&d.key);
-            }
+        let keys: Vec<DeliveryKey> = batch.iter().map(|d| d.key.clone()).collect();
+        if stored {
+            let _ = freed.send(keys);
+        } else {
+            let freed = freed.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(hold).await;
+                let _ = freed.send(keys);
+            });
         }
         batch.clear(); // frees the permits
         svc.wake.notify_one();
     }
 }
 
-/// Keys in flight in this process, from their claim to their settlement (a claim taken
-/// over after its lease while the first attempt still waits is not started twice).
-type InFlight = Arc<Mutex<HashSet<DeliveryKey>>>;
-
 /// The sender loop (see the module docs); ends when `stop` is cancelled, after the
 /// attempts in flight (each bounded by the timeout) are settled.
+///
+/// Claims: on a store that several instances share, each claim is a write that
+/// reserves the heads for `lease_secs` ([`PushStore::claim`]). On a store only this
+/// process uses ([`PushStore::single_process`]: memory, SQLite) nothing is written:
+/// the loop reads the due heads ([`PushStore::due_heads`]) and skips those in its
+/// in-flight set, which holds every key from its start to its stored settlement. That
+/// is as safe as the written claim: no other process can read the outbox, so the set
+/// is the whole truth about what is in flight; a key leaves it only after its
+/// settlement is committed, and the next read starts after that (the loop drains the
+/// freed keys before each read), so a delivered event is never read as due again and
+/// event n+1 of a queue is read as its head only once n is settled. After a crash
+/// the set is gone with the process and every unsettled row is due again, so a
+/// restart sends it (at least once, as with a lease, only sooner).
+///
+/// [`PushStore::claim`]: super::PushStore::claim
+/// [`PushStore::single_process`]: super::PushStore::single_process
+/// [`PushStore::due_heads`]: super::PushStore::due_heads
 pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
-    let Some(_) = svc.store.push_store() else {
+    let Some(store) = svc.store.push_store() else {
         tracing::warn!("the task store keeps no push state: push notifications are off");
         return;
     };
+    let local = store.single_process();
+    if local && !store.reserve_sender() {
+        tracing::warn!(
+            "another push sender of this process runs on this task store; this one stays idle"
+        );
+        return;
+    }
     let permits = Arc::new(Semaphore::new(svc.config.concurrency));
-    let in_flight: InFlight = Arc::default();
+    // Keys in flight in this process, from their claim to their stored settlement (a
+    // claim taken over after its lease while the first attempt still waits is not
+    // started twice; in-memory claims skip them).
+    let mut in_flight: HashSet<DeliveryKey> = HashSet::new();
     let (done, rx) = mpsc::unbounded_channel();
-    let settler = tokio::spawn(settle_loop(svc.clone(), rx, in_flight.clone()));
+    let (freed_tx, mut freed) = mpsc::unbounded_channel();
+    let lease = Duration::from_secs(svc.config.lease_secs);
+    let settler = tokio::spawn(settle_loop(svc.clone(), rx, freed_tx, lease));
     let poll = Duration::from_millis(svc.config.poll_interval_ms);
     let lease_ms = i64::try_from(svc.config.lease_secs * 1000).unwrap_or(i64::MAX / 4);
     let mut gauge_at = std::time::Instant::now();
@@ -354,46 +399,46 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
             update_gauge(&svc).await;
         }
         loop {
+            while let Ok(keys) = freed.try_recv() {
+                for k in keys {
+                    in_flight.remove(&k);
+                }
+            }
             let free = permits.available_permits().min(CLAIM_BATCH);
             if free == 0 {
                 break; // a settled batch wakes the loop
             }
-            let store = svc.store.push_store().expect("checked above");
             let now = now_ms();
-            match store.any_due(now).await {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(e) => {
-                    tracing::warn!(error = %e, "push outbox unreadable; retrying");
-                    break;
+            let read = if local {
+                // In-flight heads are still due in the store: read past them.
+                store.due_heads(now, free + in_flight.len()).await
+            } else {
+                match store.any_due(now).await {
+                    Ok(true) => store.claim(now, lease_ms, free).await,
+                    Ok(false) => Ok(Vec::new()),
+                    Err(e) => Err(e),
                 }
-            }
-            let claimed = match store.claim(now, lease_ms, free).await {
+            };
+            let claimed = match read {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::warn!(error = %e, "push outbox claim failed; retrying");
                     break;
                 }
             };
-            let n = claimed.len();
+            let mut started = 0;
             for c in claimed {
-                if !in_flight
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(c.key.clone())
-                {
+                if in_flight.contains(&c.key) {
                     continue;
                 }
                 let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    in_flight
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remove(&c.key);
-                    continue; // claimed but not started: taken again after the lease
+                    break; // claimed but not started: taken again (after the lease)
                 };
+                in_flight.insert(c.key.clone());
+                started += 1;
                 tokio::spawn(deliver(svc.clone(), c, permit, done.clone()));
             }
-            if n < free {
+            if started < free {
                 break;
             }
         }
@@ -401,6 +446,9 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
     // Let attempts in flight end (each by its timeout) and be settled.
     drop(done);
     let _ = tokio::time::timeout(Duration::from_secs(svc.config.timeout_secs + 5), settler).await;
+    if local {
+        store.release_sender();
+    }
 }
 
 async fn update_gauge(svc: &PushService) {

@@ -29,11 +29,28 @@ macro_rules! claim_sql {
 }
 pub(crate) use claim_sql;
 
+/// The select of claimed (or due) deliveries with their config and event, up to its
+/// `WHERE`; the columns are read by `claimed_at` in [`sql_push!`].
+macro_rules! claimed_columns {
+    () => {
+        "SELECT o.tenant, o.owner, o.config_id, o.seq, o.attempts, o.created_ms, \
+           c.task_id, c.id, c.url, c.token, c.auth_scheme, c.auth_credentials, \
+           c.enabled, c.failures, c.last_error, c.created_ms, e.event \
+         FROM a2a_push_outbox o \
+         JOIN a2a_push_configs c ON c.tenant = o.tenant AND c.owner = o.owner \
+           AND c.task_id = o.task_id AND c.id = o.config_id \
+         LEFT JOIN a2a_task_events e ON e.tenant = o.tenant AND e.owner = o.owner \
+           AND e.task_id = o.task_id AND e.seq = o.seq"
+    };
+}
+pub(crate) use claimed_columns;
+
 /// Implements [`PushStore`](crate::push::PushStore) for `$ty`, whose `writer()` and
 /// `reader()` give pools of database `$db`, and whose `begin()` opens a write
-/// transaction; `$claim` is the claim statement ([`claim_sql!`]).
+/// transaction; `$claim` is the claim statement ([`claim_sql!`]); `$single` is what
+/// [`PushStore::single_process`](crate::push::PushStore::single_process) answers.
 macro_rules! sql_push {
-    ($ty:ty, $db:ty, $claim:expr) => {
+    ($ty:ty, $db:ty, $claim:expr, $single:expr) => {
         use sqlx::Row as _;
         use $crate::push::store::{
             Claimed, DeliveryKey, PendingDelivery, PushStatus, PushStore, Settle, Settled,
@@ -57,6 +74,22 @@ macro_rules! sql_push {
                 failures: u32::try_from(r.get::<i64, _>(i + 7)).unwrap_or(u32::MAX),
                 last_error: r.get(i + 8),
                 created_ms: r.get(i + 9),
+            }
+        }
+
+        fn claimed_at(r: &<$db as sqlx::Database>::Row) -> Claimed {
+            let config = config_at(r, 6);
+            Claimed {
+                key: DeliveryKey {
+                    scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                    task_id: config.task_id.clone(),
+                    config_id: r.get(2),
+                    seq: u64::try_from(r.get::<i64, _>(3)).unwrap_or(0),
+                },
+                attempts: u32::try_from(r.get::<i64, _>(4)).unwrap_or(u32::MAX),
+                created_ms: r.get(5),
+                event: r.get(16),
+                config,
             }
         }
 
@@ -303,40 +336,50 @@ macro_rules! sql_push {
                 if n == 0 {
                     return Ok(Vec::new());
                 }
-                let rows = sqlx::query(
-                    "SELECT o.tenant, o.owner, o.config_id, o.seq, o.attempts, o.created_ms, \
-                       c.task_id, c.id, c.url, c.token, c.auth_scheme, c.auth_credentials, \
-                       c.enabled, c.failures, c.last_error, c.created_ms, e.event \
-                     FROM a2a_push_outbox o \
-                     JOIN a2a_push_configs c ON c.tenant = o.tenant AND c.owner = o.owner \
-                       AND c.task_id = o.task_id AND c.id = o.config_id \
-                     LEFT JOIN a2a_task_events e ON e.tenant = o.tenant AND e.owner = o.owner \
-                       AND e.task_id = o.task_id AND e.seq = o.seq \
-                     WHERE o.next_ms = $1 AND o.claim = $2 ORDER BY o.created_ms",
-                )
+                let rows = sqlx::query(concat!(
+                    $crate::push::sql::claimed_columns!(),
+                    " WHERE o.next_ms = $1 AND o.claim = $2 ORDER BY o.created_ms"
+                ))
                 .bind(until)
                 .bind(&token)
                 .fetch_all(self.writer())
                 .await
                 .map_err(db)?;
-                Ok(rows
-                    .iter()
-                    .map(|r| {
-                        let config = config_at(r, 6);
-                        Claimed {
-                            key: DeliveryKey {
-                                scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
-                                task_id: config.task_id.clone(),
-                                config_id: r.get(2),
-                                seq: u64::try_from(r.get::<i64, _>(3)).unwrap_or(0),
-                            },
-                            attempts: u32::try_from(r.get::<i64, _>(4)).unwrap_or(u32::MAX),
-                            created_ms: r.get(5),
-                            event: r.get(16),
-                            config,
-                        }
-                    })
-                    .collect())
+                Ok(rows.iter().map(claimed_at).collect())
+            }
+
+            fn single_process(&self) -> bool {
+                $single
+            }
+
+            fn reserve_sender(&self) -> bool {
+                self.reserve()
+            }
+
+            fn release_sender(&self) {
+                self.release()
+            }
+
+            async fn due_heads(
+                &self,
+                now_ms: i64,
+                limit: usize,
+            ) -> Result<Vec<Claimed>, StoreError> {
+                let rows = sqlx::query(concat!(
+                    $crate::push::sql::claimed_columns!(),
+                    " WHERE o.next_ms <= $1 AND NOT EXISTS ( \
+                       SELECT 1 FROM a2a_push_outbox p \
+                       WHERE p.tenant = o.tenant AND p.owner = o.owner \
+                         AND p.task_id = o.task_id AND p.config_id = o.config_id \
+                         AND p.seq < o.seq) \
+                     ORDER BY o.next_ms LIMIT $2"
+                ))
+                .bind(now_ms)
+                .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                .fetch_all(self.reader())
+                .await
+                .map_err(db)?;
+                Ok(rows.iter().map(claimed_at).collect())
             }
 
             async fn any_due(&self, now_ms: i64) -> Result<bool, StoreError> {

@@ -8,12 +8,18 @@ use sqlx::SqlitePool;
 pub struct SqlitePush {
     writer: SqlitePool,
     reader: SqlitePool,
+    /// Whether a sender keeps its claims in memory on this store (shared by clones).
+    sender: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl SqlitePush {
     /// The push state on the store's pools.
     pub(crate) fn new(writer: SqlitePool, reader: SqlitePool) -> Self {
-        Self { writer, reader }
+        Self {
+            writer,
+            reader,
+            sender: Default::default(),
+        }
     }
 
     fn writer(&self) -> &SqlitePool {
@@ -24,9 +30,19 @@ impl SqlitePush {
         &self.reader
     }
 
+    fn reserve(&self) -> bool {
+        !self.sender.swap(true, std::sync::atomic::Ordering::AcqRel)
+    }
+
+    fn release(&self) {
+        self.sender
+            .store(false, std::sync::atomic::Ordering::Release);
+    }
+
     async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
         self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(db)
     }
 }
 
-super::sql::sql_push!(SqlitePush, sqlx::Sqlite, super::sql::claim_sql!(""));
+// One process per database file (the store's file lock): claims are kept in memory.
+super::sql::sql_push!(SqlitePush, sqlx::Sqlite, super::sql::claim_sql!(""), true);

@@ -9,9 +9,12 @@
 //! stored, and a restart finds every delivery still pending.
 //!
 //! Order: only the *head* of a (task, config) queue (its lowest `seq`) can be claimed,
-//! so event n+1 is never sent before event n is delivered or given up. A claim reserves
-//! the head until a lease expires (`next_ms`): the claiming instance settles it first,
-//! or another instance takes it over after the lease.
+//! so event n+1 is never sent before event n is delivered or given up. On a store that
+//! several instances share (PostgreSQL) a claim reserves the head until a lease expires
+//! (`next_ms`): the claiming instance settles it first, or another instance takes it
+//! over after the lease. On a store only one process uses (memory, SQLite:
+//! [`PushStore::single_process`]) the sender keeps its claims in memory and reads the
+//! heads with [`PushStore::due_heads`]; nothing is written until the settlement.
 
 use async_trait::async_trait;
 
@@ -206,6 +209,44 @@ pub trait PushStore: Send + Sync {
         lease_ms: i64,
         limit: usize,
     ) -> Result<Vec<Claimed>, StoreError>;
+
+    /// Whether no other process can use this store (the memory store; SQLite, whose
+    /// file only one process may open), so the sender may keep its claims in memory:
+    /// it reads the due heads with [`due_heads`](Self::due_heads) instead of writing a
+    /// claim, and the outbox rows stay the durable record (a row is removed or
+    /// rescheduled only by its settlement, so a restart finds every delivery not yet
+    /// settled due again). Stores that several instances share (PostgreSQL) answer
+    /// false and are claimed with [`claim`](Self::claim). Default false.
+    fn single_process(&self) -> bool {
+        false
+    }
+
+    /// Reserves, on a [`single_process`](Self::single_process) store, the one sender
+    /// that may keep its claims in memory: true for the first caller, false while it
+    /// runs (two senders of one process on one store, each with its own in-flight
+    /// set, could send one row twice at once). Released by
+    /// [`release_sender`](Self::release_sender). Default true.
+    fn reserve_sender(&self) -> bool {
+        true
+    }
+
+    /// Ends the reservation of [`reserve_sender`](Self::reserve_sender).
+    fn release_sender(&self) {}
+
+    /// Up to `limit` due deliveries (`next_ms <= now_ms`), each the head of its (task,
+    /// config) queue, oldest due first, *without* reserving them: a read for a sender
+    /// that keeps its claims in memory (see [`single_process`](Self::single_process))
+    /// and skips the heads it already has in flight.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure, or when the store does not answer
+    /// this read (the default: its claims must be written).
+    async fn due_heads(&self, now_ms: i64, limit: usize) -> Result<Vec<Claimed>, StoreError> {
+        let _ = (now_ms, limit);
+        Err(StoreError::Backend(
+            "this store's push claims are written (claim), not kept in memory".into(),
+        ))
+    }
 
     /// Whether any delivery is due at `now_ms` (a cheap read before [`claim`](Self::claim)).
     ///
