@@ -61,6 +61,37 @@ fn events(from: u64, evs: Vec<StreamResponse>) -> Vec<Arc<StoredEvent>> {
         .collect()
 }
 
+/// A new task of a new tenant with the configs `ids` registered, then its Task, a WORKING
+/// update and a `last` update appended (seq 1 to 3): three deliveries per config.
+async fn task_with_configs(
+    store: &dyn TaskStore,
+    push: &dyn PushStore,
+    ids: &[&str],
+    last: TaskState,
+) -> (Scope, String) {
+    let scope = Scope::new(format!("tenant-{}", new_id()), "alice");
+    let task = new_id();
+    for id in ids {
+        push.put_config(&scope, &config(&task, id)).await.unwrap();
+    }
+    store
+        .append_all(
+            &scope,
+            &task,
+            &events(
+                1,
+                vec![
+                    StreamResponse::Task(task_at(&task, "ctx", time::now())),
+                    status(&task, TaskState::Working),
+                    status(&task, last),
+                ],
+            ),
+        )
+        .await
+        .unwrap();
+    (scope, task)
+}
+
 fn far_future() -> i64 {
     time::now().timestamp_millis() + 3_600_000
 }
@@ -199,24 +230,7 @@ async fn outbox_follows_appends_in_order(store: &dyn TaskStore, push: &dyn PushS
 }
 
 async fn leases_retries_and_give_ups(store: &dyn TaskStore, push: &dyn PushStore) {
-    let scope = Scope::new(format!("tenant-{}", new_id()), "alice");
-    let task = new_id();
-    push.put_config(&scope, &config(&task, "c")).await.unwrap();
-    store
-        .append_all(
-            &scope,
-            &task,
-            &events(
-                1,
-                vec![
-                    StreamResponse::Task(task_at(&task, "ctx", time::now())),
-                    status(&task, TaskState::Working),
-                    status(&task, TaskState::Working),
-                ],
-            ),
-        )
-        .await
-        .unwrap();
+    let (scope, task) = task_with_configs(store, push, &["c"], TaskState::Working).await;
     let now = time::now().timestamp_millis() + 1;
     let first = claim(push, &scope, now, 10_000).await;
     assert_eq!(first.len(), 1);
@@ -353,26 +367,13 @@ async fn delete_drops_pending_deliveries(store: &dyn TaskStore, push: &dyn PushS
 /// next event of its queue and ends the config's failure run, a retry backs off, a
 /// give-up that completes a run disables its config, and a gone delivery is left alone.
 async fn settle_many_settles_each_in_order(store: &dyn TaskStore, push: &dyn PushStore) {
-    let scope = Scope::new(format!("tenant-{}", new_id()), "alice");
-    let task = new_id();
-    for id in ["ok", "retry", "fail", "gone"] {
-        push.put_config(&scope, &config(&task, id)).await.unwrap();
-    }
-    store
-        .append_all(
-            &scope,
-            &task,
-            &events(
-                1,
-                vec![
-                    StreamResponse::Task(task_at(&task, "ctx", time::now())),
-                    status(&task, TaskState::Working),
-                    status(&task, TaskState::Working),
-                ],
-            ),
-        )
-        .await
-        .unwrap();
+    let (scope, task) = task_with_configs(
+        store,
+        push,
+        &["ok", "retry", "fail", "gone"],
+        TaskState::Working,
+    )
+    .await;
     let now = time::now().timestamp_millis() + 1;
     let give_up = |n: u32| Settle::GiveUp {
         error: "HTTP 404".into(),
@@ -457,26 +458,7 @@ async fn heads(push: &dyn PushStore, scope: &Scope, now: i64) -> Vec<(String, u6
 /// hides its queue until it is due again; the next event is the head once the first
 /// is settled.
 async fn due_heads_are_read_without_a_claim(store: &dyn TaskStore, push: &dyn PushStore) {
-    let scope = Scope::new(format!("tenant-{}", new_id()), "alice");
-    let task = new_id();
-    for id in ["a", "b"] {
-        push.put_config(&scope, &config(&task, id)).await.unwrap();
-    }
-    store
-        .append_all(
-            &scope,
-            &task,
-            &events(
-                1,
-                vec![
-                    StreamResponse::Task(task_at(&task, "ctx", time::now())),
-                    status(&task, TaskState::Working),
-                    status(&task, TaskState::Completed),
-                ],
-            ),
-        )
-        .await
-        .unwrap();
+    let (scope, task) = task_with_configs(store, push, &["a", "b"], TaskState::Completed).await;
     let now = time::now().timestamp_millis() + 1;
     let read = push.due_heads(now, 1000).await.unwrap();
     let a1 = read
