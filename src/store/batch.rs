@@ -37,7 +37,7 @@ use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
 use super::memory::status_millis;
-use super::sql::{should_compact, to_i64, to_json, to_u64, touches_base};
+use super::sql::{encode_error, should_compact, to_i64, to_json, to_u64, touches_base};
 use super::{Scope, StoreError, StoredEvent, projection};
 use crate::protocol::{StreamResponse, Task, TaskState};
 
@@ -78,8 +78,7 @@ impl Append {
         // Made here (once per event, shared with the streams that send it), so an
         // event that cannot be encoded fails its append before the writer sees it.
         for e in events {
-            e.json()
-                .map_err(|e| StoreError::Backend(format!("cannot encode JSON: {e}")))?;
+            e.json().map_err(encode_error)?;
         }
         Ok(Some(Self {
             scope: scope.clone(),

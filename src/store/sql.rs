@@ -93,7 +93,12 @@ pub(crate) fn fold_artifacts(
 
 /// Serializes a value stored as JSON text.
 pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
-    serde_json::to_string(v).map_err(|e| StoreError::Backend(format!("cannot encode JSON: {e}")))
+    serde_json::to_string(v).map_err(encode_error)
+}
+
+/// The store error for a value that cannot be encoded as JSON.
+pub(crate) fn encode_error(e: serde_json::Error) -> StoreError {
+    StoreError::Backend(format!("cannot encode JSON: {e}"))
 }
 
 /// Parses JSON text read from the database.
