@@ -36,8 +36,14 @@ use crate::telemetry::tasks::{self, TurnMetrics};
 const IDLE_RECHECK: Duration = Duration::from_secs(5);
 /// How long `AgentExecutor::cancel` may take before the run is aborted anyway.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
-/// The most queued executor events taken into one store write.
-const MAX_GROUP: usize = 128;
+/// The most queued executor events taken into one store write: the
+/// [`EventQueue`]'s default capacity, so one write takes what a full queue holds.
+/// The task's bus holds two groups ([`HandlerConfig::subscriber_buffer`]), so a
+/// subscriber still sending the previous group when the next one is published does
+/// not fall back to reading the store.
+///
+/// [`HandlerConfig::subscriber_buffer`]: super::HandlerConfig::subscriber_buffer
+const MAX_GROUP: usize = 64;
 /// The pauses between attempts of a store write that failed with a database error
 /// (a lock held by a backup or `VACUUM`, a failover): about 8 s of retrying, plus
 /// each attempt's own wait for locks, before the run is given up.
@@ -81,7 +87,9 @@ pub(crate) struct Expire {
 
 /// One message to process.
 pub(crate) struct Run {
-    pub ctx: RequestContext,
+    /// Boxed: a `RequestContext` is about 860 bytes, and the driver's future would
+    /// otherwise hold it in several of its states for every open task.
+    pub ctx: Box<RequestContext>,
     pub permit: OwnedSemaphorePermit,
     /// The caller waiting for the run's start; `None` once it was answered (a
     /// message queued behind a running turn).
@@ -141,7 +149,7 @@ enum Outcome {
 }
 
 struct Running {
-    ctx: RequestContext,
+    ctx: Box<RequestContext>,
     queue: EventQueue,
     events: crate::executor::EventReceiver,
     exec: JoinHandle<Result<(), ExecutorError>>,
@@ -230,9 +238,9 @@ impl Driver {
                 }
             }
             match cmd {
-                Command::Run(run) => self.run(*run).await,
+                Command::Run(run) => self.run(run).await,
                 Command::Cancel(reply) => {
-                    let r = self.cancel_idle().await;
+                    let r = Box::pin(self.cancel_idle()).await;
                     let _ = reply.send(r);
                 }
                 Command::Expire(x) => {
@@ -524,13 +532,13 @@ impl Driver {
         })
     }
 
-    async fn run(&mut self, run: Run) {
+    async fn run(&mut self, run: Box<Run>) {
         let Run {
             mut ctx,
             permit,
             mut reply,
             recorded,
-        } = run;
+        } = *run;
         if self.broken {
             send_once(&mut reply, Err(stopped()));
             return;
@@ -571,8 +579,10 @@ impl Driver {
         let (queue, events) = EventQueue::bounded(self.inner.config.event_queue_capacity);
         let exec = {
             let executor = self.inner.executor.clone();
+            // Boxed into the spawned future, which holds it until the executor's own
+            // future takes it: not 860 bytes kept beside that future for the whole run.
             let (ctx, queue) = (ctx.clone(), queue.clone());
-            tokio::spawn(async move { executor.execute(ctx, queue).await })
+            tokio::spawn(async move { executor.execute(*ctx, queue).await })
         };
         let mut r = Running {
             ctx,
@@ -648,7 +658,7 @@ impl Driver {
                     return None;
                 }
                 cmd = self.rx.recv(), if outcome.is_none() => match cmd {
-                    Some(Command::Run(run)) => self.enqueue(*run).await,
+                    Some(Command::Run(run)) => Box::pin(self.enqueue(*run)).await,
                     Some(Command::Cancel(reply)) => {
                         if self.broken {
                             let _ = reply.send(Err(stopped()));
@@ -659,7 +669,7 @@ impl Driver {
                             let _ = reply.send(already_ended(task));
                             continue;
                         }
-                        let result = self.cancel_running(r).await;
+                        let result = Box::pin(self.cancel_running(r)).await;
                         let _ = reply.send(result);
                         return None;
                     }
@@ -883,7 +893,7 @@ impl Driver {
         let mut cancel = {
             let executor = self.inner.executor.clone();
             let (ctx, queue) = (r.ctx.clone(), r.queue.clone());
-            tokio::spawn(async move { executor.cancel(ctx, queue).await })
+            tokio::spawn(async move { executor.cancel(*ctx, queue).await })
         };
         let deadline = tokio::time::sleep(CANCEL_TIMEOUT);
         tokio::pin!(deadline);

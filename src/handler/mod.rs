@@ -110,7 +110,10 @@ pub struct HandlerConfig {
     pub max_concurrent_tasks: usize,
     /// Capacity of each run's [`EventQueue`](crate::EventQueue), in events.
     pub event_queue_capacity: usize,
-    /// Live events buffered per subscriber before it falls back to reading the store.
+    /// Live events buffered per subscriber before it falls back to reading the store:
+    /// the capacity of each task's broadcast bus, allocated when the task's driver
+    /// starts (about 25 bytes per slot). The default, 128, is two of the driver's
+    /// write groups (64 events each).
     pub subscriber_buffer: usize,
     /// Extension URIs the card marks `required` (spec §3.3.4): the task operations
     /// refuse a call whose `A2A-Extensions` does not activate every one of them
@@ -150,7 +153,7 @@ impl Default for HandlerConfig {
             extended_agent_card_enabled: false,
             max_concurrent_tasks: 1024,
             event_queue_capacity: crate::executor::EventQueue::DEFAULT_CAPACITY,
-            subscriber_buffer: 256,
+            subscriber_buffer: 128,
             required_extensions: Vec::new(),
             input_modes: InputModes::default(),
             push: None,
@@ -477,7 +480,7 @@ impl RequestHandler {
                 })?;
             let (tx, rx) = oneshot::channel();
             let run = Run {
-                ctx: ctx.clone(),
+                ctx: Box::new(ctx.clone()),
                 permit,
                 reply: Some(tx),
                 recorded: false,

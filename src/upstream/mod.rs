@@ -616,11 +616,22 @@ pub const QUEUED_STATUS_TEXT: &str = "queued behind an earlier message of the sa
 
 #[async_trait]
 impl AgentExecutor for AgentCoreExecutor {
-    async fn execute(
-        &self,
+    // Written out instead of `async fn` (which `async_trait` would turn into a future
+    // holding the 860-byte context three times, for as long as the task streams): the
+    // context is boxed before the future is made, so an open task's executor future
+    // holds it once, behind a pointer.
+    fn execute<'life0, 'async_trait>(
+        &'life0 self,
         context: RequestContext,
         queue: crate::executor::EventQueue,
-    ) -> Result<(), ExecutorError> {
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<(), ExecutorError>> + Send + 'async_trait>,
+    >
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        let context = Box::new(context);
         let session = Self::session_for(&context);
         let span = tracing::info_span!(
             "upstream",
@@ -633,7 +644,7 @@ impl AgentExecutor for AgentCoreExecutor {
         let start = TaskStart::new(&context, &updater);
         let cancel = context.cancellation().clone();
         let inner = self.inner.clone();
-        async move {
+        let fut = async move {
             let work = async {
                 if !inner.settings.include_message && context.user_input().trim().is_empty() {
                     // Only text reaches the runtime without `include_message`: a message
@@ -688,8 +699,8 @@ impl AgentExecutor for AgentCoreExecutor {
                 }
             }
         }
-        .instrument(span)
-        .await
+        .instrument(span);
+        Box::pin(fut)
     }
 
     fn join_cluster(&self, cluster: &crate::cluster::Cluster) {

@@ -172,13 +172,21 @@ impl<'a> ReplySink<'a> {
                 UpstreamEvent::Data(v) => self.chunk(Part::data(v)).await?,
                 UpstreamEvent::Usage(u) => tracing::debug!(usage = %u, "upstream token usage"),
                 UpstreamEvent::Done => break,
+                // Boxed, as the end below: rare or once-per-reply steps, whose futures
+                // would otherwise size this one (held while the task streams).
                 UpstreamEvent::Control(c) => {
-                    if self.control(c).await? {
+                    if Box::pin(self.control(c)).await? {
                         return Ok(());
                     }
                 }
             }
         }
+        Box::pin(self.finish()).await
+    }
+
+    /// The end of a reply that ended without a control object: closes the open
+    /// artifact, makes sure the task exists and completes it.
+    async fn finish(&mut self) -> Result<(), SinkError> {
         self.close_reply().await?;
         self.start.ensure().await?;
         self.updater.complete(None).await?;
