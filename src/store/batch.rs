@@ -475,8 +475,10 @@ pub(crate) trait BatchOps: Send {
     /// Begins the transaction where the backend needs it, and reads the current rows
     /// of the batch's tasks.
     async fn rows(&mut self, batch: &[Append]) -> Result<Vec<(TaskKey, TaskRow)>, StoreError>;
-    /// For each range: the checkpoint (sequence number 0) and the stored
-    /// artifact-folding events in `(after, upto]`, as (task, seq, JSON) rows.
+    /// For each range, as (task, kind, JSON) rows: the checkpoint (kind 0) and, when
+    /// there are any, the stored artifact-folding events in `(after, upto]` as one
+    /// JSON array in sequence order (kind 1), aggregated by the database so that a
+    /// compaction reads one row per task rather than one per event.
     async fn compaction_input(
         &mut self,
         ranges: &[CompactRange<'_>],
@@ -581,9 +583,8 @@ pub(crate) async fn write_batch<T: BatchOps>(
     }
 }
 
-/// A task's checkpoint (when read) and stored artifact events with their sequence
-/// numbers.
-type CompactionInput = (Option<String>, Vec<(i64, String)>);
+/// A task's checkpoint and its stored artifact events (a JSON array), when read.
+type CompactionInput = (Option<String>, Option<String>);
 
 /// Folds each range's checkpoint, its stored artifact events and the batch's own
 /// event into the new checkpoint (JSON).
@@ -599,23 +600,22 @@ fn fold_compactions<'a>(
         if seq == 0 {
             entry.0 = Some(text);
         } else {
-            entry.1.push((seq, text));
+            entry.1 = Some(text);
         }
     }
     let mut out = Vec::with_capacity(ranges.len());
     for (a, _, _) in ranges {
-        let (checkpoint, mut stored) = by_key.remove(&task_key(a)).unwrap_or_default();
+        let (checkpoint, stored) = by_key.remove(&task_key(a)).unwrap_or_default();
         let checkpoint = checkpoint.ok_or_else(|| {
             StoreError::Backend(format!(
                 "the artifact checkpoint of task {} is missing",
                 a.task_id
             ))
         })?;
-        stored.sort_by_key(|(seq, _)| *seq);
-        let mut events = stored
-            .iter()
-            .map(|(_, e)| from_json::<StreamResponse>(e))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut events: Vec<StreamResponse> = match stored {
+            Some(array) => from_json(&array)?,
+            None => Vec::new(),
+        };
         events.extend(
             a.events
                 .iter()

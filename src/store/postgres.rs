@@ -402,11 +402,13 @@ impl BatchOps for PgOps {
                ON a.tenant = k.tenant COLLATE \"C\" AND a.owner = k.owner COLLATE \"C\" \
               AND a.task_id = k.id COLLATE \"C\" \
              UNION ALL \
-             SELECT e.tenant, e.owner, e.task_id, e.seq, e.event \
+             SELECT e.tenant, e.owner, e.task_id, 1::int8, \
+                    '[' || string_agg(e.event, ',' ORDER BY e.seq) || ']' \
              FROM k JOIN a2a_task_events e \
                ON e.tenant = k.tenant COLLATE \"C\" AND e.owner = k.owner COLLATE \"C\" \
               AND e.task_id = k.id COLLATE \"C\" AND e.seq > k.after AND e.seq <= k.upto \
-             WHERE e.folds_artifacts = 1",
+             WHERE e.folds_artifacts = 1 \
+             GROUP BY e.tenant, e.owner, e.task_id",
         )
         .bind(t)
         .bind(o)

@@ -485,24 +485,24 @@ macro_rules! write_sql {
              updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
              SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
                     value->>6, value->>10, value->>7, value->>10, value->>8, 0 \
-             FROM json_each($1); \
+             FROM jsonb_each($1); \
              INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) \
-             SELECT value->>0, value->>1, value->>2, value->>9 FROM json_each($1); \
+             SELECT value->>0, value->>1, value->>2, value->>9 FROM jsonb_each($1); \
              INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, folds_artifacts, \
              event, created_ms) \
              SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
-                    value->>7 FROM json_each($2); \
+                    value->>7 FROM jsonb_each($2); \
              INSERT INTO a2a_push_outbox \
                (tenant, owner, task_id, config_id, seq, created_ms, next_ms, attempts) \
              SELECT c.tenant, c.owner, c.task_id, c.id, e.value->>3, e.value->>4, \
                     e.value->>4, 0 \
-             FROM json_each($5) AS e JOIN a2a_push_configs c \
+             FROM jsonb_each($5) AS e JOIN a2a_push_configs c \
                ON c.tenant = e.value->>0 AND c.owner = e.value->>1 \
               AND c.task_id = e.value->>2 \
              WHERE c.enabled = 1; \
              UPDATE a2a_task_artifacts SET artifacts = k.artifacts \
              FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
-                          value->>3 AS artifacts FROM json_each($3)) AS k \
+                          value->>3 AS artifacts FROM jsonb_each($3)) AS k \
              WHERE a2a_task_artifacts.tenant = k.tenant AND a2a_task_artifacts.owner = k.owner \
                AND a2a_task_artifacts.task_id = k.id; \
              UPDATE a2a_tasks SET last_seq = k.last_seq, state = k.state, \
@@ -513,7 +513,7 @@ macro_rules! write_sql {
                           value->>3 AS last_seq, value->>4 AS state, value->>5 AS status_ms, \
                           value->>6 AS now, value->>7 AS snapshot, value->>8 AS art_seq, \
                           value->>9 AS art_bytes, value->>10 AS pending \
-                   FROM json_each($4)) AS k \
+                   FROM jsonb_each($4)) AS k \
              WHERE a2a_tasks.tenant = k.tenant AND a2a_tasks.owner = k.owner \
                AND a2a_tasks.id = k.id; \
              COMMIT"
@@ -521,9 +521,11 @@ macro_rules! write_sql {
 }
 
 /// The batch round trips on SQLite. Each statement takes its rows as one JSON array
-/// bound as a single parameter and unpacked with `json_each`, so every statement has
-/// a fixed text (prepared once) whatever the batch size; the statements of a round
-/// trip go to the connection as one multi-statement query. The transaction is
+/// bound as a single parameter and unpacked with `jsonb_each` (which parses the array
+/// once; `json_each` would render each element back to text for `->>` to parse
+/// again), so every statement has a fixed text (prepared once) whatever the batch
+/// size; the statements of a round trip go to the connection as one multi-statement
+/// query. The transaction is
 /// begun and committed by those queries (not by a `sqlx::Transaction`), so that
 /// beginning rides with the first read and committing with the writes.
 struct SqliteOps {
@@ -556,7 +558,7 @@ impl BatchOps for SqliteOps {
         let rows = sqlx::query(
             "BEGIN IMMEDIATE; \
              WITH k AS (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id \
-                        FROM json_each($1)) \
+                        FROM jsonb_each($1)) \
              SELECT t.tenant, t.owner, t.id, t.last_seq, t.state, t.status_ms, t.snapshot, \
                     t.art_seq, t.art_bytes, t.pending_bytes \
              FROM k CROSS JOIN a2a_tasks t \
@@ -593,16 +595,18 @@ impl BatchOps for SqliteOps {
             .collect();
         let rows = sqlx::query(
             "WITH k AS (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
-                               value->>3 AS after, value->>4 AS upto FROM json_each($1)) \
+                               value->>3 AS after, value->>4 AS upto FROM jsonb_each($1)) \
              SELECT a.tenant, a.owner, a.task_id, 0, a.artifacts \
              FROM k CROSS JOIN a2a_task_artifacts a \
                ON a.tenant = k.tenant AND a.owner = k.owner AND a.task_id = k.id \
              UNION ALL \
-             SELECT e.tenant, e.owner, e.task_id, e.seq, e.event \
+             SELECT e.tenant, e.owner, e.task_id, 1, \
+                    '[' || group_concat(e.event, ',' ORDER BY e.seq) || ']' \
              FROM k CROSS JOIN a2a_task_events e \
                ON e.tenant = k.tenant AND e.owner = k.owner AND e.task_id = k.id \
               AND e.seq > k.after AND e.seq <= k.upto \
-             WHERE e.folds_artifacts = 1",
+             WHERE e.folds_artifacts = 1 \
+             GROUP BY e.tenant, e.owner, e.task_id",
         )
         .bind(rows_json(&keys)?)
         .fetch_all(&mut *self.conn)

@@ -487,7 +487,7 @@ impl Inner {
             let turn = match self.sessions.try_lock(session) {
                 Some(turn) => turn,
                 None => {
-                    Self::queued(updater, start, "").await?;
+                    Box::pin(Self::queued(updater, start, "")).await?;
                     queued = true;
                     self.sessions.lock(session).await
                 }
@@ -498,7 +498,8 @@ impl Inner {
                     Ok(Some(lease)) => lease,
                     Ok(None) => {
                         if !queued {
-                            Self::queued(updater, start, " on another gateway instance").await?;
+                            Box::pin(Self::queued(updater, start, " on another gateway instance"))
+                                .await?;
                             queued = true;
                         }
                         cluster
@@ -560,7 +561,8 @@ impl Inner {
                     .into());
                 }
             };
-            sink.consume(stream::iter(whole.map(Ok))).await?;
+            // Boxed: this path's future would otherwise size the streaming one.
+            Box::pin(sink.consume(stream::iter(whole.map(Ok)))).await?;
         }
         tracing::info!(
             chunks = sink.chunks(),
