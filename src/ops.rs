@@ -59,7 +59,7 @@ const LATENCY_BUCKETS: &[f64] = &[
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
 /// How often the recorder's histogram samples are folded into their buckets.
-const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Runs the recorder's upkeep every `every` on a thread of its own, for the life of
 /// the process. `install_recorder` leaves this to its caller: until upkeep (or a
