@@ -37,10 +37,11 @@ const IDLE_RECHECK: Duration = Duration::from_secs(5);
 /// How long `AgentExecutor::cancel` may take before the run is aborted anyway.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most queued executor events taken into one store write: the
-/// [`EventQueue`]'s default capacity, so one write takes what a full queue holds.
-/// The task's bus holds two groups ([`HandlerConfig::subscriber_buffer`]), so a
+/// [`EventQueue`]'s default capacity, so one write takes what a full queue holds (a
+/// task's first group may stage one more, the Task implied by its first event). The
+/// task's bus holds about two groups ([`HandlerConfig::subscriber_buffer`]), so a
 /// subscriber still sending the previous group when the next one is published does
-/// not fall back to reading the store.
+/// not fall back to reading the store (it would only be slower, never wrong).
 ///
 /// [`HandlerConfig::subscriber_buffer`]: super::HandlerConfig::subscriber_buffer
 const MAX_GROUP: usize = 64;

@@ -111,9 +111,10 @@ pub struct HandlerConfig {
     /// Capacity of each run's [`EventQueue`](crate::EventQueue), in events.
     pub event_queue_capacity: usize,
     /// Live events buffered per subscriber before it falls back to reading the store:
-    /// the capacity of each task's broadcast bus, allocated when the task's driver
-    /// starts (about 25 bytes per slot). The default, 128, is two of the driver's
-    /// write groups (64 events each).
+    /// the capacity of each task's broadcast bus (rounded up to a power of two),
+    /// allocated when the task's driver starts (about 26 bytes per slot, measured).
+    /// The default, 128, is about two of the driver's write groups (64 events each
+    /// with the default `event_queue_capacity`).
     pub subscriber_buffer: usize,
     /// Extension URIs the card marks `required` (spec §3.3.4): the task operations
     /// refuse a call whose `A2A-Extensions` does not activate every one of them

@@ -1,6 +1,6 @@
 //! [`PushStore`] of the in-process [`MemoryTaskStore`](crate::store::MemoryTaskStore):
-//! its outbox rows are added under the task map's lock by the append that stores their
-//! events (see [`MemoryPush::enqueue`]), so within the process the memory store keeps
+//! its outbox rows are added under the lock of the task's shard by the append that
+//! stores their events (see [`MemoryPush::enqueue`]), so within the process the memory store keeps
 //! the same promise as the SQL stores.
 
 use std::collections::BTreeMap;
@@ -55,7 +55,7 @@ impl MemoryPush {
     }
 
     /// Adds the outbox rows of `events`, just appended to the task: one per enabled
-    /// config and deliverable event. Called by the append with the task map locked.
+    /// config and deliverable event. Called by the append with the task's shard locked.
     pub(crate) fn enqueue(&self, scope: &Scope, task_id: &str, events: &[Arc<StoredEvent>]) {
         let mut st = self.lock();
         let lo = (scope.clone(), task_id.to_owned(), String::new());

@@ -595,9 +595,9 @@ fn fold_compactions<'a>(
     use super::sql::{fold_artifacts, folds_artifacts, from_json};
     use std::collections::HashMap;
     let mut by_key: HashMap<TaskKey, CompactionInput> = HashMap::new();
-    for (k, seq, text) in input {
+    for (k, kind, text) in input {
         let entry = by_key.entry(k).or_default();
-        if seq == 0 {
+        if kind == 0 {
             entry.0 = Some(text);
         } else {
             entry.1 = Some(text);

@@ -66,6 +66,31 @@ impl MemoryTaskStore {
     fn lock_all(&self) -> Vec<std::sync::MutexGuard<'_, Shard>> {
         self.shards.iter().map(lock).collect()
     }
+
+    /// The keys of up to `limit` tasks that `keep` selects, one shard locked at a time:
+    /// not one snapshot of the whole store, which the sweeps using it do not need (a
+    /// task may change right after it is listed, as with any read).
+    fn each_shard_up_to(
+        &self,
+        limit: usize,
+        keep: impl Fn(&Entry) -> bool,
+    ) -> Vec<(Scope, String)> {
+        let mut out = Vec::new();
+        for shard in self.shards.iter() {
+            if out.len() >= limit {
+                break;
+            }
+            let tasks = lock(shard);
+            out.extend(
+                tasks
+                    .iter()
+                    .filter(|(_, e)| keep(e))
+                    .take(limit - out.len())
+                    .map(|((s, id), _)| (s.clone(), id.clone())),
+            );
+        }
+        out
+    }
 }
 
 fn lock(shard: &Mutex<Shard>) -> std::sync::MutexGuard<'_, Shard> {
@@ -228,19 +253,12 @@ impl TaskStore for MemoryTaskStore {
     }
 
     async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError> {
-        let shards = self.lock_all();
-        Ok(shards
-            .iter()
-            .flat_map(|s| s.iter())
-            .filter(|(_, e)| {
-                matches!(
-                    e.task.status.state,
-                    TaskState::Submitted | TaskState::Working
-                )
-            })
-            .take(limit)
-            .map(|((s, id), _)| (s.clone(), id.clone()))
-            .collect())
+        Ok(self.each_shard_up_to(limit, |e| {
+            matches!(
+                e.task.status.state,
+                TaskState::Submitted | TaskState::Working
+            )
+        }))
     }
 
     async fn purge_expired(&self, older_than: Timestamp, _batch: usize) -> Result<u64, StoreError> {
@@ -268,16 +286,9 @@ impl TaskStore for MemoryTaskStore {
         limit: usize,
     ) -> Result<Vec<(Scope, String)>, StoreError> {
         let bound = older_than.timestamp_millis();
-        let shards = self.lock_all();
-        Ok(shards
-            .iter()
-            .flat_map(|s| s.iter())
-            .filter(|(_, e)| {
-                e.task.status.state == TaskState::InputRequired && status_millis(&e.task) < bound
-            })
-            .take(limit)
-            .map(|((s, id), _)| (s.clone(), id.clone()))
-            .collect())
+        Ok(self.each_shard_up_to(limit, |e| {
+            e.task.status.state == TaskState::InputRequired && status_millis(&e.task) < bound
+        }))
     }
 
     fn push_store(&self) -> Option<&dyn crate::push::PushStore> {
