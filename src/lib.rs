@@ -34,6 +34,15 @@ pub mod tls;
 pub mod transport;
 pub mod upstream;
 
+/// The process's allocator: mimalloc (feature `mimalloc`, on by default). The gateway
+/// allocates and frees many small objects per request and per event on every worker
+/// thread; mimalloc's thread-local free lists cost measurably less CPU there than glibc's
+/// malloc (figures in BENCHMARKS.md, issue 14). Build with `--no-default-features` for the
+/// system allocator.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub use config::Config;
 pub use error::A2aError;
 pub use executor::{AgentExecutor, CallContext, EventQueue, RequestContext, TaskUpdater};
