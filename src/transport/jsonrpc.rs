@@ -190,18 +190,23 @@ pub async fn handle(
     };
     let elapsed = started.elapsed();
     let (resp, outcome_label) = match outcome {
-        Ok(Outcome::Value(v)) => {
+        Ok(Outcome::Message(m)) => {
             if task_id.is_none() {
-                task_id = str_at(&v, &["task", "id"]);
+                task_id = m.task_id().map(|t| t.chars().take(128).collect());
             }
-            let v = match op {
-                Some(op) if v03 => compat03::response::result_to_v03(op, v),
-                _ => v,
+            // A 1.0 answer is serialized straight from the typed message; a 0.3 one is
+            // translated on its ProtoJSON value first.
+            let body = match op {
+                Some(op) if v03 => m.into_value().and_then(|v| {
+                    jsonrpc::success_text(&id, &compat03::response::result_to_v03(op, v))
+                        .map_err(A2aError::internal)
+                }),
+                _ => jsonrpc::success_text(&id, &m).map_err(A2aError::internal),
             };
             (
-                match jsonrpc::success_text(&id, &v) {
+                match body {
                     Ok(body) => json_text(StatusCode::OK, body),
-                    Err(e) => error_response(Some(&id), &A2aError::internal(e)),
+                    Err(e) => error_response(Some(&id), &e),
                 },
                 "ok",
             )

@@ -20,9 +20,10 @@ use crate::executor::CallContext;
 use crate::handler::EventStream;
 use crate::identity::{AuthFailure, Identity};
 use crate::protocol::{
-    CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest, ListTasksRequest,
-    SendMessageRequest, SubscribeToTaskRequest, TaskPushNotificationConfig,
-    TaskPushNotificationConfigRequest,
+    AgentCard, CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse,
+    SendMessageRequest, SendMessageResponse, SubscribeToTaskRequest, Task,
+    TaskPushNotificationConfig, TaskPushNotificationConfigRequest,
 };
 
 /// One A2A operation (spec §3.1). [`Operation::name`] is its A2A 1.0 name, which is
@@ -116,9 +117,10 @@ impl Operation {
 
 /// What an operation produced, before a binding frames it.
 pub enum Outcome {
-    /// One response message in ProtoJSON (a Task, a `SendMessageResponse`, a
-    /// `ListTasksResponse`, an AgentCard ...).
-    Value(Value),
+    /// One response message (a Task, a `SendMessageResponse`, a `ListTasksResponse`, an
+    /// AgentCard ...), still typed: JSON bindings serialize it straight to the response
+    /// body, gRPC and the 0.3 translation take its ProtoJSON [`Value`].
+    Message(ResponseMessage),
     /// A stream whose first event decides between a stream response and a plain error
     /// (the handler may still fail before it): bindings take the first item before
     /// committing to a streaming response.
@@ -131,10 +133,54 @@ pub enum Outcome {
 impl std::fmt::Debug for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Outcome::Value(v) => f.debug_tuple("Value").field(v).finish(),
+            Outcome::Message(m) => f.debug_tuple("Message").field(m).finish(),
             Outcome::Stream(_) => f.write_str("Stream(..)"),
             Outcome::Resumed(_) => f.write_str("Resumed(..)"),
         }
+    }
+}
+
+/// The response message of a unary operation (spec §3.1), one variant per message type.
+/// It serializes as the message's ProtoJSON; [`ResponseMessage::Empty`] (the answer of
+/// DeleteTaskPushNotificationConfig, `google.protobuf.Empty`) serializes as `null`, which
+/// each binding frames its own way.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum ResponseMessage {
+    /// SendMessage: `{"task":…}` or `{"message":…}`.
+    SendMessage(SendMessageResponse),
+    /// GetTask and CancelTask.
+    Task(Task),
+    /// ListTasks.
+    ListTasks(ListTasksResponse),
+    /// GetExtendedAgentCard.
+    AgentCard(Box<AgentCard>),
+    /// CreateTaskPushNotificationConfig and GetTaskPushNotificationConfig.
+    PushConfig(TaskPushNotificationConfig),
+    /// ListTaskPushNotificationConfigs.
+    PushConfigs(ListTaskPushNotificationConfigsResponse),
+    /// DeleteTaskPushNotificationConfig (no content).
+    Empty,
+}
+
+impl ResponseMessage {
+    /// The id of the task the message is or carries (a Task, or a SendMessage answered
+    /// with a Task), for request logs.
+    pub fn task_id(&self) -> Option<&str> {
+        match self {
+            ResponseMessage::SendMessage(SendMessageResponse::Task(t))
+            | ResponseMessage::Task(t) => Some(&t.id),
+            _ => None,
+        }
+    }
+
+    /// The message as a ProtoJSON [`Value`] (`Value::Null` for [`ResponseMessage::Empty`]).
+    ///
+    /// # Errors
+    /// [`A2aError::Internal`] if serialization fails (it cannot for these types: no map
+    /// has non-string keys).
+    pub fn into_value(self) -> Result<Value, A2aError> {
+        serde_json::to_value(&self).map_err(A2aError::internal)
     }
 }
 
@@ -339,10 +385,6 @@ fn nesting_depth(v: &Value) -> usize {
     deepest
 }
 
-fn to_value(v: impl serde::Serialize) -> Result<Value, A2aError> {
-    serde_json::to_value(v).map_err(A2aError::internal)
-}
-
 /// Runs `op` for `call` with the request message `params` (ProtoJSON) on the state's
 /// handler. `last_event_id` is the binding's resume cursor for SubscribeToTask (the
 /// SSE `Last-Event-ID` header), ignored by other operations.
@@ -377,25 +419,25 @@ async fn run(
 ) -> Result<Outcome, A2aError> {
     let h = &state.handler;
     match op {
-        Operation::SendMessage => Ok(Outcome::Value(to_value(
+        Operation::SendMessage => Ok(Outcome::Message(ResponseMessage::SendMessage(
             h.send_message(call, decode::<SendMessageRequest>(params)?)
                 .await?,
-        )?)),
+        ))),
         Operation::SendStreamingMessage => Ok(Outcome::Stream(
             h.send_streaming_message(call, decode::<SendMessageRequest>(params)?)
                 .await?,
         )),
-        Operation::GetTask => Ok(Outcome::Value(to_value(
+        Operation::GetTask => Ok(Outcome::Message(ResponseMessage::Task(
             h.get_task(call, decode::<GetTaskRequest>(params)?).await?,
-        )?)),
-        Operation::ListTasks => Ok(Outcome::Value(to_value(
+        ))),
+        Operation::ListTasks => Ok(Outcome::Message(ResponseMessage::ListTasks(
             h.list_tasks(call, decode::<ListTasksRequest>(params)?)
                 .await?,
-        )?)),
-        Operation::CancelTask => Ok(Outcome::Value(to_value(
+        ))),
+        Operation::CancelTask => Ok(Outcome::Message(ResponseMessage::Task(
             h.cancel_task(call, decode::<CancelTaskRequest>(params)?)
                 .await?,
-        )?)),
+        ))),
         Operation::SubscribeToTask => {
             let last = parse_last_event_id(last_event_id)?;
             let stream = h
@@ -406,28 +448,34 @@ async fn run(
                 None => Outcome::Stream(stream),
             })
         }
-        Operation::GetExtendedAgentCard => {
-            Ok(Outcome::Value(to_value(h.get_extended_agent_card(call)?)?))
+        Operation::GetExtendedAgentCard => Ok(Outcome::Message(ResponseMessage::AgentCard(
+            Box::new(h.get_extended_agent_card(call)?),
+        ))),
+        Operation::CreateTaskPushNotificationConfig => {
+            Ok(Outcome::Message(ResponseMessage::PushConfig(
+                h.create_push_config(call, decode::<TaskPushNotificationConfig>(params)?)
+                    .await?,
+            )))
         }
-        Operation::CreateTaskPushNotificationConfig => Ok(Outcome::Value(to_value(
-            h.create_push_config(call, decode::<TaskPushNotificationConfig>(params)?)
+        Operation::GetTaskPushNotificationConfig => {
+            Ok(Outcome::Message(ResponseMessage::PushConfig(
+                h.get_push_config(call, decode::<TaskPushNotificationConfigRequest>(params)?)
+                    .await?,
+            )))
+        }
+        Operation::ListTaskPushNotificationConfigs => {
+            Ok(Outcome::Message(ResponseMessage::PushConfigs(
+                h.list_push_configs(
+                    call,
+                    decode::<ListTaskPushNotificationConfigsRequest>(params)?,
+                )
                 .await?,
-        )?)),
-        Operation::GetTaskPushNotificationConfig => Ok(Outcome::Value(to_value(
-            h.get_push_config(call, decode::<TaskPushNotificationConfigRequest>(params)?)
-                .await?,
-        )?)),
-        Operation::ListTaskPushNotificationConfigs => Ok(Outcome::Value(to_value(
-            h.list_push_configs(
-                call,
-                decode::<ListTaskPushNotificationConfigsRequest>(params)?,
-            )
-            .await?,
-        )?)),
+            )))
+        }
         Operation::DeleteTaskPushNotificationConfig => {
             h.delete_push_config(call, decode::<TaskPushNotificationConfigRequest>(params)?)
                 .await?;
-            Ok(Outcome::Value(Value::Null))
+            Ok(Outcome::Message(ResponseMessage::Empty))
         }
     }
 }
@@ -530,5 +578,40 @@ mod tests {
     fn decode_refuses_non_objects() {
         assert!(decode::<GetTaskRequest>(Value::Array(vec![])).is_err());
         assert!(decode::<ListTasksRequest>(Value::Null).is_ok());
+    }
+
+    #[test]
+    fn response_messages_serialize_as_their_message() {
+        use crate::protocol::{TaskState, TaskStatus};
+        let task = Task {
+            id: "t-1".into(),
+            context_id: "c-1".into(),
+            status: TaskStatus::new(TaskState::Completed),
+            artifacts: None,
+            history: None,
+            metadata: None,
+        };
+        let sent = ResponseMessage::SendMessage(SendMessageResponse::Task(task.clone()));
+        assert_eq!(sent.task_id(), Some("t-1"));
+        let text = serde_json::to_string(&sent).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            serde_json::json!({"task": serde_json::to_value(&task).unwrap()})
+        );
+        assert_eq!(
+            sent.into_value().unwrap(),
+            serde_json::json!({"task": serde_json::to_value(&task).unwrap()})
+        );
+        let got = ResponseMessage::Task(task.clone());
+        assert_eq!(got.task_id(), Some("t-1"));
+        assert_eq!(
+            got.into_value().unwrap(),
+            serde_json::to_value(&task).unwrap()
+        );
+        assert_eq!(
+            serde_json::to_string(&ResponseMessage::Empty).unwrap(),
+            "null"
+        );
+        assert_eq!(ResponseMessage::Empty.task_id(), None);
     }
 }

@@ -103,9 +103,9 @@ impl A2aGrpc {
             task_id = task_of(&params);
             caller = Some(call.owner.clone());
             match operations::invoke(&self.state, &call, op, params, None).await? {
-                Outcome::Value(v) => {
-                    task_id = task_id.take().or_else(|| str_at(&v, &["task", "id"]));
-                    reply(v).map_err(|e| A2aError::internal(e).into())
+                Outcome::Message(m) => {
+                    task_id = task_id.take().or_else(|| m.task_id().map(str::to_owned));
+                    reply(m.into_value()?).map_err(|e| A2aError::internal(e).into())
                 }
                 Outcome::Stream(_) | Outcome::Resumed(_) => Err(A2aError::internal(format!(
                     "{} answered with a stream on a unary method",
@@ -148,7 +148,7 @@ impl A2aGrpc {
                         None => return Err(A2aError::internal("empty event stream").into()),
                     },
                     Outcome::Resumed(stream) => (None, stream),
-                    Outcome::Value(_) => {
+                    Outcome::Message(_) => {
                         return Err(A2aError::internal(format!(
                             "{} answered with one message on a streaming method",
                             op.name()

@@ -47,7 +47,7 @@ use axum::{Extension, Router};
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::operations::{self, Operation, Outcome, ProtocolVersion};
+use super::operations::{self, Operation, Outcome, ProtocolVersion, ResponseMessage};
 use super::{AppState, http_body, sse};
 use crate::error::A2aError;
 use request::Route;
@@ -222,25 +222,26 @@ async fn handle(
     });
     let outcome = operations::invoke(&state, &call, op, message, last_event_id.as_deref()).await;
     let (resp, label) = match outcome {
-        Ok(Outcome::Value(v)) => {
+        Ok(Outcome::Message(m)) => {
             if task.is_none() {
-                task = v
-                    .pointer("/task/id")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
+                task = m.task_id().map(str::to_owned);
             }
             // DeleteTaskPushNotificationConfig answers `{}` (google.protobuf.Empty).
-            let v = if v.is_null() {
-                Value::Object(Default::default())
-            } else {
-                v
+            let body = match &m {
+                ResponseMessage::Empty => Ok("{}".to_owned()),
+                m => serde_json::to_string(m),
             };
-            let resp = if op == Operation::GetExtendedAgentCard {
-                super::agent_card::extended_response(&headers, media, v.to_string(), &state.card)
-            } else {
-                response::json(StatusCode::OK, media, v.to_string())
-            };
-            (resp, "ok")
+            match body {
+                Ok(body) if op == Operation::GetExtendedAgentCard => (
+                    super::agent_card::extended_response(&headers, media, body, &state.card),
+                    "ok",
+                ),
+                Ok(body) => (response::json(StatusCode::OK, media, body), "ok"),
+                Err(e) => {
+                    let e = A2aError::internal(e);
+                    (response::error(media, &e), e.reason())
+                }
+            }
         }
         Ok(Outcome::Resumed(stream)) => (
             sse::render(
