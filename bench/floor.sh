@@ -5,6 +5,8 @@
 #   bash bench/floor.sh                       # 3 rounds of 10 s per side
 #   FLOOR_ROUNDS=5 FLOOR_SECS=5 FLOOR_CONNECTIONS=64 bash bench/floor.sh
 #   FLOOR_PROFILE=debug FLOOR_SECS=1 bash bench/floor.sh   # only checks the script works
+#   FLOOR_BIN=/tmp/before bash bench/floor.sh  # another build's `floor` and `serve_hello_world`
+#                                              # (copied from its target/release/examples), no build
 #
 # The floor is examples/floor.rs (bare axum: parse the JSON-RPC SendMessage body into
 # the gateway's types, answer a fixed Task); the gateway is examples/serve_hello_world.rs
@@ -31,12 +33,15 @@ if ! command -v wrk >/dev/null; then
     exit 1
 fi
 PROFILE="${FLOOR_PROFILE:-release}"
-if [ "$PROFILE" = release ]; then
+if [ -n "${FLOOR_BIN:-}" ]; then
+    bin="$FLOOR_BIN"
+elif [ "$PROFILE" = release ]; then
     cargo build --release --example floor --example serve_hello_world >&2
+    bin="target/$PROFILE/examples"
 else
     cargo build --example floor --example serve_hello_world >&2
+    bin="target/$PROFILE/examples"
 fi
-bin="target/$PROFILE/examples"
 
 tmp="$(mktemp -d)"
 pids=()
@@ -112,7 +117,7 @@ load() {
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r)"
 echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src examples || echo ' (with local changes)')"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "build: $PROFILE"
+echo "build: $PROFILE${FLOOR_BIN:+ (binaries from $FLOOR_BIN)}"
 echo "wrk -t1 -c$CONNS -d${SECS}s, $ROUNDS rounds, floor then gateway in each"
 # Warm-up: connections, allocator, the gateway's store.
 wrk -t1 -c"$CONNS" -d2s -s "$tmp/send.lua" "http://127.0.0.1:$FLOOR_PORT/" >/dev/null
