@@ -8,7 +8,8 @@
 //! artifact), serialized per request with [`jsonrpc::success_text`]. No store, no
 //! executor, no task driver, no metrics, no log line, no tower layers: what is left is
 //! HTTP/1.1, JSON parsing and JSON rendering on the same tokio runtime shape as
-//! `a2a-gateway serve` (one worker per core), with `TCP_NODELAY` like the gateway.
+//! `a2a-gateway serve` (one worker per core), with `TCP_NODELAY` and the allocator
+//! (mimalloc) like the gateway.
 //!
 //! `cargo run --release --example floor -- --listen 127.0.0.1:9990`
 
@@ -24,6 +25,11 @@ use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
 use clap::Parser;
 use serde_json::{Value, json};
+
+/// The process allocator: mimalloc as in the `a2a-gateway` binary (feature `mimalloc`).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Command line.
 #[derive(Parser)]

@@ -9,6 +9,11 @@ use a2a_gateway::agents::hello_world::HelloWorldAgentExecutor;
 use a2a_gateway::protocol::AgentSkill;
 use clap::Parser;
 
+/// The process allocator: mimalloc as in the `a2a-gateway` binary (feature `mimalloc`).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Command line.
 #[derive(Parser)]
 struct Args {

@@ -19,6 +19,11 @@ use a2a_gateway::app::Gateway;
 use a2a_gateway::config::{Config, ConfigSources};
 use clap::Parser;
 
+/// The process allocator: mimalloc as in the `a2a-gateway` binary (feature `mimalloc`).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Command line.
 #[derive(Parser)]
 struct Args {

@@ -13,6 +13,12 @@
 //! - [`config`], [`telemetry`]: configuration layering and logging.
 //! - [`ops`]: `/metrics`; [`tls`]: HTTPS with rustls.
 //! - [`cli`]: the `a2a-gateway` commands; [`demo`]: the local stand-ins `demo` runs.
+//!
+//! The library leaves the process allocator to the program that links it. The
+//! `a2a-gateway` binary, the gateway examples and the in-process benchmarks install
+//! mimalloc when the default feature `mimalloc` is on (it cost less CPU per request and per
+//! event than glibc's malloc: BENCHMARKS.md, issue 14); a crate depending on this one can
+//! turn the feature off (`default-features = false`) to avoid building it.
 
 pub mod agents;
 pub mod app;
@@ -33,15 +39,6 @@ pub mod telemetry;
 pub mod tls;
 pub mod transport;
 pub mod upstream;
-
-/// The process's allocator: mimalloc (feature `mimalloc`, on by default). The gateway
-/// allocates and frees many small objects per request and per event on every worker
-/// thread; mimalloc's thread-local free lists cost measurably less CPU there than glibc's
-/// malloc (figures in BENCHMARKS.md, issue 14). Build with `--no-default-features` for the
-/// system allocator.
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub use config::Config;
 pub use error::A2aError;

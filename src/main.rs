@@ -3,6 +3,11 @@
 
 use clap::Parser;
 
+/// The process allocator: mimalloc (feature `mimalloc`, on by default; see the crate docs).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     a2a_gateway::cli::run(a2a_gateway::cli::Cli::parse())
 }

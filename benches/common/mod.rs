@@ -4,6 +4,11 @@
 
 use std::time::Duration;
 
+/// The process allocator: mimalloc as in the `a2a-gateway` binary (feature `mimalloc`).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// `name` as a number, or `default`.
 pub fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
