@@ -203,13 +203,10 @@ pub async fn handle(
                 }),
                 _ => jsonrpc::success_text(&id, &m).map_err(A2aError::internal),
             };
-            (
-                match body {
-                    Ok(body) => json_text(StatusCode::OK, body),
-                    Err(e) => error_response(Some(&id), &e),
-                },
-                "ok",
-            )
+            match body {
+                Ok(body) => (json_text(StatusCode::OK, body), "ok"),
+                Err(e) => (error_response(Some(&id), &e), e.reason()),
+            }
         }
         Ok(Outcome::Resumed(stream)) => (
             sse::render(

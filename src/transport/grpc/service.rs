@@ -104,7 +104,9 @@ impl A2aGrpc {
             caller = Some(call.owner.clone());
             match operations::invoke(&self.state, &call, op, params, None).await? {
                 Outcome::Message(m) => {
-                    task_id = task_id.take().or_else(|| m.task_id().map(str::to_owned));
+                    task_id = task_id
+                        .take()
+                        .or_else(|| m.task_id().map(|t| t.chars().take(128).collect()));
                     reply(m.into_value()?).map_err(|e| A2aError::internal(e).into())
                 }
                 Outcome::Stream(_) | Outcome::Resumed(_) => Err(A2aError::internal(format!(
