@@ -20,6 +20,9 @@
 # Needs wrk (Debian: apt-get install wrk). The gateway's log (one info line per
 # request, as `serve` writes it) goes to a file in a temporary directory.
 set -euo pipefail
+if [ -n "${FLOOR_BIN:-}" ]; then
+    FLOOR_BIN="$(realpath "$FLOOR_BIN")"
+fi
 cd "$(dirname "$0")/.."
 
 ROUNDS="${FLOOR_ROUNDS:-3}"
@@ -35,6 +38,9 @@ fi
 PROFILE="${FLOOR_PROFILE:-release}"
 if [ -n "${FLOOR_BIN:-}" ]; then
     bin="$FLOOR_BIN"
+    for b in floor serve_hello_world; do
+        [ -x "$bin/$b" ] || { echo "FLOOR_BIN: no executable $bin/$b" >&2; exit 1; }
+    done
 elif [ "$PROFILE" = release ]; then
     cargo build --release --example floor --example serve_hello_world >&2
     bin="target/$PROFILE/examples"
@@ -115,9 +121,13 @@ load() {
 }
 
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(uname -r)"
-echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src examples || echo ' (with local changes)')"
+if [ -n "${FLOOR_BIN:-}" ]; then
+    echo "binaries: $FLOOR_BIN (not this checkout's build)"
+else
+    echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src examples Cargo.toml Cargo.lock || echo ' (with local changes)')"
+fi
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "build: $PROFILE${FLOOR_BIN:+ (binaries from $FLOOR_BIN)}"
+[ -n "${FLOOR_BIN:-}" ] || echo "build: $PROFILE"
 echo "wrk -t1 -c$CONNS -d${SECS}s, $ROUNDS rounds, floor then gateway in each"
 # Warm-up: connections, allocator, the gateway's store.
 wrk -t1 -c"$CONNS" -d2s -s "$tmp/send.lua" "http://127.0.0.1:$FLOOR_PORT/" >/dev/null
