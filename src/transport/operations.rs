@@ -116,6 +116,9 @@ impl Operation {
 }
 
 /// What an operation produced, before a binding frames it.
+// Returned once per request and matched at once: boxing the message would only add an
+// allocation per response.
+#[allow(clippy::large_enum_variant)]
 pub enum Outcome {
     /// One response message (a Task, a `SendMessageResponse`, a `ListTasksResponse`, an
     /// AgentCard ...), still typed: JSON bindings serialize it straight to the response
