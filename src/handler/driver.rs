@@ -188,11 +188,13 @@ impl Driver {
             store_failure: None,
             outcomes: TurnMetrics::default(),
         };
-        tokio::spawn(driver.main(known_new));
+        // Boxed: an `async fn` taking `self` by value keeps it twice in its future
+        // (the argument and the moved local), 616 bytes each for every task.
+        tokio::spawn(Box::new(driver).main(known_new));
         handle
     }
 
-    async fn main(mut self, known_new: bool) {
+    async fn main(mut self: Box<Self>, known_new: bool) {
         if !known_new {
             match self.inner.store.get(&self.key.0, &self.key.1).await {
                 Ok(Some(rec)) => {
@@ -652,10 +654,15 @@ impl Driver {
         // reply was taken); the executor may still be running its clean-up.
         let mut drained = false;
         loop {
+            // Set when events were staged: they are committed after the `select!`, so
+            // its output (the event) is not kept in this future beside the commit's
+            // own (the state an open stream waits in sizes the task, see
+            // BENCHMARKS.md, "Issue 14, fourth pass").
+            let mut staged = false;
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled(), if outcome.is_none() => {
-                    self.abort(r, TaskState::Failed, "the gateway shut down before the task finished; send the message again").await;
+                    Box::pin(self.abort(r, TaskState::Failed, "the gateway shut down before the task finished; send the message again")).await;
                     return None;
                 }
                 cmd = self.rx.recv(), if outcome.is_none() => match cmd {
@@ -690,7 +697,7 @@ impl Driver {
                                 Err(_) => break,
                             }
                         }
-                        self.commit(r).await;
+                        staged = true;
                     }
                     None => {
                         if let Some(o) = outcome.take() {
@@ -710,6 +717,9 @@ impl Driver {
                     r.events.close();
                     r.closed = true;
                 }
+            }
+            if staged {
+                self.commit(r).await;
             }
         }
     }

@@ -79,6 +79,12 @@ impl Follow {
         if self.wake.is_none() {
             return self.refill_once().await.map_err(A2aError::internal);
         }
+        // Boxed: the retries' timer would otherwise size every subscriber's future
+        // (it is kept for the whole life of an open stream).
+        Box::pin(self.refill_retrying()).await
+    }
+
+    async fn refill_retrying(&mut self) -> Result<bool, A2aError> {
         let started = tokio::time::Instant::now();
         let mut delay = std::time::Duration::from_millis(100);
         loop {
@@ -138,13 +144,18 @@ impl Follow {
             };
             let received = match self.wake.as_mut() {
                 None => live.recv().await,
-                Some(wake) => tokio::select! {
-                    r = live.recv() => r,
-                    _ = wake.changed() => {
-                        self.needs_fill = true;
-                        continue;
+                Some(wake) => {
+                    // Boxed (several instances only): its timers would size every
+                    // subscriber's future, on one instance too.
+                    let changed = Box::pin(wake.changed());
+                    tokio::select! {
+                        r = live.recv() => r,
+                        _ = changed => {
+                            self.needs_fill = true;
+                            continue;
+                        }
                     }
-                },
+                }
             };
             match received {
                 Ok(e) => {

@@ -95,6 +95,12 @@ impl TaskStart {
         if self.started.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        // Boxed: this runs once per task, but inline its future (about 860 bytes)
+        // would size every chunk's future, and so every open stream's task.
+        Box::pin(self.publish_start()).await
+    }
+
+    async fn publish_start(&self) -> Result<(), QueueClosed> {
         if self.new_task {
             self.updater.submit().await?;
         }
@@ -267,6 +273,11 @@ impl<'a> ReplySink<'a> {
         let Some(t) = self.pending_final.take() else {
             return Ok(false);
         };
+        // Boxed, as in `TaskStart::ensure`: rare, and would size every chunk's future.
+        Box::pin(self.publish_final(t, last)).await
+    }
+
+    async fn publish_final(&mut self, t: String, last: bool) -> Result<bool, SinkError> {
         self.start.ensure().await?;
         let first = self.reply_id.is_none();
         let name = first.then(|| REPLY_ARTIFACT_NAME.to_owned());
