@@ -19,7 +19,7 @@ macro_rules! claim_sql {
                      SELECT 1 FROM a2a_push_outbox p \
                      WHERE p.tenant = o.tenant AND p.owner = o.owner AND p.task_id = o.task_id \
                        AND p.config_id = o.config_id AND p.seq < o.seq) \
-                   ORDER BY o.next_ms LIMIT $3 ",
+                   ORDER BY o.next_ms LIMIT $3 + 0 ",
             $lock,
             ") AS k \
              WHERE tenant = k.kt AND owner = k.ko AND task_id = k.ki AND config_id = k.kc \
@@ -273,7 +273,7 @@ macro_rules! sql_push {
                     "SELECT task_id, id, url, token, auth_scheme, auth_credentials, \
                        enabled, failures, last_error, created_ms FROM a2a_push_configs \
                      WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id > $4 \
-                     ORDER BY id LIMIT $5",
+                     ORDER BY id LIMIT $5 + 0",
                 )
                 .bind(&scope.tenant)
                 .bind(&scope.owner)
@@ -372,7 +372,7 @@ macro_rules! sql_push {
                        WHERE p.tenant = o.tenant AND p.owner = o.owner \
                          AND p.task_id = o.task_id AND p.config_id = o.config_id \
                          AND p.seq < o.seq) \
-                     ORDER BY o.next_ms LIMIT $2"
+                     ORDER BY o.next_ms LIMIT $2 + 0"
                 ))
                 .bind(now_ms)
                 .bind(i64::try_from(limit).unwrap_or(i64::MAX))
@@ -426,7 +426,7 @@ macro_rules! sql_push {
                 let rows = sqlx::query(
                     "SELECT tenant, owner, task_id, config_id, seq, attempts, created_ms, \
                        next_ms, last_error FROM a2a_push_outbox \
-                     WHERE ($1 IS NULL OR task_id = $1) ORDER BY created_ms, task_id, seq LIMIT $2",
+                     WHERE ($1 IS NULL OR task_id = $1) ORDER BY created_ms, task_id, seq LIMIT $2 + 0",
                 )
                 .bind(task_id)
                 .bind(limit)
@@ -461,7 +461,7 @@ macro_rules! sql_push {
                        enabled, failures, last_error, created_ms FROM a2a_push_configs \
                      WHERE ($1 IS NULL OR task_id = $1) \
                        AND (enabled = 0 OR last_error IS NOT NULL) \
-                     ORDER BY created_ms DESC LIMIT $2",
+                     ORDER BY created_ms DESC LIMIT $2 + 0",
                 )
                 .bind(task_id)
                 .bind(limit)

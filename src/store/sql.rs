@@ -28,6 +28,16 @@
 //! JSON is stored as text (not `jsonb`): it is never queried inside the database, the
 //! text round-trips exactly, and text accepts every string serde_json writes
 //! (`jsonb` rejects `\u0000`).
+//!
+//! # Bound limits
+//!
+//! Every statement shared with SQLite writes a bound row limit as `LIMIT $n + 0`,
+//! never as a bare `LIMIT $n`: SQLite (3.51, the bundled build) lets the planner look
+//! at a bare bound limit, marks the statement as depending on it, and then prepares
+//! the statement again on every execution whose limit is bound anew, even to the same
+//! value. `+ 0` keeps the value out of planning; the plans are the same (`EXPLAIN
+//! QUERY PLAN`). The reprepares were about 5% of the gateway's CPU while relaying
+//! events on SQLite (BENCHMARKS.md, "Issue 14, fifth pass").
 
 use sqlx::migrate::MigrateError;
 
@@ -180,5 +190,32 @@ mod tests {
         assert!(should_compact(COMPACT_MIN_BYTES + 1, 0, TaskState::Working));
         assert!(!should_compact(200_000, 300_000, TaskState::Working));
         assert!(should_compact(300_001, 300_000, TaskState::Working));
+    }
+
+    /// The statements SQLite runs write bound limits as `LIMIT $n + 0` (see the module
+    /// docs): a bare `LIMIT $n` would be prepared again on every execution.
+    #[test]
+    fn sqlite_statements_keep_bound_limits_out_of_planning() {
+        let sources = [
+            ("store/sqlite.rs", include_str!("sqlite.rs")),
+            ("store/sql_reads.rs", include_str!("sql_reads.rs")),
+            ("push/sql.rs", include_str!("../push/sql.rs")),
+            ("push/sqlite.rs", include_str!("../push/sqlite.rs")),
+        ];
+        let mut checked = 0;
+        for (file, text) in sources {
+            for (at, _) in text.match_indices("LIMIT $") {
+                let rest = &text[at + "LIMIT $".len()..];
+                let digits = rest.chars().take_while(char::is_ascii_digit).count();
+                assert!(digits > 0, "{file}: LIMIT $ without a parameter number");
+                assert!(
+                    rest[digits..].starts_with(" + 0"),
+                    "{file}: a bare bound LIMIT: {}",
+                    &text[at..(at + 20).min(text.len())]
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 8, "the statements with bound limits were found");
     }
 }

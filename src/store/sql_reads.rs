@@ -113,7 +113,7 @@ macro_rules! sql_reads {
         ) -> Result<Vec<StoredEvent>, StoreError> {
             let rows = sqlx::query(
                 "SELECT seq, event FROM a2a_task_events \
-                 WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND seq > $4 ORDER BY seq LIMIT $5",
+                 WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND seq > $4 ORDER BY seq LIMIT $5 + 0",
             )
             .bind(&scope.tenant)
             .bind(&scope.owner)
@@ -167,7 +167,7 @@ macro_rules! sql_reads {
                    AND ($3 IS NULL OR t.context_id = $3) AND ($4 IS NULL OR t.state = $4) \
                    AND ($5 IS NULL OR t.status_ms >= $5) \
                    AND ($6 IS NULL OR t.status_ms < $6 OR (t.status_ms = $6 AND t.id > $7)) \
-                 ORDER BY t.status_ms DESC, t.id ASC LIMIT $9",
+                 ORDER BY t.status_ms DESC, t.id ASC LIMIT $9 + 0",
             )
             .bind(&scope.tenant)
             .bind(&scope.owner)
@@ -212,7 +212,7 @@ macro_rules! sql_reads {
             limit: usize,
         ) -> Result<Vec<(Scope, String)>, StoreError> {
             let rows =
-                sqlx::query("SELECT tenant, owner, id FROM a2a_tasks WHERE state IN ($1, $2) LIMIT $3")
+                sqlx::query("SELECT tenant, owner, id FROM a2a_tasks WHERE state IN ($1, $2) LIMIT $3 + 0")
                     .bind(TaskState::Submitted.as_str())
                     .bind(TaskState::Working.as_str())
                     .bind(to_i64(limit as u64))
@@ -228,7 +228,7 @@ macro_rules! sql_reads {
             limit: usize,
         ) -> Result<Vec<(Scope, String)>, StoreError> {
             let rows = sqlx::query(
-                "SELECT tenant, owner, id FROM a2a_tasks WHERE state = $1 AND status_ms < $2 LIMIT $3",
+                "SELECT tenant, owner, id FROM a2a_tasks WHERE state = $1 AND status_ms < $2 LIMIT $3 + 0",
             )
             .bind(TaskState::InputRequired.as_str())
             .bind(older_than.timestamp_millis())

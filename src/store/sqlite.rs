@@ -400,7 +400,7 @@ impl TaskStore for SqliteTaskStore {
                 .map_err(db)?;
             let rows = sqlx::query(
                 "SELECT tenant, owner, id FROM a2a_tasks \
-                 WHERE state IN ($1, $2, $3, $4) AND status_ms < $5 LIMIT $6",
+                 WHERE state IN ($1, $2, $3, $4) AND status_ms < $5 LIMIT $6 + 0",
             )
             .bind(TaskState::Completed.as_str())
             .bind(TaskState::Failed.as_str())
