@@ -269,6 +269,82 @@ pub(crate) trait BatchWriter: Send + 'static {
     /// # Errors
     /// [`BatchError`] when the transaction as a whole failed.
     async fn write(&mut self, batch: &[Append]) -> Result<BatchResults, BatchError>;
+
+    /// Called when the lane's queue has been empty for [`IDLE_RELEASE`], before it
+    /// waits on for the next append:
+    /// a writer that kept its connection between batches gives it back to its pool
+    /// here (see [`HeldConnection`]).
+    fn idle(&mut self) {}
+}
+
+/// The longest a writer lane keeps one pooled connection across consecutive
+/// batches before giving it back to the pool (and queueing for it again behind any
+/// other user of the pool).
+pub(crate) const HOLD_MAX: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// How long a writer lane waits with nothing queued before it gives its connection
+/// back ([`BatchWriter::idle`]). Under load the queue is empty for moments between a
+/// commit and the appends its answers lead to; giving the connection back in each
+/// of those would cost the round trip [`HeldConnection`] exists to avoid.
+const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// A writer lane's connection between batches. Giving a connection back to an sqlx
+/// pool is not free: the pool tests it with a ping from a spawned task before it can
+/// be acquired again, so a lane that acquired and released one per batch waited for
+/// that round trip in front of every batch (about a fifth of each group commit's time
+/// at 64 clients on SQLite, see BENCHMARKS.md, "Issue 14, sixth pass"). The lane
+/// therefore keeps the connection while appends keep coming, and gives it back when
+/// its queue stays empty for [`IDLE_RELEASE`] ([`BatchWriter::idle`]), after a
+/// batch that failed, and at the latest after [`HOLD_MAX`], so that the pool's other users (push deliveries,
+/// retention, readiness checks, on SQLite's one writer connection) wait at most that
+/// long under a steady load.
+pub(crate) struct HeldConnection<DB: sqlx::Database> {
+    pool: sqlx::Pool<DB>,
+    /// The connection kept since the last batch.
+    held: Option<sqlx::pool::PoolConnection<DB>>,
+    /// When the connection in use (held or taken) was acquired.
+    since: Option<tokio::time::Instant>,
+}
+
+impl<DB: sqlx::Database> HeldConnection<DB> {
+    /// Nothing held yet; connections come from `pool`.
+    pub(crate) fn new(pool: sqlx::Pool<DB>) -> Self {
+        Self {
+            pool,
+            held: None,
+            since: None,
+        }
+    }
+
+    /// The held connection, or one acquired from the pool when none is held or the
+    /// held one was acquired [`HOLD_MAX`] ago or longer (it goes back to the pool
+    /// first, so the pool's waiting users are served before this lane).
+    ///
+    /// # Errors
+    /// The pool's acquire error (closed, or timed out).
+    pub(crate) async fn take(&mut self) -> Result<sqlx::pool::PoolConnection<DB>, sqlx::Error> {
+        if let (Some(conn), Some(since)) = (self.held.take(), self.since)
+            && since.elapsed() < HOLD_MAX
+        {
+            return Ok(conn);
+        }
+        self.since = None;
+        let conn = self.pool.acquire().await?;
+        self.since = Some(tokio::time::Instant::now());
+        Ok(conn)
+    }
+
+    /// Keeps `conn` (taken with [`take`](Self::take) and left with no transaction
+    /// open) for the next batch.
+    pub(crate) fn keep(&mut self, conn: sqlx::pool::PoolConnection<DB>) {
+        self.held = Some(conn);
+    }
+
+    /// Gives the held connection back to the pool.
+    pub(crate) fn release(&mut self) {
+        self.held = None;
+        self.since = None;
+    }
 }
 
 impl From<StoreError> for BatchError {
@@ -346,7 +422,19 @@ async fn run_lane<W: BatchWriter>(mut writer: W, mut rx: mpsc::Receiver<Job>) {
     let mut waiting: VecDeque<Job> = VecDeque::new();
     loop {
         if waiting.is_empty() {
-            match rx.recv().await {
+            let job = match rx.try_recv() {
+                Ok(job) => Some(job),
+                // Nothing waiting: the writer keeps its connection for the next
+                // append unless none comes within IDLE_RELEASE.
+                Err(_) => match tokio::time::timeout(IDLE_RELEASE, rx.recv()).await {
+                    Ok(job) => job,
+                    Err(_) => {
+                        writer.idle();
+                        rx.recv().await
+                    }
+                },
+            };
+            match job {
                 Some(job) => waiting.push_back(job),
                 None => return,
             }
@@ -626,4 +714,100 @@ fn fold_compactions<'a>(
         out.push((*a, artifacts));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// A writer that accepts every batch and counts its `idle` calls.
+    struct Counting {
+        idle: Arc<AtomicUsize>,
+    }
+
+    #[async_trait]
+    impl BatchWriter for Counting {
+        async fn write(&mut self, batch: &[Append]) -> Result<BatchResults, BatchError> {
+            Ok(batch.iter().map(|_| Ok(())).collect())
+        }
+
+        fn idle(&mut self) {
+            self.idle.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn append(task: &str) -> Append {
+        let ev = Arc::new(StoredEvent::new(
+            1,
+            StreamResponse::Task(crate::store::conformance::task_at(
+                task,
+                "ctx",
+                crate::protocol::time::now(),
+            )),
+        ));
+        Append::encode(&Scope::new("", "alice"), task, &[ev])
+            .unwrap()
+            .unwrap()
+    }
+
+    /// The lane keeps its writer's connection while appends follow each other within
+    /// `IDLE_RELEASE`, and gives it back once its queue stayed empty that long.
+    #[tokio::test(start_paused = true)]
+    async fn lane_goes_idle_only_after_an_empty_spell() {
+        let idle = Arc::new(AtomicUsize::new(0));
+        let batcher = Batcher::spawn(vec![Counting { idle: idle.clone() }]);
+        for i in 0..5 {
+            batcher.append(append(&format!("t{i}"))).await.unwrap();
+            tokio::time::advance(IDLE_RELEASE / 2).await;
+            assert_eq!(idle.load(Ordering::SeqCst), 0, "append {i} came in time");
+        }
+        tokio::time::sleep(IDLE_RELEASE).await;
+        assert_eq!(
+            idle.load(Ordering::SeqCst),
+            1,
+            "released after the empty spell"
+        );
+        // Released once per spell, not again while nothing comes.
+        tokio::time::sleep(IDLE_RELEASE * 10).await;
+        assert_eq!(idle.load(Ordering::SeqCst), 1);
+        batcher.append(append("later")).await.unwrap();
+        tokio::time::sleep(IDLE_RELEASE * 2).await;
+        assert_eq!(idle.load(Ordering::SeqCst), 2);
+    }
+
+    /// A kept connection is taken again without the pool (whose only connection it
+    /// is), and released it is the pool's again.
+    #[tokio::test]
+    async fn held_connection_is_kept_until_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(
+                sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(dir.path().join("held.db"))
+                    .create_if_missing(true),
+            )
+            .await
+            .unwrap();
+        let mut held = HeldConnection::new(pool.clone());
+        let conn = held.take().await.unwrap();
+        held.keep(conn);
+        assert!(
+            pool.try_acquire().is_none(),
+            "the lane holds the connection"
+        );
+        let mut conn = held.take().await.unwrap();
+        sqlx::query("SELECT 1").execute(&mut *conn).await.unwrap();
+        held.keep(conn);
+        held.release();
+        let again = tokio::time::timeout(std::time::Duration::from_secs(10), pool.acquire())
+            .await
+            .expect("released to the pool")
+            .unwrap();
+        drop(again);
+        pool.close().await;
+    }
 }

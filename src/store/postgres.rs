@@ -31,8 +31,8 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::batch::{
-    Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, TaskKey,
-    TaskRow, Writes, to_read, write_batch,
+    Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, HeldConnection,
+    TaskKey, TaskRow, Writes, to_read, write_batch,
 };
 use super::memory::shape_for_list;
 use super::sql::{
@@ -116,7 +116,7 @@ impl PostgresTaskStore {
         let notify = Arc::new(AtomicBool::new(false));
         let lanes = (0..writer_lanes(max_connections))
             .map(|_| PgWriter {
-                pool: pool.clone(),
+                conn: HeldConnection::new(pool.clone()),
                 notify: notify.clone(),
             })
             .collect();
@@ -267,7 +267,7 @@ impl TaskStore for PostgresTaskStore {
 
 /// A writer lane of a PostgreSQL store.
 struct PgWriter {
-    pool: PgPool,
+    conn: HeldConnection<sqlx::Postgres>,
     notify: Arc<AtomicBool>,
 }
 
@@ -275,8 +275,8 @@ struct PgWriter {
 impl BatchWriter for PgWriter {
     async fn write(&mut self, batch: &[Append]) -> Result<BatchResults, BatchError> {
         let conn = self
-            .pool
-            .acquire()
+            .conn
+            .take()
             .await
             .map_err(|e| BatchError::Write(db(e)))?;
         let mut ops = PgOps {
@@ -289,8 +289,14 @@ impl BatchWriter for PgWriter {
             // The session refused writes (opened while the database was read-only,
             // or a standby): replace it rather than fail every later batch with it.
             ops.conn.close_on_drop();
+        } else if result.is_ok() {
+            self.conn.keep(ops.conn);
         }
         result
+    }
+
+    fn idle(&mut self) {
+        self.conn.release();
     }
 }
 

@@ -41,8 +41,8 @@ use sqlx::sqlite::{
 use sqlx::{ConnectOptions, Row};
 
 use super::batch::{
-    Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, TaskKey,
-    TaskRow, Writes, to_read, write_batch,
+    Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, HeldConnection,
+    TaskKey, TaskRow, Writes, to_read, write_batch,
 };
 use super::lock::StoreLock;
 use super::memory::shape_for_list;
@@ -124,6 +124,17 @@ async fn checkpoint(pool: &SqlitePool) -> Result<(i64, i64), StoreError> {
         .await
         .map_err(db)?;
     Ok((row.get(1), row.get(2)))
+}
+
+/// Pool options for every SQLite pool of the store: no liveness test before each
+/// acquire. sqlx pings a connection before handing it out by default; for SQLite a
+/// ping is a round trip to the connection's worker thread that proves nothing (the
+/// database is a local file, not a socket that can drop), paid by every read. A
+/// connection whose statement fails is still closed by sqlx and replaced. (Giving a
+/// connection back still pings it; the writer lane avoids that, see
+/// [`HeldConnection`].)
+fn pool_options() -> SqlitePoolOptions {
+    SqlitePoolOptions::new().test_before_acquire(false)
 }
 
 /// How long a connection waits for another process's lock on the file.
@@ -245,7 +256,7 @@ impl SqliteTaskStore {
             .busy_timeout(BUSY_TIMEOUT)
             .log_slow_statements(super::SLOW_STATEMENT_LEVEL, super::SLOW_STATEMENT)
             .synchronous(synchronous.into());
-        let writer = SqlitePoolOptions::new()
+        let writer = pool_options()
             .max_connections(1)
             .connect_with(
                 base.clone()
@@ -266,7 +277,7 @@ impl SqliteTaskStore {
                  -wal and -shm files and their directory): {e}"
             ))
         })?;
-        let reader = SqlitePoolOptions::new()
+        let reader = pool_options()
             .max_connections(max_readers.max(1))
             .connect_with(base.pragma("query_only", "ON"))
             .await
@@ -285,7 +296,7 @@ impl SqliteTaskStore {
     /// # Errors
     /// [`StoreError::Backend`] when SQLite fails.
     pub async fn open_in_memory(options: SqliteConnectOptions) -> Result<Self, StoreError> {
-        let pool = SqlitePoolOptions::new()
+        let pool = pool_options()
             .max_connections(1)
             .min_connections(1)
             .idle_timeout(None)
@@ -304,7 +315,7 @@ impl SqliteTaskStore {
     /// The store on these pools, with its writer lane on `writer`.
     fn with_pools(writer: SqlitePool, reader: SqlitePool) -> Self {
         let batcher = Batcher::spawn(vec![SqliteWriter {
-            pool: writer.clone(),
+            conn: HeldConnection::new(writer.clone()),
         }]);
         Self {
             push: crate::push::sqlite::SqlitePush::new(writer.clone(), reader.clone()),
@@ -463,18 +474,27 @@ impl TaskStore for SqliteTaskStore {
 /// The writer lane of a SQLite store: every batch is one `BEGIN IMMEDIATE`
 /// transaction on the writer connection.
 struct SqliteWriter {
-    pool: SqlitePool,
+    conn: HeldConnection<sqlx::Sqlite>,
 }
 
 #[async_trait]
 impl BatchWriter for SqliteWriter {
     async fn write(&mut self, batch: &[Append]) -> Result<BatchResults, BatchError> {
         let conn = self
-            .pool
-            .acquire()
+            .conn
+            .take()
             .await
             .map_err(|e| BatchError::Write(db(e)))?;
-        write_batch(&mut SqliteOps { conn, open: false }, batch).await
+        let mut ops = SqliteOps { conn, open: false };
+        let result = write_batch(&mut ops, batch).await;
+        if result.is_ok() && !ops.open {
+            self.conn.keep(ops.conn);
+        }
+        result
+    }
+
+    fn idle(&mut self) {
+        self.conn.release();
     }
 }
 
