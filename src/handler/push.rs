@@ -78,6 +78,7 @@ impl RequestHandler {
             .put_config(scope, &stored)
             .await
             .map_err(A2aError::internal)?;
+        svc.arm();
         Ok(id)
     }
 

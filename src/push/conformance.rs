@@ -17,6 +17,7 @@ pub async fn run_all(store: &dyn TaskStore) {
     let push = store
         .push_store()
         .expect("every task store keeps push state");
+    has_configs_sees_an_enabled_config(push).await;
     configs_are_scoped_paged_and_replaced(push).await;
     outbox_follows_appends_in_order(store, push).await;
     leases_retries_and_give_ups(store, push).await;
@@ -24,6 +25,20 @@ pub async fn run_all(store: &dyn TaskStore) {
     settle_many_settles_each_in_order(store, push).await;
     due_heads_are_read_without_a_claim(store, push).await;
     signing_key_is_kept_once(push).await;
+}
+
+/// A store with no config says so; one enabled config of any scope makes it true.
+/// Runs first: the suite's other cases leave configs behind.
+async fn has_configs_sees_an_enabled_config(push: &dyn PushStore) {
+    assert!(
+        !push.has_configs().await.unwrap(),
+        "a fresh store has no config"
+    );
+    let scope = Scope::new(format!("tenant-{}", new_id()), "alice");
+    push.put_config(&scope, &config(&new_id(), "first"))
+        .await
+        .unwrap();
+    assert!(push.has_configs().await.unwrap());
 }
 
 fn config(task_id: &str, id: &str) -> StoredPushConfig {

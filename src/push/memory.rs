@@ -263,6 +263,10 @@ impl PushStore for MemoryPush {
         Ok(out)
     }
 
+    async fn has_configs(&self) -> Result<bool, StoreError> {
+        Ok(self.lock().configs.values().any(|c| c.enabled))
+    }
+
     async fn any_due(&self, now_ms: i64) -> Result<bool, StoreError> {
         Ok(self.lock().outbox.values().any(|r| r.next_ms <= now_ms))
     }

@@ -29,6 +29,7 @@ pub use store::{PushStatus, PushStore, StoredPushConfig};
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -83,6 +84,12 @@ pub struct PushService {
     pub(crate) signer: Signer,
     pub(crate) client: reqwest::Client,
     pub(crate) wake: Notify,
+    /// Whether [`wake`](Self::wake) wakes the sender: false on a store only this
+    /// process uses ([`PushStore::single_process`]) until it holds an enabled config
+    /// (found at open, or registered since), so that a gateway whose callers never
+    /// ask for push does not read the outbox after every commit. The sender's own
+    /// poll (`[push] poll_interval_ms`) runs either way.
+    armed: AtomicBool,
     pub(crate) store: Arc<dyn TaskStore>,
     hosts: sender::HostPermits,
 }
@@ -181,20 +188,37 @@ impl PushService {
             ))
             .build()
             .map_err(|e| format!("the webhook HTTP client: {e}"))?;
+        // Several processes may write configs to a shared store: always armed there.
+        let armed = !push_store.single_process()
+            || push_store
+                .has_configs()
+                .await
+                .map_err(|e| format!("reading the push configs kept in the store: {e}"))?;
         Ok(Arc::new(Self {
             config: config.clone(),
             policy,
             signer,
             client,
             wake: Notify::new(),
+            armed: AtomicBool::new(armed),
             store,
             hosts: Mutex::new(HashMap::new()),
         }))
     }
 
-    /// Wakes the sender (new events were stored).
+    /// Wakes the sender (new events were stored, and with them any outbox rows),
+    /// when the store may hold configs (see [`arm`](Self::arm)); otherwise nothing
+    /// can have been queued and the sender is left asleep.
     pub fn wake(&self) {
-        self.wake.notify_one();
+        if self.armed.load(Ordering::Acquire) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Records that a config was stored, so that [`wake`](Self::wake) wakes the
+    /// sender from now on (called before the config's task can have new events).
+    pub fn arm(&self) {
+        self.armed.store(true, Ordering::Release);
     }
 
     /// The signing keys' JWKS (`None` with `signature = "v1"`).
@@ -347,5 +371,64 @@ pub fn redacted(tenant: &str, c: &StoredPushConfig) -> TaskPushNotificationConfi
             schemes: Vec::new(),
             credentials: c.auth_credentials.as_ref().map(|_| REDACTED.to_owned()),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::PushService;
+    use crate::config::PushConfig;
+    use crate::store::{MemoryTaskStore, Scope, TaskStore};
+
+    /// Whether the sender would wake now: a pending `notify_one` permit.
+    async fn woken(svc: &PushService) -> bool {
+        tokio::time::timeout(Duration::from_millis(10), svc.wake.notified())
+            .await
+            .is_ok()
+    }
+
+    /// On a store only this process uses, commits wake the sender only once a config
+    /// exists: none at open leaves it asleep until one is registered.
+    #[tokio::test(start_paused = true)]
+    async fn wake_is_armed_by_the_first_config() {
+        let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+        let svc = PushService::open(&PushConfig::default(), store)
+            .await
+            .unwrap();
+        svc.wake();
+        assert!(!woken(&svc).await, "no config: nothing can be queued");
+        svc.arm();
+        svc.wake();
+        assert!(woken(&svc).await);
+    }
+
+    /// A config already in the store at open arms the wake-ups at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_kept_config_arms_at_open() {
+        let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+        let push = store.push_store().unwrap();
+        let config = super::StoredPushConfig {
+            task_id: "t".into(),
+            id: "c".into(),
+            url: "https://receiver.example/".into(),
+            token: None,
+            auth_scheme: None,
+            auth_credentials: None,
+            enabled: true,
+            failures: 0,
+            last_error: None,
+            created_ms: 0,
+        };
+        push.put_config(&Scope::new("", "alice"), &config)
+            .await
+            .unwrap();
+        let svc = PushService::open(&PushConfig::default(), store)
+            .await
+            .unwrap();
+        svc.wake();
+        assert!(woken(&svc).await);
     }
 }

@@ -382,6 +382,14 @@ macro_rules! sql_push {
                 Ok(rows.iter().map(claimed_at).collect())
             }
 
+            async fn has_configs(&self) -> Result<bool, StoreError> {
+                Ok(sqlx::query("SELECT 1 FROM a2a_push_configs WHERE enabled = 1 LIMIT 1")
+                    .fetch_optional(self.reader())
+                    .await
+                    .map_err(db)?
+                    .is_some())
+            }
+
             async fn any_due(&self, now_ms: i64) -> Result<bool, StoreError> {
                 Ok(sqlx::query("SELECT 1 FROM a2a_push_outbox WHERE next_ms <= $1 LIMIT 1")
                     .bind(now_ms)
