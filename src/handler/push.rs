@@ -74,11 +74,13 @@ impl RequestHandler {
                 "task {task_id} already has {MAX_CONFIGS_PER_TASK} push notification configs"
             )));
         }
+        // Armed first: a commit that sees the config then also sees the arming, so its
+        // wake-up is not skipped (a failed put costs at most a spurious wake-up).
+        svc.arm();
         store
             .put_config(scope, &stored)
             .await
             .map_err(A2aError::internal)?;
-        svc.arm();
         Ok(id)
     }
 

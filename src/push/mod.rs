@@ -190,10 +190,10 @@ impl PushService {
             .map_err(|e| format!("the webhook HTTP client: {e}"))?;
         // Several processes may write configs to a shared store: always armed there.
         let armed = !push_store.single_process()
-            || push_store
-                .has_configs()
-                .await
-                .map_err(|e| format!("reading the push configs kept in the store: {e}"))?;
+            || push_store.has_configs().await.unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot tell whether the store holds push configs; waking the push sender after every commit");
+                true
+            });
         Ok(Arc::new(Self {
             config: config.clone(),
             policy,
@@ -215,8 +215,9 @@ impl PushService {
         }
     }
 
-    /// Records that a config was stored, so that [`wake`](Self::wake) wakes the
-    /// sender from now on (called before the config's task can have new events).
+    /// Records that a config is being stored, so that [`wake`](Self::wake) wakes the
+    /// sender from now on (called before the config is written, so that any commit
+    /// whose outbox rows the config produced finds the wake-ups armed).
     pub fn arm(&self) {
         self.armed.store(true, Ordering::Release);
     }

@@ -291,15 +291,19 @@ const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_millis(2);
 /// A writer lane's connection between batches. Giving a connection back to an sqlx
 /// pool is not free: the pool tests it with a ping from a spawned task before it can
 /// be acquired again, so a lane that acquired and released one per batch waited for
-/// that round trip in front of every batch (about a fifth of each group commit's time
-/// at 64 clients on SQLite, see BENCHMARKS.md, "Issue 14, sixth pass"). The lane
-/// therefore keeps the connection while appends keep coming, and gives it back when
-/// its queue stays empty for [`IDLE_RELEASE`] ([`BatchWriter::idle`]), after a
-/// batch that failed, and at the latest after [`HOLD_MAX`], so that the pool's other users (push deliveries,
-/// retention, readiness checks, on SQLite's one writer connection) wait at most that
-/// long under a steady load.
+/// that round trip in front of every batch (about 1 ms of each group commit at 64
+/// clients on SQLite, see BENCHMARKS.md, "Issue 14, sixth pass"). The lane therefore
+/// keeps the connection while appends keep coming, and gives it back when its queue
+/// stays empty for [`IDLE_RELEASE`] ([`BatchWriter::idle`]), after a batch that
+/// failed, when the pool is closing, and after the first batch that ends
+/// [`HOLD_MAX`] or more after the connection was acquired. The pool's other users
+/// (push deliveries, retention, readiness checks, on SQLite's one writer connection)
+/// thus wait about [`HOLD_MAX`] plus one batch at most under a steady load.
 pub(crate) struct HeldConnection<DB: sqlx::Database> {
     pool: sqlx::Pool<DB>,
+    /// Whether connections are kept between batches at all (not when the pool's one
+    /// connection also serves every read, as for `sqlite::memory:`).
+    hold: bool,
     /// The connection kept since the last batch.
     held: Option<sqlx::pool::PoolConnection<DB>>,
     /// When the connection in use (held or taken) was acquired.
@@ -307,24 +311,28 @@ pub(crate) struct HeldConnection<DB: sqlx::Database> {
 }
 
 impl<DB: sqlx::Database> HeldConnection<DB> {
-    /// Nothing held yet; connections come from `pool`.
-    pub(crate) fn new(pool: sqlx::Pool<DB>) -> Self {
+    /// Nothing held yet; connections come from `pool` and are kept between batches
+    /// when `hold` is true (otherwise each goes back after its batch).
+    pub(crate) fn new(pool: sqlx::Pool<DB>, hold: bool) -> Self {
         Self {
             pool,
+            hold,
             held: None,
             since: None,
         }
     }
 
-    /// The held connection, or one acquired from the pool when none is held or the
-    /// held one was acquired [`HOLD_MAX`] ago or longer (it goes back to the pool
-    /// first, so the pool's waiting users are served before this lane).
+    /// The held connection, or one acquired from the pool when none is held, the
+    /// pool is closing, or the held one was acquired [`HOLD_MAX`] ago or longer (it
+    /// goes back to the pool first, so the pool's waiting users are served before
+    /// this lane).
     ///
     /// # Errors
     /// The pool's acquire error (closed, or timed out).
     pub(crate) async fn take(&mut self) -> Result<sqlx::pool::PoolConnection<DB>, sqlx::Error> {
         if let (Some(conn), Some(since)) = (self.held.take(), self.since)
             && since.elapsed() < HOLD_MAX
+            && !self.pool.is_closed()
         {
             return Ok(conn);
         }
@@ -335,9 +343,11 @@ impl<DB: sqlx::Database> HeldConnection<DB> {
     }
 
     /// Keeps `conn` (taken with [`take`](Self::take) and left with no transaction
-    /// open) for the next batch.
+    /// open) for the next batch, when this lane holds connections at all.
     pub(crate) fn keep(&mut self, conn: sqlx::pool::PoolConnection<DB>) {
-        self.held = Some(conn);
+        if self.hold {
+            self.held = Some(conn);
+        }
     }
 
     /// Gives the held connection back to the pool.
@@ -792,7 +802,7 @@ mod tests {
             )
             .await
             .unwrap();
-        let mut held = HeldConnection::new(pool.clone());
+        let mut held = HeldConnection::new(pool.clone(), true);
         let conn = held.take().await.unwrap();
         held.keep(conn);
         assert!(

@@ -116,7 +116,7 @@ impl PostgresTaskStore {
         let notify = Arc::new(AtomicBool::new(false));
         let lanes = (0..writer_lanes(max_connections))
             .map(|_| PgWriter {
-                conn: HeldConnection::new(pool.clone()),
+                conn: HeldConnection::new(pool.clone(), true),
                 notify: notify.clone(),
             })
             .collect();

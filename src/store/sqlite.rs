@@ -130,9 +130,9 @@ async fn checkpoint(pool: &SqlitePool) -> Result<(i64, i64), StoreError> {
 /// acquire. sqlx pings a connection before handing it out by default; for SQLite a
 /// ping is a round trip to the connection's worker thread that proves nothing (the
 /// database is a local file, not a socket that can drop), paid by every read. A
-/// connection whose statement fails is still closed by sqlx and replaced. (Giving a
-/// connection back still pings it; the writer lane avoids that, see
-/// [`HeldConnection`].)
+/// connection given back is still pinged by sqlx on its way back into the pool (and
+/// closed if that fails); the writer lane avoids paying that per batch, see
+/// [`HeldConnection`].
 fn pool_options() -> SqlitePoolOptions {
     SqlitePoolOptions::new().test_before_acquire(false)
 }
@@ -282,7 +282,7 @@ impl SqliteTaskStore {
             .connect_with(base.pragma("query_only", "ON"))
             .await
             .map_err(db)?;
-        let mut store = Self::with_pools(writer, reader);
+        let mut store = Self::with_pools(writer, reader, true);
         let alive = Arc::new(());
         spawn_checkpointer(store.reader.clone(), Arc::downgrade(&alive));
         store._checkpointer = Some(alive);
@@ -309,13 +309,15 @@ impl SqliteTaskStore {
             .await
             .map_err(db)?;
         Self::migrate(&pool).await?;
-        Ok(Self::with_pools(pool.clone(), pool))
+        Ok(Self::with_pools(pool.clone(), pool, false))
     }
 
-    /// The store on these pools, with its writer lane on `writer`.
-    fn with_pools(writer: SqlitePool, reader: SqlitePool) -> Self {
+    /// The store on these pools, with its writer lane on `writer`, which keeps its
+    /// connection between batches when `hold` (not when `writer` is also the pool
+    /// every read uses: reads would wait for the lane).
+    fn with_pools(writer: SqlitePool, reader: SqlitePool, hold: bool) -> Self {
         let batcher = Batcher::spawn(vec![SqliteWriter {
-            conn: HeldConnection::new(writer.clone()),
+            conn: HeldConnection::new(writer.clone(), hold),
         }]);
         Self {
             push: crate::push::sqlite::SqlitePush::new(writer.clone(), reader.clone()),
