@@ -250,13 +250,11 @@ pub trait PushStore: Send + Sync {
 
     /// Whether the store holds any enabled config (of any task and scope): read once
     /// when push opens on a [`single_process`](Self::single_process) store, to know
-    /// whether commits can queue deliveries. Default true (unknown: assume so).
+    /// whether commits can queue deliveries.
     ///
     /// # Errors
     /// [`StoreError::Backend`] on database failure.
-    async fn has_configs(&self) -> Result<bool, StoreError> {
-        Ok(true)
-    }
+    async fn has_configs(&self) -> Result<bool, StoreError>;
 
     /// Whether any delivery is due at `now_ms` (a cheap read before [`claim`](Self::claim)).
     ///

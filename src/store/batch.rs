@@ -280,7 +280,7 @@ pub(crate) trait BatchWriter: Send + 'static {
 /// The longest a writer lane keeps one pooled connection across consecutive
 /// batches before giving it back to the pool (and queueing for it again behind any
 /// other user of the pool).
-pub(crate) const HOLD_MAX: std::time::Duration = std::time::Duration::from_millis(50);
+const HOLD_MAX: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// How long a writer lane waits with nothing queued before it gives its connection
 /// back ([`BatchWriter::idle`]). Under load the queue is empty for moments between a
@@ -805,11 +805,17 @@ mod tests {
         let mut held = HeldConnection::new(pool.clone(), true);
         let conn = held.take().await.unwrap();
         held.keep(conn);
+        // A dropped connection would be back in the pool within this (its return
+        // pings the SQLite worker thread); a kept one is not.
+        let short = std::time::Duration::from_millis(200);
         assert!(
-            pool.try_acquire().is_none(),
-            "the lane holds the connection"
+            tokio::time::timeout(short, pool.acquire()).await.is_err(),
+            "the lane holds the pool's only connection"
         );
-        let mut conn = held.take().await.unwrap();
+        let mut conn = tokio::time::timeout(short, held.take())
+            .await
+            .expect("taken again without waiting for the pool")
+            .unwrap();
         sqlx::query("SELECT 1").execute(&mut *conn).await.unwrap();
         held.keep(conn);
         held.release();
