@@ -506,14 +506,17 @@ macro_rules! write_sql {
             "INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, created_ms, \
              updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
              SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
-                    value->>6, value->>10, value->>7, value->>10, value->>8, 0 \
+                    value->>6, value->>10, CAST(substr($6, value->>7, value->>11) AS TEXT), \
+                    value->>10, value->>8, 0 \
              FROM jsonb_each($1); \
              INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) \
-             SELECT value->>0, value->>1, value->>2, value->>9 FROM jsonb_each($1); \
+             SELECT value->>0, value->>1, value->>2, CAST(substr($6, value->>9, value->>8) AS TEXT) \
+             FROM jsonb_each($1); \
              INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, folds_artifacts, \
              event, created_ms) \
-             SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
-                    value->>7 FROM jsonb_each($2); \
+             SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
+                    CAST(substr($6, value->>6, value->>7) AS TEXT), value->>8 \
+             FROM jsonb_each($2); \
              INSERT INTO a2a_push_outbox \
                (tenant, owner, task_id, config_id, seq, created_ms, next_ms, attempts) \
              SELECT c.tenant, c.owner, c.task_id, c.id, e.value->>3, e.value->>4, \
@@ -524,7 +527,8 @@ macro_rules! write_sql {
              WHERE c.enabled = 1; \
              UPDATE a2a_task_artifacts SET artifacts = k.artifacts \
              FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
-                          value->>3 AS artifacts FROM jsonb_each($3)) AS k \
+                          CAST(substr($6, value->>3, value->>4) AS TEXT) AS artifacts \
+                   FROM jsonb_each($3)) AS k \
              WHERE a2a_task_artifacts.tenant = k.tenant AND a2a_task_artifacts.owner = k.owner \
                AND a2a_task_artifacts.task_id = k.id; \
              UPDATE a2a_tasks SET last_seq = k.last_seq, state = k.state, \
@@ -533,7 +537,9 @@ macro_rules! write_sql {
                     art_bytes = k.art_bytes, pending_bytes = k.pending \
              FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
                           value->>3 AS last_seq, value->>4 AS state, value->>5 AS status_ms, \
-                          value->>6 AS now, value->>7 AS snapshot, value->>8 AS art_seq, \
+                          value->>6 AS now, \
+                          CAST(substr($6, value->>7, value->>11) AS TEXT) AS snapshot, \
+                          value->>8 AS art_seq, \
                           value->>9 AS art_bytes, value->>10 AS pending \
                    FROM jsonb_each($4)) AS k \
              WHERE a2a_tasks.tenant = k.tenant AND a2a_tasks.owner = k.owner \
@@ -546,7 +552,9 @@ macro_rules! write_sql {
 /// bound as a single parameter and unpacked with `jsonb_each` (which parses the array
 /// once; `json_each` would render each element back to text for `->>` to parse
 /// again), so every statement has a fixed text (prepared once) whatever the batch
-/// size; the statements of a round trip go to the connection as one multi-statement
+/// size; the JSON texts the rows carry (snapshots, checkpoints, events) are not in
+/// those arrays but in one blob parameter that each row slices by offset and length;
+/// the statements of a round trip go to the connection as one multi-statement
 /// query. The transaction is
 /// begun and committed by those queries (not by a `sqlx::Transaction`), so that
 /// beginning rides with the first read and committing with the writes.
@@ -642,6 +650,16 @@ impl BatchOps for SqliteOps {
 
     async fn write(&mut self, w: &Writes<'_>) -> Result<(), BatchError> {
         let encode = |r: Result<String, StoreError>| r.map_err(BatchError::Write);
+        // The JSON texts (snapshots, checkpoints, events) go in one blob, bound as `$6`,
+        // each row naming its slice by a 1-based offset and a length in bytes: inside the
+        // rows' JSON arrays each text would be escaped here, parsed by `jsonb_each` and
+        // unescaped by `->>` again.
+        let mut texts = Vec::new();
+        let mut put = |text: &str| {
+            let offset = texts.len() + 1;
+            texts.extend_from_slice(text.as_bytes());
+            offset
+        };
         let tasks: Vec<_> = w
             .creates
             .iter()
@@ -654,10 +672,11 @@ impl BatchOps for SqliteOps {
                     c.state.as_str(),
                     c.status_ms,
                     a.now,
-                    &c.snapshot,
-                    c.artifacts.len() as i64,
-                    &c.artifacts,
+                    put(&c.snapshot),
+                    c.artifacts.len(),
+                    put(&c.artifacts),
                     c.last_seq,
+                    c.snapshot.len(),
                 )
             })
             .collect();
@@ -672,7 +691,8 @@ impl BatchOps for SqliteOps {
                     e.seq,
                     kind(&e.event),
                     i32::from(folds_artifacts(&e.event)),
-                    json,
+                    put(json),
+                    json.len(),
                     a.now,
                 )
             })
@@ -688,7 +708,15 @@ impl BatchOps for SqliteOps {
         let artifacts: Vec<_> = w
             .artifacts
             .iter()
-            .map(|(a, artifacts)| (&a.scope.tenant, &a.scope.owner, &a.task_id, artifacts))
+            .map(|(a, artifacts)| {
+                (
+                    &a.scope.tenant,
+                    &a.scope.owner,
+                    &a.task_id,
+                    put(artifacts),
+                    artifacts.len(),
+                )
+            })
             .collect();
         let updates: Vec<_> = w
             .updates
@@ -702,10 +730,11 @@ impl BatchOps for SqliteOps {
                     u.state.as_str(),
                     u.status_ms,
                     a.now,
-                    &u.snapshot,
+                    u.snapshot.as_deref().map(&mut put),
                     u.art_seq,
                     u.art_bytes,
                     u.pending_bytes,
+                    u.snapshot.as_ref().map(String::len),
                 )
             })
             .collect();
@@ -722,6 +751,7 @@ impl BatchOps for SqliteOps {
             .bind(encode(rows_json(&artifacts))?)
             .bind(encode(rows_json(&updates))?)
             .bind(encode(rows_json(&deliverable))?)
+            .bind(texts)
             .execute(&mut *self.conn)
             .await
             .map_err(|e| BatchError::Write(db(e)))?;
