@@ -21,7 +21,7 @@ use a2a_gateway::transport::auth::Authenticator;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use base64::Engine;
-use bindings_common::client::{Binding, Failure, Operation, Opts};
+use bindings_common::client::{Binding, Codes, Failure, Operation, Opts};
 use bindings_common::server::{Server, start_with};
 use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -413,6 +413,68 @@ async fn an_unreachable_jwks_keeps_the_last_good_keys_and_shows_in_readyz() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("JWKS stale: keeping 1 keys"), "{body}");
     assert!(body.contains("HTTP 500"), "{body}");
+}
+
+/// A valid token that needs a JWKS key while no key set was ever fetched is the gateway's
+/// outage, not the caller's fault: 503 with `Retry-After` and no challenge on the HTTP
+/// bindings, `UNAVAILABLE` on every binding, and accepted once the issuer answers.
+#[tokio::test]
+async fn a_token_before_any_jwks_fetch_is_unavailable_not_unauthenticated() {
+    let key = Signer::rsa("k", RSA_1);
+    let p = provider(&[&key]).await;
+    p.down.store(true, Ordering::SeqCst);
+    let s = gateway(&p, false).await;
+    let token = key.sign(&claims("svc"));
+    for b in s.bindings() {
+        let f = send(b.as_ref(), &token, None).await.unwrap_err();
+        assert_eq!(f.reason, "UNAVAILABLE", "{}: {f:?}", b.name());
+        let want = b.code(Codes {
+            jsonrpc: -32000,
+            http: 503,
+            grpc: "UNAVAILABLE",
+        });
+        assert_eq!(f.code, want, "{}: {f:?}", b.name());
+    }
+    let resp = s
+        .http
+        .post(&s.url)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 503);
+    assert_eq!(resp.headers()["retry-after"], "1");
+    assert!(resp.headers().get("www-authenticate").is_none());
+    let body: Value = resp.json().await.unwrap();
+    // Refused before the body is read, as every authentication failure: no id yet.
+    assert_eq!(body["id"], Value::Null, "{body}");
+    assert_eq!(body["error"]["code"], -32000, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("signing keys"),
+        "{body}"
+    );
+    // A token that is not a JWT at all is still the caller's fault.
+    assert_eq!(challenge(&s, "Bearer not-a-jwt").await.0, 401);
+    // Once the issuer answers, the same token is accepted (the gateway refetches at
+    // most once a second while it holds no keys).
+    p.down.store(false, Ordering::SeqCst);
+    let b = &s.bindings()[0];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match send(b.as_ref(), &token, None).await {
+            Ok(_) => break,
+            Err(f) => {
+                assert_eq!(f.reason, "UNAVAILABLE", "{f:?}");
+                assert!(std::time::Instant::now() < deadline, "keys never fetched");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        }
+    }
 }
 
 /// `[agent.extended]` on a gateway built from its configuration: the public card says

@@ -16,8 +16,6 @@ pub enum TokenProblem {
     Algorithm,
     /// No key with the token's `kid` in the issuer's JWKS, even after a refetch.
     UnknownKey,
-    /// The issuer's keys could not be fetched yet.
-    KeysUnavailable,
     /// The signature does not verify.
     Signature,
     /// `exp` is past (beyond the leeway).
@@ -44,7 +42,6 @@ impl TokenProblem {
             TokenProblem::TooLong => "too_long",
             TokenProblem::Algorithm => "algorithm",
             TokenProblem::UnknownKey => "unknown_kid",
-            TokenProblem::KeysUnavailable => "keys_unavailable",
             TokenProblem::Signature => "signature",
             TokenProblem::Expired => "expired",
             TokenProblem::NotYetValid => "not_yet_valid",
@@ -63,7 +60,6 @@ impl TokenProblem {
             TokenProblem::TooLong => "the token is too long",
             TokenProblem::Algorithm => "the token's signing algorithm is not accepted",
             TokenProblem::UnknownKey => "the token's signing key (kid) is not known",
-            TokenProblem::KeysUnavailable => "the issuer's signing keys are not available",
             TokenProblem::Signature => "the token's signature is invalid",
             TokenProblem::Expired => "the token has expired",
             TokenProblem::NotYetValid => "the token is not valid yet (nbf)",
@@ -89,6 +85,11 @@ pub enum AuthFailure {
     /// A valid credential whose tenant is not the one the request names: HTTP 403,
     /// gRPC `PERMISSION_DENIED`.
     TenantNotAllowed,
+    /// The token could not be checked: it is a JWT with an asymmetric algorithm and no
+    /// JWKS key set was ever fetched (the issuer was unreachable since start). Not the
+    /// caller's fault: HTTP 503 with `Retry-After`, gRPC `UNAVAILABLE`, as
+    /// [`A2aError::Unavailable`](crate::error::A2aError::Unavailable); no challenge.
+    KeysUnavailable,
 }
 
 impl AuthFailure {
@@ -100,6 +101,7 @@ impl AuthFailure {
             AuthFailure::Invalid(p) => p.label(),
             AuthFailure::InsufficientScope => "insufficient_scope",
             AuthFailure::TenantNotAllowed => "tenant",
+            AuthFailure::KeysUnavailable => "keys_unavailable",
         }
     }
 
@@ -111,9 +113,19 @@ impl AuthFailure {
         )
     }
 
-    /// The HTTP status: 401 or 403.
+    /// The HTTP status: 401, 403, or 503 for [`AuthFailure::KeysUnavailable`].
     pub fn http_status(self) -> u16 {
-        if self.is_forbidden() { 403 } else { 401 }
+        match self {
+            AuthFailure::KeysUnavailable => 503,
+            _ if self.is_forbidden() => 403,
+            _ => 401,
+        }
+    }
+
+    /// Whether the failure is the gateway's, not the credential's
+    /// ([`AuthFailure::KeysUnavailable`]): answered as `UNAVAILABLE`, without a challenge.
+    pub fn is_unavailable(self) -> bool {
+        self == AuthFailure::KeysUnavailable
     }
 
     /// The client-facing message (also the gRPC status message).
@@ -125,14 +137,21 @@ impl AuthFailure {
             AuthFailure::TenantNotAllowed => {
                 "the credential does not allow the tenant this request names"
             }
+            AuthFailure::KeysUnavailable => {
+                "the token cannot be checked yet: the issuer's signing keys (JWKS) have not \
+                 been fetched; retry later"
+            }
         }
     }
 
     /// The `WWW-Authenticate` challenge (RFC 6750 §3) for `realm`, with `scope` listing the
-    /// required scopes for `insufficient_scope`.
+    /// required scopes for `insufficient_scope` (the bare `Bearer realm` for
+    /// [`AuthFailure::KeysUnavailable`], which the bindings answer without a challenge).
     pub fn challenge(self, realm: &str, scope: &[String]) -> String {
         match self {
-            AuthFailure::Missing => format!("Bearer realm=\"{realm}\""),
+            AuthFailure::Missing | AuthFailure::KeysUnavailable => {
+                format!("Bearer realm=\"{realm}\"")
+            }
             AuthFailure::Invalid(p) => format!(
                 "Bearer realm=\"{realm}\", error=\"invalid_token\", error_description=\"{}\"",
                 p.description()

@@ -96,8 +96,9 @@ impl JwtVerifier {
     /// cached.
     ///
     /// # Errors
-    /// [`AuthFailure::Invalid`] naming the first check that failed, or
-    /// [`AuthFailure::InsufficientScope`].
+    /// [`AuthFailure::Invalid`] naming the first check that failed,
+    /// [`AuthFailure::InsufficientScope`], or [`AuthFailure::KeysUnavailable`] when the
+    /// token needs a JWKS key and no key set was ever fetched.
     pub(crate) async fn verify(&self, token: &str) -> Result<Verified, AuthFailure> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(AuthFailure::Invalid(TokenProblem::TooLong));
@@ -137,7 +138,7 @@ impl JwtVerifier {
             let key = jwks
                 .key_for(header.kid.as_deref(), alg)
                 .await
-                .map_err(|()| invalid(TokenProblem::KeysUnavailable))?
+                .map_err(|()| AuthFailure::KeysUnavailable)?
                 .ok_or(invalid(TokenProblem::UnknownKey))?;
             if !key.fits(alg) {
                 return Err(invalid(TokenProblem::Algorithm));

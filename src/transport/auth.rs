@@ -8,7 +8,10 @@
 //!   and an `error_description` saying which check failed (never the credential);
 //! - the binding's error body: on JSON-RPC an error (-32600, id `null` before the body is
 //!   read), on HTTP+JSON the `google.rpc.Status` body with status `UNAUTHENTICATED` or
-//!   `PERMISSION_DENIED`.
+//!   `PERMISSION_DENIED`;
+//! - HTTP 503 with `Retry-After` and the binding's `UNAVAILABLE` error, no challenge, when
+//!   a JWT could not be checked because the issuer's keys were never fetched
+//!   ([`AuthFailure::KeysUnavailable`]): the caller is not at fault and may retry.
 //!
 //! The failure is logged at `warn` with the peer address and counted in
 //! `a2a_auth_failures_total{reason}` by [`crate::identity::record`].
@@ -29,13 +32,20 @@ pub const REALM: &str = "a2a-gateway";
 /// standard "invalid request" code is used (the HTTP status is what clients act on).
 pub const UNAUTHENTICATED_CODE: i32 = -32600;
 
+/// JSON-RPC code of the 503 body when a token cannot be checked yet
+/// ([`AuthFailure::KeysUnavailable`]): the code of `UNAVAILABLE` in the error table.
+pub const UNAVAILABLE_CODE: i32 = -32000;
+
 /// Message of the 401 body for a missing credential.
 pub const UNAUTHENTICATED_MESSAGE: &str = "authentication required";
 
 impl AuthFailure {
-    /// The gRPC / `google.rpc.Status` code name: `UNAUTHENTICATED` or `PERMISSION_DENIED`.
+    /// The gRPC / `google.rpc.Status` code name: `UNAUTHENTICATED`, `PERMISSION_DENIED`,
+    /// or `UNAVAILABLE` for [`AuthFailure::KeysUnavailable`].
     pub fn status_name(self) -> &'static str {
-        if self.is_forbidden() {
+        if self.is_unavailable() {
+            "UNAVAILABLE"
+        } else if self.is_forbidden() {
             "PERMISSION_DENIED"
         } else {
             "UNAUTHENTICATED"
@@ -52,14 +62,23 @@ impl AuthFailure {
         let mut resp = (status, body).into_response();
         let headers = resp.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-        headers.insert(header::WWW_AUTHENTICATE, self.challenge_header());
+        if self.is_unavailable() {
+            headers.insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(crate::transport::rest::response::RETRY_AFTER_SECS),
+            );
+        } else {
+            headers.insert(header::WWW_AUTHENTICATE, self.challenge_header());
+        }
         resp
     }
 
     /// The HTTP+JSON rendering (spec §11.6): HTTP 401/403 with the `Bearer` challenge and
     /// the binding's error body, `{"error":{"code":401,"status":"UNAUTHENTICATED",
     /// "message":"…","details":[ErrorInfo UNAUTHENTICATED]}}` (403 / `PERMISSION_DENIED`
-    /// for a missing scope or tenant), served as `content_type`.
+    /// for a missing scope or tenant), served as `content_type`;
+    /// [`AuthFailure::KeysUnavailable`] is the `UNAVAILABLE` error, HTTP 503 with
+    /// `Retry-After` and no challenge.
     pub fn rest_response(self, content_type: &'static str) -> Response {
         let body = json!({
             "error": {
@@ -77,10 +96,16 @@ impl AuthFailure {
         self.refusal(body.to_string(), content_type)
     }
 
-    /// HTTP 401/403 with the `Bearer` challenge and a JSON-RPC error body with `id`.
+    /// HTTP 401/403 with the `Bearer` challenge and a JSON-RPC error body with `id`;
+    /// for [`AuthFailure::KeysUnavailable`], HTTP 503 with `Retry-After` and the
+    /// `UNAVAILABLE` error (-32000), no challenge.
     pub fn jsonrpc_response(self, id: Option<&jsonrpc::RequestId>) -> Response {
         let error = ErrorObject {
-            code: UNAUTHENTICATED_CODE,
+            code: if self.is_unavailable() {
+                UNAVAILABLE_CODE
+            } else {
+                UNAUTHENTICATED_CODE
+            },
             message: self.message().to_owned(),
             data: Some(json!([{
                 "@type": "type.googleapis.com/google.rpc.ErrorInfo",

@@ -78,7 +78,7 @@ impl Binding for JsonRpc {
         let status = resp.status().as_u16();
         let v: Value = resp.json().await.expect("a JSON body");
         assert!(
-            matches!(status, 200 | 401 | 403 | 415),
+            matches!(status, 200 | 401 | 403 | 415 | 503),
             "HTTP {status}: {v}"
         );
         unframe(v)

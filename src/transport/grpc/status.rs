@@ -68,7 +68,8 @@ pub fn unauthenticated() -> Status {
 /// The status of a refused credential: `UNAUTHENTICATED` (none, or not accepted) or
 /// `PERMISSION_DENIED` (a missing scope, a tenant the credential does not allow), with the
 /// ErrorInfo reason of the same name (metadata `check`: which check failed) and the
-/// `www-authenticate` challenge of the HTTP bindings in the trailers.
+/// `www-authenticate` challenge of the HTTP bindings in the trailers; `UNAVAILABLE`
+/// without a challenge when the credential could not be checked yet.
 pub fn refused(failure: crate::identity::AuthFailure) -> Status {
     let reason = failure.status_name();
     let details = ErrorDetails::with_error_info(
@@ -76,13 +77,16 @@ pub fn refused(failure: crate::identity::AuthFailure) -> Status {
         ERROR_DOMAIN,
         HashMap::from([("check".to_owned(), failure.reason().to_owned())]),
     );
-    let code = if failure.is_forbidden() {
+    let code = if failure.is_unavailable() {
+        Code::Unavailable
+    } else if failure.is_forbidden() {
         Code::PermissionDenied
     } else {
         Code::Unauthenticated
     };
     let mut status = Status::with_error_details(code, failure.message(), details);
-    if let Ok(v) = failure.challenge_header().to_str()
+    if !failure.is_unavailable()
+        && let Ok(v) = failure.challenge_header().to_str()
         && let Ok(v) = v.parse()
     {
         status.metadata_mut().insert("www-authenticate", v);
