@@ -1261,6 +1261,17 @@ async fn keys_new_prints_a_key_once_and_config_lines_with_only_its_hash() {
     );
     let again = text(&run(dir.path(), &["keys", "new", "--caller", "team-a"], &[]).stdout);
     assert!(!again.contains(&key), "a fresh key each time");
+    // A caller the gateway's config would refuse gets no key.
+    for bad in ["team\ta", "team\na", "team\u{7f}"] {
+        let out = run(dir.path(), &["keys", "new", "--caller", bad], &[]);
+        assert_eq!(out.status.code(), Some(1), "{bad:?}");
+        assert!(
+            text(&out.stderr).contains("control characters"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(!text(&out.stdout).contains("a2a_"), "{}", text(&out.stdout));
+    }
     // The printed lines are a working config: the gateway accepts the key.
     let config: String = stdout
         .lines()

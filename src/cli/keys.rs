@@ -59,6 +59,11 @@ pub(super) fn run(command: KeysCommand) -> Result<ExitCode, CliError> {
     if caller.is_empty() {
         return Err("--caller must not be empty".into());
     }
+    // `serve` refuses such a caller in its config ([server.auth.keys]): say so now,
+    // before a key is made for it.
+    if caller.chars().any(char::is_control) {
+        return Err("--caller must not contain control characters (tabs, newlines, ...)".into());
+    }
     let (key, hash) = new_key()?;
     let quoted = toml::Value::String(caller.to_owned()).to_string();
     outln!("# API key for caller {quoted}: shown once, give it to the caller; it is not stored.");
