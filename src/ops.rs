@@ -12,7 +12,7 @@
 //! | `a2a_upstream_responses_total` | counter | `status` | upstream executor, per attempt (`status` = HTTP code or `error`) |
 //! | `a2a_upstream_retries_total` | counter | `reason` | upstream executor, each retry (`429`, `503`, `connect`, …) |
 //! | `a2a_upstream_token_fetches_total` | counter | `outcome` (`ok`, `error`) | upstream token cache, each token endpoint call |
-//! | `a2a_auth_failures_total` | counter | `reason` (`missing`, `invalid`) | transport, each request refused with 401 |
+//! | `a2a_auth_failures_total` | counter | `reason` (`missing`, `invalid`, the JWT checks, `insufficient_scope`, `tenant`, `keys_unavailable`; see docs/operations.md) | transport, each request refused by `[server.auth]` (401, 403, or 503 while no JWKS was fetched) |
 //! | `a2a_open_connections` | gauge | | listener, connections open now (refusal lane included) |
 //! | `a2a_connections_over_limit_total` | counter | `outcome` (`refusal_lane`, `closed`) | listener, each connection accepted beyond `server.max_connections` |
 //! | `a2a_connections_timed_out_total` | counter | `reason` (`header`, `idle`) | listener, each connection closed by the header or idle timeout |
@@ -219,7 +219,7 @@ fn describe() {
     );
     describe_counter!(
         crate::transport::auth::AUTH_FAILURES,
-        "A2A requests refused with 401, by reason (missing or invalid key)"
+        "A2A requests refused by [server.auth] (401, 403, or 503 while no JWKS was fetched), by reason"
     );
 }
 

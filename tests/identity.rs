@@ -416,8 +416,9 @@ async fn an_unreachable_jwks_keeps_the_last_good_keys_and_shows_in_readyz() {
 }
 
 /// A valid token that needs a JWKS key while no key set was ever fetched is the gateway's
-/// outage, not the caller's fault: 503 with `Retry-After` and no challenge on the HTTP
-/// bindings, `UNAVAILABLE` on every binding, and accepted once the issuer answers.
+/// outage, not the caller's fault: `UNAVAILABLE` on every binding (503 with `Retry-After`
+/// and no challenge, checked on JSON-RPC's raw answer), and accepted once the issuer
+/// answers.
 #[tokio::test]
 async fn a_token_before_any_jwks_fetch_is_unavailable_not_unauthenticated() {
     let key = Signer::rsa("k", RSA_1);

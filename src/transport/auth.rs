@@ -117,7 +117,8 @@ impl AuthFailure {
         self.refusal(jsonrpc::failure(id, &error).to_string(), "application/json")
     }
 
-    /// HTTP 401/403 with the `Bearer` challenge and a JSON-RPC error body with id `null`.
+    /// [`jsonrpc_response`](Self::jsonrpc_response) with id `null`: HTTP 401/403 with the
+    /// `Bearer` challenge, or 503 for [`AuthFailure::KeysUnavailable`].
     pub fn response(self) -> Response {
         self.jsonrpc_response(None)
     }
@@ -127,7 +128,7 @@ impl Authenticator {
     /// [`verify`](Authenticator::verify) for JSON-RPC: the refusal as the response to send.
     ///
     /// # Errors
-    /// The 401/403 response.
+    /// The 401/403 (or 503, see [`AuthFailure::KeysUnavailable`]) response.
     pub async fn check(
         &self,
         headers: &HeaderMap,
