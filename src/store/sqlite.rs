@@ -762,9 +762,15 @@ impl BatchOps for SqliteOps {
     }
 
     async fn abort(&mut self) {
-        if std::mem::take(&mut self.open) {
-            // Fails harmlessly when SQLite already rolled back.
-            let _ = sqlx::query("ROLLBACK").execute(&mut *self.conn).await;
+        if std::mem::take(&mut self.open)
+            && let Err(e) = sqlx::query("ROLLBACK").execute(&mut *self.conn).await
+        {
+            // Usually "no transaction is active" (SQLite already rolled back), but the
+            // transaction may also still be open: the connection is never used again
+            // (not kept by the lane, closed when dropped, not given back to the pool).
+            tracing::warn!(error = %db_message(&e), "ROLLBACK failed; closing the SQLite writer connection");
+            self.conn.close_on_drop();
+            self.open = true;
         }
     }
 }
@@ -793,6 +799,47 @@ mod tests {
         let (frames, copied) = super::checkpoint(&store.reader).await.unwrap();
         assert!(frames > 0, "appends went to the WAL");
         assert_eq!(copied, frames, "every committed frame is checkpointed");
+        store.close().await;
+    }
+
+    /// A ROLLBACK that fails leaves the connection marked open, so the writer lane does
+    /// not keep it, and closed when dropped instead of going back to the pool.
+    #[tokio::test]
+    async fn a_failed_rollback_retires_the_connection() {
+        use super::BatchOps;
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::SqliteTaskStore::open_path(&dir.path().join("t.db"), 1)
+            .await
+            .unwrap();
+        let pool = store.writer_pool().clone();
+        assert_eq!(pool.size(), 1);
+        let conn = pool.acquire().await.unwrap();
+        // No transaction was begun: SQLite refuses the ROLLBACK.
+        let mut ops = super::SqliteOps { conn, open: true };
+        ops.abort().await;
+        assert!(
+            ops.open,
+            "a failed ROLLBACK keeps the connection out of the lane"
+        );
+        drop(ops);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while pool.size() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the connection was not closed"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        // A successful ROLLBACK keeps the (new) connection for reuse.
+        let mut conn = pool.acquire().await.unwrap();
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        let mut ops = super::SqliteOps { conn, open: true };
+        ops.abort().await;
+        assert!(!ops.open);
+        drop(ops);
         store.close().await;
     }
 
