@@ -203,13 +203,19 @@ impl Layers {
                 )
             }
             Kind::InvalidType(_, expected) => format!("expected {}", in_words(expected)),
-            Kind::InvalidValue(actual, expected) if !secret => {
-                format!(
+            Kind::InvalidValue(actual, expected) if !secret => match range_in_words(expected) {
+                Some(range) if is_number(actual) => {
+                    format!(
+                        "{} is out of range: expected {range}",
+                        found_in_words(actual)
+                    )
+                }
+                _ => format!(
                     "invalid value {}, expected {}",
                     found_in_words(actual),
                     in_words(expected)
-                )
-            }
+                ),
+            },
             Kind::InvalidValue(_, expected) => {
                 format!("invalid value, expected {}", in_words(expected))
             }
@@ -399,6 +405,32 @@ fn in_words(expected: &str) -> String {
     } else {
         e.to_owned()
     }
+}
+
+/// The values an integer type takes, in words (`u64` is "a whole number of 0 or more"),
+/// for a number the type cannot hold; `None` for other types.
+fn range_in_words(expected: &str) -> Option<String> {
+    let range = |min: &str, max: &str| Some(format!("a whole number from {min} to {max}"));
+    match expected.trim() {
+        "u8" => range("0", "255"),
+        "u16" => range("0", "65535"),
+        "u32" => range("0", "4294967295"),
+        "u64" | "u128" | "usize" => Some("a whole number of 0 or more".to_owned()),
+        "i8" => range("-128", "127"),
+        "i16" => range("-32768", "32767"),
+        "i32" => range("-2147483648", "2147483647"),
+        "i64" | "i128" | "isize" => Some("a whole number".to_owned()),
+        _ => None,
+    }
+}
+
+/// Whether figment found a number.
+fn is_number(actual: &figment::error::Actual) -> bool {
+    use figment::error::Actual;
+    matches!(
+        actual,
+        Actual::Unsigned(_) | Actual::Signed(_) | Actual::Float(_)
+    )
 }
 
 /// Figment's description of a found value without Rust type names.

@@ -1292,6 +1292,21 @@ fn type_errors_speak_of_numbers_and_strings_not_rust_types() {
 }
 
 #[test]
+fn a_number_out_of_range_says_which_numbers_are_allowed() {
+    let want = "the number -1 is out of range: expected a whole number of 0 or more";
+    let (_dir, path) = file("[server]\nmax_body_bytes = -1\n");
+    let (message, _) = load_err(sources(Some(&path), &[]));
+    assert!(message.contains(want), "{message}");
+    assert!(message.contains("line 2"), "{message}");
+    let (message, _) = load_err(sources(
+        None,
+        &[("A2A_GATEWAY_SERVER__MAX_BODY_BYTES", "-1")],
+    ));
+    assert!(message.contains(want), "{message}");
+    assert!(!message.contains("u64"), "{message}");
+}
+
+#[test]
 fn forward_needs_the_jwt_scheme_and_identity_headers_are_checked() {
     let env = [
         (
