@@ -202,6 +202,56 @@ pub fn resolve_config_path(
         })
 }
 
+/// Longest duration any `*_secs` key takes: 10 years, in seconds (a larger one would
+/// overflow the clock arithmetic of timeouts).
+pub const MAX_SECS: u64 = 10 * 365 * 24 * 3600;
+
+/// Refuses, naming the key, a number above `i64::MAX` (TOML cannot hold it, so
+/// `check-config` could not print it) and a `*_secs` / `*_ms` value above [`MAX_SECS`]
+/// seconds.
+fn check_number_bounds(value: &serde_json::Value, path: &mut Vec<String>) -> Result<(), Invalid> {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                path.push(k.clone());
+                check_number_bounds(v, path)?;
+                path.pop();
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                path.push(i.to_string());
+                check_number_bounds(v, path)?;
+                path.pop();
+            }
+        }
+        serde_json::Value::Number(n) => {
+            let key = path.join(".");
+            let last = path.last().map(String::as_str).unwrap_or("");
+            let Some(n) = n.as_u64() else {
+                return Ok(());
+            };
+            if n > i64::MAX as u64 {
+                return Err(Invalid::new(key, format!("must be at most {}", i64::MAX)));
+            }
+            if last.ends_with("_secs") && n > MAX_SECS {
+                return Err(Invalid::new(
+                    key,
+                    format!("must be at most {MAX_SECS} (10 years)"),
+                ));
+            }
+            if last.ends_with("_ms") && n > MAX_SECS * 1000 {
+                return Err(Invalid::new(
+                    key,
+                    format!("must be at most {} (10 years)", MAX_SECS * 1000),
+                ));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 impl Config {
     /// Loads, merges and validates the configuration, and reads `*_file` secrets.
     pub fn load(sources: ConfigSources) -> Result<Config, ConfigError> {
@@ -236,6 +286,9 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), Invalid> {
+        let tree = serde_json::to_value(self)
+            .map_err(|e| Invalid::new("", format!("cannot be represented: {e}")))?;
+        check_number_bounds(&tree, &mut Vec::new())?;
         self.server.validate()?;
         self.agent.validate()?;
         if self.agent.extended.is_some() && !self.server.auth.required() {

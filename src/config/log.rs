@@ -34,8 +34,28 @@ pub enum LogFormat {
     Json,
 }
 
+/// The levels `log.level` takes alone or as a directive's default.
+const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+
 impl LogConfig {
     pub(crate) fn validate(&self) -> Result<(), Invalid> {
+        // A bare word is a target to `tracing` ("verbose" would log only that target,
+        // that is nothing): here it must be a level.
+        for directive in self.level.split(',').map(str::trim) {
+            if !directive.is_empty()
+                && !directive.contains(['=', '[', ':'])
+                && !LEVELS.contains(&directive)
+            {
+                return Err(Invalid::new(
+                    "log.level",
+                    format!(
+                        "{directive:?} is not a level: use one of {} (lowercase), or \
+                         TARGET=LEVEL for one target",
+                        LEVELS.join(", ")
+                    ),
+                ));
+            }
+        }
         tracing_subscriber::EnvFilter::builder()
             .parse(&self.level)
             .map(drop)

@@ -913,6 +913,56 @@ fn bad_log_level_is_refused() {
 }
 
 #[test]
+fn a_log_level_that_is_no_level_is_refused_not_taken_as_a_target() {
+    for bad in ["verbose", "WARN", "warning", "a2a_gateway=debug,loud"] {
+        let (message, _) = load_err(sources(None, &[("A2A_GATEWAY_LOG__LEVEL", bad)]));
+        assert!(message.contains("`log.level`"), "{bad}: {message}");
+        assert!(message.contains("is not a level"), "{bad}: {message}");
+    }
+    for good in [
+        "info",
+        "warn",
+        "off",
+        "a2a_gateway=debug,info",
+        "a2a_gateway::store=trace",
+    ] {
+        let config = Config::load(sources(None, &[("A2A_GATEWAY_LOG__LEVEL", good)]));
+        assert!(config.is_ok(), "{good}: {:?}", config.err());
+    }
+}
+
+#[test]
+fn numbers_beyond_what_the_gateway_can_use_are_refused_naming_the_key() {
+    let (message, _) = load_err(sources(
+        None,
+        &[("A2A_GATEWAY_SERVER__MAX_BODY_BYTES", "9223372036854775808")],
+    ));
+    assert!(message.contains("`server.max_body_bytes`"), "{message}");
+    assert!(
+        message.contains("must be at most 9223372036854775807"),
+        "{message}"
+    );
+    assert!(
+        message.contains("A2A_GATEWAY_SERVER__MAX_BODY_BYTES"),
+        "{message}"
+    );
+    let (_dir, path) = file("[server]\nheader_timeout_secs = 9223372036854775807\n");
+    let (message, _) = load_err(sources(Some(&path), &[]));
+    assert!(
+        message.contains("`server.header_timeout_secs`"),
+        "{message}"
+    );
+    assert!(
+        message.contains("must be at most 315360000 (10 years)"),
+        "{message}"
+    );
+    assert!(message.contains("line 2"), "{message}");
+    // Ten years is still accepted, and the defaults pass.
+    let (_dir, path) = file("[server]\nheader_timeout_secs = 315360000\n");
+    assert!(Config::load(sources(Some(&path), &[])).is_ok());
+}
+
+#[test]
 fn sqlite_synchronous_defaults_to_full_and_refuses_unknown_values() {
     use crate::store::Synchronous;
     let config = Config::load(sources(None, &[])).unwrap();
