@@ -32,10 +32,6 @@ pub const REALM: &str = "a2a-gateway";
 /// standard "invalid request" code is used (the HTTP status is what clients act on).
 pub const UNAUTHENTICATED_CODE: i32 = -32600;
 
-/// JSON-RPC code of the 503 body when a token cannot be checked yet
-/// ([`AuthFailure::KeysUnavailable`]): the code of `UNAVAILABLE` in the error table.
-pub const UNAVAILABLE_CODE: i32 = -32000;
-
 /// Message of the 401 body for a missing credential.
 pub const UNAUTHENTICATED_MESSAGE: &str = "authentication required";
 
@@ -101,8 +97,9 @@ impl AuthFailure {
     /// `UNAVAILABLE` error (-32000), no challenge.
     pub fn jsonrpc_response(self, id: Option<&jsonrpc::RequestId>) -> Response {
         let error = ErrorObject {
+            // A failure of the gateway's takes the error table's `UNAVAILABLE` code.
             code: if self.is_unavailable() {
-                UNAVAILABLE_CODE
+                crate::error::A2aError::Unavailable(String::new()).jsonrpc_code()
             } else {
                 UNAUTHENTICATED_CODE
             },

@@ -77,13 +77,7 @@ pub fn refused(failure: crate::identity::AuthFailure) -> Status {
         ERROR_DOMAIN,
         HashMap::from([("check".to_owned(), failure.reason().to_owned())]),
     );
-    let code = if failure.is_unavailable() {
-        Code::Unavailable
-    } else if failure.is_forbidden() {
-        Code::PermissionDenied
-    } else {
-        Code::Unauthenticated
-    };
+    let code = code_from_name(reason);
     let mut status = Status::with_error_details(code, failure.message(), details);
     if !failure.is_unavailable()
         && let Ok(v) = failure.challenge_header().to_str()
