@@ -4,7 +4,8 @@
 //!
 //! - The refresh period is the response's `Cache-Control: max-age` clamped to
 //!   `[min_refresh_secs, max_refresh_secs]` (`refresh_secs` without one); a failed fetch is
-//!   retried after `min_refresh_secs`.
+//!   retried after 1 s, doubling with each further failure up to `min_refresh_secs`
+//!   ([`retry_after`]), so keys arrive within seconds of the issuer coming back.
 //! - A token whose `kid` is not in the set causes one refetch, at most once per
 //!   `unknown_kid_refetch_secs` whatever the number of such tokens (key rotation at the
 //!   provider needs no restart and cannot be turned into a flood of fetches).
@@ -46,6 +47,19 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Least time between two on-demand fetches while no key was ever fetched (the first
 /// token arrived before the background fetch, or the endpoint is down at start).
 const COLD_REFETCH: Duration = Duration::from_secs(1);
+
+/// Wait after the first failed background fetch; it doubles with each further failure.
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+
+/// How long the background refresh waits after `failures` (1 or more) fetches in a row
+/// failed: [`FIRST_RETRY`] (1 s) doubled per further failure, at most `cap`
+/// (`min_refresh_secs`; never below 1 s).
+fn retry_after(failures: u32, cap: Duration) -> Duration {
+    let doublings = failures.saturating_sub(1).min(20);
+    FIRST_RETRY
+        .saturating_mul(1 << doublings)
+        .min(cap.max(FIRST_RETRY))
+}
 
 /// When the last on-demand fetches started.
 #[derive(Default)]
@@ -201,14 +215,21 @@ impl Jwks {
         };
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
         rt.spawn(async move {
+            let mut failures = 0;
             loop {
                 let Some(inner) = weak.upgrade() else { return };
                 let wait = {
                     // Scheduled fetches do not count against the unknown-kid limit.
                     let _fetching = inner.last_fetch.lock().await;
                     match inner.fetch().await {
-                        Ok(ttl) => ttl,
-                        Err(_) => inner.min_refresh,
+                        Ok(ttl) => {
+                            failures = 0;
+                            ttl
+                        }
+                        Err(_) => {
+                            failures += 1;
+                            retry_after(failures, inner.min_refresh)
+                        }
                     }
                 };
                 drop(inner);
@@ -487,6 +508,16 @@ fn cache_max_age(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failed_fetches_are_retried_from_one_second_doubling_up_to_min_refresh() {
+        let cap = Duration::from_secs(60);
+        let waits: Vec<u64> = (1..=9).map(|n| retry_after(n, cap).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        assert_eq!(retry_after(u32::MAX, cap), cap);
+        // A cap below the first wait does not make the loop spin.
+        assert_eq!(retry_after(1, Duration::ZERO), FIRST_RETRY);
+    }
 
     #[test]
     fn max_age_is_read() {
