@@ -1262,14 +1262,17 @@ async fn keys_new_prints_a_key_once_and_config_lines_with_only_its_hash() {
     let again = text(&run(dir.path(), &["keys", "new", "--caller", "team-a"], &[]).stdout);
     assert!(!again.contains(&key), "a fresh key each time");
     // A caller the gateway's config would refuse gets no key.
-    for bad in ["team\ta", "team\na", "team\u{7f}"] {
+    for (bad, says) in [
+        ("team\ta", "control characters"),
+        ("team\na", "control characters"),
+        ("team\u{7f}", "control characters"),
+        (" team-a", "spaces before or after"),
+        ("team\u{202e}a", "invisible formatting characters"),
+        ("team\u{200b}a", "invisible formatting characters"),
+    ] {
         let out = run(dir.path(), &["keys", "new", "--caller", bad], &[]);
         assert_eq!(out.status.code(), Some(1), "{bad:?}");
-        assert!(
-            text(&out.stderr).contains("control characters"),
-            "{}",
-            text(&out.stderr)
-        );
+        assert!(text(&out.stderr).contains(says), "{}", text(&out.stderr));
         assert!(!text(&out.stdout).contains("a2a_"), "{}", text(&out.stdout));
     }
     // The printed lines are a working config: the gateway accepts the key.
@@ -1768,4 +1771,18 @@ fn keys_new_prints_an_environment_line_that_a_shell_reads_back_exactly() {
         Some(caller),
         "{value}"
     );
+    // And the gateway itself loads it from the environment, caller intact.
+    let file = write_config(dir.path(), "", "https://runtime.example.com/invocations");
+    let out = run(
+        dir.path(),
+        &["check-config", "--config", &file],
+        &[
+            ("A2A_GATEWAY_SERVER__AUTH__KIND", "api_key"),
+            ("A2A_GATEWAY_SERVER__AUTH__KEYS", &value),
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{value}\n{stdout}\n{stderr}");
+    let shown = toml::Value::String(caller.to_owned()).to_string();
+    assert!(stdout.contains(&format!("caller = {shown}")), "{stdout}");
 }

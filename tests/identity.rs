@@ -8,7 +8,8 @@
 //!   (`UNAUTHENTICATED` / `PERMISSION_DENIED` on gRPC), and no task is created;
 //! - key rotation at the provider: a token with a new `kid` causes one refetch and is
 //!   accepted; a flood of unknown `kid`s costs no further fetch;
-//! - an unreachable JWKS keeps the last good keys and shows in `/readyz`.
+//! - an unreachable JWKS keeps the last good keys and shows in `/readyz`; a failed
+//!   background fetch is retried within seconds.
 
 mod bindings_common;
 
@@ -241,6 +242,8 @@ async fn bad_tokens_are_refused_on_every_binding_and_create_no_task() {
         ("wrong audience", rsa.sign(&with(c(), "aud", json!("someone-else"))), None, 401, "audience"),
         ("no exp", rsa.sign(&with(c(), "exp", Value::Null)), None, 401, "claim"),
         ("no sub", rsa.sign(&with(c(), "sub", Value::Null)), None, 401, "claim"),
+        ("sub with a newline", rsa.sign(&with(c(), "sub", json!("alice\nadmin"))), None, 401, "unusable"),
+        ("sub with a bidi override", rsa.sign(&with(c(), "sub", json!("ali\u{202e}ce"))), None, 401, "unusable"),
         ("alg none", alg_none, None, 401, "algorithm"),
         ("RS256 re-signed as HS256 with the public key", confused, None, 401, "algorithm"),
         ("unknown kid", unknown_kid, None, 401, "kid"),
@@ -413,6 +416,53 @@ async fn an_unreachable_jwks_keeps_the_last_good_keys_and_shows_in_readyz() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("JWKS stale: keeping 1 keys"), "{body}");
     assert!(body.contains("HTTP 500"), "{body}");
+}
+
+/// The background refresh retries a failed fetch after 1 s, doubling: with the issuer down
+/// at start and no JWT traffic at all, `/readyz` turns 200 within seconds of the issuer
+/// coming back, not after `min_refresh_secs` (60 here).
+#[tokio::test]
+async fn the_background_refresh_retries_a_failed_fetch_within_seconds() {
+    let key = Signer::rsa("k", RSA_1);
+    let p = provider(&[&key]).await;
+    p.down.store(true, Ordering::SeqCst);
+    let mut jwt = jwt_config(&p, false);
+    jwt.min_refresh_secs = 60;
+    let auth = Authenticator::from_config(&ServerAuthConfig::jwt_only(jwt));
+    auth.start();
+    let s = start_with(TransportConfig {
+        auth,
+        ..TransportConfig::default()
+    })
+    .await;
+    let readyz = || {
+        let http = s.http.clone();
+        let url = format!("{}readyz", s.url);
+        async move { http.get(url).send().await.unwrap().status().as_u16() }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while p.fetches.load(Ordering::SeqCst) < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no retry after a failed fetch"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(readyz().await, 503);
+    p.down.store(false, Ordering::SeqCst);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while readyz().await != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "keys not fetched within 15 s of the issuer coming back"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let fetches = p.fetches.load(Ordering::SeqCst);
+    assert!(
+        fetches <= 6,
+        "{fetches} fetches: the retry does not back off"
+    );
 }
 
 /// A valid token that needs a JWKS key while no key set was ever fetched is the gateway's

@@ -55,14 +55,11 @@ fn shell_single_quoted(value: &str) -> String {
 /// Runs a `keys` subcommand.
 pub(super) fn run(command: KeysCommand) -> Result<ExitCode, CliError> {
     let KeysCommand::New(args) = command;
-    let caller = args.caller.trim();
-    if caller.is_empty() {
-        return Err("--caller must not be empty".into());
-    }
+    let caller = args.caller.as_str();
     // `serve` refuses such a caller in its config ([server.auth.keys]): say so now,
     // before a key is made for it.
-    if caller.chars().any(char::is_control) {
-        return Err("--caller must not contain control characters (tabs, newlines, ...)".into());
+    if let Some(problem) = crate::identity::caller_name_problem(caller) {
+        return Err(format!("--caller {problem}").into());
     }
     let (key, hash) = new_key()?;
     let quoted = toml::Value::String(caller.to_owned()).to_string();

@@ -282,15 +282,8 @@ impl ServerAuthConfig {
         }
         for (i, key) in self.keys.iter().enumerate() {
             let at = |field: &str| format!("{KEYS}.{i}.{field}");
-            let caller = key.caller.as_str();
-            if caller.trim().is_empty() {
-                return Err(Invalid::new(at("caller"), "must not be empty"));
-            }
-            if caller.trim() != caller || caller.chars().any(char::is_control) {
-                return Err(Invalid::new(
-                    at("caller"),
-                    "must not have surrounding spaces or control characters",
-                ));
+            if let Some(problem) = crate::identity::caller_name_problem(&key.caller) {
+                return Err(Invalid::new(at("caller"), problem));
             }
             match (&key.sha256, &key.key_file) {
                 (Some(hex), None) => {

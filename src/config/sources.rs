@@ -342,11 +342,17 @@ fn env_entry(name: &str, value: &str) -> Option<Entry> {
 ///
 /// Scalars stay strings, so a secret or id such as `0123` keeps its exact text; numbers and
 /// booleans are read from the string when the key expects one (lossy extraction). Arrays and
-/// tables (`["a", "b"]`, `{k = "v"}`) are parsed as figment's `Env` provider would.
+/// tables are read as a TOML inline array or table (`["a", 'b\c']`, `{k = "v\"w"}`, the
+/// form `keys new` prints, with TOML's escapes and literal strings); what is not valid TOML
+/// (`[a, b]`) is parsed as figment's `Env` provider would.
 fn env_value(raw: &str) -> Value {
     let trimmed = raw.trim_start();
     if trimmed.starts_with('[') || trimmed.starts_with('{') {
-        raw.parse().unwrap_or_else(|never| match never {})
+        let as_toml = toml::from_str::<toml::Table>(&format!("value = {raw}"))
+            .ok()
+            .and_then(|mut table| table.remove("value"))
+            .and_then(|value| Value::serialize(value).ok());
+        as_toml.unwrap_or_else(|| raw.parse().unwrap_or_else(|never| match never {}))
     } else {
         Value::from(raw.to_owned())
     }
@@ -389,14 +395,16 @@ fn remove(dict: &mut Dict, path: &[String]) {
     }
 }
 
-/// Serde's name of an expected type in words an operator reads: `u64` is "a number".
+/// Serde's name of an expected type in words an operator reads: `u64` is "a whole
+/// number", `f64` "a number".
 fn in_words(expected: &str) -> String {
     let e = expected.trim();
-    let number = [
+    let integer = [
         "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
-        "f32", "f64",
     ];
-    if number.contains(&e) || e.starts_with("a nonzero") || e.contains("integer") {
+    if integer.contains(&e) || e.starts_with("a nonzero") || e.contains("integer") {
+        "a whole number".to_owned()
+    } else if e == "f32" || e == "f64" {
         "a number".to_owned()
     } else if e == "bool" || e == "a boolean" {
         "a boolean (true or false)".to_owned()

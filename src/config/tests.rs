@@ -1079,6 +1079,48 @@ fn api_keys_load_from_file_env_and_key_file() {
     assert!(printed.contains("team-b"), "{printed}");
 }
 
+/// The environment list is read as TOML: a caller with `"`, `\\` or `'` (a basic string with
+/// escapes, or a literal string, as `keys new` prints it) loads as written.
+#[test]
+fn an_environment_key_list_takes_toml_strings_with_escapes_and_literal_strings() {
+    let callers = ["o'brien", "say \"hi\"", "back\\slash", "ünï"];
+    let list = format!(
+        r#"[{{caller = "o'brien", sha256 = "{a}"}}, {{caller = 'say "hi"', sha256 = "{b}"}}, {{caller = "back\\slash", sha256 = "{c}"}}, {{caller = "\u00fcn\u00ef", sha256 = "{d}"}}]"#,
+        a = sha256_hex("key-a"),
+        b = sha256_hex("key-b"),
+        c = sha256_hex("key-c"),
+        d = sha256_hex("key-d"),
+    );
+    let config = Config::load(sources(
+        None,
+        &[
+            ("A2A_GATEWAY_SERVER__AUTH__KIND", "api_key"),
+            ("A2A_GATEWAY_SERVER__AUTH__KEYS", &list),
+        ],
+    ))
+    .unwrap_or_else(|e| panic!("{list}: {e}"));
+    let loaded: Vec<&str> = config
+        .server
+        .auth
+        .keys
+        .iter()
+        .map(|k| k.caller.as_str())
+        .collect();
+    assert_eq!(loaded, callers, "{list}");
+}
+
+/// A caller name that would reorder or hide text where it is shown is refused at load.
+#[test]
+fn a_caller_with_invisible_formatting_characters_is_refused() {
+    let (_dir, path) = file(&format!(
+        "[server.auth]\nkind = \"api_key\"\n[[server.auth.keys]]\ncaller = \"adm\\u202Enimda\"\nsha256 = \"{}\"\n",
+        sha256_hex(KEY_A)
+    ));
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    assert_eq!(invalid_parts(&err).0, "server.auth.keys.0.caller");
+    assert!(message.contains("invisible formatting"), "{message}");
+}
+
 #[test]
 fn api_key_without_keys_is_refused() {
     let (_dir, path) = file("[server.auth]\nkind = \"api_key\"\n");
@@ -1323,10 +1365,17 @@ fn type_errors_speak_of_numbers_and_strings_not_rust_types() {
     let (_dir, path) = file("[server]\nsse_keepalive_secs = \"often\"\n");
     let (message, _) = load_err(sources(Some(&path), &[]));
     assert!(
-        message.contains("expected a number, found the string \"often\""),
+        message.contains("expected a whole number, found the string \"often\""),
         "{message}"
     );
     assert!(!message.contains("u64"), "{message}");
+    // A fraction where a whole number is due says which kind of number.
+    let (_dir, path) = file("[server]\nsse_keepalive_secs = 1.5\n");
+    let (message, _) = load_err(sources(Some(&path), &[]));
+    assert!(
+        message.contains("expected a whole number, found the number 1.5"),
+        "{message}"
+    );
     let (_dir, path) = file("[agent]\nname = 42\n");
     let (message, _) = load_err(sources(Some(&path), &[]));
     assert!(
@@ -1337,7 +1386,7 @@ fn type_errors_speak_of_numbers_and_strings_not_rust_types() {
         None,
         &[("A2A_GATEWAY_SERVER__SSE_KEEPALIVE_SECS", "soon")],
     ));
-    assert!(message.contains("a number"), "{message}");
+    assert!(message.contains("a whole number"), "{message}");
     assert!(!message.contains("u64"), "{message}");
 }
 

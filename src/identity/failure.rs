@@ -28,8 +28,9 @@ pub enum TokenProblem {
     Issuer,
     /// `aud` names none of the configured audiences.
     Audience,
-    /// A required claim (`exp`, `iss`, `aud`, the caller claim) is missing or not a
-    /// string / number as it must be.
+    /// A required claim (`exp`, `iss`, `aud`, the caller claim, the tenant claim when
+    /// present) is missing, not a string / number as it must be, or (the caller) empty or
+    /// holding control characters.
     MissingClaim,
 }
 
@@ -66,7 +67,9 @@ impl TokenProblem {
             TokenProblem::IssuedInFuture => "the token's issue time (iat) is in the future",
             TokenProblem::Issuer => "the token's issuer (iss) is not accepted",
             TokenProblem::Audience => "the token's audience (aud) is not this gateway",
-            TokenProblem::MissingClaim => "the token lacks a required claim",
+            TokenProblem::MissingClaim => {
+                "a required claim of the token is missing or unusable (empty, of the wrong type, or holding control characters)"
+            }
         }
     }
 }

@@ -174,7 +174,7 @@ impl JwtVerifier {
         let caller = claims
             .get(&self.caller_claim)
             .and_then(Value::as_str)
-            .filter(|c| !c.is_empty() && !c.chars().any(char::is_control))
+            .filter(|c| super::caller_name_problem(c).is_none())
             .ok_or(invalid(TokenProblem::MissingClaim))?
             .to_owned();
         let tenants = match &self.tenant_claim {

@@ -12,6 +12,7 @@
 //! to the credential.
 
 pub mod api_key;
+pub mod caller_name;
 pub mod card;
 pub mod failure;
 pub mod jwks;
@@ -26,6 +27,7 @@ use http::{HeaderMap, header};
 use secrecy::SecretString;
 
 use crate::config::{SHA256_LEN, ServerAuthConfig, ServerAuthKind};
+pub use caller_name::caller_name_problem;
 pub use failure::{AuthFailure, TokenProblem};
 pub use jwks::{Jwks, JwksStatus};
 
