@@ -29,17 +29,37 @@ const SECRET_PARAMS: &[&str] = &[
 
 /// `Display` for a URL with the user-info password and the values of secret-looking
 /// query parameters (names containing `secret`, `token`, `key`, `password`, `sig`,
-/// `auth`, `code`, ...) shown as `***`. Text that does not parse as a URL is shown as
+/// `auth`, `code`, ...) shown as `***`. A bare `host:port` (the form of a gRPC interface
+/// URL) is shown as it is; other text that does not parse as a URL is shown as
 /// `[unparsable URL]`, since it might be anything.
 pub struct LogUrl<'a>(pub &'a str);
 
 impl fmt::Display for LogUrl<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match Url::parse(self.0) {
-            Ok(url) => f.write_str(&masked(&url)),
-            Err(_) => f.write_str("[unparsable URL]"),
+            // `localhost:50051` parses, as the scheme `localhost` with the path `50051`.
+            Ok(url) if !is_host_port(self.0) => f.write_str(&masked(&url)),
+            _ if is_host_port(self.0) => f.write_str(self.0),
+            _ => f.write_str("[unparsable URL]"),
         }
     }
+}
+
+/// Whether `text` is just `host:port` (a name, IPv4 or bracketed IPv6 address, and a
+/// port number): nothing in it can be a secret.
+fn is_host_port(text: &str) -> bool {
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return false;
+    };
+    let host_ok = if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        v6.parse::<std::net::Ipv6Addr>().is_ok()
+    } else {
+        !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+    };
+    host_ok && port.bytes().all(|b| b.is_ascii_digit()) && port.parse::<u16>().is_ok()
 }
 
 /// `url` as text with its password and secret-looking query values replaced by `***`.
@@ -99,5 +119,20 @@ mod tests {
         let raw = "https://bedrock-agentcore.us-east-1.amazonaws.com/runtimes/arn/invocations?qualifier=DEFAULT";
         assert_eq!(LogUrl(raw).to_string(), raw);
         assert_eq!(LogUrl("not a url").to_string(), "[unparsable URL]");
+    }
+
+    #[test]
+    fn a_grpc_host_and_port_is_shown_as_it_is() {
+        for raw in [
+            "127.0.0.1:50051",
+            "localhost:50051",
+            "agent.example.com:443",
+            "[::1]:9",
+        ] {
+            assert_eq!(LogUrl(raw).to_string(), raw);
+        }
+        for raw in [":1", "a b:1", "1.2.3.4:99999", "[::1:9"] {
+            assert_eq!(LogUrl(raw).to_string(), "[unparsable URL]", "{raw}");
+        }
     }
 }
