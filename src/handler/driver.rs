@@ -31,6 +31,14 @@ use crate::protocol::{
 use crate::store::{Scope, StoreError, StoredEvent, projection};
 use crate::telemetry::tasks::{self, TurnMetrics};
 
+/// What the driver publishes on a task's bus: the events of one store write, in
+/// sequence order (consecutive numbers), shared by every subscriber. One bus message per
+/// write, not per event: a burst of events costs one send and one wake-up per
+/// subscriber, and the bus's slots ([`HandlerConfig::subscriber_buffer`]) count writes.
+///
+/// [`HandlerConfig::subscriber_buffer`]: super::HandlerConfig::subscriber_buffer
+pub(crate) type EventGroup = Arc<Vec<Arc<StoredEvent>>>;
+
 /// How long an idle driver with live subscribers waits before re-checking whether
 /// it may exit.
 const IDLE_RECHECK: Duration = Duration::from_secs(5);
@@ -38,12 +46,8 @@ const IDLE_RECHECK: Duration = Duration::from_secs(5);
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most queued executor events taken into one store write: the
 /// [`EventQueue`]'s default capacity, so one write takes what a full queue holds (a
-/// task's first group may stage one more, the Task implied by its first event). The
-/// task's bus holds about two groups ([`HandlerConfig::subscriber_buffer`]), so a
-/// subscriber still sending the previous group when the next one is published does
-/// not fall back to reading the store (it would only be slower, never wrong).
-///
-/// [`HandlerConfig::subscriber_buffer`]: super::HandlerConfig::subscriber_buffer
+/// task's first group may stage one more, the Task implied by its first event). A
+/// group is published as one [`EventGroup`].
 const MAX_GROUP: usize = 64;
 /// The pauses between attempts of a store write that failed with a database error
 /// (a lock held by a backup or `VACUUM`, a failover): about 8 s of retrying, plus
@@ -110,7 +114,7 @@ pub(crate) enum RunStart {
     Task {
         snapshot: Task,
         seq: u64,
-        events: broadcast::Receiver<Arc<StoredEvent>>,
+        events: broadcast::Receiver<EventGroup>,
         fresh: bool,
         queued: bool,
     },
@@ -120,14 +124,14 @@ pub(crate) enum RunStart {
 #[derive(Clone)]
 pub(crate) struct Handle {
     pub cmd: mpsc::UnboundedSender<Command>,
-    pub bus: broadcast::Sender<Arc<StoredEvent>>,
+    pub bus: broadcast::Sender<EventGroup>,
 }
 
 pub(crate) struct Driver {
     inner: Arc<Inner>,
     key: TaskKey,
     rx: mpsc::UnboundedReceiver<Command>,
-    bus: broadcast::Sender<Arc<StoredEvent>>,
+    bus: broadcast::Sender<EventGroup>,
     task: Option<Task>,
     seq: u64,
     pending: VecDeque<Run>,
@@ -155,7 +159,7 @@ struct Running {
     events: crate::executor::EventReceiver,
     exec: JoinHandle<Result<(), ExecutorError>>,
     reply: Option<oneshot::Sender<Result<RunStart, A2aError>>>,
-    sub: Option<broadcast::Receiver<Arc<StoredEvent>>>,
+    sub: Option<broadcast::Receiver<EventGroup>>,
     /// The answer for the caller once the staged events are written.
     start: Option<RunStart>,
     message_only: bool,
@@ -351,9 +355,7 @@ impl Driver {
             )));
         }
         self.outcomes.written(staged.iter().map(|e| &e.event));
-        for ev in staged {
-            let _ = self.bus.send(ev);
-        }
+        let _ = self.bus.send(Arc::new(staged));
         Ok(())
     }
 
@@ -493,7 +495,7 @@ impl Driver {
         self.wake_push();
         self.task = projection::apply(self.task.take(), &ev.event);
         self.seq = ev.seq;
-        let _ = self.bus.send(ev);
+        let _ = self.bus.send(Arc::new(vec![ev]));
         Ok(())
     }
 

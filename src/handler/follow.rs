@@ -1,4 +1,5 @@
-//! Following a task's event log: live events from the task's broadcast bus, with
+//! Following a task's event log: live events from the task's broadcast bus (one
+//! [`EventGroup`] per store write), with
 //! gaps (a lagging subscriber, a late subscription, a resume from a cursor) filled
 //! from the store. A subscriber never silently skips an event: every sequence
 //! number after the starting point is delivered once, in order.
@@ -9,6 +10,7 @@ use std::sync::Arc;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
+use super::driver::EventGroup;
 use crate::error::A2aError;
 use crate::store::{Scope, StoreError, StoredEvent, TaskStore};
 
@@ -24,7 +26,9 @@ pub(crate) struct Follow {
     scope: Scope,
     task_id: String,
     last_seq: u64,
-    live: Option<broadcast::Receiver<Arc<StoredEvent>>>,
+    live: Option<broadcast::Receiver<EventGroup>>,
+    /// The live group being delivered and the index of its next event.
+    group: Option<(EventGroup, usize)>,
     backlog: VecDeque<Arc<StoredEvent>>,
     needs_fill: bool,
     more_in_store: bool,
@@ -42,7 +46,7 @@ impl Follow {
         scope: Scope,
         task_id: String,
         after: u64,
-        live: Option<broadcast::Receiver<Arc<StoredEvent>>>,
+        live: Option<broadcast::Receiver<EventGroup>>,
         fill_first: bool,
     ) -> Self {
         Self {
@@ -51,6 +55,7 @@ impl Follow {
             task_id,
             last_seq: after,
             live,
+            group: None,
             backlog: VecDeque::new(),
             needs_fill: fill_first,
             more_in_store: false,
@@ -135,6 +140,24 @@ impl Follow {
                 self.last_seq = e.seq;
                 return Some(Ok(e));
             }
+            if let Some((group, next)) = &mut self.group {
+                let Some(e) = group.get(*next).cloned() else {
+                    self.group = None;
+                    continue;
+                };
+                *next += 1;
+                if e.seq <= self.last_seq {
+                    continue;
+                }
+                if e.seq == self.last_seq + 1 {
+                    self.last_seq = e.seq;
+                    return Some(Ok(e));
+                }
+                // Missed events (late subscription): read them from the store.
+                self.group = None;
+                self.needs_fill = true;
+                continue;
+            }
             let Some(live) = self.live.as_mut() else {
                 match self.refill().await {
                     Ok(true) => continue,
@@ -158,17 +181,7 @@ impl Follow {
                 }
             };
             match received {
-                Ok(e) => {
-                    if e.seq <= self.last_seq {
-                        continue;
-                    }
-                    if e.seq == self.last_seq + 1 {
-                        self.last_seq = e.seq;
-                        return Some(Ok(e));
-                    }
-                    // Missed events (late subscription): read them from the store.
-                    self.needs_fill = true;
-                }
+                Ok(group) => self.group = Some((group, 0)),
                 Err(RecvError::Lagged(n)) => {
                     tracing::debug!(task.id = %self.task_id, skipped = n, "subscriber lagged; catching up from the store");
                     self.needs_fill = true;
@@ -180,5 +193,53 @@ impl Follow {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent, time};
+    use crate::store::MemoryTaskStore;
+    use crate::store::conformance::task_at;
+
+    fn working(id: &str) -> StreamResponse {
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: id.into(),
+            context_id: "ctx".into(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                message: None,
+                timestamp: Some(time::now()),
+            },
+            metadata: None,
+        })
+    }
+
+    /// A live group is delivered from the cursor on: events of a group at or before
+    /// the cursor are skipped, and a group that starts after a gap sends the follower
+    /// to the store for the missing events, then on in order, each event once.
+    #[tokio::test]
+    async fn groups_straddling_the_cursor_or_after_a_gap_deliver_each_event_once_in_order() {
+        let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+        let scope = Scope::new("t", "alice");
+        let id = "task-1";
+        let mut events = vec![Arc::new(StoredEvent::new(
+            1,
+            StreamResponse::Task(task_at(id, "ctx", time::now())),
+        ))];
+        events.extend((2..=8).map(|seq| Arc::new(StoredEvent::new(seq, working(id)))));
+        store.append_all(&scope, id, &events).await.unwrap();
+        let (bus, live) = broadcast::channel::<EventGroup>(4);
+        let mut follow = Follow::new(store, scope, id.into(), 3, Some(live), false);
+        // Written before the cursor was read (2..=5), then one after a missed write (7, 8).
+        bus.send(Arc::new(events[1..5].to_vec())).unwrap();
+        bus.send(Arc::new(events[6..8].to_vec())).unwrap();
+        drop(bus);
+        let mut seen = Vec::new();
+        while let Some(e) = follow.next().await {
+            seen.push(e.unwrap().seq);
+        }
+        assert_eq!(seen, [4, 5, 6, 7, 8]);
     }
 }

@@ -110,11 +110,11 @@ pub struct HandlerConfig {
     pub max_concurrent_tasks: usize,
     /// Capacity of each run's [`EventQueue`](crate::EventQueue), in events.
     pub event_queue_capacity: usize,
-    /// Live events buffered per subscriber before it falls back to reading the store:
-    /// the capacity of each task's broadcast bus (rounded up to a power of two),
-    /// allocated when the task's driver starts (about 26 bytes per slot, measured).
-    /// The default, 128, is about two of the driver's write groups (64 events each
-    /// with the default `event_queue_capacity`).
+    /// Live store writes buffered per subscriber before it falls back to reading the
+    /// store: the capacity of each task's broadcast bus (rounded up to a power of two),
+    /// allocated when the task's driver starts (about 31 bytes per slot). Each slot holds
+    /// the events of one write (one event at model token rates, up to 64 in a burst
+    /// with the default `event_queue_capacity`). Default 16.
     pub subscriber_buffer: usize,
     /// Extension URIs the card marks `required` (spec §3.3.4): the task operations
     /// refuse a call whose `A2A-Extensions` does not activate every one of them
@@ -154,7 +154,7 @@ impl Default for HandlerConfig {
             extended_agent_card_enabled: false,
             max_concurrent_tasks: 1024,
             event_queue_capacity: crate::executor::EventQueue::DEFAULT_CAPACITY,
-            subscriber_buffer: 128,
+            subscriber_buffer: 16,
             required_extensions: Vec::new(),
             input_modes: InputModes::default(),
             push: None,
@@ -188,7 +188,7 @@ impl Inner {
         scope: Scope,
         task_id: String,
         after: u64,
-        live: Option<tokio::sync::broadcast::Receiver<Arc<crate::store::StoredEvent>>>,
+        live: Option<tokio::sync::broadcast::Receiver<driver::EventGroup>>,
         fill_first: bool,
     ) -> Follow {
         let wake = match (&live, self.cluster()) {
