@@ -308,6 +308,8 @@ pub(crate) struct HeldConnection<DB: sqlx::Database> {
     held: Option<sqlx::pool::PoolConnection<DB>>,
     /// When the connection in use (held or taken) was acquired.
     since: Option<tokio::time::Instant>,
+    /// [`HOLD_MAX`] (shorter in tests).
+    hold_max: std::time::Duration,
 }
 
 impl<DB: sqlx::Database> HeldConnection<DB> {
@@ -319,6 +321,7 @@ impl<DB: sqlx::Database> HeldConnection<DB> {
             hold,
             held: None,
             since: None,
+            hold_max: HOLD_MAX,
         }
     }
 
@@ -331,7 +334,7 @@ impl<DB: sqlx::Database> HeldConnection<DB> {
     /// The pool's acquire error (closed, or timed out).
     pub(crate) async fn take(&mut self) -> Result<sqlx::pool::PoolConnection<DB>, sqlx::Error> {
         if let (Some(conn), Some(since)) = (self.held.take(), self.since)
-            && since.elapsed() < HOLD_MAX
+            && since.elapsed() < self.hold_max
             && !self.pool.is_closed()
         {
             return Ok(conn);
@@ -824,6 +827,61 @@ mod tests {
             .expect("released to the pool")
             .unwrap();
         drop(again);
+        pool.close().await;
+    }
+
+    /// A connection kept for [`HOLD_MAX`] or longer goes back to the pool at the next
+    /// take, so a user of the pool waiting behind the lane is served before it.
+    #[tokio::test]
+    async fn a_connection_held_too_long_goes_back_to_the_pools_waiters_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(
+                sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(dir.path().join("held.db"))
+                    .create_if_missing(true),
+            )
+            .await
+            .unwrap();
+        let mut held = HeldConnection::new(pool.clone(), true);
+        // Every connection is held "too long" at once.
+        held.hold_max = std::time::Duration::ZERO;
+        let conn = held.take().await.unwrap();
+        held.keep(conn);
+        let (got_tx, got_rx) = tokio::sync::oneshot::channel();
+        let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+        let waiter = {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let conn = pool.acquire().await.unwrap();
+                let _ = got_tx.send(());
+                let _ = release_rx.await;
+                drop(conn);
+            })
+        };
+        // The waiter queues for the pool's only connection, which the lane holds.
+        let short = std::time::Duration::from_millis(200);
+        let mut got_rx = got_rx;
+        assert!(
+            tokio::time::timeout(short, &mut got_rx).await.is_err(),
+            "the lane still holds the connection"
+        );
+        let lane = tokio::spawn(async move {
+            let conn = held.take().await.unwrap();
+            drop(conn);
+        });
+        tokio::time::timeout(std::time::Duration::from_secs(10), got_rx)
+            .await
+            .expect("the waiter was served once the lane's hold expired")
+            .unwrap();
+        assert!(!lane.is_finished(), "the lane queues behind the waiter");
+        release_tx.send(()).unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(10), lane)
+            .await
+            .expect("the lane gets the connection after the waiter")
+            .unwrap();
+        waiter.await.unwrap();
         pool.close().await;
     }
 }
