@@ -249,7 +249,7 @@ pub async fn handle(
         rpc.method = %method.chars().take(64).collect::<String>(),
         a2a.version = if v03 { "0.3" } else { PROTOCOL_VERSION },
         task.id = task_id.as_deref().unwrap_or("-"),
-        caller = %call.owner,
+        caller = call.owner.as_str(),
         peer = %peer.map_or_else(|| "-".to_owned(), |p| p.to_string()),
         outcome = outcome_label,
         duration_ms = crate::telemetry::millis(elapsed),

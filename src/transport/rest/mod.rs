@@ -306,7 +306,7 @@ fn finish(
         rpc.method = op.name(),
         binding = "rest",
         task.id = task.as_deref().unwrap_or("-"),
-        caller = %who.caller,
+        caller = who.caller.as_str(),
         peer = %who.peer.map_or_else(|| "-".to_owned(), |p| p.to_string()),
         outcome,
         duration_ms = crate::telemetry::millis(elapsed),
