@@ -366,6 +366,35 @@ async fn serve_uses_the_environment_over_the_file() {
         .unwrap();
     assert_eq!(card["name"], "name-from-file", "{card}");
 
+    // gRPC on its own port 0: the card names the port bound, which takes connections.
+    let gw3 = Gateway::start(
+        dir.path(),
+        &["serve", "--config", &file],
+        &[("A2A_GATEWAY_SERVER__GRPC_LISTEN", "127.0.0.1:0")],
+    );
+    let card: Value = reqwest::get(format!("{}.well-known/agent-card.json", gw3.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let grpc = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["protocolBinding"] == "GRPC")
+        .unwrap_or_else(|| panic!("{card}"))["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        grpc.starts_with("127.0.0.1:") && !grpc.ends_with(":0"),
+        "{card}"
+    );
+    tokio::net::TcpStream::connect(&grpc)
+        .await
+        .unwrap_or_else(|e| panic!("the card's gRPC address {grpc}: {e}"));
+
     // The gateway forwards to the upstream the file names.
     let reply = rpc(
         &gw.url,
@@ -1755,7 +1784,7 @@ fn keys_new_prints_an_environment_line_that_a_shell_reads_back_exactly() {
     let stdout = text(&out.stdout);
     let line = stdout
         .lines()
-        .find_map(|l| l.strip_prefix("# A2A_GATEWAY_SERVER__AUTH__KEYS="))
+        .find_map(|l| l.strip_prefix("# export A2A_GATEWAY_SERVER__AUTH__KEYS="))
         .unwrap_or_else(|| panic!("{stdout}"));
     // What the shell makes of the printed word is the TOML list the gateway reads.
     let echoed = Command::new("sh")

@@ -74,11 +74,12 @@ pub(super) fn run(command: KeysCommand) -> Result<ExitCode, CliError> {
     outln!("caller = {quoted}");
     outln!("sha256 = \"{hash}\"");
     outln!();
-    outln!("# Or in the environment (the whole list in one variable):");
-    outln!("# A2A_GATEWAY_SERVER__AUTH__KIND=api_key");
+    outln!("# Or in the environment (the whole list in one variable), as shell lines; in an");
+    outln!("# env file or a manifest the value is the TOML list itself, without the quoting:");
+    outln!("# export A2A_GATEWAY_SERVER__AUTH__KIND=api_key");
     let env_value = format!("[{{caller = {quoted}, sha256 = \"{hash}\"}}]");
     outln!(
-        "# A2A_GATEWAY_SERVER__AUTH__KEYS={}",
+        "# export A2A_GATEWAY_SERVER__AUTH__KEYS={}",
         shell_single_quoted(&env_value)
     );
     Ok(ExitCode::SUCCESS)

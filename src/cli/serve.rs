@@ -60,6 +60,26 @@ pub(super) async fn serve_config(
     shutdown: impl Future<Output = ()> + Send + 'static,
     reload: Option<ConfigSources>,
 ) -> Result<(), CliError> {
+    // gRPC's own port is bound first, so that the card names the port bound when
+    // `grpc_listen` asks for any free one (port 0), as it does for `listen`.
+    let grpc_listener = match config.server.grpc_listen {
+        Some(addr) if config.server.serves(crate::config::Binding::Grpc) => Some(
+            TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("server.grpc_listen {addr}: cannot listen: {e}"))?,
+        ),
+        _ => None,
+    };
+    let with_bound_port;
+    let config = match (&grpc_listener, config.server.grpc_listen) {
+        (Some(l), Some(addr)) if addr.port() == 0 => {
+            let mut c = config.clone();
+            c.server.grpc_listen = Some(l.local_addr()?);
+            with_bound_port = c;
+            &with_bound_port
+        }
+        _ => config,
+    };
     let metrics = crate::ops::install_metrics();
     // The executor first: a config it refuses must not leave a new database behind.
     let (executor, ready) = super::build_executor(config)?;
@@ -122,16 +142,9 @@ pub(super) async fn serve_config(
         max_connections = gateway.connections.max_connections,
         "a2a-gateway listening on {scheme}://{local}/"
     );
-    let grpc_listener = match config.server.grpc_listen {
-        Some(addr) if config.server.serves(crate::config::Binding::Grpc) => {
-            let l = TcpListener::bind(addr)
-                .await
-                .map_err(|e| format!("server.grpc_listen {addr}: cannot listen: {e}"))?;
-            tracing::info!(listen = %l.local_addr()?, "gRPC listening on its own port");
-            Some(l)
-        }
-        _ => None,
-    };
+    if let Some(l) = &grpc_listener {
+        tracing::info!(listen = %l.local_addr()?, "gRPC listening on its own port");
+    }
     let grace = config.server.shutdown_grace();
     gateway
         .serve_all(listener, grpc_listener, tls, grace, shutdown)

@@ -125,6 +125,37 @@ impl Default for ServerConfig {
     }
 }
 
+/// `addr` with an unspecified IP (`0.0.0.0`, `::`) replaced by loopback of its family:
+/// the address a client on this machine reaches a listener on `addr` at.
+fn loopback_if_unspecified(addr: SocketAddr) -> SocketAddr {
+    let ip = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    SocketAddr::new(ip, addr.port())
+}
+
+/// `public_url` is published in the unauthenticated agent card and the binding paths
+/// are appended to it: no user name, password, query or fragment (the scheme is
+/// checked when the URL is read).
+fn validate_public_url(url: &Url) -> Result<(), Invalid> {
+    const KEY: &str = "server.public_url";
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(Invalid::new(
+            KEY,
+            "must not hold a user name or password: it is published in the public agent card",
+        ));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(Invalid::new(
+            KEY,
+            "must not have a query (?...) or fragment (#...): the binding paths are appended to it",
+        ));
+    }
+    Ok(())
+}
+
 impl ServerConfig {
     /// The URL published in the agent card: `public_url` when set, else derived from `listen`
     /// (`https` when TLS is configured). An unspecified listen address (`0.0.0.0`, `::`) is
@@ -134,12 +165,7 @@ impl ServerConfig {
             return url.clone();
         }
         let scheme = if self.tls_enabled() { "https" } else { "http" };
-        let ip = match self.listen.ip() {
-            IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-            IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-            ip => ip,
-        };
-        let addr = SocketAddr::new(ip, self.listen.port());
+        let addr = loopback_if_unspecified(self.listen);
         Url::parse(&format!("{scheme}://{addr}/")).expect("a socket address is a valid URL host")
     }
 
@@ -155,8 +181,13 @@ impl ServerConfig {
 
     /// The gRPC address published in the agent card, `host:port` (spec §10): the host
     /// of [`public_url`](Self::public_url), and the port of `grpc_listen` when set,
-    /// else the public URL's port (443 or 80 when it names none).
+    /// else the public URL's port (443 or 80 when it names none). Without `public_url`,
+    /// `grpc_listen` itself when set (an unspecified address as loopback, as for
+    /// `listen`).
     pub fn grpc_address(&self) -> String {
+        if let (None, Some(addr)) = (&self.public_url, self.grpc_listen) {
+            return loopback_if_unspecified(addr).to_string();
+        }
         let url = self.public_url();
         let host = url.host_str().unwrap_or("localhost").to_owned();
         let port = match self.grpc_listen {
@@ -200,6 +231,9 @@ impl ServerConfig {
             nonzero("server.max_connections", max as u64)?;
         }
         self.auth.validate()?;
+        if let Some(url) = &self.public_url {
+            validate_public_url(url)?;
+        }
         if self.bindings.is_empty() {
             return Err(Invalid::new(
                 "server.bindings",

@@ -219,6 +219,12 @@ impl Layers {
             Kind::InvalidValue(_, expected) => {
                 format!("invalid value, expected {}", in_words(expected))
             }
+            // std's `SocketAddr` parse error, for `listen`, `grpc_listen`, ...
+            Kind::Message(message) if message == "invalid socket address syntax" => {
+                "expected an IP address and a port (0 to 65535), such as 127.0.0.1:8080, \
+                 0.0.0.0:8080 or [::]:8080 (not a host name)"
+                    .to_owned()
+            }
             Kind::Message(message) => message.clone(),
             other => other.to_string(),
         };
@@ -448,7 +454,8 @@ fn found_in_words(actual: &figment::error::Actual) -> String {
         Actual::Bool(b) => format!("the boolean {b}"),
         Actual::Unsigned(n) => format!("the number {n}"),
         Actual::Signed(n) => format!("the number {n}"),
-        Actual::Float(n) => format!("the number {n}"),
+        // `{:?}` keeps the fraction of 1e3 ("1000.0"), so a fraction is seen as one.
+        Actual::Float(n) => format!("the number {n:?}"),
         Actual::Char(c) => format!("the string {:?}", c.to_string()),
         Actual::Str(s) => format!("the string {s:?}"),
         Actual::Map => "a table".to_owned(),

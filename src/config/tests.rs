@@ -1292,6 +1292,36 @@ fn the_card_declares_the_configured_bindings() {
     assert_eq!(card.supported_interfaces[0].protocol_binding, "HTTP+JSON");
 }
 
+/// `public_url` goes into the public card with the binding paths appended: user info, a
+/// query, a fragment or another scheme are refused, naming the key (nothing of the URL
+/// echoed).
+#[test]
+fn a_public_url_with_credentials_a_query_or_a_fragment_is_refused() {
+    for (url, says) in [
+        (
+            "https://user:pw-secret@agents.example.com/",
+            "user name or password",
+        ),
+        ("https://user@agents.example.com/", "user name or password"),
+        ("https://agents.example.com/?q=1", "query"),
+        ("https://agents.example.com/a2a#f", "fragment"),
+        ("ftp://agents.example.com/", "http or https"),
+    ] {
+        let (message, err) = load_err(sources(None, &[("A2A_GATEWAY_SERVER__PUBLIC_URL", url)]));
+        assert_eq!(invalid_parts(&err).0, "server.public_url", "{url}");
+        assert!(message.contains(says), "{url}: {message}");
+        assert!(!message.contains("pw-secret"), "{message}");
+    }
+    let ok = Config::load(sources(
+        None,
+        &[(
+            "A2A_GATEWAY_SERVER__PUBLIC_URL",
+            "https://agents.example.com/a2a/",
+        )],
+    ));
+    assert!(ok.is_ok());
+}
+
 #[test]
 fn bindings_default_to_all_three_and_name_the_card_interfaces() {
     let config = Config::load(sources(None, &[])).unwrap();
@@ -1309,6 +1339,18 @@ fn bindings_default_to_all_three_and_name_the_card_interfaces() {
     assert!(config.server.serves(Binding::Grpc));
     assert!(!config.server.serves(Binding::Jsonrpc));
     assert_eq!(config.server.grpc_address(), "gw.example.com:50051");
+    // Without public_url, the gRPC listener's own address (not listen's host).
+    for (grpc_listen, published) in [
+        ("[::1]:50051", "[::1]:50051"),
+        ("0.0.0.0:50051", "127.0.0.1:50051"),
+    ] {
+        let own = Config::load(sources(
+            None,
+            &[("A2A_GATEWAY_SERVER__GRPC_LISTEN", grpc_listen)],
+        ))
+        .unwrap();
+        assert_eq!(own.server.grpc_address(), published);
+    }
     let cards = crate::app::interfaces(&config.server);
     assert_eq!(cards.len(), 1);
     assert_eq!(cards[0].protocol_binding, "GRPC");
@@ -1369,6 +1411,14 @@ fn type_errors_speak_of_numbers_and_strings_not_rust_types() {
         "{message}"
     );
     assert!(!message.contains("u64"), "{message}");
+    // A socket address that is not one says what is expected.
+    let (_dir, path) = file("[server]\nlisten = \"localhost:8080\"\n");
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    assert_eq!(invalid_parts(&err).0, "server.listen");
+    assert!(message.contains("an IP address and a port"), "{message}");
+    let (_dir, path) = file("[server]\nsse_keepalive_secs = 1e3\n");
+    let (message, _) = load_err(sources(Some(&path), &[]));
+    assert!(message.contains("found the number 1000.0"), "{message}");
     // A fraction where a whole number is due says which kind of number.
     let (_dir, path) = file("[server]\nsse_keepalive_secs = 1.5\n");
     let (message, _) = load_err(sources(Some(&path), &[]));

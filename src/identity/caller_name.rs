@@ -3,16 +3,24 @@
 //! one source accepts is never refused by another, and no name can reorder or hide text
 //! where it is shown (logs, `tasks list`, metrics).
 
+/// The longest caller name, in bytes of UTF-8: it is sent upstream in a header and
+/// logged with every request.
+pub const MAX_CALLER_BYTES: usize = 512;
+
 /// Why `name` cannot be a caller name, as a phrase that follows the name of its source
 /// ("`caller` must not be empty"); `None` when it can.
 ///
-/// Refused: an empty or all-space name; spaces before or after it; control characters
-/// (C0, DEL, C1: tabs, newlines, escapes); and invisible formatting characters — the
-/// bidirectional controls (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069),
-/// zero-width characters (U+200B to U+200D, U+2060, U+FEFF) and the soft hyphen (U+00AD).
+/// Refused: an empty or all-space name; one longer than [`MAX_CALLER_BYTES`] (512);
+/// spaces before or after it; control characters (C0, DEL, C1: tabs, newlines,
+/// escapes); and invisible formatting characters: Unicode's format characters (general
+/// category Cf: the bidirectional controls, zero-width characters, the soft hyphen,
+/// interlinear annotation marks, tag characters, ...), the line and paragraph separators
+/// (U+2028, U+2029) and the blank Hangul fillers (U+115F, U+1160, U+3164, U+FFA0).
 pub fn caller_name_problem(name: &str) -> Option<&'static str> {
     if name.trim().is_empty() {
         Some("must not be empty")
+    } else if name.len() > MAX_CALLER_BYTES {
+        Some("must be at most 512 bytes long")
     } else if name.trim() != name {
         Some("must not have spaces before or after it")
     } else if name.chars().any(char::is_control) {
@@ -26,16 +34,35 @@ pub fn caller_name_problem(name: &str) -> Option<&'static str> {
     }
 }
 
-/// The invisible formatting characters [`caller_name_problem`] refuses.
+/// The invisible formatting characters [`caller_name_problem`] refuses: general
+/// category Cf of Unicode 16, U+2028 and U+2029, and the Hangul fillers.
 fn is_invisible_format(c: char) -> bool {
     matches!(
         c,
         '\u{00ad}'
+            | '\u{0600}'..='\u{0605}'
             | '\u{061c}'
+            | '\u{06dd}'
+            | '\u{070f}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08e2}'
+            | '\u{115f}'..='\u{1160}'
+            | '\u{180e}'
             | '\u{200b}'..='\u{200f}'
-            | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{2069}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}'
+            | '\u{3164}'
             | '\u{feff}'
+            | '\u{ffa0}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{110bd}'
+            | '\u{110cd}'
+            | '\u{13430}'..='\u{1343f}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0001}'
+            | '\u{e0020}'..='\u{e007f}'
     )
 }
 
@@ -52,6 +79,8 @@ mod tests {
             "チーム",
             "a b",
             "svc@corp",
+            "\u{2764}\u{fe0f} team",
+            &"\u{e9}".repeat(256),
         ] {
             assert_eq!(caller_name_problem(name), None, "{name:?}");
         }
@@ -71,6 +100,12 @@ mod tests {
             ("a\u{200b}b", "invisible"),
             ("a\u{2066}b", "invisible"),
             ("a\u{feff}", "invisible"),
+            ("te\u{e0041}am", "invisible"),
+            ("a\u{fff9}b", "invisible"),
+            ("a\u{2028}b", "invisible"),
+            ("a\u{180e}b", "invisible"),
+            ("\u{3164}", "invisible"),
+            (&"x".repeat(513), "512 bytes"),
         ] {
             let problem = caller_name_problem(name).unwrap_or_else(|| panic!("{name:?}"));
             assert!(problem.contains(says), "{name:?}: {problem}");

@@ -4,8 +4,10 @@
 //!
 //! - The refresh period is the response's `Cache-Control: max-age` clamped to
 //!   `[min_refresh_secs, max_refresh_secs]` (`refresh_secs` without one); a failed fetch is
-//!   retried after 1 s, doubling with each further failure up to `min_refresh_secs`
-//!   ([`retry_after`]), so keys arrive within seconds of the issuer coming back.
+//!   retried after 1 s, doubling with each further failure up to 10 s (or
+//!   `min_refresh_secs` when shorter; [`retry_after`]), so keys arrive within seconds of
+//!   the issuer coming back, with or without traffic (a gateway that is not ready gets
+//!   none).
 //! - A token whose `kid` is not in the set causes one refetch, at most once per
 //!   `unknown_kid_refetch_secs` whatever the number of such tokens (key rotation at the
 //!   provider needs no restart and cannot be turned into a flood of fetches).
@@ -50,15 +52,18 @@ const COLD_REFETCH: Duration = Duration::from_secs(1);
 
 /// Wait after the first failed background fetch; it doubles with each further failure.
 const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// The longest wait between failed background fetches (one request per 10 s per
+/// instance while the issuer is down).
+const MAX_RETRY: Duration = Duration::from_secs(10);
 
 /// How long the background refresh waits after `failures` (1 or more) fetches in a row
-/// failed: [`FIRST_RETRY`] (1 s) doubled per further failure, at most `cap`
-/// (`min_refresh_secs`; never below 1 s).
-fn retry_after(failures: u32, cap: Duration) -> Duration {
+/// failed: [`FIRST_RETRY`] (1 s) doubled per further failure, at most [`MAX_RETRY`]
+/// (10 s) or `min_refresh` when shorter, never below 1 s.
+fn retry_after(failures: u32, min_refresh: Duration) -> Duration {
     let doublings = failures.saturating_sub(1).min(20);
     FIRST_RETRY
         .saturating_mul(1 << doublings)
-        .min(cap.max(FIRST_RETRY))
+        .min(min_refresh.min(MAX_RETRY).max(FIRST_RETRY))
 }
 
 /// When the last on-demand fetches started.
@@ -510,12 +515,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn failed_fetches_are_retried_from_one_second_doubling_up_to_min_refresh() {
-        let cap = Duration::from_secs(60);
-        let waits: Vec<u64> = (1..=9).map(|n| retry_after(n, cap).as_secs()).collect();
-        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
-        assert_eq!(retry_after(u32::MAX, cap), cap);
-        // A cap below the first wait does not make the loop spin.
+    fn failed_fetches_are_retried_from_one_second_doubling_up_to_ten() {
+        let min_refresh = Duration::from_secs(60);
+        let waits: Vec<u64> = (1..=7)
+            .map(|n| retry_after(n, min_refresh).as_secs())
+            .collect();
+        assert_eq!(waits, [1, 2, 4, 8, 10, 10, 10]);
+        assert_eq!(retry_after(u32::MAX, min_refresh), MAX_RETRY);
+        // A shorter min_refresh_secs caps it, but never below a second.
+        assert_eq!(retry_after(5, Duration::from_secs(3)).as_secs(), 3);
         assert_eq!(retry_after(1, Duration::ZERO), FIRST_RETRY);
     }
 
