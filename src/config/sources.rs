@@ -154,10 +154,16 @@ impl Layers {
 
     /// A validation failure, with the origin of its key attached.
     pub(crate) fn invalid(&self, invalid: Invalid) -> ConfigError {
-        let origin_path: Vec<String> = invalid.origin_key.split('.').map(str::to_owned).collect();
+        let path = |key: &str| -> Vec<String> { key.split('.').map(str::to_owned).collect() };
+        // Where the key itself was set; where the key it conflicts with was set only
+        // when the key is not set at all (`tls_key_file` missing beside `tls_cert_file`).
+        let origin = match self.origin_of(&path(&invalid.key)) {
+            ConfigOrigin::Default => self.origin_of(&path(&invalid.origin_key)),
+            set => set,
+        };
         ConfigError::Invalid {
             key: invalid.key,
-            origin: self.origin_of(&origin_path),
+            origin,
             message: invalid.message,
         }
     }

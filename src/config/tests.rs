@@ -1292,6 +1292,24 @@ fn the_card_declares_the_configured_bindings() {
     assert_eq!(card.supported_interfaces[0].protocol_binding, "HTTP+JSON");
 }
 
+/// A cross-key error names where the key itself was set, not the other key's default.
+#[test]
+fn a_conflict_names_where_the_key_was_set() {
+    let (_dir, path) = file("[server]\ngrpc_listen = \"127.0.0.1:8080\"\n");
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    let (key, origin) = invalid_parts(&err);
+    assert_eq!(key, "server.grpc_listen");
+    assert!(
+        matches!(origin, ConfigOrigin::File { line: Some(2), .. }),
+        "{origin:?}: {message}"
+    );
+    assert!(
+        message.contains("must differ from server.listen"),
+        "{message}"
+    );
+    assert!(!message.contains("built-in default"), "{message}");
+}
+
 /// `public_url` goes into the public card with the binding paths appended: user info, a
 /// query, a fragment or another scheme are refused, naming the key (nothing of the URL
 /// echoed).
