@@ -65,13 +65,21 @@ impl EventQueue {
     /// Publishes one event (a Task, Message, TaskStatusUpdateEvent or
     /// TaskArtifactUpdateEvent), waiting for room.
     ///
+    /// The event is boxed before the returned future is made, so that future holds a
+    /// pointer, not the event (an executor awaiting it keeps it for as long as the
+    /// queue is full, and every future that can await it is sized by it).
+    ///
     /// # Errors
     /// [`QueueClosed`] once the handler no longer accepts events for this task.
-    pub async fn enqueue_event(&self, event: impl Into<StreamResponse>) -> Result<(), QueueClosed> {
-        self.tx
-            .send(Box::new(event.into()))
-            .await
-            .map_err(|_| QueueClosed)
+    pub fn enqueue_event(
+        &self,
+        event: impl Into<StreamResponse>,
+    ) -> impl Future<Output = Result<(), QueueClosed>> + Send + '_ {
+        self.send_boxed(Box::new(event.into()))
+    }
+
+    async fn send_boxed(&self, event: Box<StreamResponse>) -> Result<(), QueueClosed> {
+        self.tx.send(event).await.map_err(|_| QueueClosed)
     }
 
     /// Whether the handler still accepts events.

@@ -472,6 +472,31 @@ impl Inner {
         Ok(())
     }
 
+    /// The reply's status, kind and body stream (timing its first chunk from
+    /// `started`).
+    ///
+    /// # Errors
+    /// [`UpstreamError::TooLarge`] for a whole (not event-stream) reply whose
+    /// `Content-Length` is over `max_reply_bytes`.
+    fn open_reply(
+        &self,
+        resp: reqwest::Response,
+        started: Instant,
+    ) -> Result<(u16, reply::ReplyKind, BodyStream), UpstreamError> {
+        let status = resp.status().as_u16();
+        let kind = reply::ReplyKind::of(header(&resp, "content-type"));
+        let s = &self.settings;
+        if kind != reply::ReplyKind::EventStream
+            && resp.content_length().is_some_and(|n| n > s.max_reply_bytes)
+        {
+            return Err(UpstreamError::TooLarge {
+                limit: s.max_reply_bytes,
+            });
+        }
+        let body = meter::first_chunk(reply::body_stream(resp, s.read_timeout), started);
+        Ok((status, kind, body))
+    }
+
     /// Invokes and publishes the reply. Runs under the session lock and, in a
     /// cluster, the session's lease.
     async fn run(
@@ -518,18 +543,11 @@ impl Inner {
         let (resp, started) = self
             .invoke(session, self.payload(ctx), &ctx.call_context)
             .await?;
-        let status = resp.status().as_u16();
-        let kind = reply::ReplyKind::of(header(&resp, "content-type"));
+        // The response goes into the body stream here, in a plain function: kept as a
+        // local of this future, its slot (136 bytes) would stay reserved while the
+        // reply streams.
+        let (status, kind, body) = self.open_reply(resp, started)?;
         let s = &self.settings;
-        if kind != reply::ReplyKind::EventStream
-            && resp.content_length().is_some_and(|n| n > s.max_reply_bytes)
-        {
-            return Err(UpstreamError::TooLarge {
-                limit: s.max_reply_bytes,
-            }
-            .into());
-        }
-        let body = meter::first_chunk(reply::body_stream(resp, s.read_timeout), started);
         let mut sink = ReplySink::new(updater, start);
         if kind == reply::ReplyKind::EventStream {
             let deadline = started + s.max_stream;
@@ -572,6 +590,9 @@ impl Inner {
         Ok(())
     }
 }
+
+/// A reply body as it is read: chunks of bytes, or the error that ended it.
+type BodyStream = stream::BoxStream<'static, Result<Bytes, UpstreamError>>;
 
 fn header<'a>(resp: &'a reqwest::Response, name: &str) -> Option<&'a str> {
     resp.headers().get(name).and_then(|v| v.to_str().ok())
