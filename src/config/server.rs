@@ -182,11 +182,12 @@ impl ServerConfig {
     /// The gRPC address published in the agent card, `host:port` (spec §10): the host
     /// of [`public_url`](Self::public_url), and the port of `grpc_listen` when set,
     /// else the public URL's port (443 or 80 when it names none). Without `public_url`,
-    /// `grpc_listen` itself when set (an unspecified address as loopback, as for
-    /// `listen`).
+    /// `grpc_listen` itself when it names an address (not `0.0.0.0` or `::`).
     pub fn grpc_address(&self) -> String {
-        if let (None, Some(addr)) = (&self.public_url, self.grpc_listen) {
-            return loopback_if_unspecified(addr).to_string();
+        if let (None, Some(addr)) = (&self.public_url, self.grpc_listen)
+            && !addr.ip().is_unspecified()
+        {
+            return addr.to_string();
         }
         let url = self.public_url();
         let host = url.host_str().unwrap_or("localhost").to_owned();

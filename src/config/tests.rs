@@ -1358,16 +1358,25 @@ fn bindings_default_to_all_three_and_name_the_card_interfaces() {
     assert!(!config.server.serves(Binding::Jsonrpc));
     assert_eq!(config.server.grpc_address(), "gw.example.com:50051");
     // Without public_url, the gRPC listener's own address (not listen's host).
-    for (grpc_listen, published) in [
-        ("[::1]:50051", "[::1]:50051"),
-        ("0.0.0.0:50051", "127.0.0.1:50051"),
+    // An unspecified one takes the host the HTTP interfaces publish.
+    for (listen, grpc_listen, published) in [
+        ("127.0.0.1:8080", "[::1]:50051", "[::1]:50051"),
+        ("127.0.0.1:8080", "0.0.0.0:50051", "127.0.0.1:50051"),
+        ("192.168.1.10:8080", "0.0.0.0:50051", "192.168.1.10:50051"),
     ] {
         let own = Config::load(sources(
             None,
-            &[("A2A_GATEWAY_SERVER__GRPC_LISTEN", grpc_listen)],
+            &[
+                ("A2A_GATEWAY_SERVER__LISTEN", listen),
+                ("A2A_GATEWAY_SERVER__GRPC_LISTEN", grpc_listen),
+            ],
         ))
         .unwrap();
-        assert_eq!(own.server.grpc_address(), published);
+        assert_eq!(
+            own.server.grpc_address(),
+            published,
+            "{listen} {grpc_listen}"
+        );
     }
     let cards = crate::app::interfaces(&config.server);
     assert_eq!(cards.len(), 1);

@@ -238,8 +238,12 @@ mod tests {
         drop(bus);
         let mut seen = Vec::new();
         while let Some(e) = follow.next().await {
-            seen.push(e.unwrap().seq);
+            seen.push(e.unwrap());
         }
-        assert_eq!(seen, [4, 5, 6, 7, 8]);
+        let seqs: Vec<u64> = seen.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [4, 5, 6, 7, 8]);
+        // 4 and 5 are the published events themselves (the store's are other copies):
+        // they came from the group, not from a read of the store.
+        assert!(Arc::ptr_eq(&seen[0], &events[3]) && Arc::ptr_eq(&seen[1], &events[4]));
     }
 }

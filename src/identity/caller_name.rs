@@ -1,7 +1,9 @@
 //! What a caller name may hold: the owner of tasks, from `[[server.auth.keys]] caller`,
 //! `keys new --caller` or a JWT's caller claim. One rule for all three, so a name that
 //! one source accepts is never refused by another, and no name can reorder or hide text
-//! where it is shown (logs, `tasks list`, metrics).
+//! where it is shown (logs, `tasks list`, metrics): format characters are refused except
+//! where they join visible text (ZWJ in emoji sequences, ZWNJ in Persian or Indic words,
+//! the tag characters of a subdivision flag).
 
 /// The longest caller name, in bytes of UTF-8: it is sent upstream in a header and
 /// logged with every request.
@@ -15,7 +17,10 @@ pub const MAX_CALLER_BYTES: usize = 512;
 /// escapes); and invisible formatting characters: Unicode's format characters (general
 /// category Cf: the bidirectional controls, zero-width characters, the soft hyphen,
 /// interlinear annotation marks, tag characters, ...), the line and paragraph separators
-/// (U+2028, U+2029) and the blank Hangul fillers (U+115F, U+1160, U+3164, U+FFA0).
+/// (U+2028, U+2029) and the blank Hangul fillers (U+115F, U+1160, U+3164, U+FFA0). Kept:
+/// U+200C (ZWNJ) and U+200D (ZWJ) between two visible non-ASCII characters (`👩‍💻`, Persian
+/// words), and tag characters U+E0020 to U+E007F that follow U+1F3F4 (a black flag) and end
+/// with the cancel tag U+E007F (the England, Scotland and Wales flags).
 pub fn caller_name_problem(name: &str) -> Option<&'static str> {
     if name.trim().is_empty() {
         Some("must not be empty")
@@ -25,13 +30,49 @@ pub fn caller_name_problem(name: &str) -> Option<&'static str> {
         Some("must not have spaces before or after it")
     } else if name.chars().any(char::is_control) {
         Some("must not contain control characters (tabs, newlines, ...)")
-    } else if name.chars().any(is_invisible_format) {
+    } else if has_hidden_format(name) {
         Some(
             "must not contain invisible formatting characters (bidirectional controls, zero-width characters)",
         )
     } else {
         None
     }
+}
+
+/// Whether `name` holds a format character that is not part of a joining or flag
+/// sequence (see [`caller_name_problem`]).
+fn has_hidden_format(name: &str) -> bool {
+    let chars: Vec<char> = name.chars().collect();
+    let visible = |c: Option<&char>| {
+        c.is_some_and(|&c| !c.is_ascii() && !c.is_whitespace() && !is_invisible_format(c))
+    };
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if matches!(c, '\u{200c}' | '\u{200d}')
+            && visible(i.checked_sub(1).and_then(|j| chars.get(j)))
+            && visible(chars.get(i + 1))
+        {
+            i += 1;
+            continue;
+        }
+        if c == '\u{1f3f4}' {
+            // A subdivision flag: tag characters closed by the cancel tag.
+            let tags = chars[i + 1..]
+                .iter()
+                .take_while(|&&t| ('\u{e0020}'..='\u{e007e}').contains(&t))
+                .count();
+            if tags > 0 && chars.get(i + 1 + tags) == Some(&'\u{e007f}') {
+                i += tags + 2;
+                continue;
+            }
+        }
+        if is_invisible_format(c) {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 /// The invisible formatting characters [`caller_name_problem`] refuses: general
@@ -80,6 +121,10 @@ mod tests {
             "a b",
             "svc@corp",
             "\u{2764}\u{fe0f} team",
+            // 👩‍💻 (ZWJ), a Persian word with ZWNJ, the flag of England (tags).
+            "dev \u{1f469}\u{200d}\u{1f4bb}",
+            "\u{645}\u{6cc}\u{200c}\u{62e}\u{648}\u{627}\u{647}\u{645}",
+            "team \u{1f3f4}\u{e0067}\u{e0062}\u{e0065}\u{e006e}\u{e0067}\u{e007f}",
             &"\u{e9}".repeat(256),
         ] {
             assert_eq!(caller_name_problem(name), None, "{name:?}");
@@ -101,6 +146,11 @@ mod tests {
             ("a\u{2066}b", "invisible"),
             ("a\u{feff}", "invisible"),
             ("te\u{e0041}am", "invisible"),
+            // Joiners and tags outside their sequences.
+            ("a\u{200d}b", "invisible"),
+            ("\u{200d}\u{1f4bb}", "invisible"),
+            ("\u{1f469}\u{200d}", "invisible"),
+            ("\u{1f3f4}\u{e0067}\u{e0062}", "invisible"),
             ("a\u{fff9}b", "invisible"),
             ("a\u{2028}b", "invisible"),
             ("a\u{180e}b", "invisible"),

@@ -29,8 +29,8 @@ pub enum TokenProblem {
     /// `aud` names none of the configured audiences.
     Audience,
     /// A required claim (`exp`, `iss`, `aud`, the caller claim, the tenant claim when
-    /// present) is missing, not a string / number as it must be, or (the caller) empty or
-    /// holding control characters.
+    /// present) is missing, not a string / number as it must be, or (the caller) not a
+    /// valid caller name ([`crate::identity::caller_name_problem`]).
     MissingClaim,
 }
 
@@ -68,7 +68,7 @@ impl TokenProblem {
             TokenProblem::Issuer => "the token's issuer (iss) is not accepted",
             TokenProblem::Audience => "the token's audience (aud) is not this gateway",
             TokenProblem::MissingClaim => {
-                "a required claim of the token is missing or unusable (empty, of the wrong type, or holding control characters)"
+                "a required claim of the token is missing or unusable (of the wrong type, or a caller claim that is not a valid caller name: see the caller-name rule in the README)"
             }
         }
     }
