@@ -791,10 +791,8 @@ mod tests {
         assert_eq!(idle.load(Ordering::SeqCst), 2);
     }
 
-    /// A kept connection is taken again without the pool (whose only connection it
-    /// is), and released it is the pool's again.
-    #[tokio::test]
-    async fn held_connection_is_kept_until_released() {
+    /// A SQLite pool of one connection, on a file in a fresh folder (kept with it).
+    async fn one_connection_pool() -> (tempfile::TempDir, sqlx::SqlitePool) {
         let dir = tempfile::tempdir().unwrap();
         let pool = sqlx::sqlite::SqlitePoolOptions::new()
             .max_connections(1)
@@ -805,6 +803,14 @@ mod tests {
             )
             .await
             .unwrap();
+        (dir, pool)
+    }
+
+    /// A kept connection is taken again without the pool (whose only connection it
+    /// is), and released it is the pool's again.
+    #[tokio::test]
+    async fn held_connection_is_kept_until_released() {
+        let (_dir, pool) = one_connection_pool().await;
         let mut held = HeldConnection::new(pool.clone(), true);
         let conn = held.take().await.unwrap();
         held.keep(conn);
@@ -834,16 +840,7 @@ mod tests {
     /// take, so a user of the pool waiting behind the lane is served before it.
     #[tokio::test]
     async fn a_connection_held_too_long_goes_back_to_the_pools_waiters_first() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = sqlx::sqlite::SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(
-                sqlx::sqlite::SqliteConnectOptions::new()
-                    .filename(dir.path().join("held.db"))
-                    .create_if_missing(true),
-            )
-            .await
-            .unwrap();
+        let (_dir, pool) = one_connection_pool().await;
         let mut held = HeldConnection::new(pool.clone(), true);
         // Every connection is held "too long" at once.
         held.hold_max = std::time::Duration::ZERO;
