@@ -8,18 +8,47 @@ use serde::{Deserialize, Deserializer, Serializer};
 pub(crate) const REDACTED: &str = "***";
 
 /// Parses an absolute `http` or `https` URL with a host.
+///
+/// # Errors
+/// Why it is not one, quoting the URL with any user-info password shown as `***` and,
+/// when it does not parse, without its query and fragment (they may hold secrets).
 pub(crate) fn parse_http_url(raw: &str) -> Result<Url, String> {
-    let url = Url::parse(raw).map_err(|e| format!("invalid URL {raw:?}: {e}"))?;
+    let url = Url::parse(raw).map_err(|e| format!("invalid URL {:?}: {e}", unparsed(raw)))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!(
-            "invalid URL {raw:?}: scheme must be http or https, found {:?}",
+            "invalid URL {:?}: scheme must be http or https, found {:?}",
+            shown(&url),
             url.scheme()
         ));
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err(format!("invalid URL {raw:?}: no host"));
+        return Err(format!("invalid URL {:?}: no host", shown(&url)));
     }
     Ok(url)
+}
+
+/// Text that did not parse as a URL, to quote in an error: the user-info before an `@`
+/// of the authority as `***`, the query and fragment cut (`?...`).
+fn unparsed(raw: &str) -> String {
+    let start = raw.find("://").map_or(0, |i| i + 3);
+    let rest = &raw[start..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let mut out = raw[..start].to_owned();
+    match authority.rfind('@') {
+        Some(at) => {
+            out.push_str("***@");
+            out.push_str(&authority[at + 1..]);
+        }
+        None => out.push_str(authority),
+    }
+    let tail = &rest[authority_end..];
+    let path_end = tail.find(['?', '#']).unwrap_or(tail.len());
+    out.push_str(&tail[..path_end]);
+    if path_end < tail.len() {
+        out.push_str("?...");
+    }
+    out
 }
 
 /// The URL as text with a password in its user-info, and the values of secret-looking
@@ -103,5 +132,30 @@ pub(crate) mod secret_string_opt {
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
         Option::<String>::deserialize(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A URL that does not parse, or has the wrong scheme, is quoted without its password
+    /// or query.
+    #[test]
+    fn a_bad_url_is_quoted_without_its_password_or_query() {
+        for raw in [
+            "https://user:s3cretPW@host:99999/",
+            "https://user:s3cretPW@exa mple.com/",
+            "https://u:s3cretPW@[::1/x",
+            "ftp://user:s3cretPW@host/",
+            "https://host:99999/p?token=s3cretPW",
+            "https://user:s3cretPW@/",
+        ] {
+            let err = parse_http_url(raw).unwrap_err();
+            assert!(!err.contains("s3cretPW"), "{raw}: {err}");
+            assert!(err.starts_with("invalid URL"), "{err}");
+        }
+        let err = parse_http_url("https://user:pw@host:99999/a").unwrap_err();
+        assert!(err.contains("https://***@host:99999/a"), "{err}");
     }
 }

@@ -125,6 +125,19 @@ impl Default for ServerConfig {
     }
 }
 
+/// Whether listeners on `a` and `b` would take the same port (serve could not bind the
+/// second): the same port, not 0, and the same address, or an unspecified one of the
+/// same family, or `::` (which takes IPv4 too on Linux by default).
+fn overlaps(a: SocketAddr, b: SocketAddr) -> bool {
+    if a.port() != b.port() || a.port() == 0 {
+        return false;
+    }
+    let wildcard = |x: SocketAddr, y: SocketAddr| {
+        x.ip().is_unspecified() && (x.is_ipv6() || x.is_ipv4() == y.is_ipv4())
+    };
+    a.ip() == b.ip() || wildcard(a, b) || wildcard(b, a)
+}
+
 /// `addr` with an unspecified IP (`0.0.0.0`, `::`) replaced by loopback of its family:
 /// the address a client on this machine reaches a listener on `addr` at.
 fn loopback_if_unspecified(addr: SocketAddr) -> SocketAddr {
@@ -182,12 +195,20 @@ impl ServerConfig {
     /// The gRPC address published in the agent card, `host:port` (spec §10): the host
     /// of [`public_url`](Self::public_url), and the port of `grpc_listen` when set,
     /// else the public URL's port (443 or 80 when it names none). Without `public_url`,
-    /// `grpc_listen` itself when it names an address (not `0.0.0.0` or `::`).
+    /// `grpc_listen` itself when it names an address; for `0.0.0.0` or `::`, `listen`'s
+    /// address when it is of the same family and not unspecified, else loopback.
     pub fn grpc_address(&self) -> String {
-        if let (None, Some(addr)) = (&self.public_url, self.grpc_listen)
-            && !addr.ip().is_unspecified()
-        {
-            return addr.to_string();
+        if let (None, Some(addr)) = (&self.public_url, self.grpc_listen) {
+            if !addr.ip().is_unspecified() {
+                return addr.to_string();
+            }
+            // Any address of its family: the HTTP interfaces' host when it is one of
+            // them, else loopback of that family.
+            let http = self.listen.ip();
+            if http.is_ipv4() == addr.is_ipv4() && !http.is_unspecified() {
+                return SocketAddr::new(http, addr.port()).to_string();
+            }
+            return loopback_if_unspecified(addr).to_string();
         }
         let url = self.public_url();
         let host = url.host_str().unwrap_or("localhost").to_owned();
@@ -260,7 +281,7 @@ impl ServerConfig {
                     "is set but server.bindings does not include \"grpc\"",
                 ));
             }
-            if addr == self.listen && addr.port() != 0 {
+            if overlaps(addr, self.listen) {
                 return Err(Invalid::because_of(
                     "server.grpc_listen",
                     "server.listen",

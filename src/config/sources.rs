@@ -227,8 +227,8 @@ impl Layers {
             }
             // std's `SocketAddr` parse error, for `listen`, `grpc_listen`, ...
             Kind::Message(message) if message == "invalid socket address syntax" => {
-                "expected an IP address and a port (0 to 65535), such as 127.0.0.1:8080, \
-                 0.0.0.0:8080 or [::]:8080 (not a host name)"
+                "expected an IP address and a port from 0 to 65535, such as 127.0.0.1:8080, \
+                 0.0.0.0:8080 or [::]:8080 (a host name such as localhost is not accepted)"
                     .to_owned()
             }
             Kind::Message(message) => message.clone(),
