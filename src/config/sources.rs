@@ -411,10 +411,7 @@ fn remove(dict: &mut Dict, path: &[String]) {
 /// number", `f64` "a number".
 fn in_words(expected: &str) -> String {
     let e = expected.trim();
-    let integer = [
-        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
-    ];
-    if integer.contains(&e) || e.starts_with("a nonzero") || e.contains("integer") {
+    if range_in_words(e).is_some() || e.starts_with("a nonzero") || e.contains("integer") {
         "a whole number".to_owned()
     } else if e == "f32" || e == "f64" {
         "a number".to_owned()
