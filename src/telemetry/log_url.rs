@@ -36,11 +36,14 @@ pub struct LogUrl<'a>(pub &'a str);
 
 impl fmt::Display for LogUrl<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Before parsing: `localhost:50051` parses, as the scheme `localhost` with the
+        // path `50051`.
+        if is_host_port(self.0) {
+            return f.write_str(self.0);
+        }
         match Url::parse(self.0) {
-            // `localhost:50051` parses, as the scheme `localhost` with the path `50051`.
-            Ok(url) if !is_host_port(self.0) => f.write_str(&masked(&url)),
-            _ if is_host_port(self.0) => f.write_str(self.0),
-            _ => f.write_str("[unparsable URL]"),
+            Ok(url) => f.write_str(&masked(&url)),
+            Err(_) => f.write_str("[unparsable URL]"),
         }
     }
 }
