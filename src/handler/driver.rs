@@ -355,7 +355,7 @@ impl Driver {
             )));
         }
         self.outcomes.written(staged.iter().map(|e| &e.event));
-        let _ = self.bus.send(Arc::new(staged));
+        self.publish(staged);
         Ok(())
     }
 
@@ -495,8 +495,17 @@ impl Driver {
         self.wake_push();
         self.task = projection::apply(self.task.take(), &ev.event);
         self.seq = ev.seq;
-        let _ = self.bus.send(Arc::new(vec![ev]));
+        self.publish(vec![ev]);
         Ok(())
+    }
+
+    /// Publishes written `events` as one [`EventGroup`], when anyone follows the task. A
+    /// subscriber that comes after the check reads these events from the store: it
+    /// subscribes before it reads, and they were written before the check.
+    fn publish(&self, events: Vec<Arc<StoredEvent>>) {
+        if self.bus.receiver_count() > 0 {
+            let _ = self.bus.send(Arc::new(events));
+        }
     }
 
     /// Re-reads the task from the store (another instance sharing it may have
