@@ -576,7 +576,7 @@ async fn control_vocabulary() {
     assert!(chunks[2].last && chunks[2].append);
     // The follow-up on the same context reaches the same runtime session.
     let mut c2 = ctx_in("trip", "alice", "the first");
-    c2.current_task = Some(a2a_gateway::executor::new_task(&c2.message));
+    c2.current_task = Some(Box::new(a2a_gateway::executor::new_task(&c2.message)));
     let out2 = run(&e, c2).await;
     assert_eq!(
         out2.states()[0],
@@ -1252,7 +1252,7 @@ async fn a_message_control_once_the_task_exists_ends_the_reply_completed() {
     assert!(out.chunks().last().unwrap().last);
     // A follow-up to an existing task: no Message reply is possible.
     let mut follow = ctx("b");
-    follow.current_task = Some(a2a_gateway::executor::new_task(&follow.message));
+    follow.current_task = Some(Box::new(a2a_gateway::executor::new_task(&follow.message)));
     let out = run(&e, follow).await;
     assert_eq!(out.states(), [TaskState::Working, TaskState::Completed]);
     assert_eq!(out.text(), "as a task");

@@ -102,7 +102,8 @@ pub struct RequestContext {
     /// The context id (the client's, or generated).
     pub context_id: String,
     /// The task as stored before this message, for a follow-up; `None` for a new task.
-    pub current_task: Option<Task>,
+    /// Boxed: a context is kept for as long as its task runs, and a new task has none.
+    pub current_task: Option<Box<Task>>,
     /// The caller's tasks named in `message.referenceTaskIds` that exist.
     pub related_tasks: Vec<Task>,
     /// The request's configuration.

@@ -36,6 +36,13 @@ impl EventReceiver {
         self.rx.recv().await.map(|b| *b)
     }
 
+    /// [`recv`](Self::recv) without unboxing: a future awaiting it holds a pointer
+    /// where `recv`'s output is a whole event (the task driver awaits it in a
+    /// `select!` whose output its future keeps).
+    pub(crate) async fn recv_boxed(&mut self) -> Option<Box<StreamResponse>> {
+        self.rx.recv().await
+    }
+
     /// The next event if one is queued now.
     ///
     /// # Errors
@@ -65,9 +72,11 @@ impl EventQueue {
     /// Publishes one event (a Task, Message, TaskStatusUpdateEvent or
     /// TaskArtifactUpdateEvent), waiting for room.
     ///
-    /// The event is boxed before the returned future is made, so that future holds a
-    /// pointer, not the event (an executor awaiting it keeps it for as long as the
-    /// queue is full, and every future that can await it is sized by it).
+    /// When the queue has room (the usual case: the handler keeps up) the event is
+    /// queued before this returns and the future is ready at once; only a full queue
+    /// makes a waiting future, boxed. So the future an executor awaits is two words,
+    /// whatever the event: every future that can await it (held for as long as the
+    /// executor's task lives) is sized by it.
     ///
     /// # Errors
     /// [`QueueClosed`] once the handler no longer accepts events for this task.
@@ -75,7 +84,14 @@ impl EventQueue {
         &self,
         event: impl Into<StreamResponse>,
     ) -> impl Future<Output = Result<(), QueueClosed>> + Send + '_ {
-        self.send_boxed(Box::new(event.into()))
+        use futures::future::{Either, ready};
+        match self.tx.try_send(Box::new(event.into())) {
+            Ok(()) => Either::Left(ready(Ok(()))),
+            Err(mpsc::error::TrySendError::Closed(_)) => Either::Left(ready(Err(QueueClosed))),
+            Err(mpsc::error::TrySendError::Full(event)) => {
+                Either::Right(Box::pin(self.send_boxed(event)))
+            }
+        }
     }
 
     async fn send_boxed(&self, event: Box<StreamResponse>) -> Result<(), QueueClosed> {
@@ -85,5 +101,43 @@ impl EventQueue {
     /// Whether the handler still accepts events.
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{TaskState, TaskStatus, TaskStatusUpdateEvent};
+    use futures::FutureExt;
+
+    fn status(n: usize) -> StreamResponse {
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: format!("t{n}"),
+            context_id: "c".into(),
+            status: TaskStatus::new(TaskState::Working),
+            metadata: None,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_waits_for_room_and_keeps_the_order() {
+        let (queue, mut rx) = EventQueue::bounded(2);
+        // Room: queued before the future is polled.
+        let first = queue.enqueue_event(status(0));
+        let second = queue.enqueue_event(status(1));
+        assert!(matches!(rx.try_recv(), Ok(ref e) if e.task_id() == Some("t0")));
+        first.await.unwrap();
+        second.await.unwrap();
+        queue.enqueue_event(status(2)).await.unwrap();
+        // Full: the third waits until the handler reads.
+        let mut third = Box::pin(queue.enqueue_event(status(3)));
+        assert!((&mut third).now_or_never().is_none());
+        assert_eq!(rx.try_recv().unwrap().task_id(), Some("t1"));
+        third.await.unwrap();
+        for want in ["t2", "t3"] {
+            assert_eq!(rx.recv().await.unwrap().task_id(), Some(want));
+        }
+        rx.close();
+        assert_eq!(queue.enqueue_event(status(4)).await, Err(QueueClosed));
     }
 }

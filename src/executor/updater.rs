@@ -1,14 +1,22 @@
 //! TaskUpdater: typed helpers that publish one task's events.
 
+use std::sync::Arc;
+
 use crate::protocol::{
     Message, Part, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 
 use super::{EventQueue, QueueClosed, RequestContext, helpers};
 
-/// Publishes the events of one task to an [`EventQueue`].
+/// Publishes the events of one task to an [`EventQueue`]. Cheap to clone: clones
+/// share one copy of the ids and the user's message.
 #[derive(Debug, Clone)]
 pub struct TaskUpdater {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
     queue: EventQueue,
     task_id: String,
     context_id: String,
@@ -22,31 +30,44 @@ impl TaskUpdater {
         task_id: impl Into<String>,
         context_id: impl Into<String>,
     ) -> Self {
-        Self {
-            queue,
-            task_id: task_id.into(),
-            context_id: context_id.into(),
-            initial_message: None,
-        }
+        Self::with(queue, task_id.into(), context_id.into(), None)
     }
 
     /// An updater for the task of `context`, remembering the user's message so that
     /// [`submit`](Self::submit) puts it in the task's history.
     pub fn from_context(context: &RequestContext, queue: EventQueue) -> Self {
+        Self::with(
+            queue,
+            context.task_id.clone(),
+            context.context_id.clone(),
+            Some(context.message.clone()),
+        )
+    }
+
+    fn with(
+        queue: EventQueue,
+        task_id: String,
+        context_id: String,
+        initial_message: Option<Message>,
+    ) -> Self {
         Self {
-            initial_message: Some(context.message.clone()),
-            ..Self::new(queue, &context.task_id, &context.context_id)
+            shared: Arc::new(Shared {
+                queue,
+                task_id,
+                context_id,
+                initial_message,
+            }),
         }
     }
 
     /// The task id.
     pub fn task_id(&self) -> &str {
-        &self.task_id
+        &self.shared.task_id
     }
 
     /// The context id.
     pub fn context_id(&self) -> &str {
-        &self.context_id
+        &self.shared.context_id
     }
 
     /// Publishes the Task itself in SUBMITTED state (with the user's message as
@@ -56,14 +77,14 @@ impl TaskUpdater {
     /// [`QueueClosed`] when the handler no longer accepts events.
     pub async fn submit(&self) -> Result<(), QueueClosed> {
         let task = Task {
-            id: self.task_id.clone(),
-            context_id: self.context_id.clone(),
+            id: self.shared.task_id.clone(),
+            context_id: self.shared.context_id.clone(),
             status: TaskStatus::new(TaskState::Submitted),
             artifacts: None,
-            history: self.initial_message.clone().map(|m| vec![m]),
+            history: self.shared.initial_message.clone().map(|m| vec![m]),
             metadata: None,
         };
-        self.queue.enqueue_event(task).await
+        self.shared.queue.enqueue_event(task).await
     }
 
     /// Publishes a status update with `state` and an optional agent message.
@@ -76,8 +97,8 @@ impl TaskUpdater {
         message: Option<Message>,
     ) -> Result<(), QueueClosed> {
         let event = TaskStatusUpdateEvent {
-            task_id: self.task_id.clone(),
-            context_id: self.context_id.clone(),
+            task_id: self.shared.task_id.clone(),
+            context_id: self.shared.context_id.clone(),
             status: TaskStatus {
                 state,
                 message,
@@ -85,7 +106,7 @@ impl TaskUpdater {
             },
             metadata: None,
         };
-        self.queue.enqueue_event(event).await
+        self.shared.queue.enqueue_event(event).await
     }
 
     /// WORKING.
@@ -160,8 +181,8 @@ impl TaskUpdater {
     ) -> Result<String, QueueClosed> {
         let artifact_id = artifact_id.unwrap_or_else(helpers::new_id);
         let event = TaskArtifactUpdateEvent {
-            task_id: self.task_id.clone(),
-            context_id: self.context_id.clone(),
+            task_id: self.shared.task_id.clone(),
+            context_id: self.shared.context_id.clone(),
             artifact: crate::protocol::Artifact {
                 artifact_id: artifact_id.clone(),
                 name,
@@ -174,7 +195,7 @@ impl TaskUpdater {
             last_chunk,
             metadata: None,
         };
-        self.queue.enqueue_event(event).await?;
+        self.shared.queue.enqueue_event(event).await?;
         Ok(artifact_id)
     }
 
@@ -186,13 +207,17 @@ impl TaskUpdater {
     /// # Errors
     /// [`QueueClosed`] when the handler no longer accepts events.
     pub async fn reply_message(&self, parts: Vec<Part>) -> Result<(), QueueClosed> {
-        let message = helpers::new_agent_parts_message(parts, Some(&self.context_id), None);
-        self.queue.enqueue_event(message).await
+        let message = helpers::new_agent_parts_message(parts, Some(&self.shared.context_id), None);
+        self.shared.queue.enqueue_event(message).await
     }
 
     /// An agent message for this task (not published; pass it to a status method).
     pub fn new_agent_message(&self, parts: Vec<Part>) -> Message {
-        helpers::new_agent_parts_message(parts, Some(&self.context_id), Some(&self.task_id))
+        helpers::new_agent_parts_message(
+            parts,
+            Some(&self.shared.context_id),
+            Some(&self.shared.task_id),
+        )
     }
 
     /// An agent text message for this task (not published).

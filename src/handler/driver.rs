@@ -18,7 +18,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc, oneshot};
+use futures::StreamExt;
+use futures::channel::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, broadcast, oneshot};
 use tokio::task::JoinHandle;
 
 use super::{Inner, turns};
@@ -120,7 +122,10 @@ pub(crate) enum RunStart {
     },
 }
 
-/// The handle kept in the registry.
+/// The handle kept in the registry. Commands go through a `futures` unbounded
+/// channel: it allocates a node per message and nothing ahead, where tokio's
+/// preallocates a block of 32 slots (about 1 KB for every open task, for a channel
+/// that carries a message or two in a task's life).
 #[derive(Clone)]
 pub(crate) struct Handle {
     pub cmd: mpsc::UnboundedSender<Command>,
@@ -131,6 +136,9 @@ pub(crate) struct Driver {
     inner: Arc<Inner>,
     key: TaskKey,
     rx: mpsc::UnboundedReceiver<Command>,
+    /// A command taken from `rx` by [`unregister`](Driver::unregister)'s check, to be
+    /// processed next.
+    held: Option<Command>,
     bus: broadcast::Sender<EventGroup>,
     task: Option<Task>,
     seq: u64,
@@ -144,6 +152,12 @@ pub(crate) struct Driver {
     store_failure: Option<String>,
     /// Counts the states this driver writes (`a2a_tasks_total`).
     outcomes: TurnMetrics,
+}
+
+/// Moves the value out of `b` and frees the box now.
+#[allow(clippy::boxed_local)] // taking the box is the point: it is freed on return
+fn unbox<T>(b: Box<T>) -> T {
+    *b
 }
 
 /// Why the executor's run ended, for the failure reason.
@@ -160,8 +174,10 @@ struct Running {
     exec: JoinHandle<Result<(), ExecutorError>>,
     reply: Option<oneshot::Sender<Result<RunStart, A2aError>>>,
     sub: Option<broadcast::Receiver<EventGroup>>,
-    /// The answer for the caller once the staged events are written.
-    start: Option<RunStart>,
+    /// The answer for the caller once the staged events are written. Boxed: it holds
+    /// a task snapshot (about 360 bytes) for a moment, in a struct every open task's
+    /// driver keeps for the whole run.
+    start: Option<Box<RunStart>>,
     message_only: bool,
     closed: bool,
     /// The turn reported a settling state that was held open for a queued message
@@ -173,7 +189,7 @@ impl Driver {
     /// Starts a driver for `key` and returns its handle. `known_new`: the task does
     /// not exist yet (skip loading it).
     pub(crate) fn spawn(inner: Arc<Inner>, key: TaskKey, known_new: bool) -> Handle {
-        let (cmd, rx) = mpsc::unbounded_channel();
+        let (cmd, rx) = mpsc::unbounded();
         let (bus, _) = broadcast::channel(inner.config.subscriber_buffer.max(1));
         let handle = Handle {
             cmd,
@@ -183,6 +199,7 @@ impl Driver {
             inner,
             key,
             rx,
+            held: None,
             bus,
             task: None,
             seq: 0,
@@ -215,6 +232,8 @@ impl Driver {
         loop {
             let cmd = if let Some(run) = self.pending.pop_front() {
                 Command::Run(Box::new(run))
+            } else if let Some(cmd) = self.held.take() {
+                cmd
             } else if let Ok(cmd) = self.rx.try_recv() {
                 cmd
             } else {
@@ -223,7 +242,7 @@ impl Driver {
                     return;
                 }
                 tokio::select! {
-                    cmd = self.rx.recv() => match cmd {
+                    cmd = self.rx.next() => match cmd {
                         Some(cmd) => cmd,
                         None => return,
                     },
@@ -279,7 +298,11 @@ impl Driver {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         // Re-checked under the lock that senders and subscribers hold.
-        if !self.rx.is_empty() || !self.may_exit() {
+        if !self.may_exit() {
+            return false;
+        }
+        if let Ok(cmd) = self.rx.try_recv() {
+            self.held = Some(cmd);
             return false;
         }
         if reg
@@ -434,7 +457,7 @@ impl Driver {
                 tokio::select! {
                     _ = &mut pause => break,
                     _ = shutdown.cancelled() => return,
-                    cmd = self.rx.recv() => match cmd {
+                    cmd = self.rx.next() => match cmd {
                         Some(cmd) => reject(cmd),
                         None => return,
                     },
@@ -460,7 +483,7 @@ impl Driver {
         match self.flush().await {
             Ok(()) => {
                 if let Some(start) = r.start.take() {
-                    send_once(&mut r.reply, Ok(start));
+                    send_once(&mut r.reply, Ok(*start));
                 }
             }
             Err(e) => {
@@ -566,7 +589,7 @@ impl Driver {
             send_once(&mut reply, Err(terminal_refusal(self.task_id(), state)));
             return;
         }
-        ctx.current_task = self.task.clone();
+        ctx.current_task = self.task.clone().map(Box::new);
         // A queued message's caller was answered when it was recorded.
         let mut sub = reply.is_some().then(|| self.bus.subscribe());
         if self.task.is_some() && !recorded {
@@ -594,9 +617,11 @@ impl Driver {
         let exec = {
             let executor = self.inner.executor.clone();
             // Boxed into the spawned future, which holds it until the executor's own
-            // future takes it: not 860 bytes kept beside that future for the whole run.
+            // future takes it: not 540 bytes kept beside that future for the whole run.
+            // `unbox` frees the box as the context moves out (a box moved out of in
+            // the async block would be freed only when the block ends, with the run).
             let (ctx, queue) = (ctx.clone(), queue.clone());
-            tokio::spawn(async move { executor.execute(*ctx, queue).await })
+            tokio::spawn(async move { executor.execute(unbox(ctx), queue).await })
         };
         let mut r = Running {
             ctx,
@@ -676,7 +701,7 @@ impl Driver {
                     Box::pin(self.abort(r, TaskState::Failed, "the gateway shut down before the task finished; send the message again")).await;
                     return None;
                 }
-                cmd = self.rx.recv(), if outcome.is_none() => match cmd {
+                cmd = self.rx.next(), if outcome.is_none() => match cmd {
                     Some(Command::Run(run)) => Box::pin(self.enqueue(*run)).await,
                     Some(Command::Cancel(reply)) => {
                         if self.broken {
@@ -698,9 +723,9 @@ impl Driver {
                     }
                     None => {}
                 },
-                ev = r.events.recv(), if !drained => match ev {
+                ev = r.events.recv_boxed(), if !drained => match ev {
                     Some(ev) => {
-                        self.on_event(r, ev);
+                        self.on_event(r, *ev);
                         // Whatever else is queued already goes into the same write.
                         for _ in 1..MAX_GROUP {
                             match r.events.try_recv() {
@@ -810,13 +835,13 @@ impl Driver {
         if r.reply.is_some()
             && let Some(sub) = r.sub.take()
         {
-            r.start = Some(RunStart::Task {
+            r.start = Some(Box::new(RunStart::Task {
                 snapshot: self.task.clone().expect("created"),
                 seq: self.seq,
                 events: sub,
                 fresh: true,
                 queued: false,
-            });
+            }));
         }
     }
 
@@ -915,7 +940,7 @@ impl Driver {
         let mut cancel = {
             let executor = self.inner.executor.clone();
             let (ctx, queue) = (r.ctx.clone(), r.queue.clone());
-            tokio::spawn(async move { executor.cancel(*ctx, queue).await })
+            tokio::spawn(async move { executor.cancel(unbox(ctx), queue).await })
         };
         let deadline = tokio::time::sleep(CANCEL_TIMEOUT);
         tokio::pin!(deadline);
@@ -1016,7 +1041,7 @@ impl Driver {
             task.context_id.clone(),
             crate::executor::CallContext::new(&self.key.0.tenant, &self.key.0.owner),
         );
-        ctx.current_task = Some(task);
+        ctx.current_task = Some(Box::new(task));
         ctx.cancellation.cancel();
         let executor = self.inner.executor.clone();
         let cancel = tokio::spawn(async move { executor.cancel(ctx, queue).await });

@@ -487,7 +487,7 @@ impl RequestHandler {
                 recorded: false,
             };
             let sent = self.with_handle(&key, known_new, |h| {
-                h.cmd.send(Command::Run(Box::new(run))).is_ok()
+                h.cmd.unbounded_send(Command::Run(Box::new(run))).is_ok()
             });
             known_new = false;
             if !sent {
@@ -726,7 +726,9 @@ impl RequestHandler {
     async fn cancel_here(&self, key: &TaskKey) -> Result<Task, A2aError> {
         for _ in 0..3 {
             let (tx, rx) = oneshot::channel();
-            if !self.with_handle(key, false, |h| h.cmd.send(Command::Cancel(tx)).is_ok()) {
+            if !self.with_handle(key, false, |h| {
+                h.cmd.unbounded_send(Command::Cancel(tx)).is_ok()
+            }) {
                 continue;
             }
             if let Ok(r) = rx.await {

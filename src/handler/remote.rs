@@ -138,7 +138,9 @@ impl RequestHandler {
     fn cancel_requested(&self, key: TaskKey) {
         tracing::info!(task.id = %key.1, "cancel requested by another gateway instance");
         let (tx, rx) = oneshot::channel();
-        if !self.with_handle(&key, false, |h| h.cmd.send(Command::Cancel(tx)).is_ok()) {
+        if !self.with_handle(&key, false, |h| {
+            h.cmd.unbounded_send(Command::Cancel(tx)).is_ok()
+        }) {
             return;
         }
         tokio::spawn(async move {

@@ -181,7 +181,7 @@ impl RequestHandler {
                 reason: reason.to_owned(),
                 reply: tx,
             }));
-            if !self.with_handle(&key, false, |h| h.cmd.send(cmd).is_ok()) {
+            if !self.with_handle(&key, false, |h| h.cmd.unbounded_send(cmd).is_ok()) {
                 continue;
             }
             if let Ok(r) = rx.await {

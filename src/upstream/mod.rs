@@ -540,9 +540,11 @@ impl Inner {
             }
             (turn, lease)
         };
-        let (resp, started) = self
-            .invoke(session, self.payload(ctx), &ctx.call_context)
-            .await?;
+        // Boxed: the request's future (about 1.2 KB, the token refresh and retries) is
+        // done once the reply's headers are in; inline it would size the state that
+        // streams the reply for as long as the task runs.
+        let (resp, started) =
+            Box::pin(self.invoke(session, self.payload(ctx), &ctx.call_context)).await?;
         // The response goes into the body stream here, in a plain function: kept as a
         // local of this future, its slot (136 bytes) would stay reserved while the
         // reply streams.
