@@ -2306,17 +2306,23 @@ async fn commands_and_subscriptions_to_an_idle_task_never_race_its_driver_exitin
     });
     let h = handler(exec);
     // A multi-thread runtime lets a freshly spawned driver of an idle task run
-    // (and decide to exit) before the command or subscription reaches it.
+    // (and decide to exit) before the command or subscription reaches it. A command
+    // that reaches it as it checks whether it may exit is run at once, not after the
+    // driver's 5 s idle re-check.
+    let mut slowest = Duration::ZERO;
     for i in 0..300 {
+        let started = std::time::Instant::now();
         let t = send_task(&h, &anon(), req(text("go"))).await;
         if i % 3 == 2 {
             let c = within(h.cancel_task(&anon(), cancel_req(&t.id))).await;
+            slowest = slowest.max(started.elapsed());
             assert_eq!(c.expect("cancel").status.state, TaskState::Canceled);
             continue;
         }
         let s = subscribe(&h, &t.id).await;
         send_task(&h, &anon(), req(follow_up(&t, "granted"))).await;
         let evs = drain(s).await;
+        slowest = slowest.max(started.elapsed());
         assert_eq!(
             state(evs.last().unwrap()),
             Some(TaskState::Completed),
@@ -2324,4 +2330,8 @@ async fn commands_and_subscriptions_to_an_idle_task_never_race_its_driver_exitin
             kinds(&evs)
         );
     }
+    assert!(
+        slowest < Duration::from_millis(2500),
+        "a round took {slowest:?}: a command waited for a driver that was checking whether to exit"
+    );
 }

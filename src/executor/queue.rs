@@ -70,13 +70,14 @@ impl EventQueue {
     }
 
     /// Publishes one event (a Task, Message, TaskStatusUpdateEvent or
-    /// TaskArtifactUpdateEvent), waiting for room.
+    /// TaskArtifactUpdateEvent), waiting for room. Like any future it does nothing
+    /// until polled; events are queued in the order their futures are first polled.
     ///
-    /// When the queue has room (the usual case: the handler keeps up) the event is
-    /// queued before this returns and the future is ready at once; only a full queue
-    /// makes a waiting future, boxed. So the future an executor awaits is two words,
-    /// whatever the event: every future that can await it (held for as long as the
-    /// executor's task lives) is sized by it.
+    /// When the queue has room (the usual case: the handler keeps up) the first poll
+    /// queues the event and is ready; only a full queue makes a waiting future, boxed
+    /// (and polled at once, so it takes its place among the waiters). So the future an
+    /// executor awaits is a few words whatever the event: every future that can await
+    /// it (held for as long as the executor's task lives) is sized by it.
     ///
     /// # Errors
     /// [`QueueClosed`] once the handler no longer accepts events for this task.
@@ -84,14 +85,26 @@ impl EventQueue {
         &self,
         event: impl Into<StreamResponse>,
     ) -> impl Future<Output = Result<(), QueueClosed>> + Send + '_ {
-        use futures::future::{Either, ready};
-        match self.tx.try_send(Box::new(event.into())) {
-            Ok(()) => Either::Left(ready(Ok(()))),
-            Err(mpsc::error::TrySendError::Closed(_)) => Either::Left(ready(Err(QueueClosed))),
-            Err(mpsc::error::TrySendError::Full(event)) => {
-                Either::Right(Box::pin(self.send_boxed(event)))
+        let mut event = Some(Box::new(event.into()));
+        let mut waiting = None;
+        std::future::poll_fn(move |cx| {
+            if let Some(ev) = event.take() {
+                match self.tx.try_send(ev) {
+                    Ok(()) => return std::task::Poll::Ready(Ok(())),
+                    Err(mpsc::error::TrySendError::Closed(_)) => {
+                        return std::task::Poll::Ready(Err(QueueClosed));
+                    }
+                    Err(mpsc::error::TrySendError::Full(ev)) => {
+                        waiting = Some(Box::pin(self.send_boxed(ev)));
+                    }
+                }
             }
-        }
+            match waiting.as_mut() {
+                Some(send) => send.as_mut().poll(cx),
+                // Polled again after it returned Ready(Ok) at once.
+                None => std::task::Poll::Ready(Ok(())),
+            }
+        })
     }
 
     async fn send_boxed(&self, event: Box<StreamResponse>) -> Result<(), QueueClosed> {
@@ -122,22 +135,39 @@ mod tests {
     #[tokio::test]
     async fn a_full_queue_waits_for_room_and_keeps_the_order() {
         let (queue, mut rx) = EventQueue::bounded(2);
-        // Room: queued before the future is polled.
-        let first = queue.enqueue_event(status(0));
+        // Nothing is queued before a future is polled, nor by one dropped unpolled.
+        drop(queue.enqueue_event(status(9)));
         let second = queue.enqueue_event(status(1));
-        assert!(matches!(rx.try_recv(), Ok(ref e) if e.task_id() == Some("t0")));
+        let first = queue.enqueue_event(status(0));
+        assert!(rx.try_recv().is_err());
         first.await.unwrap();
         second.await.unwrap();
+        assert_eq!(rx.try_recv().unwrap().task_id(), Some("t0"));
         queue.enqueue_event(status(2)).await.unwrap();
         // Full: the third waits until the handler reads.
         let mut third = Box::pin(queue.enqueue_event(status(3)));
         assert!((&mut third).now_or_never().is_none());
         assert_eq!(rx.try_recv().unwrap().task_id(), Some("t1"));
+        // The room that read made is the waiting third's: a later event cannot take it.
+        let mut fourth = Box::pin(queue.enqueue_event(status(4)));
+        assert!((&mut fourth).now_or_never().is_none());
         third.await.unwrap();
-        for want in ["t2", "t3"] {
+        assert_eq!(rx.try_recv().unwrap().task_id(), Some("t2"));
+        fourth.await.unwrap();
+        for want in ["t3", "t4"] {
             assert_eq!(rx.recv().await.unwrap().task_id(), Some(want));
         }
+        // Closed while one waits, and closed before: both fail, nothing is queued.
+        let mut full = Box::pin(queue.enqueue_event(status(5)));
+        queue.enqueue_event(status(6)).await.unwrap();
+        queue.enqueue_event(status(7)).await.unwrap();
+        assert!((&mut full).now_or_never().is_none());
         rx.close();
-        assert_eq!(queue.enqueue_event(status(4)).await, Err(QueueClosed));
+        assert_eq!(full.await, Err(QueueClosed));
+        assert_eq!(queue.enqueue_event(status(8)).await, Err(QueueClosed));
+        for want in ["t6", "t7"] {
+            assert_eq!(rx.recv().await.unwrap().task_id(), Some(want));
+        }
+        assert!(rx.recv().await.is_none());
     }
 }
