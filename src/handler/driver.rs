@@ -136,9 +136,6 @@ pub(crate) struct Driver {
     inner: Arc<Inner>,
     key: TaskKey,
     rx: mpsc::UnboundedReceiver<Command>,
-    /// A command taken from `rx` by [`unregister`](Driver::unregister)'s check, to be
-    /// processed next.
-    held: Option<Command>,
     bus: broadcast::Sender<EventGroup>,
     task: Option<Task>,
     seq: u64,
@@ -152,6 +149,16 @@ pub(crate) struct Driver {
     store_failure: Option<String>,
     /// Counts the states this driver writes (`a2a_tasks_total`).
     outcomes: TurnMetrics,
+}
+
+/// What [`Driver::unregister`] did.
+enum Unregister {
+    /// Removed from the registry: the driver ends.
+    Done,
+    /// Not removed: the driver waits for commands.
+    Stays,
+    /// Not removed: this command was waiting (taken from the channel by the check).
+    Waiting(Command),
 }
 
 /// Moves the value out of `b` and frees the box now.
@@ -199,7 +206,6 @@ impl Driver {
             inner,
             key,
             rx,
-            held: None,
             bus,
             task: None,
             seq: 0,
@@ -232,26 +238,27 @@ impl Driver {
         loop {
             let cmd = if let Some(run) = self.pending.pop_front() {
                 Command::Run(Box::new(run))
-            } else if let Some(cmd) = self.held.take() {
-                cmd
             } else if let Ok(cmd) = self.rx.try_recv() {
                 cmd
             } else {
                 super::remote::release(self.inner.cluster(), &self.key).await;
-                if self.may_exit() && self.unregister() {
-                    return;
-                }
-                if self.held.is_some() {
-                    // `unregister` found a command waiting: it runs now, before
+                let exit = if self.may_exit() {
+                    self.unregister()
+                } else {
+                    Unregister::Stays
+                };
+                match exit {
+                    Unregister::Done => return,
+                    // Found by the check under the lock: it runs now, before
                     // anything sent after it.
-                    continue;
-                }
-                tokio::select! {
-                    cmd = self.rx.next() => match cmd {
-                        Some(cmd) => cmd,
-                        None => return,
+                    Unregister::Waiting(cmd) => cmd,
+                    Unregister::Stays => tokio::select! {
+                        cmd = self.rx.next() => match cmd {
+                            Some(cmd) => cmd,
+                            None => return,
+                        },
+                        _ = tokio::time::sleep(IDLE_RECHECK) => continue,
                     },
-                    _ = tokio::time::sleep(IDLE_RECHECK) => continue,
                 }
             };
             // Several instances: act only under the task's lease, on what is stored.
@@ -294,9 +301,10 @@ impl Driver {
             || self.bus.receiver_count() == 0
     }
 
-    /// Removes this driver from the registry unless commands are waiting. Commands
-    /// sent through a stale handle afterwards fail, and their senders retry.
-    fn unregister(&mut self) -> bool {
+    /// Removes this driver from the registry unless it may not exit after all or a
+    /// command is waiting (handed back to run next). Commands sent through a stale
+    /// handle afterwards fail, and their senders retry.
+    fn unregister(&mut self) -> Unregister {
         let mut reg = self
             .inner
             .registry
@@ -304,11 +312,10 @@ impl Driver {
             .unwrap_or_else(|p| p.into_inner());
         // Re-checked under the lock that senders and subscribers hold.
         if !self.may_exit() {
-            return false;
+            return Unregister::Stays;
         }
         if let Ok(cmd) = self.rx.try_recv() {
-            self.held = Some(cmd);
-            return false;
+            return Unregister::Waiting(cmd);
         }
         if reg
             .get(&self.key)
@@ -317,7 +324,7 @@ impl Driver {
             reg.remove(&self.key);
         }
         self.rx.close();
-        true
+        Unregister::Done
     }
 
     fn scope(&self) -> &Scope {
