@@ -35,12 +35,14 @@ async fn main() -> std::io::Result<()> {
         input_modes: vec![],
         output_modes: vec![],
     };
-    a2a_gateway::server::serve_example(
+    let served = a2a_gateway::server::serve_example(
         Arc::new(HelloWorldAgentExecutor::new()),
         "Hello World Agent",
         "Just a hello world agent",
         vec![skill],
         args.listen,
     )
-    .await
+    .await;
+    a2a_gateway::telemetry::flush_log();
+    served
 }

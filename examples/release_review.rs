@@ -36,7 +36,7 @@ async fn main() -> std::io::Result<()> {
         input_modes: vec![],
         output_modes: vec![],
     };
-    a2a_gateway::server::serve_example(
+    let served = a2a_gateway::server::serve_example(
         Arc::new(ReleaseReviewAgentExecutor::with_review_delay(
             Duration::from_millis(args.review_delay_ms),
         )),
@@ -45,5 +45,7 @@ async fn main() -> std::io::Result<()> {
         vec![skill],
         args.listen,
     )
-    .await
+    .await;
+    a2a_gateway::telemetry::flush_log();
+    served
 }

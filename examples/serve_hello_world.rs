@@ -43,7 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         sources = sources.with_override("server.listen", addr.to_string());
     }
     let config = Config::load(sources)?;
-    let _otlp = a2a_gateway::telemetry::init_with(&config.log, &config.telemetry)?;
+    let otlp = a2a_gateway::telemetry::init_with(&config.log, &config.telemetry)?;
     let metrics = a2a_gateway::ops::install_metrics();
     let store = a2a_gateway::cli::build_store(&config).await?;
     let mut gateway = Gateway::new(
@@ -68,5 +68,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             a2a_gateway::server::shutdown_signal(),
         )
         .await?;
+    drop(otlp);
+    a2a_gateway::telemetry::flush_log();
     Ok(())
 }

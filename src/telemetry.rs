@@ -10,8 +10,10 @@ pub mod streams;
 pub mod tasks;
 pub mod trace;
 
+use std::sync::Mutex;
 use std::time::Duration;
 
+use tracing_appender::non_blocking::WorkerGuard;
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{LogConfig, LogFormat, TelemetryConfig};
@@ -22,9 +24,29 @@ pub fn init(config: &LogConfig) {
     let _ = init_with(config, &TelemetryConfig::default());
 }
 
+/// Log lines (formatted on the thread that logs) queued for the writer thread at
+/// most: past this, a thread that logs waits for room (no line is dropped). About
+/// 2 MB of lines of 250 bytes.
+const LOG_QUEUE_LINES: usize = 8192;
+
+/// The log writer thread's buffer in bytes: the lines ready at once go to stderr in
+/// one write of up to this size.
+const LOG_WRITE_BUFFER: usize = 64 * 1024;
+
+/// The writer thread of the installed log ([`init_with`]); [`flush_log`] stops it.
+static LOG_WRITER: Mutex<Option<WorkerGuard>> = Mutex::new(None);
+
 /// Installs the global subscriber: the log of `config` and, with
 /// `telemetry.otlp_endpoint`, the OTLP span export ([`otlp`]). Keep the returned guard
 /// until exit: dropping it flushes the spans still queued. Later calls install nothing.
+///
+/// Log lines go to stderr through one writer thread (`tracing-appender`'s
+/// non-blocking writer): each line is formatted where it is logged and queued, and the
+/// thread writes every line that is ready in one `write` (one system call per line
+/// cost a request about 5% of its CPU at 30,000 requests/s; BENCHMARKS.md, issue 14,
+/// tenth pass). The queue holds [`LOG_QUEUE_LINES`] lines; a full queue makes the
+/// logging thread wait, it never drops a line. Call [`flush_log`] before the process
+/// exits, or the last lines may be lost.
 ///
 /// # Errors
 /// A readable reason for an unusable `otlp_endpoint`.
@@ -40,8 +62,16 @@ pub fn init_with(
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.level));
     // Colour only on a terminal: redirected logs stay plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let (writer, worker) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .buffered_lines_limit(LOG_QUEUE_LINES)
+        .thread_name("a2a-gateway-log")
+        .finish(std::io::BufWriter::with_capacity(
+            LOG_WRITE_BUFFER,
+            std::io::stderr(),
+        ));
     let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_ansi(ansi);
     let fmt = match config.format {
         LogFormat::Json => fmt
@@ -66,7 +96,18 @@ pub fn init_with(
         .with(otel)
         .try_init()
         .is_ok();
+    if installed {
+        *LOG_WRITER.lock().unwrap_or_else(|p| p.into_inner()) = Some(worker);
+    }
     Ok(guard.filter(|_| installed))
+}
+
+/// Writes out every log line still queued and stops the log's writer thread (waits
+/// up to 1 s for it): call it once, before the process exits. Lines logged after it
+/// are not written. Does nothing when [`init_with`] installed no log.
+pub fn flush_log() {
+    let worker = LOG_WRITER.lock().unwrap_or_else(|p| p.into_inner()).take();
+    drop(worker);
 }
 
 /// A fresh correlation id (12 hex digits). A failure reason shown to a remote caller
@@ -82,8 +123,45 @@ pub fn with_correlation(reason: &str, id: &str) -> String {
     format!("{reason} [correlation id {id}]")
 }
 
+/// `s` cut after `max` characters: a borrowed prefix, for a log field that must stay
+/// short (a caller's method name, say) without a copy.
+pub fn prefix_chars(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((end, _)) => &s[..end],
+        None => s,
+    }
+}
+
+/// A request log line's `peer` field: the client's address, or `-` when the server
+/// did not record it. Formats in place (no `String` per line).
+#[derive(Clone, Copy, Debug)]
+pub struct LogPeer(pub Option<std::net::SocketAddr>);
+
+impl std::fmt::Display for LogPeer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(addr) => addr.fmt(f),
+            None => f.write_str("-"),
+        }
+    }
+}
+
 /// `d` in milliseconds, rounded to the microsecond: the `duration_ms` field of log
 /// lines (`12.345`, not `12.345678901`).
 pub fn millis(d: Duration) -> f64 {
     d.as_micros() as f64 / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn log_fields_cut_and_show_what_they_are_given() {
+        assert_eq!(super::prefix_chars("SendMessage", 4), "Send");
+        assert_eq!(super::prefix_chars("ab", 64), "ab");
+        // Cut on a character boundary, counted in characters, not bytes.
+        assert_eq!(super::prefix_chars("héllo", 2), "hé");
+        assert_eq!(super::LogPeer(None).to_string(), "-");
+        let addr: std::net::SocketAddr = "127.0.0.1:9".parse().unwrap();
+        assert_eq!(super::LogPeer(Some(addr)).to_string(), "127.0.0.1:9");
+    }
 }

@@ -141,6 +141,8 @@ pub fn run(cli: Cli) -> ExitCode {
     });
     // Do not wait for stray blocking tasks (stdin readers, DNS) at exit.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    // The log's last lines before the error line below, and before the exit.
+    crate::telemetry::flush_log();
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -246,11 +246,11 @@ pub async fn handle(
     metrics::histogram!("a2a_request_duration_seconds", "binding" => "jsonrpc", "method" => label)
         .record(elapsed.as_secs_f64());
     tracing::info!(
-        rpc.method = %method.chars().take(64).collect::<String>(),
+        rpc.method = %crate::telemetry::prefix_chars(&method, 64),
         a2a.version = if v03 { "0.3" } else { PROTOCOL_VERSION },
         task.id = task_id.as_deref().unwrap_or("-"),
         caller = call.owner.as_str(),
-        peer = %peer.map_or_else(|| "-".to_owned(), |p| p.to_string()),
+        peer = %crate::telemetry::LogPeer(peer),
         outcome = outcome_label,
         duration_ms = crate::telemetry::millis(elapsed),
         "request"

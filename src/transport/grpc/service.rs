@@ -288,7 +288,7 @@ fn log_request(
         rpc.method = op.name(),
         task.id = task_id.unwrap_or("-"),
         caller = who.0.unwrap_or("-"),
-        peer = %who.1.map_or_else(|| "-".to_owned(), |p| p.to_string()),
+        peer = %crate::telemetry::LogPeer(who.1),
         outcome,
         duration_ms = crate::telemetry::millis(elapsed),
         "request"

@@ -307,7 +307,7 @@ fn finish(
         binding = "rest",
         task.id = task.as_deref().unwrap_or("-"),
         caller = who.caller.as_str(),
-        peer = %who.peer.map_or_else(|| "-".to_owned(), |p| p.to_string()),
+        peer = %crate::telemetry::LogPeer(who.peer),
         outcome,
         duration_ms = crate::telemetry::millis(elapsed),
         "request"
