@@ -100,6 +100,19 @@ impl Gateway {
             self.stderr.lock().unwrap()
         )
     }
+
+    /// [`logs`](Self::logs) once it holds every one of `needles`, or after 10 s: the
+    /// gateway writes its log from a thread of its own, a moment after it answers.
+    fn logs_with(&self, needles: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let logs = self.logs();
+            if needles.iter().all(|n| logs.contains(n)) || Instant::now() >= deadline {
+                return logs;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 fn base_command(dir: &Path, env: &[(&str, &str)]) -> Command {
@@ -324,7 +337,7 @@ fn demo_starts_and_send_gets_a_streamed_answer() {
     assert!(stdout.contains("asked to fail"), "{stdout}");
 
     // The demo's upstream uses OAuth with the stand-in issuer, over HTTP/2.
-    let logs = demo.logs();
+    let logs = demo.logs_with(&["issued an access token", "HTTP/2.0"]);
     assert!(logs.contains("issued an access token"), "{logs}");
     assert!(logs.contains("HTTP/2.0"), "{logs}");
 }
@@ -759,7 +772,7 @@ async fn send_presents_the_api_key_from_the_flag_or_the_environment() {
     let out = send(base(&[]), vec![("A2A_GATEWAY_API_KEY", KEY.to_owned())]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
 
-    let logs = gw.logs();
+    let logs = gw.logs_with(&["authentication failed"]);
     assert!(logs.contains("authentication failed"), "{logs}");
     assert!(!logs.contains(KEY), "{logs}");
     assert!(!logs.contains("A2A_GATEWAY_API_KEY"), "{logs}");

@@ -76,6 +76,19 @@ impl Proc {
     fn logs(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
+
+    /// The stderr collected so far once `ready` holds for it, or after 10 s: the
+    /// gateway writes its log from a thread of its own, a moment after it answers.
+    async fn logs_once(&self, ready: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let logs = self.logs();
+            if ready(&logs) || Instant::now() >= deadline {
+                return logs;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
 
 /// The gateway: `serve` with a JSON log, waited for until it logs its URL.
@@ -598,7 +611,11 @@ async fn documented_queries_and_dashboard_on_a_real_gateway() {
 
     // The log: JSON lines, `span` without `spans`; the request line names the caller and
     // peer; the stream's end is logged with its outcome, events and duration.
-    let logs = gw.logs();
+    let logs = gw
+        .logs_once(|l| {
+            l.matches(r#""message":"request""#).count() >= 12 && l.contains("stream ended")
+        })
+        .await;
     let lines: Vec<Value> = logs
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
