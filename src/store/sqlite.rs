@@ -506,28 +506,32 @@ macro_rules! write_sql {
             "INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, created_ms, \
              updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
              SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
-                    value->>6, value->>10, CAST(substr($6, value->>7, value->>11) AS TEXT), \
+                    value->>6, value->>10, CAST(substr($5, value->>7, value->>11) AS TEXT), \
                     value->>10, value->>8, 0 \
              FROM jsonb_each($1); \
              INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) \
-             SELECT value->>0, value->>1, value->>2, CAST(substr($6, value->>9, value->>8) AS TEXT) \
+             SELECT value->>0, value->>1, value->>2, CAST(substr($5, value->>9, value->>8) AS TEXT) \
              FROM jsonb_each($1); \
+             WITH a AS MATERIALIZED (SELECT value->>0 AS tenant, value->>1 AS owner, \
+                          value->>2 AS id, value->>3 AS seq, value->>4 AS now, value AS v \
+                          FROM jsonb_each($2)) \
              INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, folds_artifacts, \
              event, created_ms) \
-             SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
-                    CAST(substr($6, value->>6, value->>7) AS TEXT), value->>8 \
-             FROM jsonb_each($2); \
+             SELECT a.tenant, a.owner, a.id, a.seq + e.key, e.value->>2, e.value->>3, \
+                    CAST(substr($5, e.value->>0, e.value->>1) AS TEXT), a.now \
+             FROM a CROSS JOIN jsonb_each(a.v, '$[5]') AS e; \
+             WITH a AS MATERIALIZED (SELECT value->>0 AS tenant, value->>1 AS owner, \
+                          value->>2 AS id, value->>3 AS seq, value->>4 AS now, value AS v \
+                          FROM jsonb_each($2)) \
              INSERT INTO a2a_push_outbox \
                (tenant, owner, task_id, config_id, seq, created_ms, next_ms, attempts) \
-             SELECT c.tenant, c.owner, c.task_id, c.id, e.value->>3, e.value->>4, \
-                    e.value->>4, 0 \
-             FROM jsonb_each($5) AS e JOIN a2a_push_configs c \
-               ON c.tenant = e.value->>0 AND c.owner = e.value->>1 \
-              AND c.task_id = e.value->>2 \
-             WHERE c.enabled = 1; \
+             SELECT c.tenant, c.owner, c.task_id, c.id, a.seq + e.key, a.now, a.now, 0 \
+             FROM a CROSS JOIN a2a_push_configs c CROSS JOIN jsonb_each(a.v, '$[5]') AS e \
+             WHERE c.tenant = a.tenant AND c.owner = a.owner AND c.task_id = a.id \
+               AND c.enabled = 1 AND e.value->>2 <> 'message'; \
              UPDATE a2a_task_artifacts SET artifacts = k.artifacts \
              FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
-                          CAST(substr($6, value->>3, value->>4) AS TEXT) AS artifacts \
+                          CAST(substr($5, value->>3, value->>4) AS TEXT) AS artifacts \
                    FROM jsonb_each($3)) AS k \
              WHERE a2a_task_artifacts.tenant = k.tenant AND a2a_task_artifacts.owner = k.owner \
                AND a2a_task_artifacts.task_id = k.id; \
@@ -538,7 +542,7 @@ macro_rules! write_sql {
              FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
                           value->>3 AS last_seq, value->>4 AS state, value->>5 AS status_ms, \
                           value->>6 AS now, \
-                          CAST(substr($6, value->>7, value->>11) AS TEXT) AS snapshot, \
+                          CAST(substr($5, value->>7, value->>11) AS TEXT) AS snapshot, \
                           value->>8 AS art_seq, \
                           value->>9 AS art_bytes, value->>10 AS pending \
                    FROM jsonb_each($4)) AS k \
@@ -562,6 +566,24 @@ struct SqliteOps {
     conn: sqlx::pool::PoolConnection<sqlx::Sqlite>,
     /// Whether `BEGIN IMMEDIATE` ran and no `COMMIT` or `ROLLBACK` yet.
     open: bool,
+}
+
+/// The events of one append as the events and outbox statements unpack them:
+/// `[tenant, owner, task id, first seq, now, [[offset, length, kind, folds], ...]]`
+/// (offset and length of the event's JSON text in the texts blob; the event's
+/// number is the first seq plus its index).
+struct EventGroup<'a> {
+    append: &'a Append,
+    seq: u64,
+    events: Vec<(usize, usize, &'static str, i32)>,
+}
+
+impl serde::Serialize for EventGroup<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let a = self.append;
+        let (tenant, owner, id) = (&a.scope.tenant, &a.scope.owner, &a.task_id);
+        (tenant, owner, id, self.seq, a.now, &self.events).serialize(s)
+    }
 }
 
 /// Encodes batch rows as the JSON array the statements unpack.
@@ -650,7 +672,7 @@ impl BatchOps for SqliteOps {
 
     async fn write(&mut self, w: &Writes<'_>) -> Result<(), BatchError> {
         let encode = |r: Result<String, StoreError>| r.map_err(BatchError::Write);
-        // The JSON texts (snapshots, checkpoints, events) go in one blob, bound as `$6`,
+        // The JSON texts (snapshots, checkpoints, events) go in one blob, bound as `$5`,
         // each row naming its slice by a 1-based offset and a length in bytes: inside the
         // rows' JSON arrays each text would be escaped here, parsed by `jsonb_each` and
         // unescaped by `->>` again.
@@ -680,31 +702,31 @@ impl BatchOps for SqliteOps {
                 )
             })
             .collect();
-        let events: Vec<_> = w
-            .events
-            .iter()
-            .map(|(a, e, json)| {
-                (
-                    &a.scope.tenant,
-                    &a.scope.owner,
-                    &a.task_id,
-                    e.seq,
-                    kind(&e.event),
-                    i32::from(folds_artifacts(&e.event)),
-                    put(json),
-                    json.len(),
-                    a.now,
-                )
-            })
-            .collect();
-        // The outbox statement gets the deliverable events' keys alone, not the events
-        // array again: SQLite would parse every event's JSON text a second time.
-        let deliverable: Vec<_> = w
-            .events
-            .iter()
-            .filter(|(_, e, _)| !matches!(e.event, StreamResponse::Message(_)))
-            .map(|(a, e, _)| (&a.scope.tenant, &a.scope.owner, &a.task_id, e.seq, a.now))
-            .collect();
+        // One entry per append: its key, first sequence number and time once, then
+        // each event as [offset, length, kind, folds_artifacts] (an event's number is
+        // the first plus its index), so SQLite extracts four values per event instead
+        // of repeating the task's key in every event's row; the outbox statement reads
+        // the same array and looks up a task's push configs once, not per event.
+        let mut events: Vec<EventGroup<'_>> = Vec::new();
+        for &(a, e, json) in &w.events {
+            let row = (
+                put(json),
+                json.len(),
+                kind(&e.event),
+                i32::from(folds_artifacts(&e.event)),
+            );
+            match events.last_mut() {
+                Some(g) if std::ptr::eq(g.append, a) => {
+                    debug_assert_eq!(e.seq, g.seq + g.events.len() as u64);
+                    g.events.push(row);
+                }
+                _ => events.push(EventGroup {
+                    append: a,
+                    seq: e.seq,
+                    events: vec![row],
+                }),
+            }
+        }
         let artifacts: Vec<_> = w
             .artifacts
             .iter()
@@ -750,7 +772,6 @@ impl BatchOps for SqliteOps {
             .bind(encode(rows_json(&events))?)
             .bind(encode(rows_json(&artifacts))?)
             .bind(encode(rows_json(&updates))?)
-            .bind(encode(rows_json(&deliverable))?)
             .bind(texts)
             .execute(&mut *self.conn)
             .await
