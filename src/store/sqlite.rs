@@ -500,9 +500,20 @@ impl BatchWriter for SqliteWriter {
     }
 }
 
+/// The appends of a batch's events array (`$2`, see [`EventGroup`]), one row each,
+/// for the statements that expand them into their events.
+macro_rules! event_groups {
+    () => {
+        "WITH a AS MATERIALIZED (SELECT value->>0 AS tenant, value->>1 AS owner, \
+         value->>2 AS id, value->>3 AS seq, value->>4 AS now, value AS v \
+         FROM jsonb_each($2)) "
+    };
+}
+
 /// The statements of a batch's writes, ending with `COMMIT` (see [`SqliteOps`]).
 macro_rules! write_sql {
     () => {
+        concat!(
             "INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, created_ms, \
              updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
              SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
@@ -512,17 +523,13 @@ macro_rules! write_sql {
              INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) \
              SELECT value->>0, value->>1, value->>2, CAST(substr($5, value->>9, value->>8) AS TEXT) \
              FROM jsonb_each($1); \
-             WITH a AS MATERIALIZED (SELECT value->>0 AS tenant, value->>1 AS owner, \
-                          value->>2 AS id, value->>3 AS seq, value->>4 AS now, value AS v \
-                          FROM jsonb_each($2)) \
+             ", event_groups!(), " \
              INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, folds_artifacts, \
              event, created_ms) \
              SELECT a.tenant, a.owner, a.id, a.seq + e.key, e.value->>2, e.value->>3, \
                     CAST(substr($5, e.value->>0, e.value->>1) AS TEXT), a.now \
              FROM a CROSS JOIN jsonb_each(a.v, '$[5]') AS e; \
-             WITH a AS MATERIALIZED (SELECT value->>0 AS tenant, value->>1 AS owner, \
-                          value->>2 AS id, value->>3 AS seq, value->>4 AS now, value AS v \
-                          FROM jsonb_each($2)) \
+             ", event_groups!(), " \
              INSERT INTO a2a_push_outbox \
                (tenant, owner, task_id, config_id, seq, created_ms, next_ms, attempts) \
              SELECT c.tenant, c.owner, c.task_id, c.id, a.seq + e.key, a.now, a.now, 0 \
@@ -549,6 +556,7 @@ macro_rules! write_sql {
              WHERE a2a_tasks.tenant = k.tenant AND a2a_tasks.owner = k.owner \
                AND a2a_tasks.id = k.id; \
              COMMIT"
+        )
     };
 }
 
@@ -573,8 +581,8 @@ struct SqliteOps {
 /// (offset and length of the event's JSON text in the texts blob; the event's
 /// number is the first seq plus its index).
 struct EventGroup<'a> {
+    /// The append; its first event's number is `append.seq` (an append is written whole).
     append: &'a Append,
-    seq: u64,
     events: Vec<(usize, usize, &'static str, i32)>,
 }
 
@@ -582,7 +590,7 @@ impl serde::Serialize for EventGroup<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let a = self.append;
         let (tenant, owner, id) = (&a.scope.tenant, &a.scope.owner, &a.task_id);
-        (tenant, owner, id, self.seq, a.now, &self.events).serialize(s)
+        (tenant, owner, id, a.seq, a.now, &self.events).serialize(s)
     }
 }
 
@@ -717,14 +725,16 @@ impl BatchOps for SqliteOps {
             );
             match events.last_mut() {
                 Some(g) if std::ptr::eq(g.append, a) => {
-                    debug_assert_eq!(e.seq, g.seq + g.events.len() as u64);
+                    debug_assert_eq!(e.seq, a.seq + g.events.len() as u64);
                     g.events.push(row);
                 }
-                _ => events.push(EventGroup {
-                    append: a,
-                    seq: e.seq,
-                    events: vec![row],
-                }),
+                _ => {
+                    debug_assert_eq!(e.seq, a.seq);
+                    events.push(EventGroup {
+                        append: a,
+                        events: vec![row],
+                    });
+                }
             }
         }
         let artifacts: Vec<_> = w
