@@ -28,7 +28,8 @@
 //!   `before=/tmp/a2a-gateway-before,this=`; default: this build's only;
 //! - `BENCH_PERF=DIR`: also record the gateway with `perf record -F 999 -g` during the
 //!   measured rounds into `DIR/event_cpu-<store>.data` (see BENCHMARKS.md for the
-//!   report command).
+//!   report command); `BENCH_PERF_ARGS` replaces `-F 999 -g` (e.g. `-F 999 --call-graph
+//!   dwarf,16384` for whole stacks of a build without frame pointers).
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -329,8 +330,11 @@ fn run_store(
         rt.block_on(round(&gw.url, clients, clients, chunks));
         let recorder = perf.map(|d| {
             let out = format!("{d}/event_cpu-{kind}-{label}.data");
+            let args = std::env::var("BENCH_PERF_ARGS").unwrap_or_else(|_| "-F 999 -g".into());
             let child = Command::new("perf")
-                .args(["record", "-F", "999", "-g", "-o", &out, "-p"])
+                .arg("record")
+                .args(args.split_whitespace())
+                .args(["-o", &out, "-p"])
                 .arg(gw.pid().to_string())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
