@@ -30,7 +30,7 @@ use crate::protocol::time::Timestamp;
 use crate::protocol::{
     Message, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent, time,
 };
-use crate::store::{Scope, StoreError, StoredEvent, projection};
+use crate::store::{FoldedArtifacts, Scope, StoreError, StoredEvent, projection};
 use crate::telemetry::tasks::{self, TurnMetrics};
 
 /// What the driver publishes on a task's bus: the events of one store write, in
@@ -362,7 +362,17 @@ impl Driver {
         let staged = std::mem::take(&mut self.staged);
         let started = std::time::Instant::now();
         let span = self.outcomes.write_span(self.task_id(), staged.len());
-        let written = tracing::Instrument::instrument(self.write_retrying(&staged), span).await;
+        // The snapshot's artifacts are lent to the store for the write (a SQL store
+        // compacting its checkpoint takes them instead of folding its log again) and
+        // taken back after it: the store holds no reference by then, so nothing is
+        // copied. Nothing reads the snapshot meanwhile (`self` is borrowed here).
+        let artifacts: FoldedArtifacts =
+            Arc::new(self.task.as_mut().and_then(|t| t.artifacts.take()));
+        let written =
+            tracing::Instrument::instrument(self.write_retrying(&staged, &artifacts), span).await;
+        if let Some(task) = self.task.as_mut() {
+            task.artifacts = Arc::try_unwrap(artifacts).unwrap_or_else(|shared| (*shared).clone());
+        }
         tasks::store_write(
             self.task_id(),
             staged.len(),
@@ -394,16 +404,25 @@ impl Driver {
         Ok(())
     }
 
-    /// Writes `events`, retrying database errors after [`WRITE_RETRY_DELAYS`]. A
-    /// conflict after a failed attempt may mean that attempt was committed after all
-    /// (its answer lost): the write counts as done when the store holds exactly up to
-    /// the last event.
-    async fn write_retrying(&self, events: &[Arc<StoredEvent>]) -> Result<(), StoreError> {
+    /// Writes `events`, after which the task's artifacts are `artifacts` (see
+    /// [`TaskStore::append_all_folded`](crate::store::TaskStore::append_all_folded)),
+    /// retrying database errors after [`WRITE_RETRY_DELAYS`]. A conflict after a failed
+    /// attempt may mean that attempt was committed after all (its answer lost): the
+    /// write counts as done when the store holds exactly up to the last event.
+    async fn write_retrying(
+        &self,
+        events: &[Arc<StoredEvent>],
+        artifacts: &FoldedArtifacts,
+    ) -> Result<(), StoreError> {
         let (scope, id) = (self.scope(), self.task_id());
         let mut delays = WRITE_RETRY_DELAYS.iter();
         let mut retried = false;
         loop {
-            match self.inner.store.append_all(scope, id, events).await {
+            let appended = self
+                .inner
+                .store
+                .append_all_folded(scope, id, events, artifacts);
+            match appended.await {
                 Ok(()) => {
                     self.wake_push();
                     return Ok(());

@@ -9,7 +9,7 @@ use super::store::{Claimed, PushStore, Settle, StoredPushConfig};
 use crate::executor::{new_id, new_user_text_message};
 use crate::protocol::time;
 use crate::protocol::{StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent};
-use crate::store::conformance::task_at;
+use crate::store::conformance::{chunk, task_at};
 use crate::store::{Scope, StoredEvent, TaskStore};
 
 /// Runs every push case against `store` (which must keep push state).
@@ -190,20 +190,18 @@ async fn outbox_follows_appends_in_order(store: &dyn TaskStore, push: &dyn PushS
         .unwrap();
     let mut msg = new_user_text_message("follow-up");
     msg.task_id = Some(task.clone());
+    // Consecutive chunks (one log row on SQLite) are pushed one by one, each as itself.
+    let appended = vec![
+        StreamResponse::Task(task_at(&task, "ctx", time::now())),
+        status(&task, TaskState::Working),
+        chunk(&task, "ctx", "one, ", false, false),
+        chunk(&task, "ctx", "two, ", true, false),
+        chunk(&task, "ctx", "three", true, true),
+        StreamResponse::Message(msg),
+        status(&task, TaskState::Completed),
+    ];
     store
-        .append_all(
-            &scope,
-            &task,
-            &events(
-                1,
-                vec![
-                    StreamResponse::Task(task_at(&task, "ctx", time::now())),
-                    status(&task, TaskState::Working),
-                    StreamResponse::Message(msg),
-                    status(&task, TaskState::Completed),
-                ],
-            ),
-        )
+        .append_all(&scope, &task, &events(1, appended.clone()))
         .await
         .unwrap();
     let now = time::now().timestamp_millis() + 1;
@@ -221,6 +219,7 @@ async fn outbox_follows_appends_in_order(store: &dyn TaskStore, push: &dyn PushS
                 !matches!(ev, StreamResponse::Message(_)),
                 "user messages are not pushed"
             );
+            assert_eq!(ev, appended[c.key.seq as usize - 1], "event {}", c.key.seq);
             assert_eq!(c.attempts, 0);
             assert_eq!(c.config.token.as_deref(), Some("tok-secret"));
             delivered.push((c.key.config_id.clone(), c.key.seq));
@@ -234,8 +233,12 @@ async fn outbox_follows_appends_in_order(store: &dyn TaskStore, push: &dyn PushS
             .map(|(_, s)| *s)
             .collect()
     };
-    assert_eq!(of("one"), [1, 2, 4], "in order, without the user message");
-    assert_eq!(of("two"), [1, 2, 4]);
+    assert_eq!(
+        of("one"),
+        [1, 2, 3, 4, 5, 7],
+        "in order, without the user message"
+    );
+    assert_eq!(of("two"), [1, 2, 3, 4, 5, 7]);
     assert!(
         claim(push, &scope, far_future(), 1).await.is_empty(),
         "nothing left"

@@ -30,17 +30,23 @@ macro_rules! claim_sql {
 pub(crate) use claim_sql;
 
 /// The select of claimed (or due) deliveries with their config and event, up to its
-/// `WHERE`; the columns are read by `claimed_at` in [`sql_push!`].
+/// `WHERE`; the columns are read by `claimed_at` in [`sql_push!`]. The event is read
+/// from the log row that holds it: the first row numbered at or after it (a row of
+/// one event, or a folded run keyed by its last event, see
+/// [`row_events`](crate::store::sql::row_events)), with that row's number.
 macro_rules! claimed_columns {
     () => {
         "SELECT o.tenant, o.owner, o.config_id, o.seq, o.attempts, o.created_ms, \
            c.task_id, c.id, c.url, c.token, c.auth_scheme, c.auth_credentials, \
-           c.enabled, c.failures, c.last_error, c.created_ms, e.event \
+           c.enabled, c.failures, c.last_error, c.created_ms, e.event, e.seq \
          FROM a2a_push_outbox o \
          JOIN a2a_push_configs c ON c.tenant = o.tenant AND c.owner = o.owner \
            AND c.task_id = o.task_id AND c.id = o.config_id \
          LEFT JOIN a2a_task_events e ON e.tenant = o.tenant AND e.owner = o.owner \
-           AND e.task_id = o.task_id AND e.seq = o.seq"
+           AND e.task_id = o.task_id \
+           AND e.seq = (SELECT min(x.seq) FROM a2a_task_events x \
+                        WHERE x.tenant = o.tenant AND x.owner = o.owner \
+                          AND x.task_id = o.task_id AND x.seq >= o.seq)"
     };
 }
 pub(crate) use claimed_columns;
@@ -79,16 +85,30 @@ macro_rules! sql_push {
 
         fn claimed_at(r: &<$db as sqlx::Database>::Row) -> Claimed {
             let config = config_at(r, 6);
+            let seq = u64::try_from(r.get::<i64, _>(3)).unwrap_or(0);
+            // The event's own text, taken out of the row that holds it; `None` (the
+            // event is gone, as after a purge) when no row holds it.
+            let event = r
+                .get::<Option<&str>, _>(16)
+                .zip(r.get::<Option<i64>, _>(17))
+                .and_then(|(text, row_seq)| {
+                    let events = $crate::store::sql::row_events(
+                        u64::try_from(row_seq).unwrap_or(0),
+                        text,
+                    );
+                    events.ok()?.into_iter().find(|(s, _)| *s == seq)
+                })
+                .map(|(_, json)| json.to_owned());
             Claimed {
                 key: DeliveryKey {
                     scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
                     task_id: config.task_id.clone(),
                     config_id: r.get(2),
-                    seq: u64::try_from(r.get::<i64, _>(3)).unwrap_or(0),
+                    seq,
                 },
                 attempts: u32::try_from(r.get::<i64, _>(4)).unwrap_or(u32::MAX),
                 created_ms: r.get(5),
-                event: r.get(16),
+                event,
                 config,
             }
         }

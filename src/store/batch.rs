@@ -38,7 +38,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::memory::status_millis;
 use super::sql::{encode_error, should_compact, to_i64, to_json, to_u64, touches_base};
-use super::{Scope, StoreError, StoredEvent, projection};
+use super::{FoldedArtifacts, Scope, StoreError, StoredEvent, projection};
 use crate::protocol::{StreamResponse, Task, TaskState};
 
 /// The most appends one transaction takes.
@@ -58,6 +58,12 @@ pub(crate) struct Append {
     pub events: Vec<Arc<StoredEvent>>,
     /// The append's wall-clock time, milliseconds since the Unix epoch.
     pub now: i64,
+    /// The task's artifacts after this append as its writer folded them, when it
+    /// keeps them ([`TaskStore::append_all_folded`]): a compaction with this append
+    /// takes them as the new checkpoint without reading anything back.
+    ///
+    /// [`TaskStore::append_all_folded`]: super::TaskStore::append_all_folded
+    pub folded: Option<FoldedArtifacts>,
 }
 
 impl Append {
@@ -86,7 +92,14 @@ impl Append {
             seq,
             events: events.to_vec(),
             now: crate::protocol::time::now().timestamp_millis(),
+            folded: None,
         }))
+    }
+
+    /// This append with the artifacts its writer folded (see [`Append::folded`]).
+    pub(crate) fn folded(mut self, artifacts: &FoldedArtifacts) -> Self {
+        self.folded = Some(artifacts.clone());
+        self
     }
 
     /// The events with their JSON text, in order.
@@ -477,6 +490,9 @@ async fn run_lane<W: BatchWriter>(mut writer: W, mut rx: mpsc::Receiver<Job>) {
                 results
             }
         };
+        // Dropped before anyone is answered: a caller's folded artifacts are shared
+        // with its append, and a caller that takes them back must find them unshared.
+        drop(appends);
         for (reply, result) in replies.into_iter().zip(results) {
             let _ = reply.send(result);
         }
@@ -634,17 +650,44 @@ pub(crate) async fn write_batch<T: BatchOps>(
         .collect();
     let mut writes = Writes::default();
     let mut compacted: HashMap<TaskKey, i64> = HashMap::new();
-    if !ranges.is_empty() {
-        let input = match tx.compaction_input(&ranges).await {
+    // A compaction whose append carries its writer's fold takes it as it is; the others
+    // read the checkpoint and the events since, and fold them. Debug builds read and
+    // fold those too and check that both agree.
+    let (given, to_read): (Vec<CompactRange<'_>>, Vec<CompactRange<'_>>) = ranges
+        .into_iter()
+        .partition(|(a, _, _)| a.folded.is_some() && !cfg!(debug_assertions));
+    for (a, _, _) in given {
+        let folded = a.folded.as_deref().expect("partitioned by it");
+        match to_json(folded) {
+            Ok(artifacts) => {
+                compacted.insert(task_key(a), artifacts.len() as i64);
+                writes.artifacts.push((a, artifacts));
+            }
+            Err(e) => {
+                tx.abort().await;
+                return Err(BatchError::Write(e));
+            }
+        }
+    }
+    if !to_read.is_empty() {
+        let input = match tx.compaction_input(&to_read).await {
             Ok(input) => input,
             Err(e) => {
                 tx.abort().await;
                 return Err(BatchError::Write(e));
             }
         };
-        match fold_compactions(&ranges, input) {
+        match fold_compactions(&to_read, input) {
             Ok(folded) => {
                 for (a, artifacts) in folded {
+                    if let Some(given) = &a.folded {
+                        debug_assert_eq!(
+                            to_json(&**given).ok().as_deref(),
+                            Some(artifacts.as_str()),
+                            "task {}: the writer's fold of its artifacts differs from the log's",
+                            a.task_id
+                        );
+                    }
                     compacted.insert(task_key(a), artifacts.len() as i64);
                     writes.artifacts.push((a, artifacts));
                 }

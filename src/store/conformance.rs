@@ -71,7 +71,8 @@ fn status(id: &str, ctx: &str, state: TaskState, at: Timestamp) -> StreamRespons
     })
 }
 
-fn chunk(id: &str, ctx: &str, text: &str, append: bool, last: bool) -> StreamResponse {
+/// An update of artifact `out` of task `id` with one text part.
+pub fn chunk(id: &str, ctx: &str, text: &str, append: bool, last: bool) -> StreamResponse {
     StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
         task_id: id.into(),
         context_id: ctx.into(),
@@ -749,6 +750,25 @@ async fn grouped_appends_fold_like_single_ones(store: &dyn TaskStore) {
         replay.into_iter().map(|e| e.event).collect::<Vec<_>>(),
         events
     );
+    // Reading on from any event, a few at a time: a store that keeps a run of events
+    // in one row (SQLite folds consecutive chunks) returns the same events from a
+    // cursor inside the run, numbered as they were appended.
+    for (k, after) in (0..=events.len()).step_by(7).enumerate() {
+        let limit = 1 + k % 3;
+        let got = store
+            .events_after(&scope, &id, after as u64, limit)
+            .await
+            .unwrap();
+        let want: Vec<(u64, &StreamResponse)> = (after + 1..=events.len())
+            .take(limit)
+            .map(|seq| (seq as u64, &events[seq - 1]))
+            .collect();
+        assert_eq!(
+            got.iter().map(|e| (e.seq, &e.event)).collect::<Vec<_>>(),
+            want,
+            "events after {after}, at most {limit}"
+        );
+    }
 }
 
 /// A refused `append_all` writes none of its events.

@@ -14,7 +14,7 @@ pub mod open;
 pub mod postgres;
 mod postgres_cluster;
 pub mod projection;
-mod sql;
+pub(crate) mod sql;
 mod sql_reads;
 pub mod sqlite;
 
@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::executor::CallContext;
 use crate::protocol::time::Timestamp;
-use crate::protocol::{StreamResponse, Task, TaskState};
+use crate::protocol::{Artifact, StreamResponse, Task, TaskState};
 
 /// The caller boundary every store operation is confined to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -133,6 +133,11 @@ impl PartialEq for StoredEvent {
         self.seq == other.seq && self.event == other.event
     }
 }
+
+/// A task's artifacts once an append's events are folded in, as the task driver that
+/// appends them keeps them (`None`: the task has no artifacts); see
+/// [`TaskStore::append_all_folded`].
+pub type FoldedArtifacts = Arc<Option<Vec<Artifact>>>;
 
 /// A task snapshot and the sequence number of the last event folded into it.
 #[derive(Debug, Clone, PartialEq)]
@@ -253,6 +258,27 @@ pub trait TaskStore: Send + Sync + 'static {
         task_id: &str,
         events: &[Arc<StoredEvent>],
     ) -> Result<(), StoreError>;
+
+    /// [`append_all`](Self::append_all) by a writer that keeps the task's projection
+    /// (the task driver does): `artifacts` are the task's artifacts once `events` are
+    /// folded in, as [`projection::apply`] leaves them. A SQL store that compacts its
+    /// artifact checkpoint with this append writes them as the new checkpoint instead
+    /// of reading the events since the last checkpoint back and folding them again
+    /// (see [`sql`]). A store holds no reference to `artifacts` once it returns, so the
+    /// caller can take them back without a copy. The default ignores them.
+    ///
+    /// # Errors
+    /// As [`append_all`](Self::append_all).
+    async fn append_all_folded(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        events: &[Arc<StoredEvent>],
+        artifacts: &FoldedArtifacts,
+    ) -> Result<(), StoreError> {
+        let _ = artifacts;
+        self.append_all(scope, task_id, events).await
+    }
 
     /// Appends one `event` as number `seq` of the task's log: [`append_all`] with
     /// one event.

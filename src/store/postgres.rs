@@ -40,7 +40,8 @@ use super::sql::{
     migrate_error, to_i64, to_u64,
 };
 use super::{
-    PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    FoldedArtifacts, PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord,
+    TaskStore,
 };
 use crate::protocol::time::Timestamp;
 use crate::protocol::{StreamResponse, Task, TaskState};
@@ -160,6 +161,19 @@ impl TaskStore for PostgresTaskStore {
     ) -> Result<(), StoreError> {
         match Append::encode(scope, task_id, events)? {
             Some(append) => self.batcher.append(append).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn append_all_folded(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        events: &[Arc<StoredEvent>],
+        artifacts: &FoldedArtifacts,
+    ) -> Result<(), StoreError> {
+        match Append::encode(scope, task_id, events)? {
+            Some(append) => self.batcher.append(append.folded(artifacts)).await,
             None => Ok(()),
         }
     }

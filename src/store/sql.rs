@@ -10,7 +10,8 @@
 //! - `a2a_task_artifacts` (same key): the task's artifacts folded up to `art_seq`
 //!   (a checkpoint), rewritten only when it is compacted.
 //! - `a2a_task_events` (key tenant, owner, task_id, seq): the append-only log. Each
-//!   row says whether it changes artifacts (`folds_artifacts`).
+//!   row says whether it changes artifacts (`folds_artifacts`). A row holds one event,
+//!   or a run of consecutive events of one append (see [Folded rows](#folded-rows)).
 //!
 //! `get` reads the task row and the checkpoint and folds the artifact events in
 //! `(art_seq, last_seq]` on top with [`projection::apply`], so it returns exactly what
@@ -28,6 +29,25 @@
 //! JSON is stored as text (not `jsonb`): it is never queried inside the database, the
 //! text round-trips exactly, and text accepts every string serde_json writes
 //! (`jsonb` rejects `\u0000`).
+//!
+//! # Folded rows
+//!
+//! SQLite writes a run of consecutive artifact-update events of one append (the chunks
+//! of a streamed reply that one store write takes together) as **one** row: its `seq`
+//! is the number of the run's **last** event and its `event` text is the events' JSON
+//! texts joined by commas (`{...},{...}`), so a row of one event is that event's text
+//! as before. Every event keeps its own number, text and order: a row of `n` events
+//! numbered up to `s` holds events `s - n + 1 ..= s` ([`row_events`] splits it), so
+//! reading after any number, replaying, compacting and pushing see exactly the events
+//! that were appended. Keying a row by its last number keeps "the events after `k`"
+//! one range scan (`seq > k`, then the events of the first row at or before `k` are
+//! skipped), and the commas make a `group_concat` of rows one flat JSON array when
+//! wrapped in brackets. A row never spans two appends, and `last_seq` and `art_seq`
+//! are always the last numbers of appends, so ranges bounded by them never cut a row.
+//! What folding saves is per row, not per byte: a B-tree cell with its key (the task
+//! key is most of a chunk row), the page splits and the statement work for each
+//! (BENCHMARKS.md, "Issue 14, twelfth pass"). PostgreSQL writes one row per event;
+//! the reads shared by both accept either.
 //!
 //! # Bound limits
 //!
@@ -116,6 +136,41 @@ pub(crate) fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, St
     serde_json::from_str(s).map_err(|e| StoreError::Backend(format!("corrupt stored JSON: {e}")))
 }
 
+/// The events of one `a2a_task_events` row whose `seq` is `last_seq`: the JSON text of
+/// each with its number, in order (see [Folded rows](self#folded-rows)). The texts are
+/// slices of `text`, checked to be JSON values but not parsed further.
+///
+/// # Errors
+/// [`StoreError::Backend`] when `text` is not one or more JSON values joined by
+/// commas, or holds more events than numbers up to `last_seq`.
+pub(crate) fn row_events(last_seq: u64, text: &str) -> Result<Vec<(u64, &str)>, StoreError> {
+    use serde_json::value::RawValue;
+    let corrupt = |why: String| StoreError::Backend(format!("corrupt stored event row: {why}"));
+    let mut texts = Vec::new();
+    let mut rest = text;
+    loop {
+        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<&RawValue>();
+        let value = match values.next() {
+            Some(Ok(v)) => v.get(),
+            Some(Err(e)) => return Err(corrupt(e.to_string())),
+            None => return Err(corrupt("no event".into())),
+        };
+        texts.push(value);
+        rest = rest[values.byte_offset()..].trim_start();
+        match rest.strip_prefix(',') {
+            Some(r) => rest = r,
+            None if rest.is_empty() => break,
+            None => return Err(corrupt("events not separated by commas".into())),
+        }
+    }
+    let n = texts.len() as u64;
+    if n > last_seq {
+        return Err(corrupt(format!("{n} events up to number {last_seq}")));
+    }
+    let first = last_seq + 1 - n;
+    Ok((first..).zip(texts).collect())
+}
+
 /// Maps a driver error.
 pub(crate) fn db(e: sqlx::Error) -> StoreError {
     StoreError::Backend(e.to_string())
@@ -190,6 +245,37 @@ mod tests {
         assert!(should_compact(COMPACT_MIN_BYTES + 1, 0, TaskState::Working));
         assert!(!should_compact(200_000, 300_000, TaskState::Working));
         assert!(should_compact(300_001, 300_000, TaskState::Working));
+    }
+
+    /// A row's events are numbered up to its `seq`; one event, several, and rows that
+    /// are not events joined by commas.
+    #[test]
+    fn row_events_split_folded_rows() {
+        assert_eq!(
+            row_events(7, r#"{"a":1}"#).unwrap(),
+            vec![(7, r#"{"a":1}"#)]
+        );
+        assert_eq!(
+            row_events(12, r#"{"a":"x,y"},{"b":[1,2]},{"c":{}}"#).unwrap(),
+            vec![
+                (10, r#"{"a":"x,y"}"#),
+                (11, r#"{"b":[1,2]}"#),
+                (12, r#"{"c":{}}"#)
+            ]
+        );
+        for bad in [
+            "",
+            "{",
+            r#"{"a":1} {"b":2}"#,
+            r#"{"a":1},"#,
+            r#"{"a":1};{"b":2}"#,
+        ] {
+            assert!(row_events(5, bad).is_err(), "{bad:?} was accepted");
+        }
+        assert!(
+            row_events(1, r#"{},{}"#).is_err(),
+            "two events cannot end at number 1"
+        );
     }
 
     /// The statements SQLite runs write bound limits as `LIMIT $n + 0` (see the module

@@ -13,7 +13,8 @@ macro_rules! sql_reads {
     ($conn:ty, $row:ty) => {
         use $crate::store::sql::StoredRow;
 
-        /// The artifact events in `(art_seq, upto]`, in order.
+        /// The artifact events in `(art_seq, upto]`, in order (rows of one event or
+        /// folded runs, see [`row_events`](crate::store::sql::row_events)).
         pub(crate) async fn pending_events(
             conn: &mut $conn,
             scope: &Scope,
@@ -22,7 +23,7 @@ macro_rules! sql_reads {
             upto: i64,
         ) -> Result<Vec<StreamResponse>, StoreError> {
             let rows = sqlx::query(
-                "SELECT event FROM a2a_task_events \
+                "SELECT seq, event FROM a2a_task_events \
                  WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND seq > $4 AND seq <= $5 \
                    AND folds_artifacts = 1 ORDER BY seq",
             )
@@ -34,9 +35,16 @@ macro_rules! sql_reads {
             .fetch_all(&mut *conn)
             .await
             .map_err(db)?;
-            rows.iter()
-                .map(|r| from_json::<StreamResponse>(r.get::<&str, _>(0)))
-                .collect()
+            let mut events = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let text: &str = r.get(1);
+                for (seq, json) in $crate::store::sql::row_events(to_u64(r.get(0)), text)? {
+                    if seq > to_u64(art_seq) {
+                        events.push(from_json::<StreamResponse>(json)?);
+                    }
+                }
+            }
+            Ok(events)
         }
         /// The task of a stored row: the snapshot with the artifacts folded in when
         /// `row.artifacts` was read.
@@ -103,7 +111,11 @@ macro_rules! sql_reads {
                 last_seq: to_u64(last_seq),
             }))
         }
-        /// `TaskStore::events_after` on `conn`.
+        /// `TaskStore::events_after` on `conn`. A folded row (see
+        /// [`row_events`](crate::store::sql::row_events)) is keyed by its last event, so
+        /// the first row read may hold events at or before `after`: they are skipped.
+        /// `limit` rows hold at least `limit` events; the events past `limit` are left
+        /// for the next read.
         pub(crate) async fn read_events_after(
             conn: &mut $conn,
             scope: &Scope,
@@ -123,16 +135,20 @@ macro_rules! sql_reads {
             .fetch_all(&mut *conn)
             .await
             .map_err(db)?;
-            rows.iter()
-                .map(|r| {
-                    let text: String = r.get(1);
-                    Ok(StoredEvent::with_json(
-                        to_u64(r.get(0)),
-                        from_json(&text)?,
-                        text,
-                    ))
-                })
-                .collect()
+            let mut events = Vec::with_capacity(rows.len().min(limit));
+            'rows: for r in &rows {
+                let text: &str = r.get(1);
+                for (seq, json) in $crate::store::sql::row_events(to_u64(r.get(0)), text)? {
+                    if seq <= after {
+                        continue;
+                    }
+                    if events.len() == limit {
+                        break 'rows;
+                    }
+                    events.push(StoredEvent::with_json(seq, from_json(json)?, json.to_owned()));
+                }
+            }
+            Ok(events)
         }
         /// `TaskStore::list` on `conn`.
         pub(crate) async fn read_list(

@@ -51,7 +51,8 @@ use super::sql::{
     to_json, to_u64,
 };
 use super::{
-    PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    FoldedArtifacts, PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord,
+    TaskStore,
 };
 use crate::protocol::time::Timestamp;
 use crate::protocol::{StreamResponse, Task, TaskState};
@@ -376,6 +377,19 @@ impl TaskStore for SqliteTaskStore {
         }
     }
 
+    async fn append_all_folded(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        events: &[Arc<StoredEvent>],
+        artifacts: &FoldedArtifacts,
+    ) -> Result<(), StoreError> {
+        match Append::encode(scope, task_id, events)? {
+            Some(append) => self.batcher.append(append.folded(artifacts)).await,
+            None => Ok(()),
+        }
+    }
+
     async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let mut conn = self.reader.acquire().await.map_err(db)?;
         read_task(&mut conn, scope, task_id).await
@@ -526,16 +540,16 @@ macro_rules! write_sql {
              ", event_groups!(), " \
              INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, folds_artifacts, \
              event, created_ms) \
-             SELECT a.tenant, a.owner, a.id, a.seq + e.key, e.value->>2, e.value->>3, \
+             SELECT a.tenant, a.owner, a.id, a.seq + e.value->>4, e.value->>2, e.value->>3, \
                     CAST(substr($5, e.value->>0, e.value->>1) AS TEXT), a.now \
              FROM a CROSS JOIN jsonb_each(a.v, '$[5]') AS e; \
              ", event_groups!(), " \
              INSERT INTO a2a_push_outbox \
                (tenant, owner, task_id, config_id, seq, created_ms, next_ms, attempts) \
-             SELECT c.tenant, c.owner, c.task_id, c.id, a.seq + e.key, a.now, a.now, 0 \
-             FROM a CROSS JOIN a2a_push_configs c CROSS JOIN jsonb_each(a.v, '$[5]') AS e \
+             SELECT c.tenant, c.owner, c.task_id, c.id, a.seq + e.value, a.now, a.now, 0 \
+             FROM a CROSS JOIN a2a_push_configs c CROSS JOIN jsonb_each(a.v, '$[6]') AS e \
              WHERE c.tenant = a.tenant AND c.owner = a.owner AND c.task_id = a.id \
-               AND c.enabled = 1 AND e.value->>2 <> 'message'; \
+               AND c.enabled = 1; \
              UPDATE a2a_task_artifacts SET artifacts = k.artifacts \
              FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
                           CAST(substr($5, value->>3, value->>4) AS TEXT) AS artifacts \
@@ -576,21 +590,42 @@ struct SqliteOps {
     open: bool,
 }
 
+/// The most bytes of event text one folded log row takes (see [`EventGroup`]); an
+/// event larger than this is a row of its own.
+const FOLD_MAX_BYTES: usize = 64 * 1024;
+
+/// One log row of an append: offset and length of its text in the texts blob, its
+/// kind and `folds_artifacts`, and the index in the append of its last event.
+type LogRow = (usize, usize, &'static str, i32, u64);
+
 /// The events of one append as the events and outbox statements unpack them:
-/// `[tenant, owner, task id, first seq, now, [[offset, length, kind, folds], ...]]`
-/// (offset and length of the event's JSON text in the texts blob; the event's
-/// number is the first seq plus its index).
+/// `[tenant, owner, task id, first seq, now, rows, deliverable]`, where `rows` are the
+/// append's log rows (`[offset, length, kind, folds, last index]`: a row is one event,
+/// or a run of consecutive artifact updates folded into one row, see
+/// [Folded rows](super::sql#folded-rows); its number is the first seq plus the index
+/// of its last event) and `deliverable` the indexes of the events that are pushed
+/// (all but user messages), one outbox row each.
 struct EventGroup<'a> {
     /// The append; its first event's number is `append.seq` (an append is written whole).
     append: &'a Append,
-    events: Vec<(usize, usize, &'static str, i32)>,
+    rows: Vec<LogRow>,
+    deliverable: Vec<u64>,
 }
 
 impl serde::Serialize for EventGroup<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let a = self.append;
         let (tenant, owner, id) = (&a.scope.tenant, &a.scope.owner, &a.task_id);
-        (tenant, owner, id, a.seq, a.now, &self.events).serialize(s)
+        (
+            tenant,
+            owner,
+            id,
+            a.seq,
+            a.now,
+            &self.rows,
+            &self.deliverable,
+        )
+            .serialize(s)
     }
 }
 
@@ -710,31 +745,51 @@ impl BatchOps for SqliteOps {
                 )
             })
             .collect();
-        // One entry per append: its key, first sequence number and time once, then
-        // each event as [offset, length, kind, folds_artifacts] (an event's number is
-        // the first plus its index), so SQLite extracts four values per event instead
-        // of repeating the task's key in every event's row; the outbox statement reads
-        // the same array and looks up a task's push configs once, not per event.
+        // One entry per append: its key, first sequence number and time once, then its
+        // log rows, so SQLite extracts five values per row instead of repeating the
+        // task's key in every one; the outbox statement reads the same array and looks
+        // up a task's push configs once per append, not per event. Consecutive artifact
+        // updates of an append are one row: their texts are adjacent in the blob,
+        // joined by commas (see [Folded rows](super::sql#folded-rows)).
         let mut events: Vec<EventGroup<'_>> = Vec::new();
         for &(a, e, json) in &w.events {
-            let row = (
-                put(json),
-                json.len(),
-                kind(&e.event),
-                i32::from(folds_artifacts(&e.event)),
-            );
-            match events.last_mut() {
-                Some(g) if std::ptr::eq(g.append, a) => {
-                    debug_assert_eq!(e.seq, a.seq + g.events.len() as u64);
-                    g.events.push(row);
-                }
+            let group = match events.last_mut() {
+                Some(g) if std::ptr::eq(g.append, a) => g,
                 _ => {
                     debug_assert_eq!(e.seq, a.seq);
                     events.push(EventGroup {
                         append: a,
-                        events: vec![row],
+                        rows: Vec::new(),
+                        deliverable: Vec::new(),
                     });
+                    events.last_mut().expect("just pushed")
                 }
+            };
+            let index = e.seq - a.seq;
+            let chunk = matches!(e.event, StreamResponse::ArtifactUpdate(_));
+            if !matches!(e.event, StreamResponse::Message(_)) {
+                group.deliverable.push(index);
+            }
+            match group.rows.last_mut() {
+                Some(row)
+                    if chunk
+                        && row.2 == "artifact"
+                        && row.4 + 1 == index
+                        && row.1 + 1 + json.len() <= FOLD_MAX_BYTES =>
+                {
+                    // The previous row ends where the texts blob ends.
+                    put(",");
+                    put(json);
+                    row.1 += 1 + json.len();
+                    row.4 = index;
+                }
+                _ => group.rows.push((
+                    put(json),
+                    json.len(),
+                    kind(&e.event),
+                    i32::from(folds_artifacts(&e.event)),
+                    index,
+                )),
             }
         }
         let artifacts: Vec<_> = w
