@@ -32,6 +32,11 @@ pub type ExecutorError = Box<dyn std::error::Error + Send + Sync>;
 /// Returning without a terminal or interrupted state, returning `Err`, or panicking
 /// leaves the task FAILED with a readable reason. Events after a terminal state are
 /// rejected and logged.
+///
+/// The future `execute` returns is polled by the task's driver, in the driver's own
+/// tokio task (not spawned apart): like any async code it must not block its thread
+/// (blocking or CPU-heavy work belongs in `tokio::task::spawn_blocking`), and it is
+/// not polled while the driver writes the events it queued to the task store.
 #[async_trait]
 pub trait AgentExecutor: Send + Sync + 'static {
     /// Handles one incoming message.

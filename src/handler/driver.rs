@@ -21,8 +21,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::channel::mpsc;
 use tokio::sync::{OwnedSemaphorePermit, broadcast, oneshot};
-use tokio::task::JoinHandle;
 
+use super::executor_run::{ExecutorRun, RunEnd};
 use super::{Inner, turns};
 use crate::error::A2aError;
 use crate::executor::{EventQueue, ExecutorError, RequestContext, new_agent_text_message};
@@ -163,7 +163,7 @@ enum Unregister {
 
 /// Moves the value out of `b` and frees the box now.
 #[allow(clippy::boxed_local)] // taking the box is the point: it is freed on return
-fn unbox<T>(b: Box<T>) -> T {
+pub(super) fn unbox<T>(b: Box<T>) -> T {
     *b
 }
 
@@ -178,7 +178,8 @@ struct Running {
     ctx: Box<RequestContext>,
     queue: EventQueue,
     events: crate::executor::EventReceiver,
-    exec: JoinHandle<Result<(), ExecutorError>>,
+    /// The executor's run, polled by this driver (see [`super::executor_run`]).
+    exec: ExecutorRun,
     reply: Option<oneshot::Sender<Result<RunStart, A2aError>>>,
     sub: Option<broadcast::Receiver<EventGroup>>,
     /// The answer for the caller once the staged events are written. Boxed: it holds
@@ -645,15 +646,9 @@ impl Driver {
 
         self.outcomes.begin(&ctx);
         let (queue, events) = EventQueue::bounded(self.inner.config.event_queue_capacity);
-        let exec = {
-            let executor = self.inner.executor.clone();
-            // Boxed into the spawned future, which holds it until the executor's own
-            // future takes it: not 540 bytes kept beside that future for the whole run.
-            // `unbox` frees the box as the context moves out (a box moved out of in
-            // the async block would be freed only when the block ends, with the run).
-            let (ctx, queue) = (ctx.clone(), queue.clone());
-            tokio::spawn(async move { executor.execute(unbox(ctx), queue).await })
-        };
+        // The context clone stays boxed in the run's future until the executor's own
+        // future takes it (not 540 bytes kept beside that future for the whole run).
+        let exec = ExecutorRun::start(self.inner.executor.clone(), ctx.clone(), queue.clone());
         let mut r = Running {
             ctx,
             queue,
@@ -775,11 +770,11 @@ impl Driver {
                         drained = true;
                     }
                 },
-                res = &mut r.exec, if outcome.is_none() => {
+                end = &mut r.exec, if outcome.is_none() => {
                     if drained {
-                        return Some(outcome_of(res));
+                        return Some(outcome_of(end));
                     }
-                    outcome = Some(outcome_of(res));
+                    outcome = Some(outcome_of(end));
                     // Take what the executor queued, then stop accepting more.
                     r.events.close();
                     r.closed = true;
@@ -975,6 +970,9 @@ impl Driver {
         };
         let deadline = tokio::time::sleep(CANCEL_TIMEOUT);
         tokio::pin!(deadline);
+        // The run goes on (it may see its cancellation and say so) until `cancel`
+        // returns; whatever it queues meanwhile is recorded.
+        let mut exec_ended = false;
         loop {
             tokio::select! {
                 res = &mut cancel => {
@@ -987,6 +985,7 @@ impl Driver {
                     self.on_event(r, ev);
                     self.commit(r).await;
                 }
+                _ = &mut r.exec, if !exec_ended => exec_ended = true,
                 _ = &mut deadline => {
                     tracing::warn!(task.id = %self.task_id(), "executor cancel timed out");
                     cancel.abort();
@@ -1179,27 +1178,25 @@ fn panic_text(e: tokio::task::JoinError) -> String {
     if e.is_cancelled() {
         return "the run was aborted".into();
     }
-    let payload = e.into_panic();
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "panic".into())
+    super::executor_run::panic_message(e.into_panic().as_ref())
 }
 
-fn outcome_of(res: Result<Result<(), ExecutorError>, tokio::task::JoinError>) -> Outcome {
-    match res {
-        Ok(Ok(())) => Outcome::Returned,
-        Ok(Err(e)) => Outcome::Failed(e.to_string()),
-        Err(e) => Outcome::Panicked(panic_text(e)),
+fn outcome_of(end: RunEnd) -> Outcome {
+    match end {
+        RunEnd::Returned(Ok(())) => Outcome::Returned,
+        RunEnd::Returned(Err(e)) => Outcome::Failed(e.to_string()),
+        RunEnd::Panicked(e) => Outcome::Panicked(e),
+        RunEnd::Aborted => Outcome::Panicked("the run was aborted".into()),
     }
 }
 
+/// How a spawned `AgentExecutor::cancel` ended: its error or panic text.
 fn outcome_err(
     res: Result<Result<(), ExecutorError>, tokio::task::JoinError>,
 ) -> Result<(), String> {
-    match outcome_of(res) {
-        Outcome::Returned => Ok(()),
-        Outcome::Failed(e) | Outcome::Panicked(e) => Err(e),
+    match res {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(panic_text(e)),
     }
 }
