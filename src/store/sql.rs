@@ -33,10 +33,11 @@
 //! # Folded rows
 //!
 //! SQLite writes a run of consecutive artifact-update events of one append (the chunks
-//! of a streamed reply that one store write takes together) as **one** row: its `seq`
-//! is the number of the run's **last** event and its `event` text is the events' JSON
-//! texts joined by commas (`{...},{...}`), so a row of one event is that event's text
-//! as before. Every event keeps its own number, text and order: a row of `n` events
+//! of a streamed reply that one store write takes together) as one row, or as a few
+//! rows sized to SQLite's pages (`sqlite::fold`). A row's `seq` is the number of its
+//! **last** event and its `event` text is the events' JSON texts joined by commas
+//! (`{...},{...}`), so a row of one event is that event's text as before. Every event
+//! keeps its own number, text and order: a row of `n` events
 //! numbered up to `s` holds events `s - n + 1 ..= s` ([`row_events`] splits it), so
 //! reading after any number, replaying, compacting and pushing see exactly the events
 //! that were appended. Keying a row by its last number keeps "the events after `k`"

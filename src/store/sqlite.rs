@@ -28,6 +28,8 @@
 //! `sqlite::memory:` uses a single connection for everything (each SQLite connection
 //! would otherwise see its own empty database), kept open for the store's lifetime.
 
+mod fold;
+
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -590,10 +592,6 @@ struct SqliteOps {
     open: bool,
 }
 
-/// The most bytes of event text one folded log row takes (see [`EventGroup`]); an
-/// event larger than this is a row of its own.
-const FOLD_MAX_BYTES: usize = 64 * 1024;
-
 /// One log row of an append: offset and length of its text in the texts blob, its
 /// kind and `folds_artifacts`, and the index in the append of its last event.
 type LogRow = (usize, usize, &'static str, i32, u64);
@@ -601,10 +599,10 @@ type LogRow = (usize, usize, &'static str, i32, u64);
 /// The events of one append as the events and outbox statements unpack them:
 /// `[tenant, owner, task id, first seq, now, rows, deliverable]`, where `rows` are the
 /// append's log rows (`[offset, length, kind, folds, last index]`: a row is one event,
-/// or a run of consecutive artifact updates folded into one row, see
-/// [Folded rows](super::sql#folded-rows); its number is the first seq plus the index
-/// of its last event) and `deliverable` the indexes of the events that are pushed
-/// (all but user messages), one outbox row each.
+/// or consecutive artifact updates folded into one row as [`fold::row_sizes`] cuts
+/// them, see [Folded rows](super::sql#folded-rows); its number is the first seq plus
+/// the index of its last event) and `deliverable` the indexes of the events that are
+/// pushed (all but user messages), one outbox row each.
 struct EventGroup<'a> {
     /// The append; its first event's number is `append.seq` (an append is written whole).
     append: &'a Append,
@@ -748,49 +746,67 @@ impl BatchOps for SqliteOps {
         // One entry per append: its key, first sequence number and time once, then its
         // log rows, so SQLite extracts five values per row instead of repeating the
         // task's key in every one; the outbox statement reads the same array and looks
-        // up a task's push configs once per append, not per event. Consecutive artifact
-        // updates of an append are one row: their texts are adjacent in the blob,
-        // joined by commas (see [Folded rows](super::sql#folded-rows)).
+        // up a task's push configs once per append, not per event. A run of
+        // consecutive artifact updates of an append is cut into rows by
+        // `fold::row_sizes`; a row's texts are adjacent in the blob, joined by commas
+        // (see [Folded rows](super::sql#folded-rows)).
         let mut events: Vec<EventGroup<'_>> = Vec::new();
-        for &(a, e, json) in &w.events {
-            let group = match events.last_mut() {
-                Some(g) if std::ptr::eq(g.append, a) => g,
-                _ => {
-                    debug_assert_eq!(e.seq, a.seq);
-                    events.push(EventGroup {
-                        append: a,
-                        rows: Vec::new(),
-                        deliverable: Vec::new(),
-                    });
-                    events.last_mut().expect("just pushed")
-                }
+        let mut rest = &w.events[..];
+        while let Some(&(a, first, _)) = rest.first() {
+            debug_assert_eq!(first.seq, a.seq);
+            let n = rest
+                .iter()
+                .take_while(|(b, _, _)| std::ptr::eq(*b, a))
+                .count();
+            let (append, after) = rest.split_at(n);
+            rest = after;
+            let local =
+                fold::local_budget(a.scope.tenant.len() + a.scope.owner.len() + a.task_id.len());
+            let mut group = EventGroup {
+                append: a,
+                rows: Vec::new(),
+                deliverable: Vec::new(),
             };
-            let index = e.seq - a.seq;
-            let chunk = matches!(e.event, StreamResponse::ArtifactUpdate(_));
-            if !matches!(e.event, StreamResponse::Message(_)) {
-                group.deliverable.push(index);
-            }
-            match group.rows.last_mut() {
-                Some(row)
-                    if chunk
-                        && row.2 == "artifact"
-                        && row.4 + 1 == index
-                        && row.1 + 1 + json.len() <= FOLD_MAX_BYTES =>
-                {
-                    // The previous row ends where the texts blob ends.
-                    put(",");
-                    put(json);
-                    row.1 += 1 + json.len();
-                    row.4 = index;
+            let mut i = 0;
+            while i < append.len() {
+                let is_chunk =
+                    |e: &StoredEvent| matches!(e.event, StreamResponse::ArtifactUpdate(_));
+                let run = if is_chunk(append[i].1) {
+                    append[i..]
+                        .iter()
+                        .take_while(|(_, e, _)| is_chunk(e))
+                        .count()
+                } else {
+                    1
+                };
+                let lens: Vec<usize> = append[i..i + run].iter().map(|(_, _, j)| j.len()).collect();
+                for size in fold::row_sizes(&lens, local) {
+                    let row = &append[i..i + size];
+                    let (_, e, json) = row[0];
+                    let offset = put(json);
+                    let mut len = json.len();
+                    for (_, _, json) in &row[1..] {
+                        put(",");
+                        put(json);
+                        len += 1 + json.len();
+                    }
+                    let last = row[size - 1].1.seq - a.seq;
+                    group.rows.push((
+                        offset,
+                        len,
+                        kind(&e.event),
+                        i32::from(folds_artifacts(&e.event)),
+                        last,
+                    ));
+                    i += size;
                 }
-                _ => group.rows.push((
-                    put(json),
-                    json.len(),
-                    kind(&e.event),
-                    i32::from(folds_artifacts(&e.event)),
-                    index,
-                )),
             }
+            group.deliverable = append
+                .iter()
+                .filter(|(_, e, _)| !matches!(e.event, StreamResponse::Message(_)))
+                .map(|(_, e, _)| e.seq - a.seq)
+                .collect();
+            events.push(group);
         }
         let artifacts: Vec<_> = w
             .artifacts
