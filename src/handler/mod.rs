@@ -48,7 +48,7 @@ use follow::Follow;
 /// (`None` for a Message-only response). Transports send `seq` as the SSE `id:`.
 ///
 /// The event is shared with the task's other subscribers and its store write
-/// (see [`StoredEvent`]): reading it copies nothing, and the JSON text the store
+/// (see [`StoredEvent`]): reading it copies nothing, and the JSON text a SQL store
 /// made for its write ([`SequencedEvent::cached_json`]) is sent as it is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SequencedEvent {

@@ -13,16 +13,10 @@ use super::{
 use crate::protocol::time::Timestamp;
 use crate::protocol::{Task, TaskState};
 
-/// One task: its projection and its log. The log keeps each event as its JSON text
-/// (made once, [`StoredEvent::json`], and sent as it is by the streams), not as the
-/// typed event: a chunk is about 300 bytes of text against about 700 as a
-/// `StreamResponse` with its strings, and the typed event is freed once its
-/// subscribers have it. Reading the log back (a resubscription, a subscriber that
-/// fell behind) parses the texts again.
 #[derive(Debug)]
 struct Entry {
     task: Task,
-    events: Vec<Box<str>>,
+    events: Vec<Arc<StoredEvent>>,
 }
 
 /// Shards of a [`MemoryTaskStore`]: each task lives in the shard its key hashes to.
@@ -144,13 +138,6 @@ impl TaskStore for MemoryTaskStore {
         let Some(seq) = super::first_seq(events)? else {
             return Ok(());
         };
-        // Made before the lock is taken; kept in the events for their streams.
-        let mut texts = Vec::with_capacity(events.len());
-        for e in events {
-            texts.push(Box::<str>::from(
-                e.json().map_err(super::sql::encode_error)?,
-            ));
-        }
         let mut tasks = self.lock(scope, task_id);
         let key = (scope.clone(), task_id.to_owned());
         match tasks.get_mut(&key) {
@@ -165,7 +152,7 @@ impl TaskStore for MemoryTaskStore {
                     key,
                     Box::new(Entry {
                         task,
-                        events: texts,
+                        events: events.to_vec(),
                     }),
                 );
                 self.push.enqueue(scope, task_id, events);
@@ -186,7 +173,7 @@ impl TaskStore for MemoryTaskStore {
                     cur = projection::apply(Some(cur), &e.event).expect("existing task");
                 }
                 entry.task = cur;
-                entry.events.extend(texts);
+                entry.events.extend_from_slice(events);
                 self.push.enqueue(scope, task_id, events);
                 Ok(())
             }
@@ -210,31 +197,18 @@ impl TaskStore for MemoryTaskStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        // The texts are copied under the shard's lock and parsed after it.
-        let texts: Vec<String> = {
-            let tasks = self.lock(scope, task_id);
-            let Some(entry) = tasks.get(&(scope.clone(), task_id.to_owned())) else {
-                return Ok(Vec::new());
-            };
-            let from = usize::try_from(after).unwrap_or(usize::MAX);
-            entry
-                .events
-                .iter()
-                .skip(from)
-                .take(limit)
-                .map(|t| t.to_string())
-                .collect()
-        };
-        (after + 1..)
-            .zip(texts)
-            .map(|(seq, text)| {
-                Ok(StoredEvent::with_json(
-                    seq,
-                    super::sql::from_json(&text)?,
-                    text,
-                ))
+        let tasks = self.lock(scope, task_id);
+        Ok(tasks
+            .get(&(scope.clone(), task_id.to_owned()))
+            .map(|e| {
+                e.events
+                    .iter()
+                    .skip(after as usize)
+                    .take(limit)
+                    .map(|e| StoredEvent::clone(e))
+                    .collect()
             })
-            .collect()
+            .unwrap_or_default())
     }
 
     async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {

@@ -68,8 +68,8 @@ impl From<&CallContext> for Scope {
 /// existing task (never sent to stream subscribers).
 ///
 /// An event is shared (`Arc<StoredEvent>`) by the store write, the task's bus and
-/// every subscriber. Every store makes its JSON text once ([`StoredEvent::json`]) to
-/// write or keep it, and the HTTP+JSON and JSON-RPC streams send that same text
+/// every subscriber. A SQL store makes its JSON text once ([`StoredEvent::json`]) to
+/// write it, and the HTTP+JSON and JSON-RPC streams send that same text
 /// ([`StoredEvent::cached_json`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StoredEvent {
@@ -103,9 +103,10 @@ impl StoredEvent {
         }
     }
 
-    /// [`StoredEvent::json`]'s text if it was made already (by the store's write),
+    /// [`StoredEvent::json`]'s text if it was made already (by a SQL store's write),
     /// without making it: a stream sends that text rather than serializing the event
-    /// again.
+    /// again, and an event of the memory store (which keeps its events) never holds
+    /// a second copy of itself as text.
     pub fn cached_json(&self) -> Option<&str> {
         self.json.get().map(String::as_str)
     }

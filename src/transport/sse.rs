@@ -41,7 +41,7 @@ pub enum Framing {
 fn event_for(framing: &Framing, item: Result<SequencedEvent, crate::A2aError>) -> Event {
     match item {
         Ok(ev) => {
-            // The JSON text the store made for its write is sent as it is (only
+            // The JSON text a SQL store made for its write is sent as it is (only
             // the envelope is added); otherwise the event is serialized here.
             let body = match (framing, ev.cached_json()) {
                 (Framing::JsonRpc(id), Some(json)) => jsonrpc::success_raw(id, json),
