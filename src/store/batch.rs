@@ -420,6 +420,29 @@ impl Batcher {
         }
     }
 
+    /// [`TaskStore::append_all`](super::TaskStore::append_all) (with the writer's
+    /// `folded` artifacts, [`TaskStore::append_all_folded`](super::TaskStore::append_all_folded))
+    /// on a store whose writes go through these lanes: encodes the events and appends
+    /// them. Nothing to do for no events.
+    ///
+    /// # Errors
+    /// As [`Append::encode`] and [`Batcher::append`].
+    pub(crate) async fn append_events(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        events: &[Arc<StoredEvent>],
+        folded: Option<&FoldedArtifacts>,
+    ) -> Result<(), StoreError> {
+        let Some(mut append) = Append::encode(scope, task_id, events)? else {
+            return Ok(());
+        };
+        if let Some(artifacts) = folded {
+            append = append.folded(artifacts);
+        }
+        self.append(append).await
+    }
+
     /// Appends through the writer lane of the task and waits for the commit.
     ///
     /// # Errors

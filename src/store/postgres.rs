@@ -159,10 +159,9 @@ impl TaskStore for PostgresTaskStore {
         task_id: &str,
         events: &[Arc<StoredEvent>],
     ) -> Result<(), StoreError> {
-        match Append::encode(scope, task_id, events)? {
-            Some(append) => self.batcher.append(append).await,
-            None => Ok(()),
-        }
+        self.batcher
+            .append_events(scope, task_id, events, None)
+            .await
     }
 
     async fn append_all_folded(
@@ -172,10 +171,9 @@ impl TaskStore for PostgresTaskStore {
         events: &[Arc<StoredEvent>],
         artifacts: &FoldedArtifacts,
     ) -> Result<(), StoreError> {
-        match Append::encode(scope, task_id, events)? {
-            Some(append) => self.batcher.append(append.folded(artifacts)).await,
-            None => Ok(()),
-        }
+        self.batcher
+            .append_events(scope, task_id, events, Some(artifacts))
+            .await
     }
 
     async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
