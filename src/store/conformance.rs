@@ -686,6 +686,36 @@ fn stored(first_seq: u64, events: &[StreamResponse]) -> Vec<Arc<StoredEvent>> {
         .collect()
 }
 
+/// Chunk `i` of a streamed reply as a runtime's reply streams (only the first chunk
+/// names the artifact), every so often in another shape a store must keep as it is:
+/// metadata on the event or the part, another artifact, two parts, a media type, a
+/// data part, `lastChunk` set (the memory store keeps a plain chunk as its text only).
+fn reply_chunk(id: &str, i: usize, text: &str) -> StreamResponse {
+    let mut c = chunk(id, "ctx", text, i > 0, false);
+    let StreamResponse::ArtifactUpdate(u) = &mut c else {
+        unreachable!()
+    };
+    if i > 0 {
+        u.artifact.name = None;
+    }
+    let meta: crate::protocol::Metadata =
+        serde_json::from_value(serde_json::json!({"i": i})).unwrap();
+    match i % 97 {
+        11 => u.metadata = Some(meta),
+        23 => u.artifact.metadata = Some(meta),
+        31 | 32 => u.artifact.artifact_id = "side".into(),
+        47 => u.artifact.parts.push(Part::text("+")),
+        53 => u.artifact.parts[0].media_type = Some("text/markdown".into()),
+        61 => u.artifact.parts[0].metadata = Some(meta),
+        67 => u.artifact.parts = vec![Part::data(serde_json::json!({"i": i}))],
+        71 => u.artifact.extensions = vec!["https://example.com/ext".into()],
+        79 => u.artifact.description = Some("the reply".into()),
+        83 => u.last_chunk = true,
+        _ => {}
+    }
+    c
+}
+
 /// The events of a long stream written with `append_all` in groups of uneven sizes
 /// (the first one creating the task, one group spanning an artifact checkpoint
 /// compaction): after each group the snapshot equals the fold of every event so far,
@@ -700,7 +730,7 @@ async fn grouped_appends_fold_like_single_ones(store: &dyn TaskStore) {
         status(&id, "ctx", TaskState::Working, now),
     ];
     for i in 0..1200usize {
-        events.push(chunk(&id, "ctx", &format!("{i}:{text}"), i > 0, false));
+        events.push(reply_chunk(&id, i, &format!("{i}:{text}")));
         if i == 400 {
             events.push(status(&id, "ctx", TaskState::InputRequired, now));
             events.push(StreamResponse::Message(new_user_text_message("go on")));

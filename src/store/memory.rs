@@ -1,5 +1,18 @@
 //! In-process task store (tests, demos, `store.url = "memory:"`). Nothing survives
 //! a restart.
+//!
+//! **Chunk runs.** A streamed reply is mostly artifact chunks that each add a few
+//! words of text to the artifact of the event before them. The store keeps such a
+//! chunk as its text and `lastChunk` flag only ([`Logged::Chunk`], about 60 bytes
+//! with the text) instead of the whole event the driver published (about 700 bytes
+//! in six allocations: the event, its task, context and artifact ids, its parts);
+//! the published event is freed once its subscribers have it. Reads give every
+//! event back whole, equal to the one appended, with its own number, in order: the
+//! task and context ids are the task's, the artifact id is that of the run's first
+//! event, kept whole ([`Entry::run_head`]). Nothing else changes: an append is in the
+//! store before its events are published, and an event that is not exactly such a
+//! chunk (metadata, a name, several parts, a media type, another artifact, ...) is
+//! kept as published.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,12 +24,150 @@ use super::{
     projection,
 };
 use crate::protocol::time::Timestamp;
-use crate::protocol::{Task, TaskState};
+use crate::protocol::{
+    Artifact, Part, PartContent, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
+};
 
 #[derive(Debug)]
 struct Entry {
     task: Task,
-    events: Vec<Arc<StoredEvent>>,
+    /// Event number `i + 1` at index `i`.
+    events: Vec<Logged>,
+    /// The index in `events` of the [`Logged::Shared`] artifact update that heads
+    /// the run the last event belongs to (the artifact a next chunk may continue),
+    /// or `None` when the last event is not an artifact update.
+    run_head: Option<usize>,
+}
+
+/// One event of a task's log as the memory store keeps it (see the module docs).
+#[derive(Debug)]
+enum Logged {
+    /// The event as the driver published it (shared with its subscribers).
+    Shared(Arc<StoredEvent>),
+    /// An artifact update with `append: true` and nothing but one plain text part,
+    /// continuing the artifact of its run's head: the rest of the event is the
+    /// task's (`taskId`, `contextId`) and the head's (`artifactId`).
+    Chunk { text: Box<str>, last_chunk: bool },
+}
+
+impl Entry {
+    fn new(task: Task) -> Self {
+        Self {
+            task,
+            events: Vec::new(),
+            run_head: None,
+        }
+    }
+
+    /// Logs `e` as the next event, as a [`Logged::Chunk`] where it is one.
+    fn log(&mut self, e: &Arc<StoredEvent>) {
+        let StreamResponse::ArtifactUpdate(update) = &e.event else {
+            self.run_head = None;
+            self.events.push(Logged::Shared(e.clone()));
+            return;
+        };
+        if let Some(head) = self.run_head
+            && let Some(text) = chunk_text(update, &self.task, self.artifact_id(head))
+        {
+            self.events.push(Logged::Chunk {
+                text: text.into(),
+                last_chunk: update.last_chunk,
+            });
+            return;
+        }
+        self.run_head = Some(self.events.len());
+        self.events.push(Logged::Shared(e.clone()));
+    }
+
+    /// The artifact id of the run head at `head` (a [`Logged::Shared`] artifact
+    /// update by construction).
+    fn artifact_id(&self, head: usize) -> &str {
+        match &self.events[head] {
+            Logged::Shared(e) => match &e.event {
+                StreamResponse::ArtifactUpdate(u) => &u.artifact.artifact_id,
+                _ => unreachable!("a run head is an artifact update"),
+            },
+            Logged::Chunk { .. } => unreachable!("a run head is kept whole"),
+        }
+    }
+
+    /// Events `after + 1 ..` (at most `limit`), whole.
+    fn events_after(&self, after: u64, limit: usize) -> Vec<StoredEvent> {
+        let start = usize::try_from(after)
+            .unwrap_or(usize::MAX)
+            .min(self.events.len());
+        let end = start.saturating_add(limit).min(self.events.len());
+        // The head of a run the first event continues: the nearest whole event before it.
+        let mut head = self.events[..start]
+            .iter()
+            .rposition(|l| matches!(l, Logged::Shared(_)));
+        let mut out = Vec::with_capacity(end - start);
+        for (i, logged) in self.events[start..end].iter().enumerate() {
+            let seq = (start + i) as u64 + 1;
+            match logged {
+                Logged::Shared(e) => {
+                    head = Some(start + i);
+                    out.push(StoredEvent::clone(e));
+                }
+                Logged::Chunk { text, last_chunk } => {
+                    let artifact_id = self.artifact_id(head.expect("a chunk follows its run head"));
+                    out.push(StoredEvent::new(
+                        seq,
+                        chunk_event(&self.task, artifact_id, text, *last_chunk),
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The text of `update` when it is exactly a plain text chunk appended to artifact
+/// `run_artifact` of `task` (so that [`chunk_event`] makes it again).
+fn chunk_text<'a>(
+    update: &'a TaskArtifactUpdateEvent,
+    task: &Task,
+    run_artifact: &str,
+) -> Option<&'a str> {
+    let a = &update.artifact;
+    let [part] = a.parts.as_slice() else {
+        return None;
+    };
+    let whole = update.append
+        && update.metadata.is_none()
+        && update.task_id == task.id
+        && update.context_id == task.context_id
+        && a.artifact_id == run_artifact
+        && a.name.is_none()
+        && a.description.is_none()
+        && a.metadata.is_none()
+        && a.extensions.is_empty()
+        && part.media_type.is_none()
+        && part.filename.is_none()
+        && part.metadata.is_none();
+    match &part.content {
+        PartContent::Text(t) if whole => Some(t),
+        _ => None,
+    }
+}
+
+/// The artifact update a [`Logged::Chunk`] stands for.
+fn chunk_event(task: &Task, artifact_id: &str, text: &str, last_chunk: bool) -> StreamResponse {
+    StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+        task_id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        artifact: Artifact {
+            artifact_id: artifact_id.to_owned(),
+            name: None,
+            description: None,
+            parts: vec![Part::text(text)],
+            metadata: None,
+            extensions: Vec::new(),
+        },
+        append: true,
+        last_chunk,
+        metadata: None,
+    })
 }
 
 /// Shards of a [`MemoryTaskStore`]: each task lives in the shard its key hashes to.
@@ -148,13 +299,9 @@ impl TaskStore for MemoryTaskStore {
                 for e in &events[1..] {
                     task = projection::apply(Some(task), &e.event).expect("existing task");
                 }
-                tasks.insert(
-                    key,
-                    Box::new(Entry {
-                        task,
-                        events: events.to_vec(),
-                    }),
-                );
+                let mut entry = Box::new(Entry::new(task));
+                events.iter().for_each(|e| entry.log(e));
+                tasks.insert(key, entry);
                 self.push.enqueue(scope, task_id, events);
                 Ok(())
             }
@@ -173,7 +320,7 @@ impl TaskStore for MemoryTaskStore {
                     cur = projection::apply(Some(cur), &e.event).expect("existing task");
                 }
                 entry.task = cur;
-                entry.events.extend_from_slice(events);
+                events.iter().for_each(|e| entry.log(e));
                 self.push.enqueue(scope, task_id, events);
                 Ok(())
             }
@@ -200,14 +347,7 @@ impl TaskStore for MemoryTaskStore {
         let tasks = self.lock(scope, task_id);
         Ok(tasks
             .get(&(scope.clone(), task_id.to_owned()))
-            .map(|e| {
-                e.events
-                    .iter()
-                    .skip(after as usize)
-                    .take(limit)
-                    .map(|e| StoredEvent::clone(e))
-                    .collect()
-            })
+            .map(|e| e.events_after(after, limit))
             .unwrap_or_default())
     }
 
@@ -313,8 +453,73 @@ fn placeholder() -> Task {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::store::conformance::{chunk, task_at};
+
     #[tokio::test]
     async fn conformance() {
-        super::super::conformance::run_all(&super::MemoryTaskStore::new()).await;
+        super::super::conformance::run_all(&MemoryTaskStore::new()).await;
+    }
+
+    /// Plain chunks continuing their run are kept as text only, anything else whole,
+    /// and every event reads back equal to the one appended.
+    #[tokio::test]
+    async fn plain_chunks_are_kept_as_text() {
+        let store = MemoryTaskStore::new();
+        let scope = Scope::new("t", "alice");
+        let now = crate::protocol::time::now();
+        let plain = |text: &str| {
+            let mut c = chunk("x", "ctx", text, true, false);
+            if let StreamResponse::ArtifactUpdate(u) = &mut c {
+                u.artifact.name = None;
+            }
+            c
+        };
+        let mut events = vec![
+            StreamResponse::Task(task_at("x", "ctx", now)),
+            chunk("x", "ctx", "first", false, false),
+        ];
+        events.extend((0..10).map(|i| plain(&format!("a{i}"))));
+        let mut with_meta = plain("meta");
+        if let StreamResponse::ArtifactUpdate(u) = &mut with_meta {
+            u.metadata = Some(serde_json::from_value(serde_json::json!({"k": 1})).unwrap());
+        }
+        events.push(with_meta);
+        events.extend((0..5).map(|i| plain(&format!("b{i}"))));
+        let stored: Vec<Arc<StoredEvent>> = events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| Arc::new(StoredEvent::new(i as u64 + 1, e.clone())))
+            .collect();
+        store.append_all(&scope, "x", &stored[..3]).await.unwrap();
+        store.append_all(&scope, "x", &stored[3..]).await.unwrap();
+        {
+            let tasks = store.lock(&scope, "x");
+            let entry = &tasks[&(scope.clone(), "x".to_owned())];
+            let kept_as_text = entry
+                .events
+                .iter()
+                .filter(|l| matches!(l, Logged::Chunk { .. }))
+                .count();
+            assert_eq!(kept_as_text, 15);
+        }
+        for after in 0..=events.len() {
+            let got = store
+                .events_after(&scope, "x", after as u64, 4)
+                .await
+                .unwrap();
+            let want: Vec<(u64, &StreamResponse)> = events
+                .iter()
+                .enumerate()
+                .skip(after)
+                .take(4)
+                .map(|(i, e)| (i as u64 + 1, e))
+                .collect();
+            assert_eq!(
+                got.iter().map(|e| (e.seq, &e.event)).collect::<Vec<_>>(),
+                want,
+                "after {after}"
+            );
+        }
     }
 }
