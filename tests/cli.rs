@@ -1622,10 +1622,11 @@ async fn until_logged(gw: &Gateway, needle: &str) {
     panic!("never logged {needle:?}: {}", gw.stderr.lock().unwrap());
 }
 
-/// `push-status` reads a SQLite store another process wrote: the pending deliveries with
-/// their attempts and last error, the disabled config with its own, `--task` narrows it,
-/// and no token, credentials or URL user info / query is printed. A memory store is
-/// refused with a reason.
+/// `push-status` reads a SQLite store another process wrote and still holds open (as
+/// while `serve` runs): the pending deliveries with their attempts and last error, the
+/// disabled config with its own, `--task` narrows it, and no token, credentials or URL
+/// user info / query is printed. A memory store, a missing file and a file that is not
+/// a store of this build are refused with a reason.
 #[tokio::test]
 async fn push_status_lists_pending_and_disabled_deliveries_without_secrets() {
     use a2a_gateway::protocol::{
@@ -1707,7 +1708,8 @@ async fn push_status_lists_pending_and_disabled_deliveries_without_secrets() {
         };
         push.settle(&c.key, &outcome).await.unwrap();
     }
-    store.close().await;
+    // The store stays open (and its file locked) while push-status reads it, as
+    // while `serve` runs.
 
     let config_file = dir.path().join("gateway.toml");
     std::fs::write(&config_file, format!("[store]\nurl = \"{url}\"\n")).unwrap();
@@ -1754,6 +1756,29 @@ async fn push_status_lists_pending_and_disabled_deliveries_without_secrets() {
     assert!(
         !gone.contains("t-busy") && !gone.contains("SECRET"),
         "{gone}"
+    );
+    assert!(text(&out.stderr).is_empty(), "{}", text(&out.stderr));
+    store.close().await;
+
+    // A file that is not there, or not a store of this build, is refused in one line.
+    let missing = format!("sqlite://{}", dir.path().join("none.db").display());
+    let env = [("A2A_GATEWAY_STORE__URL", missing.as_str())];
+    let out = run_async(dir.path(), &["push-status"], &env).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("there is no SQLite store at"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::write(dir.path().join("empty.db"), b"").unwrap();
+    let empty = format!("sqlite://{}", dir.path().join("empty.db").display());
+    let env = [("A2A_GATEWAY_STORE__URL", empty.as_str())];
+    let out = run_async(dir.path(), &["push-status"], &env).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("has schema version none, this build reads version"),
+        "{}",
+        text(&out.stderr)
     );
 
     let out = run_async(

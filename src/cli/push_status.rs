@@ -3,17 +3,22 @@
 //! (oldest event first, with their attempts and last error) and the webhook configs
 //! that are disabled or whose last delivery failed.
 //!
+//! A SQLite file is opened read-only, without its lock and without migrating it
+//! ([`SqliteTaskStore::open_read_only`]): the command works while `serve` runs.
+//!
 //! Never prints a secret: no token, no credentials, and webhook URLs without user info
 //! or query (`?…` marks a query that was there).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 
-use crate::config::{Config, ConfigSources, StoreUrl};
+use crate::config::{Config, ConfigSources, SqliteLocation, StoreUrl};
 use crate::push::{PushStatus, StoredPushConfig};
+use crate::store::{SqliteTaskStore, TaskStore};
 
 use super::CliError;
 
@@ -45,7 +50,13 @@ pub async fn run(args: PushStatusArgs) -> Result<ExitCode, CliError> {
                 .into(),
         );
     }
-    let store = super::build::build_store(&config).await?;
+    // A SQLite file is read beside the `serve` that holds its lock.
+    let store = match &config.store.url {
+        StoreUrl::Sqlite(SqliteLocation::File(path)) => {
+            Arc::new(SqliteTaskStore::open_read_only(path, 1).await?) as Arc<dyn TaskStore>
+        }
+        _ => super::build::build_store(&config).await?,
+    };
     let result = match store.push_store() {
         Some(push) => push.status(args.task.as_deref(), LIMIT).await,
         None => {

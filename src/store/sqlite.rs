@@ -181,6 +181,9 @@ pub struct SqliteTaskStore {
     lock: Option<Arc<StoreLock>>,
     /// Webhook configs, outbox and signing key.
     push: crate::push::sqlite::SqlitePush,
+    /// Opened by [`open_read_only`](SqliteTaskStore::open_read_only): closing it
+    /// does not checkpoint the WAL (the process that writes the file does).
+    read_only: bool,
 }
 
 impl SqliteTaskStore {
@@ -293,6 +296,60 @@ impl SqliteTaskStore {
         Ok(store)
     }
 
+    /// Opens an existing database file for reading only, without its one-process
+    /// lock and without migrating it, so that a command that only reads (`push-status`)
+    /// works beside the `serve` that holds the lock (SQLite's WAL lets readers and the
+    /// one writer work at once). The store's writes fail (`attempt to write a readonly
+    /// database`).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the file does not exist or cannot be opened, or
+    /// its schema is not this build's (never migrated, migrated by an older build that
+    /// `serve` or `migrate` has not brought up to date, or by a newer build).
+    pub async fn open_read_only(path: &Path, max_readers: u32) -> Result<Self, StoreError> {
+        let file = path.display().to_string();
+        if !path.is_file() {
+            return Err(StoreError::Backend(format!(
+                "there is no SQLite store at {file} (store.url)"
+            )));
+        }
+        let pool = pool_options()
+            .max_connections(max_readers.max(1))
+            .connect_with(
+                SqliteConnectOptions::new()
+                    .filename(path)
+                    .read_only(true)
+                    .busy_timeout(BUSY_TIMEOUT)
+                    .log_slow_statements(super::SLOW_STATEMENT_LEVEL, super::SLOW_STATEMENT)
+                    .pragma("query_only", "ON"),
+            )
+            .await
+            .map_err(|e| {
+                StoreError::Backend(format!(
+                    "cannot open the SQLite store {file} (store.url): {}",
+                    db_message(&e)
+                ))
+            })?;
+        let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+        let version: Option<i64> =
+            sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
+                .fetch_one(&pool)
+                .await
+                .unwrap_or(None);
+        if version != Some(known) {
+            pool.close().await;
+            let found = version.map_or("none".to_owned(), |v| v.to_string());
+            return Err(StoreError::Backend(format!(
+                "the SQLite store {file} (store.url) has schema version {found}, this build \
+                 reads version {known}: `a2a-gateway migrate` (or `serve`) with the build \
+                 that serves it brings it up to date"
+            )));
+        }
+        let mut store = Self::with_pools(pool.clone(), pool, false);
+        store.read_only = true;
+        Ok(store)
+    }
+
     /// Opens a private in-memory database on one connection that lives as long as
     /// the store, and creates the schema.
     ///
@@ -329,6 +386,7 @@ impl SqliteTaskStore {
             batcher,
             _checkpointer: None,
             lock: None,
+            read_only: false,
         }
     }
 
@@ -346,12 +404,13 @@ impl SqliteTaskStore {
     }
 
     /// Folds the WAL into the database file (a `TRUNCATE` checkpoint: the `-wal`
-    /// file is left empty), closes every connection and releases the file's
-    /// one-process lock.
+    /// file is left empty; not for a store opened read-only), closes every
+    /// connection and releases the file's one-process lock.
     pub async fn close(&self) {
-        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-            .execute(&self.writer)
-            .await
+        if !self.read_only
+            && let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(&self.writer)
+                .await
         {
             tracing::warn!(error = %e, "final WAL checkpoint failed; the -wal file holds the latest writes");
         }
