@@ -275,6 +275,7 @@ async fn bad_input_gets_the_json_error_body_never_a_500() {
         ("version 0.3", Method::GET, "/tasks".into(), vec![("a2a-version", "0.3")], None, 400, "VERSION_NOT_SUPPORTED"),
         ("version in the query", Method::GET, "/tasks?A2A-Version=2.0".into(), vec![], None, 400, "VERSION_NOT_SUPPORTED"),
         ("bad Last-Event-ID", Method::GET, "/tasks/t1:subscribe".into(), vec![("last-event-id", "x")], None, 400, "INVALID_PARAMS"),
+        ("two Last-Event-ID headers", Method::GET, "/tasks/t1:subscribe".into(), vec![("last-event-id", "3"), ("last-event-id", "5")], None, 400, "INVALID_PARAMS"),
         ("unknown task", Method::GET, "/tasks/t1".into(), vec![], None, 404, "TASK_NOT_FOUND"),
     ];
     for (name, method, path, headers, body, want_status, want_reason) in cases {

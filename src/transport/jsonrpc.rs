@@ -147,9 +147,7 @@ pub async fn handle(
         Ok(call) => call,
         Err(refused) => return refused.jsonrpc_response(id.as_ref()),
     };
-    let last_event_id = headers
-        .get("last-event-id")
-        .map(|v| v.to_str().unwrap_or("<not text>").to_owned());
+    let last_event_id = operations::last_event_id_header(&headers);
 
     let Some(id) = id else {
         // A notification: no response body. Non-streaming calls still run.

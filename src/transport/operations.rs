@@ -323,6 +323,18 @@ pub fn call_context(
     Ok(ctx)
 }
 
+/// The request's `Last-Event-ID` header as text for [`parse_last_event_id`]: `None`
+/// when absent; a value that is not text, or several headers (which one would be
+/// the cursor?), as a text it refuses.
+pub fn last_event_id_header(headers: &axum::http::HeaderMap) -> Option<String> {
+    let mut values = headers.get_all("last-event-id").iter();
+    let first = values.next()?;
+    if values.next().is_some() {
+        return Some("<several Last-Event-ID headers>".to_owned());
+    }
+    Some(first.to_str().unwrap_or("<not text>").to_owned())
+}
+
 /// Reads a `Last-Event-ID` (the SSE resume cursor this server issued as `id:`): absent
 /// or empty is `None`.
 ///

@@ -211,9 +211,7 @@ async fn handle(
         Ok(call) => call,
         Err(refused) => return refused.rest_response(media),
     };
-    let last_event_id = headers
-        .get("last-event-id")
-        .map(|v| v.to_str().unwrap_or("<not text>").to_owned());
+    let last_event_id = operations::last_event_id_header(&headers);
     let mut task = task_id.or_else(|| {
         message
             .pointer("/message/taskId")
