@@ -344,7 +344,10 @@ impl Driver {
     /// nothing is published before [`flush`](Self::flush) wrote it.
     fn stage(&mut self, event: StreamResponse) {
         let seq = self.seq + 1;
-        self.task = projection::apply(self.task.take(), &event);
+        match &mut self.task {
+            Some(task) => projection::apply_to(task, &event),
+            None => self.task = projection::apply(None, &event),
+        }
         self.seq = seq;
         self.staged.push(Arc::new(StoredEvent::new(seq, event)));
     }
@@ -548,7 +551,10 @@ impl Driver {
             .await?;
         self.outcomes.written([&ev.event]);
         self.wake_push();
-        self.task = projection::apply(self.task.take(), &ev.event);
+        match &mut self.task {
+            Some(task) => projection::apply_to(task, &ev.event),
+            None => self.task = projection::apply(None, &ev.event),
+        }
         self.seq = ev.seq;
         self.publish(vec![ev]);
         Ok(())

@@ -563,8 +563,7 @@ impl RequestHandler {
                     .state()
                     .is_some_and(|s| immediate || s.is_settled())
                     || turns::ends_turn_of(&ev.event, &message_id);
-                task = crate::store::projection::apply(Some(task), &ev.event)
-                    .expect("folding onto an existing task");
+                crate::store::projection::apply_to(&mut task, &ev.event);
                 if done {
                     break;
                 }

@@ -199,7 +199,7 @@ pub(crate) fn plan(append: &Append, row: Option<&TaskRow>) -> Result<RowWrite, S
         };
         let mut base = task.clone();
         for e in events {
-            base = projection::apply(Some(base), &e.event).expect("existing task");
+            projection::apply_to(&mut base, &e.event);
         }
         let artifacts = to_json(&base.artifacts.take())?;
         return Ok(RowWrite::Create(NewTask {
@@ -225,11 +225,11 @@ pub(crate) fn plan(append: &Append, row: Option<&TaskRow>) -> Result<RowWrite, S
     let mut base: Option<Task> = None;
     for (e, json) in append.encoded() {
         if touches_base(&e.event) {
-            let cur = match base.take() {
+            let mut next = match base.take() {
                 Some(b) => b,
                 None => super::sql::from_json(&row.snapshot)?,
             };
-            let mut next = projection::apply(Some(cur), &e.event).expect("existing task");
+            projection::apply_to(&mut next, &e.event);
             next.artifacts = None;
             base = Some(next);
         }

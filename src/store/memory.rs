@@ -297,7 +297,7 @@ impl TaskStore for MemoryTaskStore {
                     StoreError::InvalidEvent("the first event of a task must be a Task".into())
                 })?;
                 for e in &events[1..] {
-                    task = projection::apply(Some(task), &e.event).expect("existing task");
+                    projection::apply_to(&mut task, &e.event);
                 }
                 let mut entry = Box::new(Entry::new(task));
                 events.iter().for_each(|e| entry.log(e));
@@ -315,11 +315,9 @@ impl TaskStore for MemoryTaskStore {
                         got: seq,
                     });
                 }
-                let mut cur = std::mem::replace(&mut entry.task, placeholder());
                 for e in events {
-                    cur = projection::apply(Some(cur), &e.event).expect("existing task");
+                    projection::apply_to(&mut entry.task, &e.event);
                 }
-                entry.task = cur;
                 events.iter().for_each(|e| entry.log(e));
                 self.push.enqueue(scope, task_id, events);
                 Ok(())
@@ -433,21 +431,6 @@ impl TaskStore for MemoryTaskStore {
 
     fn push_store(&self) -> Option<&dyn crate::push::PushStore> {
         Some(&self.push)
-    }
-}
-
-fn placeholder() -> Task {
-    Task {
-        id: String::new(),
-        context_id: String::new(),
-        status: crate::protocol::TaskStatus {
-            state: TaskState::Unspecified,
-            message: None,
-            timestamp: None,
-        },
-        artifacts: None,
-        history: None,
-        metadata: None,
     }
 }
 

@@ -19,7 +19,18 @@ pub fn apply(task: Option<Task>, event: &StreamResponse) -> Option<Task> {
     match (task, event) {
         (None, StreamResponse::Task(t)) => Some(t.clone()),
         (None, _) => None,
-        (Some(mut cur), StreamResponse::Task(t)) => {
+        (Some(mut cur), _) => {
+            apply_to(&mut cur, event);
+            Some(cur)
+        }
+    }
+}
+
+/// Folds one log event into an existing snapshot in place, as [`apply`] does (without
+/// moving the snapshot, about 330 bytes, in and out for every event).
+pub fn apply_to(cur: &mut Task, event: &StreamResponse) {
+    match event {
+        StreamResponse::Task(t) => {
             cur.status = t.status.clone();
             if t.metadata.is_some() {
                 cur.metadata = t.metadata.clone();
@@ -34,26 +45,18 @@ pub fn apply(task: Option<Task>, event: &StreamResponse) -> Option<Task> {
             }
             if let Some(a) = &t.artifacts {
                 for art in a {
-                    upsert_artifact(&mut cur, art.clone());
+                    upsert_artifact(cur, art.clone());
                 }
             }
-            Some(cur)
         }
-        (Some(mut cur), StreamResponse::StatusUpdate(e)) => {
+        StreamResponse::StatusUpdate(e) => {
             cur.status = e.status.clone();
             if let Some(m) = &e.status.message {
                 cur.history.get_or_insert_with(Vec::new).push(m.clone());
             }
-            Some(cur)
         }
-        (Some(mut cur), StreamResponse::ArtifactUpdate(e)) => {
-            apply_artifact(&mut cur, e);
-            Some(cur)
-        }
-        (Some(mut cur), StreamResponse::Message(m)) => {
-            cur.history.get_or_insert_with(Vec::new).push(m.clone());
-            Some(cur)
-        }
+        StreamResponse::ArtifactUpdate(e) => apply_artifact(cur, e),
+        StreamResponse::Message(m) => cur.history.get_or_insert_with(Vec::new).push(m.clone()),
     }
 }
 

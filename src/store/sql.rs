@@ -116,8 +116,7 @@ pub(crate) fn fold_artifacts(
         metadata: None,
     };
     for e in events {
-        // `apply` only returns `None` for a missing first event; `scratch` exists.
-        scratch = projection::apply(Some(scratch), &e).expect("existing task");
+        projection::apply_to(&mut scratch, &e);
     }
     scratch.artifacts
 }
