@@ -289,6 +289,14 @@ async fn bad_input_gets_the_json_error_body_never_a_500() {
         assert_eq!(v["error"]["code"], status, "{name}");
         assert!(v["error"]["message"].is_string(), "{name}");
     }
+    let two = [("last-event-id", "3"), ("last-event-id", "5")];
+    let (_, _, v) = call(&s, Method::GET, "/tasks/t1:subscribe", &two, None).await;
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("several Last-Event-ID headers: send one")),
+        "{v}"
+    );
     // A 405 names what the route takes.
     let resp = s
         .http

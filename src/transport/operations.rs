@@ -323,14 +323,17 @@ pub fn call_context(
     Ok(ctx)
 }
 
+/// What [`last_event_id_header`] gives for several `Last-Event-ID` headers (which one
+/// would be the cursor?); [`parse_last_event_id`] refuses it.
+const SEVERAL_LAST_EVENT_IDS: &str = "\0several";
+
 /// The request's `Last-Event-ID` header as text for [`parse_last_event_id`]: `None`
-/// when absent; a value that is not text, or several headers (which one would be
-/// the cursor?), as a text it refuses.
+/// when absent; a value that is not text, or several headers, as a text it refuses.
 pub fn last_event_id_header(headers: &axum::http::HeaderMap) -> Option<String> {
     let mut values = headers.get_all("last-event-id").iter();
     let first = values.next()?;
     if values.next().is_some() {
-        return Some("<several Last-Event-ID headers>".to_owned());
+        return Some(SEVERAL_LAST_EVENT_IDS.to_owned());
     }
     Some(first.to_str().unwrap_or("<not text>").to_owned())
 }
@@ -341,6 +344,11 @@ pub fn last_event_id_header(headers: &axum::http::HeaderMap) -> Option<String> {
 /// # Errors
 /// [`A2aError::InvalidParams`] for anything but decimal digits that fit 64 bits.
 pub fn parse_last_event_id(value: Option<&str>) -> Result<Option<u64>, A2aError> {
+    if value == Some(SEVERAL_LAST_EVENT_IDS) {
+        return Err(A2aError::InvalidParams(
+            "several Last-Event-ID headers: send one, the id of the last event received".into(),
+        ));
+    }
     let Some(s) = value.map(str::trim).filter(|s| !s.is_empty()) else {
         return Ok(None);
     };
