@@ -1467,7 +1467,7 @@ async fn check_config_reads_the_token_endpoint_from_discovery() {
 }
 
 #[tokio::test]
-async fn health_follows_the_configured_port_and_unknown_paths_get_a_hint() {
+async fn health_follows_the_configured_port_and_unknown_paths_and_methods_get_a_hint() {
     let dir = tempfile::tempdir().unwrap();
     let (upstream, _guard) = stand_in(RuntimeOptions::default()).await;
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -1510,6 +1510,12 @@ async fn health_follows_the_configured_port_and_unknown_paths_get_a_hint() {
             .unwrap()
             .contains("/.well-known/agent-card.json")
     );
+    // A method `/` does not take: 405 naming what it takes, with the hint.
+    let put = client.put(format!("{base}/")).send().await.unwrap();
+    assert_eq!(put.status(), 405);
+    let allow = put.headers()["allow"].to_str().unwrap().to_owned();
+    assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
+    assert!(put.text().await.unwrap().contains("POST /"));
     // JSON-RPC still answers at POST /.
     let v = rpc(&format!("{base}/"), "GetTask", json!({"id": "nope"})).await;
     assert!(v["error"].is_object(), "{v}");

@@ -1,6 +1,7 @@
 //! What a request that is not an A2A call gets: `GET /` and unknown paths answer with a
 //! short plain-text hint naming where the bindings and the agent card are, instead of
-//! an empty 405 or 404.
+//! an empty 405 or 404 (a method a route outside the HTTP+JSON binding does not take,
+//! such as `PUT /`, gets a 405 with its `Allow` header and the hint).
 
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -46,4 +47,10 @@ pub async fn root(State(state): State<AppState>) -> Response {
 /// Any path no route takes: 404 with the hint.
 pub async fn unknown(State(state): State<AppState>) -> Response {
     answer(StatusCode::NOT_FOUND, &state)
+}
+
+/// A method a route outside the HTTP+JSON binding does not take (`PUT /`, `POST` of the
+/// agent card): 405 with the hint (axum adds the route's `Allow` header).
+pub async fn wrong_method(State(state): State<AppState>) -> Response {
+    answer(StatusCode::METHOD_NOT_ALLOWED, &state)
 }

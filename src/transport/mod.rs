@@ -102,8 +102,8 @@ pub struct AppState {
 /// as `state.config.auth` says: JSON-RPC at `POST /`, HTTP+JSON under
 /// [`rest::REST_PATH`]; the public agent card at `/.well-known/agent-card.json`
 /// (also the pre-1.0 `/.well-known/agent.json`); with push notifications signed `v1a`,
-/// the signing keys at [`crate::push::JWKS_PATH`]. `GET /` and paths no route takes
-/// answer with [`hint`].
+/// the signing keys at [`crate::push::JWKS_PATH`]. `GET /`, paths no route takes and
+/// methods a route does not take answer with [`hint`].
 pub fn a2a_routes(state: AppState) -> Router {
     let bindings = &state.config.bindings;
     let mut router = Router::new()
@@ -139,5 +139,8 @@ pub fn a2a_routes(state: AppState) -> Router {
     if bindings.contains(&Binding::Rest) {
         router = router.nest(rest::REST_PATH, rest::routes());
     }
-    router.fallback(hint::unknown).with_state(state)
+    router
+        .fallback(hint::unknown)
+        .method_not_allowed_fallback(hint::wrong_method)
+        .with_state(state)
 }
