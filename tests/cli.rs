@@ -1767,25 +1767,20 @@ async fn push_status_lists_pending_and_disabled_deliveries_without_secrets() {
     store.close().await;
 
     // A file that is not there, or not a store of this build, is refused in one line.
-    let missing = format!("sqlite://{}", dir.path().join("none.db").display());
-    let env = [("A2A_GATEWAY_STORE__URL", missing.as_str())];
-    let out = run_async(dir.path(), &["push-status"], &env).await;
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("there is no SQLite store at"),
-        "{}",
-        text(&out.stderr)
-    );
     std::fs::write(dir.path().join("empty.db"), b"").unwrap();
-    let empty = format!("sqlite://{}", dir.path().join("empty.db").display());
-    let env = [("A2A_GATEWAY_STORE__URL", empty.as_str())];
-    let out = run_async(dir.path(), &["push-status"], &env).await;
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("has schema version none, this build reads version"),
-        "{}",
-        text(&out.stderr)
-    );
+    for (file, says) in [
+        ("none.db", "there is no SQLite store at"),
+        (
+            "empty.db",
+            "has schema version none, this build reads version",
+        ),
+    ] {
+        let url = format!("sqlite://{}", dir.path().join(file).display());
+        let env = [("A2A_GATEWAY_STORE__URL", url.as_str())];
+        let out = run_async(dir.path(), &["push-status"], &env).await;
+        assert!(!out.status.success(), "{file}");
+        assert!(text(&out.stderr).contains(says), "{}", text(&out.stderr));
+    }
 
     let out = run_async(
         dir.path(),

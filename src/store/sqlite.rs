@@ -140,6 +140,19 @@ fn pool_options() -> SqlitePoolOptions {
     SqlitePoolOptions::new().test_before_acquire(false)
 }
 
+/// The error for a database file `file` SQLite could not open.
+fn open_error(file: &str, e: &sqlx::Error) -> StoreError {
+    StoreError::Backend(format!(
+        "cannot open the SQLite store {file} (store.url): {}",
+        db_message(e)
+    ))
+}
+
+/// The newest migration of this build (the schema version it reads and writes).
+fn known_version() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
 /// How long a connection waits for another process's lock on the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -270,12 +283,7 @@ impl SqliteTaskStore {
                     .pragma("wal_autocheckpoint", WRITER_CHECKPOINT_PAGES.to_string()),
             )
             .await
-            .map_err(|e| {
-                StoreError::Backend(format!(
-                    "cannot open the SQLite store {file} (store.url): {}",
-                    db_message(&e)
-                ))
-            })?;
+            .map_err(|e| open_error(&file, &e))?;
         Self::migrate(&writer).await?;
         writable(&writer).await.map_err(|e| {
             StoreError::Backend(format!(
@@ -324,13 +332,8 @@ impl SqliteTaskStore {
                     .pragma("query_only", "ON"),
             )
             .await
-            .map_err(|e| {
-                StoreError::Backend(format!(
-                    "cannot open the SQLite store {file} (store.url): {}",
-                    db_message(&e)
-                ))
-            })?;
-        let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+            .map_err(|e| open_error(&file, &e))?;
+        let known = known_version();
         let version: Option<i64> =
             sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
                 .fetch_one(&pool)
@@ -391,7 +394,7 @@ impl SqliteTaskStore {
     }
 
     async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
-        let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+        let known = known_version();
         MIGRATOR
             .run(pool)
             .await
