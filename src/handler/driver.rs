@@ -340,14 +340,19 @@ impl Driver {
         self.task.as_ref().map(|t| t.status.state)
     }
 
+    /// Folds `event` into the snapshot in place (the first event, a Task, makes it).
+    fn fold(&mut self, event: &StreamResponse) {
+        match &mut self.task {
+            Some(task) => projection::apply_to(task, event),
+            None => self.task = projection::apply(None, event),
+        }
+    }
+
     /// Folds `event` into the snapshot as the next sequence number and stages it;
     /// nothing is published before [`flush`](Self::flush) wrote it.
     fn stage(&mut self, event: StreamResponse) {
         let seq = self.seq + 1;
-        match &mut self.task {
-            Some(task) => projection::apply_to(task, &event),
-            None => self.task = projection::apply(None, &event),
-        }
+        self.fold(&event);
         self.seq = seq;
         self.staged.push(Arc::new(StoredEvent::new(seq, event)));
     }
@@ -551,10 +556,7 @@ impl Driver {
             .await?;
         self.outcomes.written([&ev.event]);
         self.wake_push();
-        match &mut self.task {
-            Some(task) => projection::apply_to(task, &ev.event),
-            None => self.task = projection::apply(None, &ev.event),
-        }
+        self.fold(&ev.event);
         self.seq = ev.seq;
         self.publish(vec![ev]);
         Ok(())
