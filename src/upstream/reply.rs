@@ -19,7 +19,7 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use futures::stream::{self, BoxStream, StreamExt};
+use futures::stream::{BoxStream, StreamExt};
 use serde_json::Value;
 
 use super::control::{self, Control};
@@ -257,32 +257,94 @@ pub fn body_stream(
     resp: reqwest::Response,
     read_timeout: Duration,
 ) -> BoxStream<'static, Result<Bytes, UpstreamError>> {
-    let inner = resp.bytes_stream().boxed();
-    stream::unfold(Some((inner, 0u64)), move |state| async move {
-        let (mut inner, received) = state?;
-        match tokio::time::timeout(read_timeout, inner.next()).await {
-            Err(_) => Some((
-                Err(UpstreamError::Timeout {
-                    kind: TimeoutKind::Read,
-                    after: read_timeout,
-                }),
-                None,
-            )),
-            Ok(None) => None,
-            Ok(Some(Ok(chunk))) => {
-                let received = received + chunk.len() as u64;
-                Some((Ok(chunk), Some((inner, received))))
-            }
-            Ok(Some(Err(e))) => Some((
-                Err(UpstreamError::Broken {
-                    bytes: received,
-                    reason: super::errors::describe(&e),
-                }),
-                None,
-            )),
+    ReadTimeout::new(resp.bytes_stream(), read_timeout).boxed()
+}
+
+/// A body stream whose next chunk must come within `read_timeout` of the first poll
+/// for it (time the consumer takes between two chunks does not count).
+///
+/// One timer serves the whole body: a chunk only notes when the wait for the next one
+/// began, and the timer, when it fires, either ends the stream or is set again to
+/// that wait's own deadline. A `tokio::time::timeout` per chunk would register and
+/// remove a timer in the runtime's wheel for every chunk of a streamed reply.
+struct ReadTimeout<S> {
+    inner: S,
+    read_timeout: Duration,
+    /// Fires no later than `read_timeout` after `waiting_since` (often earlier: it is
+    /// moved forward only when it fires).
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// When the wait for the next chunk began; `None` right after a chunk was
+    /// returned, until the next poll.
+    waiting_since: Option<tokio::time::Instant>,
+    received: u64,
+    ended: bool,
+}
+
+impl<S> ReadTimeout<S> {
+    fn new(inner: S, read_timeout: Duration) -> Self {
+        let now = tokio::time::Instant::now();
+        Self {
+            inner,
+            read_timeout,
+            timer: Box::pin(tokio::time::sleep_until(now + read_timeout)),
+            waiting_since: Some(now),
+            received: 0,
+            ended: false,
         }
-    })
-    .boxed()
+    }
+}
+
+impl<S> futures::Stream for ReadTimeout<S>
+where
+    S: futures::Stream<Item = reqwest::Result<Bytes>> + Unpin,
+{
+    type Item = Result<Bytes, UpstreamError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::future::Future;
+        use std::task::Poll;
+        let this = &mut *self;
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        let since = *this
+            .waiting_since
+            .get_or_insert_with(tokio::time::Instant::now);
+        match this.inner.poll_next_unpin(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                this.received += chunk.len() as u64;
+                this.waiting_since = None;
+                return Poll::Ready(Some(Ok(chunk)));
+            }
+            Poll::Ready(Some(Err(e))) => {
+                this.ended = true;
+                return Poll::Ready(Some(Err(UpstreamError::Broken {
+                    bytes: this.received,
+                    reason: super::errors::describe(&e),
+                })));
+            }
+            Poll::Ready(None) => {
+                this.ended = true;
+                return Poll::Ready(None);
+            }
+            Poll::Pending => {}
+        }
+        let deadline = since + this.read_timeout;
+        while this.timer.as_mut().poll(cx).is_ready() {
+            if tokio::time::Instant::now() >= deadline {
+                this.ended = true;
+                return Poll::Ready(Some(Err(UpstreamError::Timeout {
+                    kind: TimeoutKind::Read,
+                    after: this.read_timeout,
+                })));
+            }
+            this.timer.as_mut().reset(deadline);
+        }
+        Poll::Pending
+    }
 }
 
 /// Parses an SSE body into upstream events (stopping after `[DONE]` or the first
@@ -394,6 +456,76 @@ mod tests {
         classify_frame(s, &mut FrameState::default())
     }
 
+    /// A body of `chunks` chunks, each `gap` after the previous one (the first
+    /// `gap` after the first poll), then either its end or silence.
+    fn paced_body(
+        chunks: usize,
+        gap: Duration,
+        then_silent: bool,
+    ) -> BoxStream<'static, reqwest::Result<Bytes>> {
+        futures::stream::unfold(0, move |n| async move {
+            if n == chunks {
+                if then_silent {
+                    futures::future::pending::<()>().await;
+                }
+                return None;
+            }
+            tokio::time::sleep(gap).await;
+            Some((Ok(Bytes::from_static(b"data: x\n\n")), n + 1))
+        })
+        .boxed()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn read_timeout_counts_from_each_wait_not_from_the_first_chunk() {
+        let t = Duration::from_secs(10);
+        // 30 chunks 9 s apart: 270 s in all, never 10 s of silence.
+        let mut body = ReadTimeout::new(paced_body(30, Duration::from_secs(9), false), t);
+        let mut n = 0;
+        while let Some(chunk) = body.next().await {
+            chunk.expect("no read timeout while chunks keep coming");
+            n += 1;
+        }
+        assert_eq!(n, 30);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn silence_after_chunks_times_out_read_timeout_after_the_wait_began() {
+        let t = Duration::from_secs(10);
+        let mut body = ReadTimeout::new(paced_body(3, Duration::from_secs(4), true), t);
+        for _ in 0..3 {
+            body.next().await.unwrap().unwrap();
+        }
+        let waited = tokio::time::Instant::now();
+        match body.next().await {
+            Some(Err(UpstreamError::Timeout { kind, after })) => {
+                assert_eq!(kind, TimeoutKind::Read);
+                assert_eq!(after, t);
+            }
+            other => panic!("expected a read timeout, got {other:?}"),
+        }
+        assert_eq!(waited.elapsed(), t);
+        assert!(
+            body.next().await.is_none(),
+            "the stream ends after its timeout"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn time_the_consumer_takes_between_chunks_does_not_count() {
+        let t = Duration::from_secs(10);
+        let mut body = ReadTimeout::new(paced_body(2, Duration::from_secs(6), false), t);
+        body.next().await.unwrap().unwrap();
+        // The consumer is busy for 3 read timeouts before it asks for the next chunk,
+        // which then comes 6 s later.
+        tokio::time::sleep(3 * t).await;
+        body.next()
+            .await
+            .unwrap()
+            .expect("the wait began at the poll");
+        assert!(body.next().await.is_none());
+    }
+
     #[test]
     fn frame_shapes() {
         use UpstreamEvent::*;
@@ -498,7 +630,8 @@ mod tests {
     async fn sse_split_at_every_byte_is_exact() {
         let raw = "data: \"h\u{e9}\u{1f600}\"\n\n: comment\nevent: x\ndata: {\"delta\": \"\u{4e16}\"}\r\n\r\ndata: line1\ndata: line2\n\n";
         let bytes = raw.as_bytes().to_vec();
-        let body = stream::iter(bytes.into_iter().map(|b| Ok(Bytes::from(vec![b])))).boxed();
+        let body =
+            futures::stream::iter(bytes.into_iter().map(|b| Ok(Bytes::from(vec![b])))).boxed();
         let events: Vec<_> = sse_events(body, 1024).collect().await;
         let texts: Vec<String> = events
             .into_iter()
