@@ -382,8 +382,8 @@ impl Driver {
         if let Some(task) = self.task.as_mut() {
             task.artifacts = Arc::try_unwrap(artifacts).unwrap_or_else(|shared| (*shared).clone());
         }
-        tasks::store_write(
-            self.task_id(),
+        self.outcomes.store_write(
+            &self.key.1,
             staged.len(),
             started.elapsed(),
             written.is_ok(),
@@ -718,7 +718,9 @@ impl Driver {
     /// Processes executor events until the executor returns (`Some(outcome)`) or the
     /// run is canceled or shut down (`None`).
     async fn drive(&mut self, r: &mut Running) -> Option<Outcome> {
-        let shutdown = self.inner.shutdown.clone();
+        // A child token: polled once per event group, it takes its own lock, not the
+        // one every task and connection of the server shares.
+        let shutdown = self.inner.shutdown.child_token();
         let mut outcome = None;
         // The event queue is closed and empty (a final state or a Message-only
         // reply was taken); the executor may still be running its clean-up.

@@ -345,6 +345,10 @@ pub(crate) async fn supervise<C, E>(
     E: std::fmt::Display,
 {
     tokio::pin!(conn);
+    // Polled each time the connection wakes (every request, every streamed event): a
+    // child token of its own, not the lock of the server's token that every
+    // connection and task shares.
+    let shutdown = shutdown.child_token();
     let mut closing: Option<Instant> = None;
     loop {
         let mut step = tracker.next(limits, accepted, lane);

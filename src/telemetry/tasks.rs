@@ -120,6 +120,10 @@ pub(crate) struct TurnMetrics {
     started: Option<Instant>,
     cause: FailureCause,
     trace: Option<super::trace::TraceParent>,
+    /// The `outcome="ok"` series of the store-write histogram, looked up once per
+    /// driver instead of once per write (a streamed reply writes every few events; the
+    /// registry lookup hashes the name and labels each time).
+    write_ok: Option<metrics::Histogram>,
 }
 
 impl TurnMetrics {
@@ -141,6 +145,35 @@ impl TurnMetrics {
     /// The gateway decides the next FAILED state itself (shutdown, store failure, …).
     pub(crate) fn cause(&self, category: &'static str) {
         self.cause.set(category);
+    }
+
+    /// Records one task-log write of `events` events that took `elapsed` in the
+    /// store-write histogram (seconds), and logs a warning when it took
+    /// [`SLOW_STORE_WRITE`] or more.
+    pub(crate) fn store_write(
+        &mut self,
+        task_id: &str,
+        events: usize,
+        elapsed: Duration,
+        ok: bool,
+    ) {
+        let seconds = elapsed.as_secs_f64();
+        if ok {
+            self.write_ok
+                .get_or_insert_with(|| metrics::histogram!(STORE_WRITE_DURATION, "outcome" => "ok"))
+                .record(seconds);
+        } else {
+            metrics::histogram!(STORE_WRITE_DURATION, "outcome" => "error").record(seconds);
+        }
+        if elapsed >= SLOW_STORE_WRITE {
+            tracing::warn!(
+                task.id = %task_id,
+                store.statement = "append_events",
+                events,
+                duration_ms = super::millis(elapsed),
+                "slow task store write"
+            );
+        }
     }
 
     /// Events the store has just recorded: counts every terminal or interrupted
@@ -167,20 +200,5 @@ impl TurnMetrics {
                     .record(started.elapsed().as_secs_f64());
             }
         }
-    }
-}
-
-/// Records one task-log write of `events` events that took `elapsed`.
-pub(crate) fn store_write(task_id: &str, events: usize, elapsed: Duration, ok: bool) {
-    let outcome = if ok { "ok" } else { "error" };
-    metrics::histogram!(STORE_WRITE_DURATION, "outcome" => outcome).record(elapsed.as_secs_f64());
-    if elapsed >= SLOW_STORE_WRITE {
-        tracing::warn!(
-            task.id = %task_id,
-            store.statement = "append_events",
-            events,
-            duration_ms = super::millis(elapsed),
-            "slow task store write"
-        );
     }
 }

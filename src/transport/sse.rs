@@ -95,6 +95,9 @@ pub fn render(
         event_for(&framing, Ok(f))
     });
     let (on_item, on_done, on_shutdown) = (end.clone(), end.clone(), end);
+    // `take_until` polls its future for every event: a child token takes its own
+    // lock there, not the one every stream and task of the server shares.
+    let shutdown = shutdown.child_token();
     let rest = rest.map(move |item| {
         match &item {
             Ok(ev) => on_item.event(ev.event().task_id()),
