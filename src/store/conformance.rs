@@ -54,7 +54,8 @@ pub fn task_at(id: &str, context_id: &str, at: Timestamp) -> Task {
     }
 }
 
-fn status(id: &str, ctx: &str, state: TaskState, at: Timestamp) -> StreamResponse {
+/// A status update of task `id` to `state`, with an agent message, stamped `at`.
+pub fn status(id: &str, ctx: &str, state: TaskState, at: Timestamp) -> StreamResponse {
     StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
         task_id: id.into(),
         context_id: ctx.into(),

@@ -170,6 +170,21 @@ fn chunk_event(task: &Task, artifact_id: &str, text: &str, last_chunk: bool) -> 
     })
 }
 
+/// Cuts the history and artifact vectors of a task in a final state to their
+/// length: it takes no more events, and a vector grows to a capacity of 4 with its
+/// first element (a hello-world task kept 1.3 KB of its 5.5 KB as spare capacity,
+/// BENCHMARKS.md, issue 14, fourteenth pass).
+fn shrink_if_final(task: &mut Task) {
+    if task.status.state.is_terminal() {
+        if let Some(history) = &mut task.history {
+            history.shrink_to_fit();
+        }
+        if let Some(artifacts) = &mut task.artifacts {
+            artifacts.shrink_to_fit();
+        }
+    }
+}
+
 /// Shards of a [`MemoryTaskStore`]: each task lives in the shard its key hashes to.
 const SHARDS: usize = 64;
 
@@ -299,6 +314,7 @@ impl TaskStore for MemoryTaskStore {
                 for e in &events[1..] {
                     projection::apply_to(&mut task, &e.event);
                 }
+                shrink_if_final(&mut task);
                 let mut entry = Box::new(Entry::new(task));
                 events.iter().for_each(|e| entry.log(e));
                 tasks.insert(key, entry);
@@ -318,6 +334,7 @@ impl TaskStore for MemoryTaskStore {
                 for e in events {
                     projection::apply_to(&mut entry.task, &e.event);
                 }
+                shrink_if_final(&mut entry.task);
                 events.iter().for_each(|e| entry.log(e));
                 self.push.enqueue(scope, task_id, events);
                 Ok(())
@@ -437,7 +454,46 @@ impl TaskStore for MemoryTaskStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::conformance::{chunk, task_at};
+    use crate::store::conformance::{chunk, status, task_at};
+
+    /// The snapshot of a task that ended keeps no spare capacity in its history and
+    /// artifacts; one still running grows them as usual.
+    #[tokio::test]
+    async fn a_final_snapshot_keeps_no_spare_capacity() {
+        let store = MemoryTaskStore::new();
+        let scope = Scope::new("t", "alice");
+        let now = crate::protocol::time::now();
+        let events = [
+            StreamResponse::Task(task_at("x", "ctx", now)),
+            status("x", "ctx", TaskState::Working, now),
+            chunk("x", "ctx", "hello", false, true),
+            status("x", "ctx", TaskState::Completed, now),
+        ];
+        let stored: Vec<Arc<StoredEvent>> = events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| Arc::new(StoredEvent::new(i as u64 + 1, e.clone())))
+            .collect();
+        let spare = |store: &MemoryTaskStore| {
+            let tasks = store.lock(&scope, "x");
+            let task = &tasks[&(scope.clone(), "x".to_owned())].task;
+            let h = task.history.as_ref().unwrap();
+            let a = task.artifacts.as_ref().unwrap();
+            (h.len(), h.capacity() - h.len(), a.capacity() - a.len())
+        };
+        store.append_all(&scope, "x", &stored[..3]).await.unwrap();
+        let (len, history_spare, artifacts_spare) = spare(&store);
+        assert_eq!(len, 2);
+        assert!(
+            history_spare > 0 && artifacts_spare > 0,
+            "grown as usual while working"
+        );
+        store.append_all(&scope, "x", &stored[3..]).await.unwrap();
+        assert_eq!(spare(&store), (3, 0, 0));
+        let got = store.get(&scope, "x").await.unwrap().unwrap();
+        assert_eq!(got.task.status.state, TaskState::Completed);
+        assert_eq!(got.task.history.unwrap().len(), 3);
+    }
 
     #[tokio::test]
     async fn conformance() {
