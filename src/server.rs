@@ -79,7 +79,8 @@ pub fn simple_card(name: &str, description: &str, url: &str, skills: Vec<AgentSk
 }
 
 /// The whole router: A2A routes, `GET /healthz` (process alive), `GET /readyz`
-/// (the store answers and `ready` passes; 503 with the reason otherwise), with a
+/// (the handler is not shutting down, the store answers and `ready` passes; 503 with
+/// the reason otherwise), with a
 /// panic guard that answers 500 without internals; and, when the `grpc` binding is
 /// served without a listener of its own, gRPC calls routed by their content type
 /// ([`grpc::alongside`](crate::transport::grpc::alongside)).
@@ -116,6 +117,15 @@ async fn readyz(
         crate::identity::Authenticator,
     )>,
 ) -> Response {
+    if handler.is_closing() {
+        // Shutdown has begun: new messages are refused while running tasks finish, so
+        // a load balancer should send them to another instance now.
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting down: no new messages; running tasks finish within the shutdown grace\n",
+        )
+            .into_response();
+    }
     if let Err(e) = handler.store().ping().await {
         tracing::warn!(error = %e, "readiness: the task store is unreachable or takes no writes");
         return (

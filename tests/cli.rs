@@ -587,6 +587,27 @@ async fn sigterm_during_a_streaming_task_fails_it_within_the_grace_period() {
         .status()
         .unwrap();
     assert!(kill.success());
+    // From the start of the shutdown, while the task still has its grace, readiness
+    // fails (a load balancer stops sending new messages here).
+    let readyz = format!("{}readyz", gw.url);
+    let mut answers = Vec::new();
+    let not_ready = loop {
+        let r = reqwest::get(&readyz).await;
+        let answer = match r {
+            Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
+            Err(e) => (0, e.to_string()),
+        };
+        if answer.0 == 503 || sent.elapsed() > grace {
+            break answer;
+        }
+        answers.push(answer);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(not_ready.0, 503, "{answers:?} then {not_ready:?}");
+    assert!(
+        not_ready.1.contains("no new messages"),
+        "the handler's answer during the grace, not the closing connection's: {not_ready:?}"
+    );
     // The stream ends with the task FAILED by the shutdown.
     while let Ok(Some(ev)) = tokio::time::timeout(Duration::from_secs(15), events.next()).await {
         let Ok(ev) = ev else { break };

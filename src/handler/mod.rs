@@ -893,6 +893,14 @@ impl RequestHandler {
         }
     }
 
+    /// Whether [`shutdown`](Self::shutdown) has begun: new messages are refused
+    /// (`Unavailable`) while the running tasks get their grace.
+    pub fn is_closing(&self) -> bool {
+        self.inner
+            .closing
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Stops accepting messages, waits up to `grace` for running executors, then
     /// aborts the rest, marking their tasks FAILED ("the gateway shut down before
     /// the task finished"). Open streams end after their final event.
