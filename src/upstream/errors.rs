@@ -57,6 +57,15 @@ impl TimeoutKind {
         }
     }
 
+    /// How the limit reads before its duration: a silence (`no progress after`) or a
+    /// whole reply's length (`not finished after`: it may have been progressing).
+    fn limit(self) -> &'static str {
+        match self {
+            Self::Connect | Self::Pool | Self::Write | Self::Read => "no progress after",
+            Self::Request | Self::Stream => "not finished after",
+        }
+    }
+
     fn what(self) -> &'static str {
         match self {
             Self::Connect => "connecting to the AgentCore runtime took too long",
@@ -228,7 +237,7 @@ pub enum UpstreamError {
     #[error("{0}")]
     Status(Box<StatusError>),
     /// A configured time limit fired.
-    #[error("{} (no progress after {}; setting `{}`)", .kind.what(), fmt_duration(*.after), .kind.setting())]
+    #[error("{} ({} {}; setting `{}`)", .kind.what(), .kind.limit(), fmt_duration(*.after), .kind.setting())]
     Timeout {
         /// Which limit.
         kind: TimeoutKind,
@@ -583,6 +592,15 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "the AgentCore runtime sent nothing for too long (no progress after 300 ms; setting `read_timeout_secs`)"
+        );
+        // A whole reply's limit does not claim the reply was silent.
+        let e = UpstreamError::Timeout {
+            kind: TimeoutKind::Stream,
+            after: Duration::from_secs(5),
+        };
+        assert_eq!(
+            e.to_string(),
+            "the AgentCore runtime's streamed reply did not finish in time (not finished after 5 s; setting `max_stream_secs`)"
         );
     }
 
