@@ -550,10 +550,15 @@ impl Driver {
     async fn append(&mut self, event: StreamResponse) -> Result<(), StoreError> {
         debug_assert!(self.staged.is_empty());
         let ev = Arc::new(StoredEvent::new(self.seq + 1, event));
-        self.inner
+        let started = std::time::Instant::now();
+        let written = self
+            .inner
             .store
             .append_all(self.scope(), self.task_id(), std::slice::from_ref(&ev))
-            .await?;
+            .await;
+        self.outcomes
+            .store_write(&self.key.1, 1, started.elapsed(), written.is_ok());
+        written?;
         self.outcomes.written([&ev.event]);
         self.wake_push();
         self.fold(&ev.event);
