@@ -286,12 +286,20 @@ impl<S> ReadTimeout<S> {
         Self {
             inner,
             read_timeout,
-            timer: Box::pin(tokio::time::sleep_until(now + read_timeout)),
+            timer: Box::pin(tokio::time::sleep_until(deadline(now, read_timeout))),
             waiting_since: Some(now),
             received: 0,
             ended: false,
         }
     }
+}
+
+/// `read_timeout` after `since`, or about 30 years after it when that is past what an
+/// `Instant` holds (a configured timeout of `u64::MAX` seconds means "never").
+fn deadline(since: tokio::time::Instant, read_timeout: Duration) -> tokio::time::Instant {
+    since
+        .checked_add(read_timeout)
+        .unwrap_or_else(|| since + Duration::from_secs(30 * 365 * 86_400))
 }
 
 impl<S> futures::Stream for ReadTimeout<S>
@@ -332,7 +340,7 @@ where
             }
             Poll::Pending => {}
         }
-        let deadline = since + this.read_timeout;
+        let deadline = deadline(since, this.read_timeout);
         while this.timer.as_mut().poll(cx).is_ready() {
             if tokio::time::Instant::now() >= deadline {
                 this.ended = true;
@@ -509,6 +517,16 @@ mod tests {
             body.next().await.is_none(),
             "the stream ends after its timeout"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_timeout_past_what_an_instant_holds_never_fires() {
+        let t = Duration::from_secs(u64::MAX);
+        let mut body = ReadTimeout::new(paced_body(3, Duration::from_secs(3600), false), t);
+        for _ in 0..3 {
+            body.next().await.unwrap().unwrap();
+        }
+        assert!(body.next().await.is_none());
     }
 
     #[tokio::test(start_paused = true)]
