@@ -261,7 +261,8 @@ pub fn body_stream(
 }
 
 /// A body stream whose next chunk must come within `read_timeout` of the first poll
-/// for it (time the consumer takes between two chunks does not count).
+/// for it, the first chunk within `read_timeout` of the stream's creation (time the
+/// consumer takes between two chunks does not count).
 ///
 /// One timer serves the whole body: a chunk only notes when the wait for the next one
 /// began, and the timer, when it fires, either ends the stream or is set again to
