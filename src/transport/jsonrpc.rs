@@ -147,14 +147,14 @@ pub async fn handle(
         Ok(call) => call,
         Err(refused) => return refused.jsonrpc_response(id.as_ref()),
     };
-    let last_event_id = operations::last_event_id_header(&headers);
+    let cursor = operations::last_event_id_header(&headers);
 
     let Some(id) = id else {
         // A notification: no response body. Non-streaming calls still run.
         if let Some(op) = op.filter(|op| !op.is_streaming()) {
             let state = state.clone();
             tokio::spawn(async move {
-                let _ = operations::invoke(&state, &call, op, params, None).await;
+                let _ = operations::invoke(&state, &call, op, params, Ok(None)).await;
             });
         }
         return StatusCode::NO_CONTENT.into_response();
@@ -173,7 +173,7 @@ pub async fn handle(
         _ => sse::Framing::JsonRpc(id),
     };
     let outcome = match op {
-        Some(op) => operations::invoke(&state, &call, op, params, last_event_id.as_deref()).await,
+        Some(op) => operations::invoke(&state, &call, op, params, cursor).await,
         None if compat03::operation(&method).is_some() => {
             let v1 = compat03::operation(&method).map_or("", Operation::name);
             Err(A2aError::MethodNotFound(format!(

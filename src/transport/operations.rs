@@ -323,19 +323,29 @@ pub fn call_context(
     Ok(ctx)
 }
 
-/// What [`last_event_id_header`] gives for several `Last-Event-ID` headers (which one
-/// would be the cursor?); [`parse_last_event_id`] refuses it.
-const SEVERAL_LAST_EVENT_IDS: &str = "\0several";
+/// A request's SSE resume cursor, read from its `Last-Event-ID` header: `Ok(None)`
+/// without one. An unusable header is kept as its error, which only SubscribeToTask
+/// reports (other operations ignore the cursor).
+pub type ResumeCursor = Result<Option<u64>, A2aError>;
 
-/// The request's `Last-Event-ID` header as text for [`parse_last_event_id`]: `None`
-/// when absent; a value that is not text, or several headers, as a text it refuses.
-pub fn last_event_id_header(headers: &axum::http::HeaderMap) -> Option<String> {
+/// The request's `Last-Event-ID` header as a [`ResumeCursor`] (see
+/// [`parse_last_event_id`]).
+///
+/// # Errors
+/// [`A2aError::InvalidParams`] (inside the cursor) for several `Last-Event-ID` headers
+/// (which one would be the cursor?), a value that is not text, or one this server did
+/// not issue.
+pub fn last_event_id_header(headers: &axum::http::HeaderMap) -> ResumeCursor {
     let mut values = headers.get_all("last-event-id").iter();
-    let first = values.next()?;
+    let Some(first) = values.next() else {
+        return Ok(None);
+    };
     if values.next().is_some() {
-        return Some(SEVERAL_LAST_EVENT_IDS.to_owned());
+        return Err(A2aError::InvalidParams(
+            "several Last-Event-ID headers: send one, the id of the last event received".into(),
+        ));
     }
-    Some(first.to_str().unwrap_or("<not text>").to_owned())
+    parse_last_event_id(Some(first.to_str().unwrap_or("<not text>")))
 }
 
 /// Reads a `Last-Event-ID` (the SSE resume cursor this server issued as `id:`): absent
@@ -344,11 +354,6 @@ pub fn last_event_id_header(headers: &axum::http::HeaderMap) -> Option<String> {
 /// # Errors
 /// [`A2aError::InvalidParams`] for anything but decimal digits that fit 64 bits.
 pub fn parse_last_event_id(value: Option<&str>) -> Result<Option<u64>, A2aError> {
-    if value == Some(SEVERAL_LAST_EVENT_IDS) {
-        return Err(A2aError::InvalidParams(
-            "several Last-Event-ID headers: send one, the id of the last event received".into(),
-        ));
-    }
     let Some(s) = value.map(str::trim).filter(|s| !s.is_empty()) else {
         return Ok(None);
     };
@@ -409,28 +414,26 @@ fn nesting_depth(v: &Value) -> usize {
 }
 
 /// Runs `op` for `call` with the request message `params` (ProtoJSON) on the state's
-/// handler. `last_event_id` is the binding's resume cursor for SubscribeToTask (the
-/// SSE `Last-Event-ID` header), ignored by other operations.
+/// handler. `cursor` is the binding's resume cursor for SubscribeToTask (the SSE
+/// `Last-Event-ID` header, [`last_event_id_header`]), ignored by other operations.
 ///
 /// # Errors
 /// InvalidParams when `params` does not decode as the operation's request message or
-/// `last_event_id` is not one this server issued, and every error the handler's
+/// (SubscribeToTask) `cursor` holds an error, and every error the handler's
 /// operation returns (see [`RequestHandler`](crate::handler::RequestHandler)).
 pub async fn invoke(
     state: &AppState,
     call: &CallContext,
     op: Operation,
     params: Value,
-    last_event_id: Option<&str>,
+    cursor: ResumeCursor,
 ) -> Result<Outcome, A2aError> {
     use tracing::Instrument;
     // The handler operation's span (exported with `[telemetry] otlp_endpoint`), a child
     // of the caller's `traceparent`.
     let span = tracing::info_span!("a2a.operation", rpc.method = op.name());
     crate::telemetry::otlp::adopt(&span, call.trace_parent.as_ref());
-    run(state, call, op, params, last_event_id)
-        .instrument(span)
-        .await
+    run(state, call, op, params, cursor).instrument(span).await
 }
 
 async fn run(
@@ -438,7 +441,7 @@ async fn run(
     call: &CallContext,
     op: Operation,
     params: Value,
-    last_event_id: Option<&str>,
+    cursor: ResumeCursor,
 ) -> Result<Outcome, A2aError> {
     let h = &state.handler;
     match op {
@@ -462,7 +465,7 @@ async fn run(
                 .await?,
         ))),
         Operation::SubscribeToTask => {
-            let last = parse_last_event_id(last_event_id)?;
+            let last = cursor?;
             let stream = h
                 .subscribe_to_task(call, decode::<SubscribeToTaskRequest>(params)?, last)
                 .await?;

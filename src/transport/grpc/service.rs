@@ -102,7 +102,7 @@ impl A2aGrpc {
             let (call, params) = self.prepare(op, &req).await?;
             task_id = task_of(&params);
             caller = Some(call.owner.clone());
-            match operations::invoke(&self.state, &call, op, params, None).await? {
+            match operations::invoke(&self.state, &call, op, params, Ok(None)).await? {
                 Outcome::Message(m) => {
                     task_id = task_id
                         .take()
@@ -138,7 +138,7 @@ impl A2aGrpc {
             task_id = task_of(&params);
             caller = Some(call.owner.clone());
             let (first, rest) =
-                match operations::invoke(&self.state, &call, op, params, None).await? {
+                match operations::invoke(&self.state, &call, op, params, Ok(None)).await? {
                     Outcome::Stream(mut stream) => match stream.next().await {
                         Some(Ok(first)) => {
                             if task_id.is_none() {

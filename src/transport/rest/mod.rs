@@ -211,14 +211,14 @@ async fn handle(
         Ok(call) => call,
         Err(refused) => return refused.rest_response(media),
     };
-    let last_event_id = operations::last_event_id_header(&headers);
+    let cursor = operations::last_event_id_header(&headers);
     let mut task = task_id.or_else(|| {
         message
             .pointer("/message/taskId")
             .and_then(Value::as_str)
             .map(str::to_owned)
     });
-    let outcome = operations::invoke(&state, &call, op, message, last_event_id.as_deref()).await;
+    let outcome = operations::invoke(&state, &call, op, message, cursor).await;
     let (resp, label) = match outcome {
         Ok(Outcome::Message(m)) => {
             if task.is_none() {
