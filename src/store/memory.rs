@@ -59,6 +59,17 @@ impl Entry {
         }
     }
 
+    /// Folds `events[folded..]` into the snapshot (a new entry's snapshot was made
+    /// from its first event), cuts a final snapshot's vectors to size, and logs every
+    /// event of `events`.
+    fn record(&mut self, events: &[Arc<StoredEvent>], folded: usize) {
+        for e in &events[folded..] {
+            projection::apply_to(&mut self.task, &e.event);
+        }
+        shrink_if_final(&mut self.task);
+        events.iter().for_each(|e| self.log(e));
+    }
+
     /// Logs `e` as the next event, as a [`Logged::Chunk`] where it is one.
     fn log(&mut self, e: &Arc<StoredEvent>) {
         let StreamResponse::ArtifactUpdate(update) = &e.event else {
@@ -308,15 +319,11 @@ impl TaskStore for MemoryTaskStore {
         let key = (scope.clone(), task_id.to_owned());
         match tasks.get_mut(&key) {
             None if seq == 1 => {
-                let mut task = projection::apply(None, &events[0].event).ok_or_else(|| {
+                let task = projection::apply(None, &events[0].event).ok_or_else(|| {
                     StoreError::InvalidEvent("the first event of a task must be a Task".into())
                 })?;
-                for e in &events[1..] {
-                    projection::apply_to(&mut task, &e.event);
-                }
-                shrink_if_final(&mut task);
                 let mut entry = Box::new(Entry::new(task));
-                events.iter().for_each(|e| entry.log(e));
+                entry.record(events, 1);
                 tasks.insert(key, entry);
                 self.push.enqueue(scope, task_id, events);
                 Ok(())
@@ -331,11 +338,7 @@ impl TaskStore for MemoryTaskStore {
                         got: seq,
                     });
                 }
-                for e in events {
-                    projection::apply_to(&mut entry.task, &e.event);
-                }
-                shrink_if_final(&mut entry.task);
-                events.iter().for_each(|e| entry.log(e));
+                entry.record(events, 0);
                 self.push.enqueue(scope, task_id, events);
                 Ok(())
             }
