@@ -572,6 +572,10 @@ struct HookedStore {
     /// higher, `fail_times` times.
     fail_from_seq: Option<u64>,
     fail_times: AtomicUsize,
+    /// The next append holding the event with this number waits at the gate.
+    hold_append: Mutex<Option<(u64, Arc<Semaphore>)>>,
+    /// How many events each append carried, in order.
+    appended: Mutex<Vec<usize>>,
 }
 
 #[async_trait]
@@ -585,6 +589,17 @@ impl TaskStore for HookedStore {
         if self.yield_before_append {
             tokio::task::yield_now().await;
         }
+        let hold = {
+            let mut hold = self.hold_append.lock().unwrap();
+            match &*hold {
+                Some((n, _)) if events.iter().any(|e| e.seq == *n) => hold.take(),
+                _ => None,
+            }
+        };
+        if let Some((_, gate)) = hold {
+            pass(&gate).await;
+        }
+        self.appended.lock().unwrap().push(events.len());
         if let Some(n) = self.fail_from_seq
             && events.iter().any(|e| e.seq >= n)
             && self
@@ -692,6 +707,58 @@ async fn every_event_is_in_the_store_before_a_subscriber_sees_it() {
     // Task, WORKING, 200 chunks, COMPLETED; the subscription starts at WORKING.
     assert_eq!(within(a).await.unwrap(), 203);
     assert_eq!(within(b).await.unwrap(), 202);
+}
+
+/// The executor goes on while the driver writes: what it queues during a slow store
+/// write (here one chunk per poll, as an HTTP/1.1 body hands them over) is read then,
+/// not after the write, and goes into the next write as one group, not a write per
+/// chunk. Each event is still written before the stream shows it, in order.
+#[tokio::test(start_paused = true)]
+async fn events_queued_during_a_store_write_go_into_the_next_write_together() {
+    let gate = Arc::new(Semaphore::new(0));
+    let store = Arc::new(HookedStore {
+        // The first group: the Task, WORKING and the first chunk (event 3).
+        hold_append: Mutex::new(Some((3, gate.clone()))),
+        ..Default::default()
+    });
+    let (queued_tx, queued) = oneshot::channel::<()>();
+    let queued_tx = Arc::new(Mutex::new(Some(queued_tx)));
+    let exec = scripted(move |ctx, q| {
+        let queued_tx = queued_tx.clone();
+        async move {
+            let up = TaskUpdater::from_context(&ctx, q);
+            up.submit().await?;
+            up.start_work(None).await?;
+            for i in 0..10 {
+                let part = vec![Part::text(format!("{i},"))];
+                up.add_artifact(part, Some("out".into()), None, i > 0, i == 9)
+                    .await?;
+                tokio::task::yield_now().await;
+            }
+            if let Some(tx) = queued_tx.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+            up.complete(None).await?;
+            Ok(())
+        }
+    });
+    let h = RequestHandler::new(Arc::new(exec), store.clone(), HandlerConfig::default());
+    let caller = anon();
+    let send = h.send_streaming_message(&caller, req(text("go")));
+    // Every chunk is queued while the first write waits (paused time: a stalled
+    // executor fails this at once), and only then may the write end.
+    let release = async {
+        within(queued)
+            .await
+            .expect("the executor ran during the write");
+        gate.add_permits(1);
+    };
+    let (stream, ()) = tokio::join!(send, release);
+    let evs = drain(stream.unwrap()).await;
+    assert_contiguous(&evs);
+    assert_eq!(evs.len(), 13, "Task, WORKING, 10 chunks, COMPLETED");
+    assert_eq!(state(evs.last().unwrap()), Some(TaskState::Completed));
+    assert_eq!(*store.appended.lock().unwrap(), [3, 10]);
 }
 
 /// A gated 3-chunk run on a store that refuses the appends from event 3 on

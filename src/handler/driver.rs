@@ -520,7 +520,45 @@ impl Driver {
     /// first event its answer. On a store failure the run is stopped and a waiting
     /// caller gets the error.
     async fn commit(&mut self, r: &mut Running) {
-        match self.flush().await {
+        let written = self.flush().await;
+        self.committed(r, written);
+    }
+
+    /// [`commit`](Self::commit) while the executor goes on: it is polled during the
+    /// store write (unless it already returned, `outcome`), so what its upstream sends
+    /// meanwhile is read and queued, up to the queue's capacity, and goes into the
+    /// next write as one group. A store that answers at once (the memory store) is
+    /// not slowed: the write is polled first. Should the executor return meanwhile,
+    /// its end is noted in `outcome` and its queue closed, as
+    /// [`drive`](Self::drive) does.
+    ///
+    /// Without this, a durable store's write of a streamed reply took one upstream
+    /// chunk per write: an HTTP/1.1 body hands over a chunk only when it is read, so
+    /// nothing was waiting when the write ended (BENCHMARKS.md, "Issue 14, fifteenth
+    /// pass").
+    async fn commit_reading_ahead(&mut self, r: &mut Running, outcome: &mut Option<Outcome>) {
+        let written = {
+            let flush = self.flush();
+            tokio::pin!(flush);
+            loop {
+                tokio::select! {
+                    biased;
+                    written = &mut flush => break written,
+                    end = &mut r.exec, if outcome.is_none() => {
+                        *outcome = Some(outcome_of(end));
+                        r.events.close();
+                        r.closed = true;
+                    }
+                }
+            }
+        };
+        self.committed(r, written);
+    }
+
+    /// Answers a caller waiting for the run's first event once its write ended, or
+    /// stops the run after a failed one (see [`commit`](Self::commit)).
+    fn committed(&mut self, r: &mut Running, written: Result<(), A2aError>) {
+        match written {
             Ok(()) => {
                 if let Some(start) = r.start.take() {
                     send_once(&mut r.reply, Ok(*start));
@@ -796,7 +834,7 @@ impl Driver {
                 }
             }
             if staged {
-                self.commit(r).await;
+                self.commit_reading_ahead(r, &mut outcome).await;
             }
         }
     }

@@ -14,10 +14,10 @@
 //!   and a running turn holds no tokio task of its own;
 //! - a panic is caught here ([`RunEnd::Panicked`]) as tokio caught it in a spawned
 //!   task, and [`ExecutorRun::abort`] drops the future as `JoinHandle::abort` did;
-//! - while the driver writes to its store the executor is not polled: what its
-//!   upstream sends meanwhile waits in the connection's buffers and is read at the
-//!   next poll, which the driver makes before it waits again (an event read during
-//!   the write would have waited for that write to end anyway, then for its own).
+//! - while the driver writes a group of events it goes on polling the executor
+//!   (`Driver::commit_reading_ahead`), so what the upstream sends meanwhile is read
+//!   and queued (up to the queue's capacity) and goes into the next write as one
+//!   group; when a run ends, the driver's last writes poll it no more.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
