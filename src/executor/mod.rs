@@ -35,8 +35,10 @@ pub type ExecutorError = Box<dyn std::error::Error + Send + Sync>;
 ///
 /// The future `execute` returns is polled by the task's driver, in the driver's own
 /// tokio task (not spawned apart): like any async code it must not block its thread
-/// (blocking or CPU-heavy work belongs in `tokio::task::spawn_blocking`), and it is
-/// not polled while the driver writes the events it queued to the task store.
+/// (blocking or CPU-heavy work belongs in `tokio::task::spawn_blocking`). It is also
+/// polled while the driver writes the events it queued earlier to the task store, so
+/// it may queue more meanwhile, up to the queue's capacity (then
+/// [`EventQueue::enqueue_event`] waits); those go into the next write.
 #[async_trait]
 pub trait AgentExecutor: Send + Sync + 'static {
     /// Handles one incoming message.

@@ -8,9 +8,10 @@
 //! Events are written in groups: when the driver wakes for an executor event it also
 //! takes every event already queued behind it (up to [`MAX_GROUP`]), validates and
 //! folds them in order, writes them with one [`TaskStore::append_all`] and only then
-//! publishes them and answers a waiting caller. An executor that emits faster than
-//! the store writes thus costs one write per group, not per event, while a lone
-//! event is written at once (no waiting for company).
+//! publishes them and answers a waiting caller. The executor is polled on during
+//! the write, so what it queues meanwhile is the next group. An executor that emits
+//! faster than the store writes thus costs one write per group, not per event, while
+//! a lone event is written at once (no waiting for company).
 //!
 //! [`TaskStore::append_all`]: crate::store::TaskStore::append_all
 
