@@ -572,8 +572,10 @@ struct HookedStore {
     /// higher, `fail_times` times.
     fail_from_seq: Option<u64>,
     fail_times: AtomicUsize,
-    /// The next append holding the event with this number waits at the gate.
+    /// The next append holding the event with this number waits at the gate (and
+    /// notifies `holding` when it begins to wait).
     hold_append: Mutex<Option<(u64, Arc<Semaphore>)>>,
+    holding: tokio::sync::Notify,
     /// How many events each append carried, in order.
     appended: Mutex<Vec<usize>>,
 }
@@ -597,6 +599,7 @@ impl TaskStore for HookedStore {
             }
         };
         if let Some((_, gate)) = hold {
+            self.holding.notify_one();
             pass(&gate).await;
         }
         self.appended.lock().unwrap().push(events.len());
@@ -759,6 +762,64 @@ async fn events_queued_during_a_store_write_go_into_the_next_write_together() {
     assert_eq!(evs.len(), 13, "Task, WORKING, 10 chunks, COMPLETED");
     assert_eq!(state(evs.last().unwrap()), Some(TaskState::Completed));
     assert_eq!(*store.appended.lock().unwrap(), [3, 10]);
+}
+
+/// An executor that honours its cancellation and returns without a final state when
+/// the gateway shuts down, while its driver is writing (it is polled during the
+/// write), leaves its task FAILED for the shutdown, not "finished without reporting a
+/// final state".
+#[tokio::test(start_paused = true)]
+async fn a_run_the_shutdown_ends_during_a_store_write_is_failed_for_the_shutdown() {
+    let gate = Arc::new(Semaphore::new(0));
+    let store = Arc::new(HookedStore {
+        hold_append: Mutex::new(Some((3, gate.clone()))),
+        ..Default::default()
+    });
+    let (returned_tx, mut returned) = mpsc::unbounded_channel::<()>();
+    let exec = scripted(move |ctx, q| {
+        let returned_tx = returned_tx.clone();
+        async move {
+            let up = TaskUpdater::from_context(&ctx, q);
+            up.submit().await?;
+            up.start_work(None).await?;
+            up.add_artifact(
+                vec![Part::text("0,")],
+                Some("out".into()),
+                None,
+                false,
+                false,
+            )
+            .await?;
+            ctx.cancellation().cancelled().await;
+            let _ = returned_tx.send(());
+            Ok(())
+        }
+    });
+    let h = RequestHandler::new(Arc::new(exec), store.clone(), HandlerConfig::default());
+    let caller = anon();
+    let send = h.send_streaming_message(&caller, req(text("go")));
+    let h2 = h.clone();
+    let control = async {
+        // The first write (Task, WORKING, the chunk) waits; the shutdown's grace
+        // passes and the executor returns while it does.
+        within(store.holding.notified()).await;
+        let down = tokio::spawn(async move { h2.shutdown(Duration::from_millis(100)).await });
+        within(returned.recv())
+            .await
+            .expect("the executor saw the shutdown");
+        gate.add_permits(1);
+        down
+    };
+    let (stream, down) = tokio::join!(send, control);
+    let evs = drain(stream.unwrap()).await;
+    within(down).await.unwrap();
+    assert_contiguous(&evs);
+    assert_eq!(state(evs.last().unwrap()), Some(TaskState::Failed));
+    let id = evs[0].event().task_id().expect("a task event").to_owned();
+    let task = get(&h, &anon(), &id).await;
+    assert_eq!(task.status.state, TaskState::Failed);
+    let text = status_text(&task);
+    assert!(text.contains("gateway shut down"), "{text}");
 }
 
 /// A gated 3-chunk run on a store that refuses the appends from event 3 on

@@ -45,6 +45,9 @@ pub(crate) type EventGroup = Arc<Vec<Arc<StoredEvent>>>;
 /// How long an idle driver with live subscribers waits before re-checking whether
 /// it may exit.
 const IDLE_RECHECK: Duration = Duration::from_secs(5);
+/// The FAILED reason of a task whose run the gateway's shutdown ended.
+const SHUTDOWN_REASON: &str =
+    "the gateway shut down before the task finished; send the message again";
 /// How long `AgentExecutor::cancel` may take before the run is aborted anyway.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most queued executor events taken into one store write: the
@@ -778,7 +781,7 @@ impl Driver {
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled(), if outcome.is_none() => {
-                    Box::pin(self.abort(r, TaskState::Failed, "the gateway shut down before the task finished; send the message again")).await;
+                    Box::pin(self.abort(r, TaskState::Failed, SHUTDOWN_REASON)).await;
                     return None;
                 }
                 cmd = self.rx.next(), if outcome.is_none() => match cmd {
@@ -954,9 +957,18 @@ impl Driver {
         if r.message_only || self.broken {
             return;
         }
+        // The executor's cancellation is a child of the server's shutdown token: an
+        // executor that returned (or failed) because the gateway is shutting down is
+        // recorded as the shutdown's, not as an agent that forgot its final state. It
+        // can see the shutdown before this driver does (it is polled during a store
+        // write too, see `commit_reading_ahead`).
+        let shutting_down = self.inner.shutdown.is_cancelled();
         // The executor's error or panic text may hold internals: the caller gets the
         // category and an id, the log line with that id the text.
         let (category, detail, cause) = match outcome {
+            Outcome::Returned | Outcome::Failed(_) if shutting_down => {
+                (SHUTDOWN_REASON, None, tasks::reason::SHUTDOWN)
+            }
             Outcome::Returned => (
                 "the agent finished without reporting a final state",
                 None,
