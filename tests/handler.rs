@@ -808,11 +808,10 @@ async fn a_run_the_shutdown_ends_during_a_store_write_is_failed_for_the_shutdown
             .await
             .expect("the executor saw the shutdown");
         gate.add_permits(1);
-        down
+        within(down).await.unwrap();
     };
-    let (stream, down) = tokio::join!(send, control);
+    let (stream, ()) = tokio::join!(send, control);
     let evs = drain(stream.unwrap()).await;
-    within(down).await.unwrap();
     assert_contiguous(&evs);
     assert_eq!(state(evs.last().unwrap()), Some(TaskState::Failed));
     let id = evs[0].event().task_id().expect("a task event").to_owned();
