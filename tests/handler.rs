@@ -712,18 +712,24 @@ async fn every_event_is_in_the_store_before_a_subscriber_sees_it() {
     assert_eq!(within(b).await.unwrap(), 202);
 }
 
+/// A [`HookedStore`] whose append holding event `seq` waits at the returned gate.
+fn holding_append(seq: u64) -> (Arc<HookedStore>, Arc<Semaphore>) {
+    let gate = Arc::new(Semaphore::new(0));
+    let store = HookedStore {
+        hold_append: Mutex::new(Some((seq, gate.clone()))),
+        ..Default::default()
+    };
+    (Arc::new(store), gate)
+}
+
 /// The executor goes on while the driver writes: what it queues during a slow store
 /// write (here one chunk per poll, as an HTTP/1.1 body hands them over) is read then,
 /// not after the write, and goes into the next write as one group, not a write per
 /// chunk. Each event is still written before the stream shows it, in order.
 #[tokio::test(start_paused = true)]
 async fn events_queued_during_a_store_write_go_into_the_next_write_together() {
-    let gate = Arc::new(Semaphore::new(0));
-    let store = Arc::new(HookedStore {
-        // The first group: the Task, WORKING and the first chunk (event 3).
-        hold_append: Mutex::new(Some((3, gate.clone()))),
-        ..Default::default()
-    });
+    // The first group: the Task, WORKING and the first chunk (event 3).
+    let (store, gate) = holding_append(3);
     let (queued_tx, queued) = oneshot::channel::<()>();
     let queued_tx = Arc::new(Mutex::new(Some(queued_tx)));
     let exec = scripted(move |ctx, q| {
@@ -770,11 +776,7 @@ async fn events_queued_during_a_store_write_go_into_the_next_write_together() {
 /// final state".
 #[tokio::test(start_paused = true)]
 async fn a_run_the_shutdown_ends_during_a_store_write_is_failed_for_the_shutdown() {
-    let gate = Arc::new(Semaphore::new(0));
-    let store = Arc::new(HookedStore {
-        hold_append: Mutex::new(Some((3, gate.clone()))),
-        ..Default::default()
-    });
+    let (store, gate) = holding_append(3);
     let (returned_tx, mut returned) = mpsc::unbounded_channel::<()>();
     let exec = scripted(move |ctx, q| {
         let returned_tx = returned_tx.clone();
