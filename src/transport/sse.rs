@@ -76,7 +76,9 @@ fn event_for(framing: &Framing, item: Result<SequencedEvent, crate::A2aError>) -
 /// Renders `first` (already taken from the stream, so that an error before it can
 /// be a plain error response) and the rest of `rest` as SSE framed as `framing` says.
 /// The stream also ends [`SHUTDOWN_DRAIN`] after `shutdown` is cancelled (normally
-/// sooner: its task's final event ends it).
+/// sooner: its task's final event ends it); a stream cut that way ends with an error
+/// event ([`shutdown_cut`]: `Unavailable`, "resubscribe"), so that a client can tell it
+/// from a stream its task ended.
 pub fn render(
     framing: Framing,
     first: Option<SequencedEvent>,
@@ -98,6 +100,8 @@ pub fn render(
     // `take_until` polls its future for every event: a child token takes its own
     // lock there, not the one every stream and task of the server shares.
     let shutdown = shutdown.child_token();
+    let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (cut_by_shutdown, last) = (cut.clone(), framing.clone());
     let rest = rest.map(move |item| {
         match &item {
             Ok(ev) => on_item.event(ev.event().task_id()),
@@ -120,10 +124,29 @@ pub fn render(
             // it cut short; give the stream a moment to deliver it, then close.
             shutdown.cancelled_owned().await;
             tokio::time::sleep(SHUTDOWN_DRAIN).await;
+            cut_by_shutdown.store(true, std::sync::atomic::Ordering::Relaxed);
             on_shutdown.end(StreamOutcome::Shutdown);
         })
+        .chain(
+            futures::stream::once(async move {
+                cut.load(std::sync::atomic::Ordering::Relaxed)
+                    .then(|| event_for(&last, Err(shutdown_cut())))
+            })
+            .filter_map(futures::future::ready),
+        )
         .map(Ok::<_, Infallible>);
     sse_response(events, keepalive)
+}
+
+/// The error that ends a stream the gateway's shutdown cut before its task's final
+/// event: `Unavailable` (JSON-RPC -32000 / HTTP 503 `UNAVAILABLE` in the binding's
+/// error body); the task goes on being stored, so the client resubscribes later.
+fn shutdown_cut() -> crate::A2aError {
+    crate::A2aError::Unavailable(
+        "the gateway shut down before this stream ended; the task is stored: resubscribe \
+         (SubscribeToTask) to follow it"
+            .into(),
+    )
 }
 
 fn sse_response(
@@ -143,4 +166,70 @@ fn sse_response(
         axum::http::HeaderValue::from_static("no-cache"),
     );
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent};
+
+    fn working(seq: u64) -> SequencedEvent {
+        let update = TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus::new(TaskState::Working),
+            metadata: None,
+        };
+        SequencedEvent::new(Some(seq), StreamResponse::StatusUpdate(update))
+    }
+
+    async fn body(resp: Response) -> String {
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    /// A stream the shutdown cuts (its task never reached a final event) ends with
+    /// an error event after the drain, in the binding's framing; a stream whose
+    /// events ended by themselves does not get one.
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_cut_by_the_shutdown_ends_with_an_unavailable_error_event() {
+        let shutdown = CancellationToken::new();
+        let rest: EventStream = Box::pin(futures::stream::pending());
+        let resp = render(
+            Framing::JsonRpc(RequestId(7.into())),
+            Some(working(2)),
+            rest,
+            Duration::from_secs(3600),
+            shutdown.clone(),
+        );
+        shutdown.cancel();
+        let text = body(resp).await;
+        let datas: Vec<&str> = text.lines().filter(|l| l.starts_with("data:")).collect();
+        assert_eq!(datas.len(), 2, "{text}");
+        assert!(datas[0].contains("TASK_STATE_WORKING"), "{text}");
+        assert!(
+            datas[1].contains("-32000") && datas[1].contains("resubscribe"),
+            "{text}"
+        );
+        assert!(datas[1].contains("\"id\":7"), "{text}");
+
+        let shutdown = CancellationToken::new();
+        let rest: EventStream = Box::pin(futures::stream::iter([Ok(working(3))]));
+        let resp = render(
+            Framing::Bare,
+            Some(working(2)),
+            rest,
+            Duration::from_secs(3600),
+            shutdown,
+        );
+        let text = body(resp).await;
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("data:")).count(),
+            2,
+            "{text}"
+        );
+        assert!(!text.contains("resubscribe"), "{text}");
+    }
 }
