@@ -253,9 +253,11 @@ async fn a_receiver_that_hangs_past_the_timeout_is_retried() {
 #[tokio::test]
 async fn a_receiver_down_for_a_while_gets_everything_when_back() {
     let (s, store) = start(test_push_config()).await;
-    let parked = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    // The port stays taken while the receiver is down (bound, not listening, so every
+    // connection is refused): no other test's listener can be given it meanwhile.
+    let parked = tokio::net::TcpSocket::new_v4().unwrap();
+    parked.bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = parked.local_addr().unwrap();
-    drop(parked);
     send(&s, "echo hi", &format!("http://{addr}/down"), false).await;
     // Failing meanwhile, with the reason kept.
     let push = store.push_store().unwrap();
@@ -274,6 +276,7 @@ async fn a_receiver_down_for_a_while_gets_everything_when_back() {
         assert!(Instant::now() < deadline, "{st:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    drop(parked);
     let back = Receiver::start_on(tokio::net::TcpListener::bind(addr).await.unwrap()).await;
     let calls = wait_all(&back, "/down", 4).await;
     assert_eq!(delivered(&calls), echo_events());

@@ -77,8 +77,8 @@ fn event_for(framing: &Framing, item: Result<SequencedEvent, crate::A2aError>) -
 /// be a plain error response) and the rest of `rest` as SSE framed as `framing` says.
 /// The stream also ends [`SHUTDOWN_DRAIN`] after `shutdown` is cancelled (normally
 /// sooner: its task's final event ends it); a stream cut that way ends with an error
-/// event ([`shutdown_cut`]: `Unavailable`, "resubscribe"), so that a client can tell it
-/// from a stream its task ended.
+/// event ([`shutdown_cut`]: `Unavailable`, "GetTask shows how it went on"), so that a
+/// client can tell it from a stream its task ended.
 pub fn render(
     framing: Framing,
     first: Option<SequencedEvent>,
@@ -140,11 +140,11 @@ pub fn render(
 
 /// The error that ends a stream the gateway's shutdown cut before its task's final
 /// event: `Unavailable` (JSON-RPC -32000 / HTTP 503 `UNAVAILABLE` in the binding's
-/// error body); the task goes on being stored, so the client resubscribes later.
+/// error body); the task is stored, so the client reads it (or resubscribes) later.
 fn shutdown_cut() -> crate::A2aError {
     crate::A2aError::Unavailable(
-        "the gateway shut down before this stream ended; the task is stored: resubscribe \
-         (SubscribeToTask) to follow it"
+        "the gateway shut down before this stream ended; the task is stored: GetTask shows \
+         how it went on (SubscribeToTask while it still runs)"
             .into(),
     )
 }
@@ -210,7 +210,7 @@ mod tests {
         assert_eq!(datas.len(), 2, "{text}");
         assert!(datas[0].contains("TASK_STATE_WORKING"), "{text}");
         assert!(
-            datas[1].contains("-32000") && datas[1].contains("resubscribe"),
+            datas[1].contains("-32000") && datas[1].contains("GetTask"),
             "{text}"
         );
         assert!(datas[1].contains("\"id\":7"), "{text}");
@@ -230,6 +230,6 @@ mod tests {
             2,
             "{text}"
         );
-        assert!(!text.contains("resubscribe"), "{text}");
+        assert!(!text.contains("GetTask"), "{text}");
     }
 }
