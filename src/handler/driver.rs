@@ -197,6 +197,14 @@ struct Running {
     turn_ended: bool,
 }
 
+impl Running {
+    /// Accepts no more executor events; what is already queued is still taken.
+    fn close_queue(&mut self) {
+        self.events.close();
+        self.closed = true;
+    }
+}
+
 impl Driver {
     /// Starts a driver for `key` and returns its handle. `known_new`: the task does
     /// not exist yet (skip loading it).
@@ -550,8 +558,7 @@ impl Driver {
                     written = &mut flush => break written,
                     end = &mut r.exec, if outcome.is_none() => {
                         *outcome = Some(outcome_of(end));
-                        r.events.close();
-                        r.closed = true;
+                        r.close_queue();
                     }
                 }
             }
@@ -833,8 +840,7 @@ impl Driver {
                     }
                     outcome = Some(outcome_of(end));
                     // Take what the executor queued, then stop accepting more.
-                    r.events.close();
-                    r.closed = true;
+                    r.close_queue();
                 }
             }
             if staged {
@@ -860,8 +866,7 @@ impl Driver {
                 m.task_id = None;
                 r.message_only = true;
                 send_once(&mut r.reply, Ok(RunStart::Message(m)));
-                r.events.close();
-                r.closed = true;
+                r.close_queue();
             } else {
                 tracing::warn!(task.id = %self.task_id(), "a Message event in a task's lifecycle is rejected; use a status message");
             }
@@ -898,16 +903,14 @@ impl Driver {
                     r.turn_ended = true;
                     if ended.is_terminal() && !r.closed {
                         // As after a final state: the turn is over.
-                        r.events.close();
-                        r.closed = true;
+                        r.close_queue();
                     }
                 }
             }
             self.stage(ev);
         }
         if self.state().is_some_and(TaskState::is_terminal) && !r.closed {
-            r.events.close();
-            r.closed = true;
+            r.close_queue();
         }
     }
 
