@@ -5,7 +5,10 @@
 //! relayed, each client reading its whole stream. The figure is the gateway process's
 //! own CPU time (user + system, from `/proc/<pid>/stat`, so it does not depend on what
 //! else shares the cores; the upstream and the clients run in this bench process)
-//! divided by the artifact-chunk events the clients received.
+//! divided by the artifact-chunk events the clients received. Each row also gives the
+//! gateway's peak resident memory during the round (`VmHWM`, reset before the round
+//! by writing 5 to `/proc/<pid>/clear_refs`) and its growth over the resident memory at
+//! the round's start, in MiB: what the replies in flight cost at their peak.
 //!
 //! Every event is still stored before any client sees it (the gateway's normal path;
 //! nothing here changes it). The gateway runs with its defaults (push sender on,
@@ -21,6 +24,10 @@
 //! - `BENCH_TASKS` (default 80), `BENCH_CLIENTS` (default 8), `BENCH_CHUNKS` (default
 //!   1000), `BENCH_ROUNDS` (default 3: measured rounds per store, after one warm-up
 //!   round of `BENCH_CLIENTS` tasks);
+//! - `BENCH_FRAME_BYTES`: the length of each frame's JSON string, in bytes (default 0:
+//!   the short text of about 35 characters); e.g. `BENCH_TASKS=1 BENCH_CLIENTS=1
+//!   BENCH_CHUNKS=30000 BENCH_FRAME_BYTES=2000` is one reply of 60 MB, for the
+//!   peak-memory column;
 //! - `BENCH_UPSTREAM_HTTP`: the gateway's `upstream.http_version` (default `auto`, that
 //!   is HTTP/1.1 on plain http; `http2` for h2c as with AgentCore);
 //! - `BENCH_GATEWAYS`: other gateway binaries to run side by side with this build's, as
@@ -51,20 +58,22 @@ mod common;
 const BIN: &str = env!("CARGO_BIN_EXE_a2a-gateway");
 
 /// The fake upstream's reply: `chunks` SSE frames, each a JSON string of about 35
-/// characters (a few words of streamed text), then the end of the body.
-fn reply_frames(chunks: usize) -> Vec<axum::body::Bytes> {
+/// characters (a few words of streamed text) or, when `frame_bytes` is larger, of
+/// `frame_bytes` characters (padded with `x`), then the end of the body.
+fn reply_frames(chunks: usize, frame_bytes: usize) -> Vec<axum::body::Bytes> {
     (0..chunks)
         .map(|i| {
-            axum::body::Bytes::from(format!(
-                "data: {}\n\n",
-                json!(format!("chunk {i:05} of the streamed reply, "))
-            ))
+            let mut text = format!("chunk {i:05} of the streamed reply, ");
+            if text.len() < frame_bytes {
+                text.extend(std::iter::repeat_n('x', frame_bytes - text.len()));
+            }
+            axum::body::Bytes::from(format!("data: {}\n\n", json!(text)))
         })
         .collect()
 }
 
-async fn start_upstream(chunks: usize) -> String {
-    let frames = Arc::new(reply_frames(chunks));
+async fn start_upstream(chunks: usize, frame_bytes: usize) -> String {
+    let frames = Arc::new(reply_frames(chunks, frame_bytes));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = axum::Router::new().route(
@@ -224,6 +233,7 @@ fn main() {
     let tasks = common::env_u64("BENCH_TASKS", 80) as usize;
     let clients = common::env_u64("BENCH_CLIENTS", 8) as usize;
     let chunks = common::env_u64("BENCH_CHUNKS", 1000) as usize;
+    let frame_bytes = common::env_u64("BENCH_FRAME_BYTES", 0) as usize;
     let rounds = common::env_u64("BENCH_ROUNDS", 3).max(1);
     let http = std::env::var("BENCH_UPSTREAM_HTTP").unwrap_or_else(|_| "auto".into());
     let perf = std::env::var("BENCH_PERF").ok();
@@ -237,15 +247,16 @@ fn main() {
         .collect();
     let tick = clock_tick();
     let rt = common::runtime();
-    let upstream = rt.block_on(start_upstream(chunks));
+    let upstream = rt.block_on(start_upstream(chunks, frame_bytes));
     println!(
-        "{tasks} tasks x {chunks} chunks per round, {clients} clients, upstream http_version {http}; \
-         gateway CPU = utime + stime of its process"
+        "{tasks} tasks x {chunks} chunks per round (frames of {} bytes), {clients} clients, \
+         upstream http_version {http}; gateway CPU = utime + stime of its process",
+        reply_frames(1, frame_bytes)[0].len()
     );
     println!(
-        "| store | gateway | round | chunk events | wall | gateway CPU (user + sys) | CPU per chunk event | chunk events/s |"
+        "| store | gateway | round | chunk events | wall | gateway CPU (user + sys) | CPU per chunk event | chunk events/s | peak RSS (growth) | RSS 1 s after |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for kind in &stores {
         for (label, bin) in &gateways {
             run_store(
@@ -303,7 +314,7 @@ fn run_store(
             let pg = rt.block_on(pg_schema());
             if pg.is_none() {
                 println!(
-                    "| {kind} | skipped: A2A_GATEWAY_TEST_POSTGRES_URL unset or unreachable | | | | | | |"
+                    "| {kind} | skipped: A2A_GATEWAY_TEST_POSTGRES_URL unset or unreachable | | | | | | | | |"
                 );
                 return;
             }
@@ -345,6 +356,9 @@ fn run_store(
         });
         let mut per_event = Vec::new();
         for r in 1..=rounds {
+            // Resets the peak resident memory (`VmHWM`) to the current one.
+            let _ = std::fs::write(format!("/proc/{}/clear_refs", gw.pid()), "5");
+            let rss0 = gw.rss_kib();
             let (u0, s0) = cpu_secs(gw.pid(), tick);
             let t0 = Instant::now();
             let got = rt.block_on(round(&gw.url, tasks, clients, chunks));
@@ -353,11 +367,19 @@ fn run_store(
             let (user, sys) = (u1 - u0, s1 - s0);
             let us = (user + sys) * 1e6 / got.chunks as f64;
             per_event.push(us);
+            let peak = gw.peak_rss_kib();
+            // What stays resident once the round's replies are done (allocator caches
+            // included): read after a second without load.
+            std::thread::sleep(Duration::from_secs(1));
+            let after = gw.rss_kib();
             println!(
-                "| {kind} | {label} | {r} | {} | {wall:.2} s | {:.2} s ({user:.2} + {sys:.2}) | **{us:.2} µs** | {:.0} |",
+                "| {kind} | {label} | {r} | {} | {wall:.2} s | {:.2} s ({user:.2} + {sys:.2}) | **{us:.2} µs** | {:.0} | {:.1} MiB (+{:.1}) | {:.1} MiB |",
                 got.chunks,
                 user + sys,
-                got.chunks as f64 / wall
+                got.chunks as f64 / wall,
+                peak as f64 / 1024.0,
+                peak.saturating_sub(rss0) as f64 / 1024.0,
+                after as f64 / 1024.0
             );
             assert_eq!(got.tasks, tasks);
         }
@@ -369,7 +391,7 @@ fn run_store(
         }
         per_event.sort_by(f64::total_cmp);
         println!(
-            "| {kind} | {label} | median | | | | **{:.2} µs** | |",
+            "| {kind} | {label} | median | | | | **{:.2} µs** | | | |",
             per_event[per_event.len() / 2]
         );
         drop(gw);

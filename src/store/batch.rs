@@ -624,8 +624,10 @@ pub(crate) trait BatchOps: Send {
         ranges: &[CompactRange<'_>],
     ) -> Result<Vec<(TaskKey, i64, String)>, StoreError>;
     /// Writes everything and commits, atomically. A write that finds a row changed
-    /// since [`rows`](Self::rows) read it fails as a whole.
-    async fn write(&mut self, writes: &Writes<'_>) -> Result<(), BatchError>;
+    /// since [`rows`](Self::rows) read it fails as a whole. `writes` is given, not
+    /// lent, so that a backend can move a large text (a checkpoint of many megabytes)
+    /// into a statement's parameters instead of copying it.
+    async fn write(&mut self, writes: Writes<'_>) -> Result<(), BatchError>;
     /// Ends the transaction after a failure or when nothing is written.
     async fn abort(&mut self);
 }
@@ -739,7 +741,7 @@ pub(crate) async fn write_batch<T: BatchOps>(
         }
     }
     writes.creates = creates.iter().map(|(a, c)| (*a, c)).collect();
-    match tx.write(&writes).await {
+    match tx.write(writes).await {
         Ok(()) => Ok(results),
         Err(e) => {
             if !matches!(e, BatchError::Commit(_)) {

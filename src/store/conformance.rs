@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use chrono::Duration;
 
-use super::{PageCursor, Scope, StoreError, StoredEvent, TaskQuery, TaskStore, projection};
+use super::{
+    FoldedArtifacts, PageCursor, Scope, StoreError, StoredEvent, TaskQuery, TaskStore, projection,
+};
 use crate::executor::{new_agent_text_message, new_id, new_user_text_message};
 use crate::protocol::time::{self, Timestamp};
 use crate::protocol::{
@@ -26,6 +28,7 @@ pub async fn run_all(store: &dyn TaskStore) {
     long_artifact_stream_projects(store).await;
     grouped_appends_fold_like_single_ones(store).await;
     grouped_append_is_all_or_nothing(store).await;
+    checkpoint_of_megabytes_reads_back_whole(store).await;
     purge_removes_old_terminal_tasks(store).await;
     expired_input_required_lists_old_waiting_tasks(store).await;
     crate::push::conformance::run_all(store).await;
@@ -800,6 +803,71 @@ async fn grouped_appends_fold_like_single_ones(store: &dyn TaskStore) {
             "events after {after}, at most {limit}"
         );
     }
+}
+
+/// A reply of about 3 MiB streamed in chunks of 48 KiB, written as the task driver
+/// writes (`append_all_folded`, groups of uneven sizes): the artifact checkpoint is
+/// rewritten several times at megabyte sizes (a SQL store writes those by a statement
+/// of their own) and the snapshot equals the fold of every event after each group,
+/// after the task settles, and in `ListTasks` with artifacts.
+async fn checkpoint_of_megabytes_reads_back_whole(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let id = new_id();
+    let now = time::now();
+    let mut events = vec![
+        StreamResponse::Task(task_at(&id, "ctx", now)),
+        status(&id, "ctx", TaskState::Working, now),
+    ];
+    for i in 0..64usize {
+        // Each chunk differs all along its length, so a slice taken from the wrong
+        // place or of the wrong length cannot read back equal.
+        let text: String = (0..48 * 1024)
+            .map(|k| char::from(b'a' + ((i + k) % 26) as u8))
+            .collect();
+        events.push(reply_chunk(&id, i, &text));
+    }
+    events.push(status(&id, "ctx", TaskState::Completed, now));
+    let sizes = [2usize, 5, 1, 9, 17, 3];
+    let (mut at, mut k) = (0usize, 0usize);
+    let mut expected: Option<crate::protocol::Task> = None;
+    while at < events.len() {
+        let n = sizes[k % sizes.len()].min(events.len() - at);
+        k += 1;
+        let group = &events[at..at + n];
+        for e in group {
+            expected = projection::apply(expected, e);
+        }
+        let folded: FoldedArtifacts = Arc::new(expected.as_ref().and_then(|t| t.artifacts.clone()));
+        store
+            .append_all_folded(&scope, &id, &stored(at as u64 + 1, group), &folded)
+            .await
+            .unwrap();
+        at += n;
+        let rec = store.get(&scope, &id).await.unwrap().unwrap();
+        assert_eq!(rec.last_seq, at as u64);
+        assert!(
+            rec.task == *expected.as_ref().unwrap(),
+            "snapshot after event {at} differs from the fold"
+        );
+    }
+    let artifacts = expected.as_ref().and_then(|t| t.artifacts.as_ref());
+    let bytes = serde_json::to_string(&artifacts).unwrap().len();
+    assert!(bytes > 3 * 1024 * 1024, "{bytes} bytes of artifacts");
+    let page = store
+        .list(
+            &scope,
+            &TaskQuery {
+                page_size: 10,
+                include_artifacts: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(
+        page.tasks.first() == expected.as_ref(),
+        "ListTasks with artifacts agrees"
+    );
 }
 
 /// A refused `append_all` writes none of its events.

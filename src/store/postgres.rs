@@ -442,7 +442,8 @@ impl BatchOps for PgOps {
             .collect())
     }
 
-    async fn write(&mut self, w: &Writes<'_>) -> Result<(), BatchError> {
+    async fn write(&mut self, w: Writes<'_>) -> Result<(), BatchError> {
+        let w = &w;
         // New tasks in key order, so that racing creators wait on each other in one
         // order.
         let mut creates: Vec<_> = w.creates.iter().collect();

@@ -636,6 +636,22 @@ macro_rules! write_sql {
     };
 }
 
+/// Rewrites one task's artifact checkpoint with its text bound as is: `$1` tenant, `$2`
+/// owner, `$3` task id, `$4` the checkpoint (see [`OWN_STATEMENT_BYTES`]).
+macro_rules! checkpoint_sql {
+    () => {
+        "UPDATE a2a_task_artifacts SET artifacts = $4 \
+         WHERE tenant = $1 AND owner = $2 AND task_id = $3"
+    };
+}
+
+/// A rewritten checkpoint of at least this many bytes (256 KiB) is written by a
+/// statement of its own ([`checkpoint_sql`]) with its text moved into the parameter,
+/// instead of being copied into the texts blob and sliced out of it again: each
+/// copy of a streamed reply of many megabytes counts in the gateway's peak memory,
+/// and one more statement is nothing beside writing that many bytes.
+const OWN_STATEMENT_BYTES: usize = 256 * 1024;
+
 /// The batch round trips on SQLite. Each statement takes its rows as one JSON array
 /// bound as a single parameter and unpacked with `jsonb_each` (which parses the array
 /// once; `json_each` would render each element back to text for `->>` to parse
@@ -771,7 +787,27 @@ impl BatchOps for SqliteOps {
             .collect())
     }
 
-    async fn write(&mut self, w: &Writes<'_>) -> Result<(), BatchError> {
+    async fn write(&mut self, mut w: Writes<'_>) -> Result<(), BatchError> {
+        let (large, small): (Vec<_>, Vec<_>) = std::mem::take(&mut w.artifacts)
+            .into_iter()
+            .partition(|(_, artifacts)| artifacts.len() >= OWN_STATEMENT_BYTES);
+        w.artifacts = small;
+        for (a, artifacts) in large {
+            let sql = if self.open {
+                checkpoint_sql!()
+            } else {
+                concat!("BEGIN IMMEDIATE; ", checkpoint_sql!())
+            };
+            self.open = true;
+            sqlx::query(sql)
+                .bind(a.scope.tenant.as_str())
+                .bind(a.scope.owner.as_str())
+                .bind(a.task_id.as_str())
+                .bind(artifacts)
+                .execute(&mut *self.conn)
+                .await
+                .map_err(|e| BatchError::Write(db(e)))?;
+        }
         let encode = |r: Result<String, StoreError>| r.map_err(BatchError::Write);
         // The JSON texts (snapshots, checkpoints, events) go in one blob, bound as `$5`,
         // each row naming its slice by a 1-based offset and a length in bytes: inside the
