@@ -151,6 +151,69 @@ async fn events_within_the_bound_pass_and_the_default_is_4_mib() {
     assert_eq!(out.text().len(), 10 * 200 * 1024);
 }
 
+/// A reply of `events` SSE events of 10 KiB of text each, then the end of the body;
+/// and the body's length in bytes.
+fn ten_kib_events(events: usize) -> (Vec<u8>, u64) {
+    let ev = format!("data: \"{}\"\n\n", "z".repeat(10 * 1024));
+    let mut out = sse_head();
+    for _ in 0..events {
+        out.extend(chunk(ev.as_bytes()));
+    }
+    out.extend(end_chunks());
+    (out, (events * ev.len()) as u64)
+}
+
+#[tokio::test]
+async fn an_endless_stream_fails_at_the_stream_bound_and_keeps_what_it_relayed() {
+    // 10 KiB events, 1 MiB of them, and the upstream keeps the stream open after.
+    let up = raw_server(|_, _| {
+        let (mut out, _) = ten_kib_events(100);
+        out.truncate(out.len() - end_chunks().len());
+        vec![Step::Write(out), Step::AwaitClientClose]
+    })
+    .await;
+    let mut s = settings(&up.url);
+    s.max_stream_bytes = 256 * 1024;
+    let started = std::time::Instant::now();
+    let out = run(&exec(s), ctx("x")).await;
+    assert_eq!(out.final_state(), TaskState::Failed);
+    assert_eq!(
+        out.reason(),
+        "the AgentCore runtime's streamed reply exceeded 262144 bytes (setting `max_stream_bytes`); the partial output is not a complete answer"
+    );
+    // When the bound is crossed, not after the 10 s read timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // The events before the bound were relayed as chunks and stay in the task.
+    let relayed = out.text().len();
+    assert!(
+        (20 * 10 * 1024..=256 * 1024).contains(&relayed),
+        "{relayed} bytes relayed"
+    );
+}
+
+#[tokio::test]
+async fn a_stream_of_exactly_the_bound_completes_and_the_default_is_100_mib() {
+    assert_eq!(
+        AgentCoreSettings::for_url("http://x/invocations").max_stream_bytes,
+        100 * 1024 * 1024
+    );
+    let (_, len) = ten_kib_events(30);
+    for (limit, want) in [(len, TaskState::Completed), (len - 1, TaskState::Failed)] {
+        let up = raw_server(|_, _| vec![Step::Write(ten_kib_events(30).0)]).await;
+        let mut s = settings(&up.url);
+        s.max_stream_bytes = limit;
+        let out = run(&exec(s), ctx("x")).await;
+        assert_eq!(out.final_state(), want, "limit {limit}: {}", out.reason());
+        if want == TaskState::Completed {
+            assert_eq!(out.text().len(), 30 * 10 * 1024);
+        }
+    }
+}
+
 #[tokio::test]
 async fn cr_only_line_endings_lose_no_text() {
     // The CR ending the last event's blank line is the last byte of a read.

@@ -41,7 +41,7 @@ fn decode(
         }
     }
     futures::executor::block_on(
-        sse_events(stream::iter(pieces).boxed(), max_event_bytes)
+        sse_events(stream::iter(pieces).boxed(), max_event_bytes, u64::MAX)
             .map(|r| r.map_err(|e| e.to_string()))
             .collect(),
     )

@@ -195,6 +195,7 @@ fn fully_populated() -> Config {
             request_timeout_secs: 1,
             max_stream_secs: 1,
             max_event_bytes: 1,
+            max_stream_bytes: 1,
             max_reply_bytes: 1,
             max_retries: 1,
             include_message: true,

@@ -52,6 +52,10 @@ pub struct UpstreamConfig {
     /// blank lines since the previous event). A larger one fails the task. Default
     /// 4194304 (4 MiB).
     pub max_event_bytes: u64,
+    /// Largest streamed (SSE) reply in total, in bytes. A larger one fails the task
+    /// (its text so far is kept in the task's artifact). Default 104857600 (100 MiB,
+    /// above the runtime's own 100 MB limit on a response).
+    pub max_stream_bytes: u64,
     /// Largest JSON or text (non-streamed) reply body, in bytes. A larger one fails the
     /// task. Default 16777216 (16 MiB).
     pub max_reply_bytes: u64,
@@ -138,6 +142,7 @@ impl Default for UpstreamConfig {
             request_timeout_secs: 900,
             max_stream_secs: 3600,
             max_event_bytes: 4 * 1024 * 1024,
+            max_stream_bytes: 100 * 1024 * 1024,
             max_reply_bytes: 16 * 1024 * 1024,
             max_retries: 3,
             include_message: false,
@@ -248,6 +253,7 @@ impl UpstreamConfig {
             ("upstream.request_timeout_secs", self.request_timeout_secs),
             ("upstream.max_stream_secs", self.max_stream_secs),
             ("upstream.max_event_bytes", self.max_event_bytes),
+            ("upstream.max_stream_bytes", self.max_stream_bytes),
             ("upstream.max_reply_bytes", self.max_reply_bytes),
         ] {
             nonzero(key, value)?;

@@ -297,6 +297,15 @@ pub enum UpstreamError {
         /// The limit in bytes.
         limit: u64,
     },
+    /// A streamed (SSE) reply's body was larger in total than
+    /// `upstream.max_stream_bytes`.
+    #[error(
+        "the AgentCore runtime's streamed reply exceeded {limit} bytes (setting `max_stream_bytes`); the partial output is not a complete answer"
+    )]
+    StreamTooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
     /// The SSE body ended in the middle of an event's line.
     #[error(
         "the AgentCore runtime's event stream ended in the middle of an event line; the partial output is not a complete answer"
@@ -366,6 +375,7 @@ impl UpstreamError {
             | Self::Malformed(_)
             | Self::ContentType { .. }
             | Self::EventTooLarge { .. }
+            | Self::StreamTooLarge { .. }
             | Self::Truncated
             | Self::TooLarge { .. } => self.to_string(),
         }
@@ -391,6 +401,7 @@ impl UpstreamError {
             Self::Malformed(_) => "malformed",
             Self::ContentType { .. } => "content_type",
             Self::EventTooLarge { .. } => "event_too_large",
+            Self::StreamTooLarge { .. } => "stream_too_large",
             Self::Truncated => "truncated",
             Self::TooLarge { .. } => "too_large",
             Self::Control(_) => "control",
@@ -685,6 +696,10 @@ mod tests {
                 "an event in the AgentCore runtime's stream exceeded 4 bytes (setting `max_event_bytes`); the partial output is not a complete answer",
             ),
             (
+                UpstreamError::StreamTooLarge { limit: 64 },
+                "the AgentCore runtime's streamed reply exceeded 64 bytes (setting `max_stream_bytes`); the partial output is not a complete answer",
+            ),
+            (
                 UpstreamError::Truncated,
                 "the AgentCore runtime's event stream ended in the middle of an event line; the partial output is not a complete answer",
             ),
@@ -721,6 +736,7 @@ mod tests {
                 | UpstreamError::Malformed(_)
                 | UpstreamError::ContentType { .. }
                 | UpstreamError::EventTooLarge { .. }
+                | UpstreamError::StreamTooLarge { .. }
                 | UpstreamError::Truncated
                 | UpstreamError::TooLarge { .. }
                 | UpstreamError::Control(_)
@@ -733,7 +749,7 @@ mod tests {
                 assert!(!public.contains(leak), "{leak} in {public}");
             }
         }
-        assert_eq!(cases.len(), 17);
+        assert_eq!(cases.len(), 18);
         // The log form keeps the details.
         assert!(cases[0].0.to_string().contains("os error 111"));
         assert!(cases[1].0.to_string().contains("10.1.2.3"));

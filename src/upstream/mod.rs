@@ -553,7 +553,7 @@ impl Inner {
         let mut sink = ReplySink::new(updater, start);
         if kind == reply::ReplyKind::EventStream {
             let deadline = started + s.max_stream;
-            let events = reply::sse_events(body, s.max_event_bytes);
+            let events = reply::sse_events(body, s.max_event_bytes, s.max_stream_bytes);
             match tokio::time::timeout_at(deadline, sink.consume(events)).await {
                 Ok(r) => r?,
                 Err(_) => {

@@ -357,14 +357,16 @@ where
 }
 
 /// Parses an SSE body into upstream events (stopping after `[DONE]` or the first
-/// error); one event may hold at most `max_event_bytes` (see [`super::sse`]).
+/// error); one event may take at most `max_event_bytes` of the body and the whole
+/// body at most `max_stream_bytes` (see [`super::sse`]).
 pub fn sse_events(
     body: BoxStream<'static, Result<Bytes, UpstreamError>>,
     max_event_bytes: usize,
+    max_stream_bytes: u64,
 ) -> BoxStream<'static, Result<UpstreamEvent, UpstreamError>> {
     let mut state = FrameState::default();
     let mut finished = false;
-    super::sse::event_data(body, max_event_bytes)
+    super::sse::event_data(body, max_event_bytes, max_stream_bytes)
         .filter_map(move |item| {
             let out = if finished {
                 None
@@ -651,7 +653,7 @@ mod tests {
         let bytes = raw.as_bytes().to_vec();
         let body =
             futures::stream::iter(bytes.into_iter().map(|b| Ok(Bytes::from(vec![b])))).boxed();
-        let events: Vec<_> = sse_events(body, 1024).collect().await;
+        let events: Vec<_> = sse_events(body, 1024, u64::MAX).collect().await;
         let texts: Vec<String> = events
             .into_iter()
             .map(|e| match e.unwrap() {

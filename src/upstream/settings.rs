@@ -122,6 +122,9 @@ pub struct AgentCoreSettings {
     /// Largest SSE event (bytes received since the previous event); a larger one
     /// fails the task. Default 4 MiB ([`super::sse::DEFAULT_MAX_EVENT_BYTES`]).
     pub max_event_bytes: usize,
+    /// Largest streamed (SSE) reply body in total, in bytes; a larger one fails the
+    /// task. Default 100 MiB ([`super::sse::DEFAULT_MAX_STREAM_BYTES`]).
+    pub max_stream_bytes: u64,
     /// Largest JSON or text (non-SSE) reply body, in bytes; a larger one fails the
     /// task. Default 16 MiB ([`super::reply::DEFAULT_MAX_REPLY_BYTES`]).
     pub max_reply_bytes: u64,
@@ -193,6 +196,7 @@ impl AgentCoreSettings {
             request_timeout: Duration::from_secs(900),
             max_stream: Duration::from_secs(3600),
             max_event_bytes: super::sse::DEFAULT_MAX_EVENT_BYTES,
+            max_stream_bytes: super::sse::DEFAULT_MAX_STREAM_BYTES,
             max_reply_bytes: super::reply::DEFAULT_MAX_REPLY_BYTES,
             max_retries: 3,
             retry_base_delay: Duration::from_millis(200),
@@ -243,6 +247,7 @@ impl TryFrom<&crate::config::UpstreamConfig> for AgentCoreSettings {
         s.request_timeout = c.request_timeout();
         s.max_stream = c.max_stream();
         s.max_event_bytes = usize::try_from(c.max_event_bytes).unwrap_or(usize::MAX);
+        s.max_stream_bytes = c.max_stream_bytes;
         s.max_reply_bytes = c.max_reply_bytes;
         s.max_retries = c.max_retries;
         s.include_message = c.include_message;

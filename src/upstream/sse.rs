@@ -13,6 +13,11 @@
 //!   parser never holds more than `max_event_bytes + FEED_SLICE` bytes: with the
 //!   one network read waiting to be sliced, that bounds the whole stream's buffered
 //!   bytes too.
+//! - **The whole stream is bounded.** The body's bytes in total may not exceed
+//!   `max_stream_bytes` (`upstream.max_stream_bytes`); crossing it ends the stream
+//!   with [`UpstreamError::StreamTooLarge`]. Every event's text is kept (in the
+//!   task's artifact and its stored checkpoint), so this bounds what one streamed
+//!   task can make the gateway hold.
 //! - **The end of the body.** The format discards an event the body ends in before
 //!   its blank line; a gateway must not report such a reply COMPLETED without that
 //!   text. At the end of the body two LFs are fed to the parser, which dispatches
@@ -38,6 +43,10 @@ use super::errors::UpstreamError;
 
 /// Default of `upstream.max_event_bytes`: 4 MiB.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
+/// Default of `upstream.max_stream_bytes`: 100 MiB (104857600 bytes), above the
+/// runtime's own limit of 100 MB on a whole response (contract §1.4), so no reply the
+/// runtime can send is refused.
+pub const DEFAULT_MAX_STREAM_BYTES: u64 = 100 * 1024 * 1024;
 /// The largest piece of input handed to the parser at once.
 pub const FEED_SLICE: usize = 8 * 1024;
 /// Fed after the last byte of the body: ends a pending line and dispatches a pending
@@ -61,21 +70,27 @@ struct Input {
     pending: Bytes,
     feed: Arc<Mutex<Feed>>,
     max_event_bytes: usize,
+    /// Bytes of the body handed out so far, and the most there may be.
+    total: u64,
+    max_stream_bytes: u64,
     done: bool,
 }
 
 /// The body as slices of at most [`FEED_SLICE`] bytes, counted against the event
-/// bound, then [`END_OF_BODY`]. Ends after the first error.
+/// and the stream bounds, then [`END_OF_BODY`]. Ends after the first error.
 fn input(
     body: BoxStream<'static, Result<Bytes, UpstreamError>>,
     feed: Arc<Mutex<Feed>>,
     max_event_bytes: usize,
+    max_stream_bytes: u64,
 ) -> BoxStream<'static, Result<Bytes, UpstreamError>> {
     let state = Input {
         body,
         pending: Bytes::new(),
         feed,
         max_event_bytes,
+        total: 0,
+        max_stream_bytes,
         done: false,
     };
     stream::unfold(state, |mut st| async move {
@@ -85,6 +100,13 @@ fn input(
         loop {
             if !st.pending.is_empty() {
                 let n = st.pending.len().min(FEED_SLICE);
+                st.total += n as u64;
+                if st.total > st.max_stream_bytes {
+                    st.done = true;
+                    st.pending = Bytes::new();
+                    let limit = st.max_stream_bytes;
+                    return Some((Err(UpstreamError::StreamTooLarge { limit }), st));
+                }
                 let slice = st.pending.split_to(n);
                 let mut f = st.feed.lock().expect("feed lock");
                 f.since_event += n;
@@ -117,18 +139,25 @@ fn input(
 }
 
 /// Decodes an SSE body into the `data` of each event (its `data:` lines joined with
-/// LF), in order, ending after the first error.
+/// LF), in order, ending after the first error. One event may take at most
+/// `max_event_bytes` of the body, the whole body at most `max_stream_bytes`.
 ///
 /// # Errors (as items)
 /// The body's own errors (transport, timeouts); [`UpstreamError::EventTooLarge`];
-/// [`UpstreamError::Truncated`]; [`UpstreamError::Malformed`] for a field that is not
-/// UTF-8.
+/// [`UpstreamError::StreamTooLarge`]; [`UpstreamError::Truncated`];
+/// [`UpstreamError::Malformed`] for a field that is not UTF-8.
 pub fn event_data(
     body: BoxStream<'static, Result<Bytes, UpstreamError>>,
     max_event_bytes: usize,
+    max_stream_bytes: u64,
 ) -> BoxStream<'static, Result<String, UpstreamError>> {
     let feed = Arc::new(Mutex::new(Feed::default()));
-    let decoder = sse_stream::SseByteStream::new(input(body, feed.clone(), max_event_bytes));
+    let decoder = sse_stream::SseByteStream::new(input(
+        body,
+        feed.clone(),
+        max_event_bytes,
+        max_stream_bytes,
+    ));
     decoder
         .filter_map(move |item| {
             let out = match item {
@@ -172,7 +201,7 @@ mod tests {
             .iter()
             .map(|p| Ok(Bytes::copy_from_slice(p)))
             .collect();
-        event_data(stream::iter(chunks).boxed(), max)
+        event_data(stream::iter(chunks).boxed(), max, u64::MAX)
             .map(|r| r.map_err(|e| e.to_string()))
             .collect()
             .await
