@@ -125,6 +125,8 @@ struct Relayed {
     tasks: usize,
     /// `artifactUpdate` events received.
     chunks: usize,
+    /// The id of a task of the round.
+    task_id: String,
 }
 
 /// Runs `tasks` streaming tasks through the gateway with `clients` concurrent
@@ -162,6 +164,8 @@ async fn round(url: &str, tasks: usize, clients: usize, chunks: usize) -> Relaye
                 assert!(text.contains("TASK_STATE_COMPLETED"), "{}", &text[text.len().saturating_sub(600)..]);
                 got.tasks += 1;
                 got.chunks += relayed;
+                let at = text.find("\"taskId\":\"").expect("a taskId") + 10;
+                got.task_id = text[at..at + text[at..].find('"').expect("its end")].to_owned();
             }
         }));
     }
@@ -170,8 +174,28 @@ async fn round(url: &str, tasks: usize, clients: usize, chunks: usize) -> Relaye
         let r = j.await.unwrap();
         all.tasks += r.tasks;
         all.chunks += r.chunks;
+        if !r.task_id.is_empty() {
+            all.task_id = r.task_id;
+        }
     }
     all
+}
+
+/// Reads task `id` back with `GetTask` and checks that it COMPLETED.
+async fn get_task(url: &str, id: &str) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": id}});
+    let resp = reqwest::Client::new()
+        .post(url)
+        .json(&body)
+        .send()
+        .await
+        .expect("GetTask");
+    let text = resp.text().await.expect("GetTask body");
+    assert!(
+        text.contains("TASK_STATE_COMPLETED"),
+        "{}",
+        &text[..text.len().min(600)]
+    );
 }
 
 /// The environment of a gateway on store `kind`, or `None` (after a note).
@@ -254,7 +278,7 @@ fn main() {
         reply_frames(1, frame_bytes)[0].len()
     );
     println!(
-        "| store | gateway | round | chunk events | wall | gateway CPU (user + sys) | CPU per chunk event | chunk events/s | peak RSS (growth) | RSS 1 s after |"
+        "| store | gateway | round | chunk events | wall | gateway CPU (user + sys) | CPU per chunk event | chunk events/s | peak RSS (growth) | RSS 1 s after a GetTask |"
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for kind in &stores {
@@ -368,8 +392,10 @@ fn run_store(
             let us = (user + sys) * 1e6 / got.chunks as f64;
             per_event.push(us);
             let peak = gw.peak_rss_kib();
-            // What stays resident once the round's replies are done (allocator caches
-            // included): read after a second without load.
+            // What stays resident once the round's replies are done and one of its
+            // tasks was read back whole (allocator caches and connection buffers
+            // included): read a second after that GetTask.
+            rt.block_on(get_task(&gw.url, &got.task_id));
             std::thread::sleep(Duration::from_secs(1));
             let after = gw.rss_kib();
             println!(

@@ -178,7 +178,9 @@ impl TaskStore for PostgresTaskStore {
 
     async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let mut conn = self.pool.acquire().await.map_err(db)?;
-        read_task(&mut conn, scope, task_id).await
+        let read = read_task(&mut conn, scope, task_id).await;
+        shrink(&mut conn);
+        read
     }
 
     async fn events_after(
@@ -189,12 +191,16 @@ impl TaskStore for PostgresTaskStore {
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let mut conn = self.pool.acquire().await.map_err(db)?;
-        read_events_after(&mut conn, scope, task_id, after, limit).await
+        let read = read_events_after(&mut conn, scope, task_id, after, limit).await;
+        shrink(&mut conn);
+        read
     }
 
     async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         let mut conn = self.pool.acquire().await.map_err(db)?;
-        read_list(&mut conn, scope, query).await
+        let read = read_list(&mut conn, scope, query).await;
+        shrink(&mut conn);
+        read
     }
 
     async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError> {
@@ -275,6 +281,21 @@ impl TaskStore for PostgresTaskStore {
         }
         Ok(())
     }
+}
+
+/// A connection that sent or received at least this many bytes (1 MiB) of JSON text in
+/// one statement gives its socket buffers' extra capacity back afterwards
+/// ([`sqlx::Connection::shrink_buffers`]): a buffer keeps the largest size it ever
+/// grew to, so one large artifact checkpoint written or read would otherwise stay
+/// resident, on each pooled connection that handled one, for as long as it lives.
+const SHRINK_AFTER_BYTES: usize = 1024 * 1024;
+
+/// Gives a pooled connection's socket buffers their extra capacity back after a read
+/// (see [`SHRINK_AFTER_BYTES`]): a task of many megabytes read once would otherwise
+/// keep a read buffer of its size on that connection. Checks two capacities and does
+/// nothing when the buffers did not grow.
+fn shrink(conn: &mut sqlx::pool::PoolConnection<sqlx::Postgres>) {
+    sqlx::Connection::shrink_buffers(&mut **conn);
 }
 
 /// A writer lane of a PostgreSQL store.
@@ -490,6 +511,17 @@ impl BatchOps for PgOps {
         let u_art_bytes: Vec<i64> = w.updates.iter().map(|(_, u)| u.art_bytes).collect();
         let u_pending: Vec<i64> = w.updates.iter().map(|(_, u)| u.pending_bytes).collect();
         let u_count = w.updates.len() as i64;
+        let text_bytes: usize = c_snapshot
+            .iter()
+            .chain(&c_artifacts)
+            .map(|s| s.len())
+            .sum::<usize>()
+            + e_json
+                .iter()
+                .chain(&a_artifacts)
+                .map(|s| s.len())
+                .sum::<usize>()
+            + u_snapshot.iter().flatten().map(|s| s.len()).sum::<usize>();
         // After commit, one wake-up per task written: its tag and last sequence number.
         let wakeups: Vec<String> = if self.notify {
             creates
@@ -594,6 +626,11 @@ impl BatchOps for PgOps {
         .bind(crate::cluster::CHANNEL)
         .execute(&mut *self.conn)
         .await;
+        if text_bytes >= SHRINK_AFTER_BYTES {
+            // The connection's write buffer grew to hold this batch (twice its size at
+            // most) and would keep that capacity for the connection's lifetime.
+            shrink(&mut self.conn);
+        }
         if let Err(e) = &done
             && e.as_database_error()
                 .and_then(|d| d.code())
