@@ -329,3 +329,93 @@ async fn beyond_max_connections_callers_get_503_and_probes_still_answer() {
     let text = served.expect("no connection served after slots freed");
     assert!(text.contains("-32001"), "{text}");
 }
+
+/// Sends 64 artifact chunks of 64 KiB at once, and 2 s later one more and COMPLETED.
+struct Burst;
+
+/// The text of the chunk that ends [`Burst`]'s reply.
+const BURST_END: &str = "the last chunk of the burst";
+
+#[async_trait]
+impl AgentExecutor for Burst {
+    async fn execute(&self, ctx: RequestContext, queue: EventQueue) -> Result<(), ExecutorError> {
+        let u = TaskUpdater::from_context(&ctx, queue);
+        u.submit().await?;
+        u.start_work(None).await?;
+        let id = Some("out".to_owned());
+        let text = "b".repeat(64 * 1024);
+        for i in 0..64 {
+            let part = a2a_gateway::protocol::Part::text(text.clone());
+            u.add_artifact(vec![part], id.clone(), None, i > 0, false)
+                .await?;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let part = a2a_gateway::protocol::Part::text(BURST_END);
+        u.add_artifact(vec![part], id, None, true, true).await?;
+        u.complete(None).await?;
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_ends_after_the_close_grace_still_reaches_a_slow_client_whole() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handler = RequestHandler::new(
+        Arc::new(Burst),
+        Arc::new(MemoryTaskStore::new()),
+        HandlerConfig::default(),
+    );
+    let card = server::simple_card("burst", "bursts", &format!("http://{addr}/"), vec![]);
+    let state = AppState::new(handler, card, TransportConfig::default());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(server::serve_with_limits(
+        listener,
+        server::router(state, None),
+        ConnectionLimits::default(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    // A client with a small receive buffer, so that what it has not read yet stays in
+    // the server's buffers.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(16 * 1024).unwrap();
+    let mut s = socket.connect(addr).await.unwrap();
+    let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+        "params": {"message": {"messageId": "m1", "role": "ROLE_USER",
+            "parts": [{"text": "burst"}]}}});
+    s.write_all(&rpc_post(&msg)).await.unwrap();
+    let mut first = [0u8; 1024];
+    let n = s.read(&mut first).await.unwrap();
+    assert!(
+        first[..n].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&first[..n])
+    );
+    let started = Instant::now();
+    // The server is asked to stop while the burst waits in its buffers: the connection
+    // is asked to close, and its response is still in flight until the task ends (2 s).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.send(()).unwrap();
+    // The client reads again only after the task ended (2 s), well after the server's
+    // 1 s close grace counted from the stop (1.5 s), but within 1 s of the end of the
+    // response; then it reads as fast as it can.
+    tokio::time::sleep_until(started + Duration::from_millis(2500)).await;
+    let mut rest = first[..n].to_vec();
+    let read = tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "the connection stayed open");
+    let text = String::from_utf8_lossy(&rest);
+    assert!(
+        text.contains(BURST_END) && text.contains("TASK_STATE_COMPLETED"),
+        "the stream lost its end: {} bytes, ending {:?}",
+        rest.len(),
+        &text[text.len().saturating_sub(200)..]
+    );
+    // The chunked body ended properly, not cut.
+    assert!(
+        text.ends_with("\r\n0\r\n\r\n"),
+        "ends {:?}",
+        &text[text.len().saturating_sub(80)..]
+    );
+}

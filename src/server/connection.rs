@@ -29,7 +29,9 @@ use crate::error::A2aError;
 /// Seconds a refused caller is asked to wait (`Retry-After`), as every binding's 503.
 pub(crate) const RETRY_AFTER_SECS: u64 = crate::transport::rest::response::RETRY_AFTER_SECS;
 
-/// How long a connection asked to close gracefully may stay open with nothing in flight.
+/// How long a connection asked to close gracefully may stay open with nothing in flight,
+/// counted from the request or the end of its last request in flight, whichever is
+/// later: the time it has to write out what it still holds of its last response.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// Counter of connections closed by a timeout, label `reason` (`header`, `idle`).
@@ -79,6 +81,11 @@ impl Tracker {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Track> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// When the last request in flight ended (or the connection was accepted).
+    fn idle_since(&self) -> Instant {
+        self.lock().idle_since
     }
 
     /// A request head is complete: the request is in flight until the guard (kept with its
@@ -353,8 +360,12 @@ pub(crate) async fn supervise<C, E>(
     loop {
         let mut step = tracker.next(limits, accepted, lane);
         if let Some(since) = closing {
-            // Asked to close: nothing in flight may keep it open much longer.
-            let drop_at = since + CLOSE_GRACE;
+            // Asked to close: once nothing is in flight, it has CLOSE_GRACE to finish.
+            // Counted from the end of the last response too, not only from the request
+            // to close: a long response (an SSE stream to a slow reader) that ends after
+            // the grace may still be in hyper's buffers, and dropping the connection at
+            // once would cut its end off.
+            let drop_at = since.max(tracker.idle_since()) + CLOSE_GRACE;
             step = match step {
                 None => None,
                 Some(Step::Close(at, reason)) if at < drop_at => Some(Step::Close(at, reason)),
