@@ -151,13 +151,13 @@ async fn events_within_the_bound_pass_and_the_default_is_4_mib() {
     assert_eq!(out.text().len(), 10 * 200 * 1024);
 }
 
-/// A reply of `events` SSE events of 10 KiB of text each, then the end of the body;
-/// and the body's length in bytes.
-fn ten_kib_events(events: usize) -> (Vec<u8>, u64) {
-    let ev = format!("data: \"{}\"\n\n", "z".repeat(10 * 1024));
+/// A reply of `events` SSE events of `kib` KiB of text each, in HTTP chunks of
+/// `per_chunk` events, then the end of the body; and the body's length in bytes.
+fn kib_events(events: usize, kib: usize, per_chunk: usize) -> (Vec<u8>, u64) {
+    let ev = format!("data: \"{}\"\n\n", "z".repeat(kib * 1024));
     let mut out = sse_head();
-    for _ in 0..events {
-        out.extend(chunk(ev.as_bytes()));
+    for n in (0..events).step_by(per_chunk) {
+        out.extend(chunk(ev.repeat(per_chunk.min(events - n)).as_bytes()));
     }
     out.extend(end_chunks());
     (out, (events * ev.len()) as u64)
@@ -167,7 +167,7 @@ fn ten_kib_events(events: usize) -> (Vec<u8>, u64) {
 async fn an_endless_stream_fails_at_the_stream_bound_and_keeps_what_it_relayed() {
     // 10 KiB events, 1 MiB of them, and the upstream keeps the stream open after.
     let up = raw_server(|_, _| {
-        let (mut out, _) = ten_kib_events(100);
+        let (mut out, _) = kib_events(100, 10, 1);
         out.truncate(out.len() - end_chunks().len());
         vec![Step::Write(out), Step::AwaitClientClose]
     })
@@ -196,21 +196,26 @@ async fn an_endless_stream_fails_at_the_stream_bound_and_keeps_what_it_relayed()
 }
 
 #[tokio::test]
-async fn a_stream_of_exactly_the_bound_completes_and_the_default_is_100_mib() {
+async fn a_stream_of_exactly_the_bound_completes_one_byte_less_keeps_every_whole_event_and_the_default_is_100_mib()
+ {
     assert_eq!(
         AgentCoreSettings::for_url("http://x/invocations").max_stream_bytes,
         100 * 1024 * 1024
     );
-    let (_, len) = ten_kib_events(30);
-    for (limit, want) in [(len, TaskState::Completed), (len - 1, TaskState::Failed)] {
-        let up = raw_server(|_, _| vec![Step::Write(ten_kib_events(30).0)]).await;
+    // 300 events of 1 KiB in one HTTP chunk: the bound one byte short of the body falls
+    // inside the last event, and every event before it is still relayed (the parser is
+    // fed 8 KiB at a time: the bytes up to the bound of the slice that crosses it too).
+    let (_, len) = kib_events(300, 1, 300);
+    for (limit, want, kept) in [
+        (len, TaskState::Completed, 300),
+        (len - 1, TaskState::Failed, 299),
+    ] {
+        let up = raw_server(|_, _| vec![Step::Write(kib_events(300, 1, 300).0)]).await;
         let mut s = settings(&up.url);
         s.max_stream_bytes = limit;
         let out = run(&exec(s), ctx("x")).await;
         assert_eq!(out.final_state(), want, "limit {limit}: {}", out.reason());
-        if want == TaskState::Completed {
-            assert_eq!(out.text().len(), 30 * 10 * 1024);
-        }
+        assert_eq!(out.text().len(), kept * 1024, "limit {limit}");
     }
 }
 

@@ -14,8 +14,9 @@
 //!   one network read waiting to be sliced, that bounds the whole stream's buffered
 //!   bytes too.
 //! - **The whole stream is bounded.** The body's bytes in total may not exceed
-//!   `max_stream_bytes` (`upstream.max_stream_bytes`); crossing it ends the stream
-//!   with [`UpstreamError::StreamTooLarge`]. Every event's text is kept (in the
+//!   `max_stream_bytes` (`upstream.max_stream_bytes`): the parser gets the body up to
+//!   that many bytes exactly (every event that ends within them is delivered), and a
+//!   byte beyond them ends the stream with [`UpstreamError::StreamTooLarge`]. Every event's text is kept (in the
 //!   task's artifact and its stored checkpoint), so this bounds what one streamed
 //!   task can make the gateway hold.
 //! - **The end of the body.** The format discards an event the body ends in before
@@ -99,14 +100,21 @@ fn input(
         }
         loop {
             if !st.pending.is_empty() {
-                let n = st.pending.len().min(FEED_SLICE);
-                st.total += n as u64;
-                if st.total > st.max_stream_bytes {
+                // Up to the stream bound exactly, so that every event that ends
+                // within it is parsed and delivered before the bound fails the stream.
+                let room = st.max_stream_bytes - st.total;
+                if room == 0 {
                     st.done = true;
                     st.pending = Bytes::new();
                     let limit = st.max_stream_bytes;
                     return Some((Err(UpstreamError::StreamTooLarge { limit }), st));
                 }
+                let n = st
+                    .pending
+                    .len()
+                    .min(FEED_SLICE)
+                    .min(usize::try_from(room).unwrap_or(usize::MAX));
+                st.total += n as u64;
                 let slice = st.pending.split_to(n);
                 let mut f = st.feed.lock().expect("feed lock");
                 f.since_event += n;
@@ -205,6 +213,34 @@ mod tests {
             .map(|r| r.map_err(|e| e.to_string()))
             .collect()
             .await
+    }
+
+    #[tokio::test]
+    async fn the_stream_bound_delivers_every_event_that_ends_within_it() {
+        // 100 events of 100 bytes, in one read of 10,000 bytes (parsed in 8 KiB slices).
+        let event = format!("data: {}\n\n", "x".repeat(92));
+        let body = Bytes::from(event.repeat(100));
+        for limit in [99u64, 100, 8_191, 8_192, 8_250, 9_999, 10_000] {
+            let got: Vec<_> = event_data(stream::iter([Ok(body.clone())]).boxed(), 1 << 20, limit)
+                .collect()
+                .await;
+            let delivered = got.iter().take_while(|r| r.is_ok()).count() as u64;
+            assert_eq!(delivered, limit / 100, "limit {limit}");
+            if limit < 10_000 {
+                assert!(
+                    matches!(got.last(), Some(Err(UpstreamError::StreamTooLarge { limit: l })) if *l == limit),
+                    "limit {limit}: {:?}",
+                    got.last()
+                );
+                assert_eq!(
+                    got.len() as u64,
+                    delivered + 1,
+                    "limit {limit}: nothing after the error"
+                );
+            } else {
+                assert_eq!(got.len(), 100);
+            }
+        }
     }
 
     #[tokio::test]
