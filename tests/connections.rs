@@ -330,7 +330,8 @@ async fn beyond_max_connections_callers_get_503_and_probes_still_answer() {
     assert!(text.contains("-32001"), "{text}");
 }
 
-/// Sends 64 artifact chunks of 64 KiB at once, and 2 s later one more and COMPLETED.
+/// Sends 160 artifact chunks of 64 KiB (10 MiB, more than the kernel buffers on loopback
+/// hold) at once, and 2 s later one more and COMPLETED.
 struct Burst;
 
 /// The text of the chunk that ends [`Burst`]'s reply.
@@ -344,7 +345,7 @@ impl AgentExecutor for Burst {
         u.start_work(None).await?;
         let id = Some("out".to_owned());
         let text = "b".repeat(64 * 1024);
-        for i in 0..64 {
+        for i in 0..160 {
             let part = a2a_gateway::protocol::Part::text(text.clone());
             u.add_artifact(vec![part], id.clone(), None, i > 0, false)
                 .await?;
@@ -357,8 +358,16 @@ impl AgentExecutor for Burst {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_stream_that_ends_after_the_close_grace_still_reaches_a_slow_client_whole() {
+/// A server of [`Burst`] under the default limits, stopped by the returned sender, and a
+/// client with a small receive buffer (so that what it has not read stays in the
+/// server's buffers) that sent a `SendStreamingMessage` and read the response head: the
+/// socket, what it read, the server's task and the sender that stops it.
+async fn burst_stream() -> (
+    TcpStream,
+    Vec<u8>,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+    tokio::sync::oneshot::Sender<()>,
+) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let handler = RequestHandler::new(
@@ -369,7 +378,7 @@ async fn a_stream_that_ends_after_the_close_grace_still_reaches_a_slow_client_wh
     let card = server::simple_card("burst", "bursts", &format!("http://{addr}/"), vec![]);
     let state = AppState::new(handler, card, TransportConfig::default());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(server::serve_with_limits(
+    let served = tokio::spawn(server::serve_with_limits(
         listener,
         server::router(state, None),
         ConnectionLimits::default(),
@@ -377,8 +386,6 @@ async fn a_stream_that_ends_after_the_close_grace_still_reaches_a_slow_client_wh
             let _ = stopped.await;
         },
     ));
-    // A client with a small receive buffer, so that what it has not read yet stays in
-    // the server's buffers.
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(16 * 1024).unwrap();
     let mut s = socket.connect(addr).await.unwrap();
@@ -393,6 +400,12 @@ async fn a_stream_that_ends_after_the_close_grace_still_reaches_a_slow_client_wh
         "{:?}",
         String::from_utf8_lossy(&first[..n])
     );
+    (s, first[..n].to_vec(), served, stop)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_ends_after_the_close_grace_still_reaches_a_slow_client_whole() {
+    let (mut s, first, _served, stop) = burst_stream().await;
     let started = Instant::now();
     // The server is asked to stop while the burst waits in its buffers: the connection
     // is asked to close, and its response is still in flight until the task ends (2 s).
@@ -402,7 +415,7 @@ async fn a_stream_that_ends_after_the_close_grace_still_reaches_a_slow_client_wh
     // 1 s close grace counted from the stop (1.5 s), but within 1 s of the end of the
     // response; then it reads as fast as it can.
     tokio::time::sleep_until(started + Duration::from_millis(2500)).await;
-    let mut rest = first[..n].to_vec();
+    let mut rest = first;
     let read = tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut rest)).await;
     assert!(read.is_ok(), "the connection stayed open");
     let text = String::from_utf8_lossy(&rest);
@@ -418,4 +431,29 @@ async fn a_stream_that_ends_after_the_close_grace_still_reaches_a_slow_client_wh
         "ends {:?}",
         &text[text.len().saturating_sub(80)..]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_stops_reading_does_not_hold_the_shutdown() {
+    let (mut s, _, served, stop) = burst_stream().await;
+    // The client reads nothing more; the server is asked to stop while its stream is in
+    // flight, and the task ends 2 s later with the stream's last events unread.
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.send(()).unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(60), served).await;
+    assert!(
+        ended.is_ok(),
+        "the server still waits for the client after 60 s"
+    );
+    // Dropped 5 s after it was asked to close, not at once.
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(5500) && took < Duration::from_secs(7),
+        "the server ended {took:?} after the stream began"
+    );
+    // What the client gets then is cut: the connection was dropped, not ended cleanly.
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut rest)).await;
+    assert!(!String::from_utf8_lossy(&rest).ends_with("\r\n0\r\n\r\n"));
 }

@@ -29,10 +29,12 @@ use crate::error::A2aError;
 /// Seconds a refused caller is asked to wait (`Retry-After`), as every binding's 503.
 pub(crate) const RETRY_AFTER_SECS: u64 = crate::transport::rest::response::RETRY_AFTER_SECS;
 
-/// How long a connection asked to close gracefully may stay open with nothing in flight,
-/// counted from the request or the end of its last request in flight, whichever is
-/// later: the time it has to write out what it still holds of its last response.
-const CLOSE_GRACE: Duration = Duration::from_secs(1);
+/// How long a connection asked to close (at shutdown, or when idle) may stay open: 5 s.
+/// One that is done closes by itself as soon as its last response is written out; this
+/// bounds one whose peer reads too slowly or not at all (or never finishes a request
+/// head), so that a shutdown ends in bounded time. Until then a slow reader gets the
+/// rest of its responses, a stream's final event included.
+const CLOSE_LIMIT: Duration = Duration::from_secs(5);
 
 /// Counter of connections closed by a timeout, label `reason` (`header`, `idle`).
 pub(crate) const TIMED_OUT: &str = "a2a_connections_timed_out_total";
@@ -81,11 +83,6 @@ impl Tracker {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Track> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// When the last request in flight ended (or the connection was accepted).
-    fn idle_since(&self) -> Instant {
-        self.lock().idle_since
     }
 
     /// A request head is complete: the request is in flight until the guard (kept with its
@@ -360,16 +357,14 @@ pub(crate) async fn supervise<C, E>(
     loop {
         let mut step = tracker.next(limits, accepted, lane);
         if let Some(since) = closing {
-            // Asked to close: once nothing is in flight, it has CLOSE_GRACE to finish.
-            // Counted from the end of the last response too, not only from the request
-            // to close: a long response (an SSE stream to a slow reader) that ends after
-            // the grace may still be in hyper's buffers, and dropping the connection at
-            // once would cut its end off.
-            let drop_at = since.max(tracker.idle_since()) + CLOSE_GRACE;
+            // Asked to close: whatever is in flight, the connection is dropped
+            // CLOSE_LIMIT later unless it ended by itself. Not sooner once its requests
+            // ended: a response hyper has taken whole (a large JSON body, the end of an
+            // SSE stream) may still be in its buffers, waiting for a slow reader.
+            let drop_at = since + CLOSE_LIMIT;
             step = match step {
-                None => None,
                 Some(Step::Close(at, reason)) if at < drop_at => Some(Step::Close(at, reason)),
-                Some(_) => Some(Step::Close(drop_at, "")),
+                _ => Some(Step::Close(drop_at, "")),
             };
         }
         let at = match &step {
