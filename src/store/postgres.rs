@@ -283,11 +283,12 @@ impl TaskStore for PostgresTaskStore {
     }
 }
 
-/// A connection that sent or received at least this many bytes (1 MiB) of JSON text in
-/// one statement gives its socket buffers' extra capacity back afterwards
-/// ([`sqlx::Connection::shrink_buffers`]): a buffer keeps the largest size it ever
-/// grew to, so one large artifact checkpoint written or read would otherwise stay
-/// resident, on each pooled connection that handled one, for as long as it lives.
+/// A writer connection that sent at least this many bytes (1 MiB) of JSON text in one
+/// batch gives its socket buffers' extra capacity back afterwards ([`shrink`]; reads
+/// always do): a buffer keeps the largest size it ever grew to, so one large artifact
+/// checkpoint written or read would otherwise stay resident, on each pooled connection
+/// that handled one, for as long as it lives. Below it, the writer keeps its buffers
+/// between batches rather than grow them again for each.
 const SHRINK_AFTER_BYTES: usize = 1024 * 1024;
 
 /// Gives a pooled connection's socket buffers their extra capacity back after a read

@@ -645,6 +645,18 @@ macro_rules! checkpoint_sql {
     };
 }
 
+/// `sql` (a literal), preceded by `BEGIN IMMEDIATE` when the batch's transaction is not
+/// open yet (no read began it); marks it open (see [`SqliteOps`]).
+macro_rules! in_transaction {
+    ($ops:expr, $($sql:tt)+) => {
+        if std::mem::replace(&mut $ops.open, true) {
+            $($sql)+
+        } else {
+            concat!("BEGIN IMMEDIATE; ", $($sql)+)
+        }
+    };
+}
+
 /// A rewritten checkpoint of at least this many bytes (256 KiB) is written by a
 /// statement of its own ([`checkpoint_sql`]) with its text moved into the parameter,
 /// instead of being copied into the texts blob and sliced out of it again: each
@@ -793,13 +805,7 @@ impl BatchOps for SqliteOps {
             .partition(|(_, artifacts)| artifacts.len() >= OWN_STATEMENT_BYTES);
         w.artifacts = small;
         for (a, artifacts) in large {
-            let sql = if self.open {
-                checkpoint_sql!()
-            } else {
-                concat!("BEGIN IMMEDIATE; ", checkpoint_sql!())
-            };
-            self.open = true;
-            sqlx::query(sql)
+            sqlx::query(in_transaction!(self, checkpoint_sql!()))
                 .bind(a.scope.tenant.as_str())
                 .bind(a.scope.owner.as_str())
                 .bind(a.task_id.as_str())
@@ -938,13 +944,7 @@ impl BatchOps for SqliteOps {
             })
             .collect();
         // Without a read before it, this statement begins the transaction too.
-        let sql = if self.open {
-            write_sql!()
-        } else {
-            concat!("BEGIN IMMEDIATE; ", write_sql!())
-        };
-        self.open = true;
-        sqlx::query(sql)
+        sqlx::query(in_transaction!(self, write_sql!()))
             .bind(encode(rows_json(&tasks))?)
             .bind(encode(rows_json(&events))?)
             .bind(encode(rows_json(&artifacts))?)

@@ -16,9 +16,9 @@
 //! - **The whole stream is bounded.** The body's bytes in total may not exceed
 //!   `max_stream_bytes` (`upstream.max_stream_bytes`): the parser gets the body up to
 //!   that many bytes exactly (every event that ends within them is delivered), and a
-//!   byte beyond them ends the stream with [`UpstreamError::StreamTooLarge`]. Every event's text is kept (in the
-//!   task's artifact and its stored checkpoint), so this bounds what one streamed
-//!   task can make the gateway hold.
+//!   byte beyond them ends the stream with [`UpstreamError::StreamTooLarge`]. Every
+//!   event's text is kept (in the task's artifact and its stored checkpoint), so this
+//!   bounds what one streamed task can make the gateway hold.
 //! - **The end of the body.** The format discards an event the body ends in before
 //!   its blank line; a gateway must not report such a reply COMPLETED without that
 //!   text. At the end of the body two LFs are fed to the parser, which dispatches
@@ -77,6 +77,15 @@ struct Input {
     done: bool,
 }
 
+impl Input {
+    /// Ends the input with `e` as its last item (what is pending is dropped).
+    fn fail(mut self, e: UpstreamError) -> Option<(Result<Bytes, UpstreamError>, Self)> {
+        self.done = true;
+        self.pending = Bytes::new();
+        Some((Err(e), self))
+    }
+}
+
 /// The body as slices of at most [`FEED_SLICE`] bytes, counted against the event
 /// and the stream bounds, then [`END_OF_BODY`]. Ends after the first error.
 fn input(
@@ -104,10 +113,8 @@ fn input(
                 // within it is parsed and delivered before the bound fails the stream.
                 let room = st.max_stream_bytes - st.total;
                 if room == 0 {
-                    st.done = true;
-                    st.pending = Bytes::new();
                     let limit = st.max_stream_bytes;
-                    return Some((Err(UpstreamError::StreamTooLarge { limit }), st));
+                    return st.fail(UpstreamError::StreamTooLarge { limit });
                 }
                 let n = st
                     .pending
@@ -120,10 +127,8 @@ fn input(
                 f.since_event += n;
                 if f.since_event > st.max_event_bytes {
                     drop(f);
-                    st.done = true;
-                    st.pending = Bytes::new();
                     let limit = st.max_event_bytes as u64;
-                    return Some((Err(UpstreamError::EventTooLarge { limit }), st));
+                    return st.fail(UpstreamError::EventTooLarge { limit });
                 }
                 f.last_byte = slice.last().copied();
                 drop(f);
@@ -131,10 +136,7 @@ fn input(
             }
             match st.body.next().await {
                 Some(Ok(chunk)) => st.pending = chunk,
-                Some(Err(e)) => {
-                    st.done = true;
-                    return Some((Err(e), st));
-                }
+                Some(Err(e)) => return st.fail(e),
                 None => {
                     st.done = true;
                     st.feed.lock().expect("feed lock").at_end = true;
