@@ -176,6 +176,7 @@ impl Gateway {
         }
         let handler_config = HandlerConfig {
             max_concurrent_tasks: config.server.max_concurrent_tasks,
+            max_list_page_bytes: config.server.max_list_page_bytes,
             extended_agent_card: extended_agent_card(config, &card),
             extended_agent_card_enabled: config.agent.extended.is_some(),
             push,

@@ -262,6 +262,64 @@ mod scenarios {
         vec![normalize(&first), normalize(&second), normalize(&none)]
     }
 
+    /// ListTasks pages under the default byte bound (4 MiB of stored JSON), through
+    /// each binding's default client (gRPC's takes messages of 4 MiB at most): tasks of
+    /// about 3 MB with their artifacts come one per page, about 1.5 MB without.
+    pub async fn list_pages_by_bytes(_: &Server, b: &dyn Binding) -> Vec<Value> {
+        let context = uuid::Uuid::new_v4().to_string();
+        let big = "x".repeat(1_500_000);
+        for i in 0..3 {
+            let mut m = message(&format!("echo {i}{big}"));
+            m["contextId"] = json!(context);
+            let task = send(
+                b,
+                json!({"message": m, "configuration": {"historyLength": 0}}),
+            )
+            .await;
+            assert_eq!(state_of(&task), "TASK_STATE_COMPLETED");
+            // A fixed order (see list_with_paging).
+            tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+        }
+        let mut transcript = Vec::new();
+        for include in [true, false] {
+            let mut token = String::new();
+            let mut sizes = Vec::new();
+            loop {
+                let page = unary(
+                    b,
+                    Operation::ListTasks,
+                    json!({"contextId": context, "includeArtifacts": include,
+                           "historyLength": 0, "pageToken": token}),
+                )
+                .await;
+                assert_eq!(page["totalSize"], 3);
+                let tasks = page["tasks"].as_array().unwrap();
+                for t in tasks {
+                    let text = t["artifacts"][0]["parts"][0]["text"].as_str();
+                    if include {
+                        assert_eq!(
+                            text.map(str::len),
+                            Some(1_500_007),
+                            "whole artifact: `echo: ` and the text"
+                        );
+                    } else {
+                        assert!(t.get("artifacts").is_none());
+                    }
+                }
+                sizes.push(tasks.len());
+                token = page["nextPageToken"].as_str().unwrap().to_owned();
+                if token.is_empty() {
+                    break;
+                }
+                assert!(sizes.len() < 5, "paging does not terminate");
+            }
+            transcript.push(json!({"includeArtifacts": include, "pages": sizes}));
+        }
+        assert_eq!(transcript[0]["pages"], json!([1, 1, 1]));
+        assert_eq!(transcript[1]["pages"], json!([2, 1]));
+        transcript
+    }
+
     pub async fn cancel(_: &Server, b: &dyn Binding) -> Vec<Value> {
         let task = send_now(b, "hold").await;
         let id = task["id"].as_str().unwrap();
@@ -661,6 +719,7 @@ across_bindings! {
     send_streaming,
     get_task,
     list_with_paging,
+    list_pages_by_bytes,
     cancel,
     subscribe,
     // gRPC has no Last-Event-ID resume (and no event ids to resume from).

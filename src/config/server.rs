@@ -31,6 +31,13 @@ pub struct ServerConfig {
     /// Most tasks running at once; a new task beyond it is refused with a retryable error.
     /// Default 1024.
     pub max_concurrent_tasks: usize,
+    /// Largest ListTasks page, in bytes of the listed tasks' stored JSON (a task
+    /// without its artifacts, plus its artifacts when the call sets
+    /// `includeArtifacts`). A page ends early, with a `nextPageToken`, before the task
+    /// that would take it past this, so a caller paging on still gets every task; a
+    /// page always holds at least one task. Default 4194304 (4 MiB, under the 4 MiB
+    /// message limit gRPC clients apply by default).
+    pub max_list_page_bytes: u64,
     /// Interval between SSE keep-alive comments on open streams, in seconds. Default 15.
     pub sse_keepalive_secs: u64,
     /// PEM certificate chain for HTTPS (rustls). Set together with `tls_key_file`.
@@ -111,6 +118,7 @@ impl Default for ServerConfig {
             public_url: None,
             max_body_bytes: 10 * 1024 * 1024,
             max_concurrent_tasks: 1024,
+            max_list_page_bytes: crate::handler::DEFAULT_LIST_PAGE_BYTES,
             sse_keepalive_secs: 15,
             tls_cert_file: None,
             tls_key_file: None,
@@ -245,6 +253,7 @@ impl ServerConfig {
             "server.max_concurrent_tasks",
             self.max_concurrent_tasks as u64,
         )?;
+        nonzero("server.max_list_page_bytes", self.max_list_page_bytes)?;
         nonzero("server.sse_keepalive_secs", self.sse_keepalive_secs)?;
         nonzero("server.shutdown_grace_secs", self.shutdown_grace_secs)?;
         nonzero("server.header_timeout_secs", self.header_timeout_secs)?;

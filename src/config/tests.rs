@@ -93,6 +93,7 @@ fn fully_populated() -> Config {
             public_url: Some("https://a.example/".parse().unwrap()),
             max_body_bytes: 1,
             max_concurrent_tasks: 1,
+            max_list_page_bytes: 1,
             sse_keepalive_secs: 1,
             tls_cert_file: Some("c".into()),
             tls_key_file: Some("k".into()),

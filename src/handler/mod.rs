@@ -127,7 +127,15 @@ pub struct HandlerConfig {
     /// Push notifications (`capabilities.pushNotifications`): `None` refuses the
     /// push-config operations and inline configs with PushNotificationNotSupported.
     pub push: Option<Arc<crate::push::PushService>>,
+    /// A ListTasks page's byte bound, in bytes of the listed tasks' stored JSON (see
+    /// [`TaskQuery::max_bytes`]): the page ends early, with a `nextPageToken`, before
+    /// the task that would take it past this. Default [`DEFAULT_LIST_PAGE_BYTES`].
+    pub max_list_page_bytes: u64,
 }
+
+/// The default ListTasks page bound, 4 MiB: under the 4 MiB message limit that gRPC
+/// clients apply by default, so their pages arrive unless one task is larger.
+pub const DEFAULT_LIST_PAGE_BYTES: u64 = 4 * 1024 * 1024;
 
 impl HandlerConfig {
     /// Takes what the public `card` declares: `capabilities.streaming` (absent means
@@ -158,6 +166,7 @@ impl Default for HandlerConfig {
             subscriber_buffer: 16,
             required_extensions: Vec::new(),
             input_modes: InputModes::default(),
+            max_list_page_bytes: DEFAULT_LIST_PAGE_BYTES,
             push: None,
         }
     }
@@ -648,6 +657,10 @@ impl RequestHandler {
     }
 
     /// ListTasks (spec §3.1.4): the caller's tasks, newest status first, keyset-paged.
+    /// A page holds at most `pageSize` tasks, and fewer when their stored JSON would
+    /// pass [`HandlerConfig::max_list_page_bytes`] (artifacts count only with
+    /// `includeArtifacts`): it then ends early with a `nextPageToken`, so a caller
+    /// paging on gets every task once; a page always holds at least one task.
     ///
     /// # Errors
     /// InvalidParams (pageSize outside 1..=100, bad pageToken, negative
@@ -680,6 +693,7 @@ impl RequestHandler {
             cursor,
             include_artifacts: req.include_artifacts.unwrap_or(false),
             history_length: history_length(req.history_length)?,
+            max_bytes: Some(self.inner.config.max_list_page_bytes),
         };
         let page = self
             .inner

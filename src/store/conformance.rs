@@ -24,6 +24,7 @@ pub async fn run_all(store: &dyn TaskStore) {
     artifact_chunks_project(store).await;
     list_filters_and_shapes(store).await;
     list_paging_equal_timestamps_and_inserts(store).await;
+    list_pages_end_at_the_byte_bound(store).await;
     unsettled_lists_running_tasks(store).await;
     long_artifact_stream_projects(store).await;
     grouped_appends_fold_like_single_ones(store).await;
@@ -422,6 +423,137 @@ async fn list_paging_equal_timestamps_and_inserts(store: &dyn TaskStore) {
     for id in ids.iter().take(7) {
         assert!(seen.contains(id), "task {id} missing from pages {seen:?}");
     }
+}
+
+/// The pages of `query` from its cursor on, until a page without a next one.
+async fn pages_of(store: &dyn TaskStore, scope: &Scope, query: &TaskQuery) -> Vec<Vec<Task>> {
+    let mut pages = Vec::new();
+    let mut query = query.clone();
+    loop {
+        let page = store.list(scope, &query).await.unwrap();
+        assert_eq!(page.total, 5, "totalSize counts every page's tasks");
+        pages.push(page.tasks);
+        match page.next {
+            Some(c) => query.cursor = Some(c),
+            None => return pages,
+        }
+        assert!(pages.len() < 10, "paging does not terminate");
+    }
+}
+
+/// A ListTasks page ends before the task that would take it past `max_bytes` (with a
+/// cursor to the rest), always holds one task, and counts artifacts only when they
+/// are listed: pages of about 100 KB tasks under a 250,000-byte bound.
+async fn list_pages_end_at_the_byte_bound(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let base = time::now();
+    let mut ids = Vec::new();
+    for i in 0..5i64 {
+        let id = new_id();
+        let at = base + Duration::milliseconds(i * 10);
+        let mut seq = 1;
+        let mut put = |e: StreamResponse| {
+            let s = seq;
+            seq += 1;
+            let (scope, id) = (&scope, &id);
+            async move { store.append(scope, id, s, &e).await.unwrap() }
+        };
+        put(StreamResponse::Task(task_at(&id, "ctx", at))).await;
+        // One whole chunk, or ten of 10,000 bytes; completed (compacted on the SQL
+        // stores) or still working (chunk events pending after the checkpoint).
+        let letter = char::from(b'a' + i as u8);
+        if i % 2 == 0 {
+            put(chunk(
+                &id,
+                "ctx",
+                &letter.to_string().repeat(100_000),
+                false,
+                true,
+            ))
+            .await;
+        } else {
+            for k in 0..10 {
+                let text = letter.to_string().repeat(10_000);
+                put(chunk(&id, "ctx", &text, k > 0, k == 9)).await;
+            }
+        }
+        if i < 3 {
+            put(status(&id, "ctx", TaskState::Completed, at)).await;
+        }
+        ids.push(id);
+    }
+    ids.reverse(); // newest status first
+    let query = TaskQuery {
+        page_size: 50,
+        include_artifacts: true,
+        max_bytes: Some(250_000),
+        ..Default::default()
+    };
+    let pages = pages_of(store, &scope, &query).await;
+    let listed: Vec<Vec<&str>> = pages
+        .iter()
+        .map(|p| p.iter().map(|t| t.id.as_str()).collect())
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            vec![&ids[0], &ids[1]],
+            vec![&ids[2], &ids[3]],
+            vec![&ids[4]]
+        ],
+        "two tasks of about 100 KB fit under 250,000 bytes, a third does not"
+    );
+    for task in pages.iter().flatten() {
+        let text: usize = task.artifacts()[0]
+            .parts
+            .iter()
+            .map(|p| match &p.content {
+                crate::protocol::PartContent::Text(t) => t.len(),
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(
+            text, 100_000,
+            "task {} listed with its whole artifact",
+            task.id
+        );
+    }
+    let one_each = pages_of(
+        store,
+        &scope,
+        &TaskQuery {
+            max_bytes: Some(1),
+            ..query.clone()
+        },
+    )
+    .await;
+    assert_eq!(
+        one_each.iter().map(Vec::len).collect::<Vec<_>>(),
+        vec![1; 5],
+        "a page holds one task however large"
+    );
+    let small = TaskQuery {
+        include_artifacts: false,
+        ..query.clone()
+    };
+    let without = pages_of(store, &scope, &small).await;
+    assert_eq!(
+        without.len(),
+        1,
+        "without artifacts the five tasks fit one page"
+    );
+    assert_eq!(without[0].len(), 5);
+    let limited = pages_of(
+        store,
+        &scope,
+        &TaskQuery {
+            page_size: 1,
+            max_bytes: None,
+            ..query
+        },
+    )
+    .await;
+    assert_eq!(limited.len(), 5, "pageSize still bounds a page");
 }
 
 async fn unsettled_lists_running_tasks(store: &dyn TaskStore) {

@@ -281,6 +281,49 @@ pub(crate) fn status_millis(task: &Task) -> i64 {
         .unwrap_or(0)
 }
 
+/// A copy of `task`, with its artifacts only when `keep` (they are not copied
+/// to be dropped).
+fn without_artifacts(task: &Task, keep: bool) -> Task {
+    if keep {
+        return task.clone();
+    }
+    let Task {
+        id,
+        context_id,
+        status,
+        artifacts: _,
+        history,
+        metadata,
+    } = task;
+    Task {
+        id: id.clone(),
+        context_id: context_id.clone(),
+        status: status.clone(),
+        artifacts: None,
+        history: history.clone(),
+        metadata: metadata.clone(),
+    }
+}
+
+/// The length in bytes of `task` as compact JSON (what a ListTasks page's byte
+/// bound counts on this store), without keeping the text.
+fn json_len(task: &Task) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Serializing a Task to a writer that cannot fail does not fail.
+    let _ = serde_json::to_writer(&mut count, task);
+    count.0
+}
+
 /// Shapes a stored snapshot for a ListTasks page.
 pub(crate) fn shape_for_list(mut task: Task, query: &TaskQuery) -> Task {
     if !query.include_artifacts {
@@ -386,26 +429,28 @@ impl TaskStore for MemoryTaskStore {
                 .position(|(m, t)| c.is_before(*m, &t.id))
                 .unwrap_or(hits.len()),
         };
-        let page: Vec<(i64, &Task)> = hits[start..]
-            .iter()
-            .take(query.page_size)
-            .cloned()
-            .collect();
-        let more = start + page.len() < hits.len();
-        let next = if more {
-            page.last().map(|(m, t)| PageCursor {
+        let budget = query.max_bytes.unwrap_or(u64::MAX);
+        let (mut tasks, mut used, mut next) = (Vec::new(), 0u64, None);
+        let mut cut = false;
+        for (m, t) in hits[start..].iter().take(query.page_size) {
+            // Counted as stored, as on the SQL stores: before historyLength applies.
+            let task = without_artifacts(t, query.include_artifacts);
+            let size = json_len(&task);
+            if !tasks.is_empty() && used.saturating_add(size) > budget {
+                cut = true;
+                break;
+            }
+            used = used.saturating_add(size);
+            next = Some(PageCursor {
                 status_millis: *m,
                 id: t.id.clone(),
-            })
-        } else {
-            None
-        };
+            });
+            tasks.push(shape_for_list(task, query));
+        }
+        let more = cut || start + tasks.len() < hits.len();
         Ok(TaskPage {
-            tasks: page
-                .into_iter()
-                .map(|(_, t)| shape_for_list(t.clone(), query))
-                .collect(),
-            next,
+            tasks,
+            next: if more { next } else { None },
             total,
         })
     }

@@ -165,6 +165,14 @@ pub struct TaskQuery {
     pub include_artifacts: bool,
     /// Apply `historyLength` to each task.
     pub history_length: Option<u32>,
+    /// The page's byte bound: the page ends before the task that would take the
+    /// tasks it holds past this many bytes (counted as their stored JSON: the task
+    /// without artifacts, its whole history included whatever `history_length`
+    /// keeps, plus its artifacts when `include_artifacts`), with
+    /// [`TaskPage::next`] set; its first task is always included, however large.
+    /// `None`: no bound but `page_size`. The handler sets it from
+    /// `server.max_list_page_bytes`.
+    pub max_bytes: Option<u64>,
 }
 
 /// One page of ListTasks, ordered by (status timestamp desc, id asc).

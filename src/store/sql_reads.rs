@@ -174,16 +174,32 @@ macro_rules! sql_reads {
             .fetch_one(&mut *conn)
             .await
             .map_err(db)?;
+            // The page's rows in order (one more than the page, to tell whether more
+            // follow), each with its stored size and the running sum of the sizes up to
+            // it; only rows within the byte bound (and the first, whatever its size)
+            // carry their texts, the first row without them ends the page.
             let rows = sqlx::query(
-                "SELECT t.id, t.status_ms, t.last_seq, t.snapshot, t.art_seq, t.pending_bytes, \
-                        CASE WHEN $8 THEN a.artifacts END \
-                 FROM a2a_tasks t JOIN a2a_task_artifacts a \
-                   ON a.tenant = t.tenant AND a.owner = t.owner AND a.task_id = t.id \
-                 WHERE t.tenant = $1 AND t.owner = $2 \
-                   AND ($3 IS NULL OR t.context_id = $3) AND ($4 IS NULL OR t.state = $4) \
-                   AND ($5 IS NULL OR t.status_ms >= $5) \
-                   AND ($6 IS NULL OR t.status_ms < $6 OR (t.status_ms = $6 AND t.id > $7)) \
-                 ORDER BY t.status_ms DESC, t.id ASC LIMIT $9 + 0",
+                "WITH p AS (SELECT t.tenant, t.owner, t.id, t.status_ms, t.last_seq, \
+                                   t.snapshot, t.art_seq, t.pending_bytes, \
+                                   octet_length(t.snapshot) + CASE WHEN $8 \
+                                     THEN t.art_bytes + t.pending_bytes ELSE 0 END AS size \
+                            FROM a2a_tasks t \
+                            WHERE t.tenant = $1 AND t.owner = $2 \
+                              AND ($3 IS NULL OR t.context_id = $3) \
+                              AND ($4 IS NULL OR t.state = $4) \
+                              AND ($5 IS NULL OR t.status_ms >= $5) \
+                              AND ($6 IS NULL OR t.status_ms < $6 \
+                                   OR (t.status_ms = $6 AND t.id > $7)) \
+                            ORDER BY t.status_ms DESC, t.id ASC LIMIT $9 + 0), \
+                      q AS (SELECT p.*, (ROW_NUMBER() OVER w = 1 \
+                                         OR SUM(p.size) OVER w <= $10 + 0) AS fits \
+                            FROM p WINDOW w AS (ORDER BY p.status_ms DESC, p.id ASC \
+                                                ROWS UNBOUNDED PRECEDING)) \
+                 SELECT q.id, q.status_ms, q.last_seq, CASE WHEN q.fits THEN q.snapshot END, \
+                        q.art_seq, q.pending_bytes, CASE WHEN $8 AND q.fits THEN a.artifacts END \
+                 FROM q JOIN a2a_task_artifacts a \
+                   ON a.tenant = q.tenant AND a.owner = q.owner AND a.task_id = q.id \
+                 ORDER BY q.status_ms DESC, q.id ASC",
             )
             .bind(&scope.tenant)
             .bind(&scope.owner)
@@ -194,16 +210,22 @@ macro_rules! sql_reads {
             .bind(query.cursor.as_ref().map(|c| c.id.as_str()))
             .bind(query.include_artifacts)
             .bind(to_i64(query.page_size as u64 + 1))
+            .bind(query.max_bytes.map_or(i64::MAX, to_i64))
             .fetch_all(&mut *conn)
             .await
             .map_err(db)?;
-            let more = rows.len() > query.page_size;
+            let mut more = rows.len() > query.page_size;
             let mut tasks = Vec::with_capacity(query.page_size.min(rows.len()));
             let mut next = None;
             for row in rows.iter().take(query.page_size) {
                 let id: &str = row.get(0);
+                let Some(snapshot) = row.get::<Option<&str>, _>(3) else {
+                    // Past the byte bound: the page ends before this task.
+                    more = true;
+                    break;
+                };
                 let stored = StoredRow {
-                    snapshot: row.get(3),
+                    snapshot,
                     artifacts: row.get(6),
                     art_seq: row.get(4),
                     last_seq: row.get(2),
