@@ -33,6 +33,10 @@
 //! - `BENCH_GATEWAYS`: other gateway binaries to run side by side with this build's, as
 //!   comma-separated `label=path` entries (`this=` names this build's binary), e.g.
 //!   `before=/tmp/a2a-gateway-before,this=`; default: this build's only;
+//! - `BENCH_LIST=1`: after the rounds, one more row: every task listed with its
+//!   artifacts (`ListTasks`, `includeArtifacts`, `pageSize` 100, page after page), with
+//!   the pages, the bytes received and the gateway's peak RSS while it answered (a page
+//!   is bounded by `server.max_list_page_bytes`, 4 MiB by default);
 //! - `BENCH_PERF=DIR`: also record the gateway with `perf record -F 999 -g` during the
 //!   measured rounds into `DIR/event_cpu-<store>.data` (see BENCHMARKS.md for the
 //!   report command); `BENCH_PERF_ARGS` replaces `-F 999 -g` (e.g. `-F 999 --call-graph
@@ -179,6 +183,34 @@ async fn round(url: &str, tasks: usize, clients: usize, chunks: usize) -> Relaye
         }
     }
     all
+}
+
+/// Lists every task with its artifacts, page after page: (pages, tasks, body bytes).
+async fn list_all(url: &str) -> (usize, usize, usize) {
+    let client = reqwest::Client::new();
+    let (mut pages, mut tasks, mut bytes, mut token) = (0, 0, 0, String::new());
+    loop {
+        let params = json!({"includeArtifacts": true, "pageSize": 100, "pageToken": token});
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": params});
+        let text = client
+            .post(url)
+            .json(&body)
+            .send()
+            .await
+            .expect("ListTasks")
+            .text()
+            .await
+            .expect("ListTasks body");
+        let page: serde_json::Value = serde_json::from_str(&text).expect("ListTasks JSON");
+        let result = &page["result"];
+        pages += 1;
+        bytes += text.len();
+        tasks += result["tasks"].as_array().map_or(0, Vec::len);
+        token = result["nextPageToken"].as_str().expect("a page").to_owned();
+        if token.is_empty() {
+            return (pages, tasks, bytes);
+        }
+    }
 }
 
 /// Reads task `id` back with `GetTask` and checks that it COMPLETED.
@@ -414,6 +446,20 @@ fn run_store(
                 .args(["-INT", &rec.id().to_string()])
                 .status();
             let _ = rec.wait();
+        }
+        if common::env_u64("BENCH_LIST", 0) == 1 {
+            let _ = std::fs::write(format!("/proc/{}/clear_refs", gw.pid()), "5");
+            let rss0 = gw.rss_kib();
+            let t0 = Instant::now();
+            let (pages, listed, bytes) = rt.block_on(list_all(&gw.url));
+            let peak = gw.peak_rss_kib();
+            println!(
+                "| {kind} | {label} | ListTasks with artifacts | {listed} tasks in {pages} pages | {:.2} s | {:.1} MB received | | | {:.1} MiB (+{:.1}) | |",
+                t0.elapsed().as_secs_f64(),
+                bytes as f64 / 1e6,
+                peak as f64 / 1024.0,
+                peak.saturating_sub(rss0) as f64 / 1024.0,
+            );
         }
         per_event.sort_by(f64::total_cmp);
         println!(
