@@ -179,8 +179,7 @@ macro_rules! sql_reads {
             // it; only rows within the byte bound (and the first, whatever its size)
             // carry their texts, the first row without them ends the page.
             let rows = sqlx::query(
-                "WITH p AS (SELECT t.tenant, t.owner, t.id, t.status_ms, t.last_seq, \
-                                   t.snapshot, t.art_seq, t.pending_bytes, \
+                "WITH p AS (SELECT t.id, t.status_ms, \
                                    octet_length(t.snapshot) + CASE WHEN $8 \
                                      THEN t.art_bytes + t.pending_bytes ELSE 0 END AS size \
                             FROM a2a_tasks t \
@@ -191,14 +190,15 @@ macro_rules! sql_reads {
                               AND ($6 IS NULL OR t.status_ms < $6 \
                                    OR (t.status_ms = $6 AND t.id > $7)) \
                             ORDER BY t.status_ms DESC, t.id ASC LIMIT $9 + 0), \
-                      q AS (SELECT p.*, (ROW_NUMBER() OVER w = 1 \
-                                         OR SUM(p.size) OVER w <= $10 + 0) AS fits \
+                      q AS (SELECT p.id, p.status_ms, (ROW_NUMBER() OVER w = 1 \
+                                   OR SUM(p.size) OVER w <= $10 + 0) AS fits \
                             FROM p WINDOW w AS (ORDER BY p.status_ms DESC, p.id ASC \
                                                 ROWS UNBOUNDED PRECEDING)) \
-                 SELECT q.id, q.status_ms, q.last_seq, CASE WHEN q.fits THEN q.snapshot END, \
-                        q.art_seq, q.pending_bytes, CASE WHEN $8 AND q.fits THEN a.artifacts END \
-                 FROM q JOIN a2a_task_artifacts a \
-                   ON a.tenant = q.tenant AND a.owner = q.owner AND a.task_id = q.id \
+                 SELECT q.id, q.status_ms, t.last_seq, CASE WHEN q.fits THEN t.snapshot END, \
+                        t.art_seq, t.pending_bytes, CASE WHEN $8 AND q.fits THEN a.artifacts END \
+                 FROM q JOIN a2a_tasks t ON t.tenant = $1 AND t.owner = $2 AND t.id = q.id \
+                   JOIN a2a_task_artifacts a \
+                     ON a.tenant = $1 AND a.owner = $2 AND a.task_id = q.id \
                  ORDER BY q.status_ms DESC, q.id ASC",
             )
             .bind(&scope.tenant)
