@@ -386,6 +386,32 @@ where
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.
 pub async fn shutdown_signal() {
+    signal_received().await;
+}
+
+/// Resolves on the first SIGINT or SIGTERM, as [`shutdown_signal`]; from then on a
+/// second one ends the process at once (exit status 130 for SIGINT, 143 for SIGTERM,
+/// after a warning in the log), without waiting for the graceful shutdown the first
+/// one began: for an operator who does not want to wait for its grace. What it cuts
+/// off is what a crash cuts off: the store's commits are atomic, and tasks left
+/// running are closed FAILED by the next start's recovery or another instance's
+/// stale-task sweep. Used by `serve` and `demo`.
+pub async fn shutdown_signals() {
+    signal_received().await;
+    tokio::spawn(async {
+        let code = signal_received().await;
+        tracing::warn!(
+            "a second shutdown signal: exiting now, without waiting for in-flight requests \
+             (tasks still running are closed FAILED as after a crash)"
+        );
+        crate::telemetry::flush_log();
+        std::process::exit(code);
+    });
+}
+
+/// Waits for SIGINT or SIGTERM: 130 or 143 (128 + the signal's number, a shell's exit
+/// status for a process it ended).
+async fn signal_received() -> i32 {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -401,8 +427,8 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     let term = futures::future::pending::<()>();
     tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
+        _ = ctrl_c => 130,
+        _ = term => 143,
     }
 }
 

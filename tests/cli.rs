@@ -559,28 +559,8 @@ async fn sigterm_during_a_streaming_task_fails_it_within_the_grace_period() {
         &["serve", "--config", &file],
         &[("A2A_GATEWAY_SERVER__SHUTDOWN_GRACE_SECS", "1")],
     );
-    let resp = reqwest::Client::new()
-        .post(&gw.url)
-        .header("A2A-Version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {
-            "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "a slow one please"}]}}}))
-        .send()
-        .await
-        .unwrap();
-    let mut events = resp.bytes_stream().eventsource();
+    let mut events = a_streaming_task(&gw.url).await;
     let mut seen: Vec<Value> = Vec::new();
-    // Wait for the first artifact chunk: the task is streaming.
-    while let Some(ev) = tokio::time::timeout(Duration::from_secs(10), events.next())
-        .await
-        .expect("an event in time")
-    {
-        let v: Value = serde_json::from_str(&ev.unwrap().data).unwrap();
-        let chunk = v["result"].get("artifactUpdate").is_some();
-        seen.push(v);
-        if chunk {
-            break;
-        }
-    }
     let sent = Instant::now();
     let kill = Command::new("kill")
         .args(["-TERM", &gw.pid().to_string()])
@@ -627,6 +607,88 @@ async fn sigterm_during_a_streaming_task_fails_it_within_the_grace_period() {
         .unwrap_or_default();
     assert!(reason.contains("shut down"), "{reason}");
     assert!(gw.logs().contains("shutting down"), "{}", gw.logs());
+}
+
+/// Opens a slow streaming task on the gateway at `url` and waits for its first
+/// artifact chunk; the rest of its events follow.
+async fn a_streaming_task(
+    url: &str,
+) -> impl futures::Stream<
+    Item = Result<eventsource_stream::Event, eventsource_stream::EventStreamError<reqwest::Error>>,
+> + use<> {
+    let resp = reqwest::Client::new()
+        .post(url)
+        .header("A2A-Version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {
+            "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "a slow one please"}]}}}))
+        .send()
+        .await
+        .unwrap();
+    let mut events = resp.bytes_stream().eventsource();
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("an event in time")
+    {
+        let v: Value = serde_json::from_str(&ev.unwrap().data).unwrap();
+        if v["result"].get("artifactUpdate").is_some() {
+            break;
+        }
+    }
+    events
+}
+
+#[tokio::test]
+async fn a_second_sigint_during_the_grace_exits_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (upstream, _guard) = stand_in(RuntimeOptions {
+        word_delay: Duration::from_millis(1),
+        slow_word_delay: Duration::from_millis(400),
+        issuer: None,
+    })
+    .await;
+    let file = write_config(dir.path(), "", &upstream);
+    let mut gw = Gateway::start(
+        dir.path(),
+        &["serve", "--config", &file],
+        &[("A2A_GATEWAY_SERVER__SHUTDOWN_GRACE_SECS", "60")],
+    );
+    let _events = a_streaming_task(&gw.url).await;
+    let pid = gw.pid().to_string();
+    let signal = |name: &str| {
+        let kill = Command::new("kill").args([name, &pid]).status().unwrap();
+        assert!(kill.success());
+    };
+    signal("-INT");
+    // The graceful shutdown has begun (readiness fails) and waits for the task.
+    let readyz = format!("{}readyz", gw.url);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while reqwest::get(&readyz)
+        .await
+        .map(|r| r.status().as_u16())
+        .ok()
+        != Some(503)
+    {
+        assert!(Instant::now() < deadline, "no shutdown:\n{}", gw.logs());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(gw.wait_exit(Duration::ZERO).is_none(), "still in its grace");
+    let sent = Instant::now();
+    signal("-INT");
+    let status = gw
+        .wait_exit(Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("the gateway did not exit:\n{}", gw.logs()));
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(130), "{}", gw.logs());
+    assert!(
+        gw.logs().contains("a second shutdown signal"),
+        "{}",
+        gw.logs()
+    );
 }
 
 #[tokio::test]

@@ -70,7 +70,7 @@ pub(super) async fn run(listen: SocketAddr, dir: PathBuf) -> Result<ExitCode, Cl
     crate::telemetry::init(&config.log);
     print_banner(local, runtime_addr, issuer_addr, &dir, &config);
     let shutdown = async move {
-        crate::server::shutdown_signal().await;
+        crate::server::shutdown_signals().await;
     };
     let result = super::serve::serve_config(&config, listener, shutdown, None).await;
     stop.cancel();

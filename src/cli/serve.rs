@@ -43,7 +43,7 @@ pub(super) async fn run(
     serve_config(
         &config,
         listener,
-        crate::server::shutdown_signal(),
+        crate::server::shutdown_signals(),
         Some(sources),
     )
     .await?;
