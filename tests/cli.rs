@@ -1512,11 +1512,39 @@ fn check_config_refuses_a_store_serve_cannot_open_and_prints_what_it_derives() {
         stdout.contains("# derived: card interface: GRPC agents.example.com:443"),
         "{stdout}"
     );
+    assert!(
+        stdout.contains(&format!(
+            "# derived: task store: SQLite file {}/tasks.db for one instance, synchronous full \
+             (`cluster`, `lease_secs`, `instance_name` and `listen_url` apply to PostgreSQL only)",
+            dir.path().display()
+        )),
+        "{stdout}"
+    );
     assert!(!stdout.contains("s3cret"), "{stdout}");
     assert!(
         !dir.path().join("tasks.db").exists(),
         "check-config creates no database"
     );
+    // The other backends say what they are, a password kept out.
+    for (url, line) in [
+        (
+            "memory:",
+            "task store: process memory, nothing survives a restart",
+        ),
+        (
+            "postgres://u:s3cret@127.0.0.1:9/db",
+            "task store: PostgreSQL shared by a cluster of instances, lease 30 s",
+        ),
+    ] {
+        let out = run(
+            dir.path(),
+            &["check-config", "--config", p],
+            &[("A2A_GATEWAY_STORE__URL", url)],
+        );
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains(&format!("# derived: {line}")), "{stdout}");
+        assert!(!stdout.contains("s3cret"), "{stdout}");
+    }
 }
 
 #[tokio::test]

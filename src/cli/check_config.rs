@@ -2,7 +2,8 @@
 //! `serve` would refuse (an upstream it cannot use, a store directory it cannot write,
 //! TLS files it cannot read), prints the effective configuration with secrets as
 //! `***`, then what the gateway derives from it as `# derived:` comment lines: the
-//! invocation and stop-session URLs, the upstream token endpoint, the public URL and
+//! invocation and stop-session URLs, the upstream token endpoint, the task store and
+//! the `[store]` keys it ignores, the public URL and
 //! the interfaces the agent card will declare (every URL with its password and
 //! secret-looking query values as `***`, like the configuration above it).
 
@@ -100,6 +101,7 @@ async fn derived(config: &Config) -> Vec<String> {
         Ok(_) => out.push("upstream authentication: a static bearer token".to_owned()),
         Err(_) => {}
     }
+    out.push(store_line(&config.store));
     out.push(format!(
         "public URL: {}",
         masked(&config.server.public_url())
@@ -116,6 +118,42 @@ async fn derived(config: &Config) -> Vec<String> {
         ));
     }
     out
+}
+
+/// What the task store is, and which of the `[store]` keys printed above it ignores
+/// (every key is printed, with its default, whatever the backend).
+fn store_line(store: &crate::config::StoreConfig) -> String {
+    use crate::config::{SqliteLocation, StoreUrl};
+    let postgres_only =
+        "`cluster`, `lease_secs`, `instance_name` and `listen_url` apply to PostgreSQL only";
+    match &store.url {
+        StoreUrl::Memory => format!(
+            "task store: process memory, nothing survives a restart ({postgres_only}, \
+             `sqlite_synchronous` to SQLite files)"
+        ),
+        StoreUrl::Sqlite(SqliteLocation::Memory) => format!(
+            "task store: a private in-memory SQLite database, nothing survives a restart \
+             ({postgres_only})"
+        ),
+        StoreUrl::Sqlite(SqliteLocation::File(path)) => format!(
+            "task store: SQLite file {} for one instance, synchronous {} ({postgres_only})",
+            path.display(),
+            match store.sqlite_synchronous {
+                crate::store::Synchronous::Full => "full",
+                crate::store::Synchronous::Normal => "normal",
+            }
+        ),
+        StoreUrl::Postgres(_) if store.clustered() => format!(
+            "task store: PostgreSQL shared by a cluster of instances, lease {} s \
+             (leases replace `recover_on_start` and `stale_task_secs`; \
+             `sqlite_synchronous` applies to SQLite files only)",
+            store.lease_secs
+        ),
+        StoreUrl::Postgres(_) => "task store: PostgreSQL for one instance (`cluster = false`; \
+             `lease_secs` and `instance_name` unused, `sqlite_synchronous` applies to SQLite \
+             files only)"
+            .to_owned(),
+    }
 }
 
 /// The `token_endpoint` of the discovery document at `url`, or why it is not known.
