@@ -546,19 +546,8 @@ fn a_bad_config_exits_non_zero_naming_the_key_and_its_source() {
 #[tokio::test]
 async fn sigterm_during_a_streaming_task_fails_it_within_the_grace_period() {
     let dir = tempfile::tempdir().unwrap();
-    let (upstream, _guard) = stand_in(RuntimeOptions {
-        word_delay: Duration::from_millis(1),
-        slow_word_delay: Duration::from_millis(400),
-        issuer: None,
-    })
-    .await;
-    let file = write_config(dir.path(), "", &upstream);
     let grace = Duration::from_secs(1);
-    let mut gw = Gateway::start(
-        dir.path(),
-        &["serve", "--config", &file],
-        &[("A2A_GATEWAY_SERVER__SHUTDOWN_GRACE_SECS", "1")],
-    );
+    let (mut gw, _guard) = serving_a_slow_runtime(dir.path(), "1").await;
     let mut events = a_streaming_task(&gw.url).await;
     let mut seen: Vec<Value> = Vec::new();
     let sent = Instant::now();
@@ -609,6 +598,27 @@ async fn sigterm_during_a_streaming_task_fails_it_within_the_grace_period() {
     assert!(gw.logs().contains("shutting down"), "{}", gw.logs());
 }
 
+/// `serve` in `dir` with `shutdown_grace_secs` = `grace_secs`, in front of a stand-in
+/// runtime whose "slow" replies take 400 ms a word (kept while the guard lives).
+async fn serving_a_slow_runtime(
+    dir: &Path,
+    grace_secs: &str,
+) -> (Gateway, tokio_util::sync::DropGuard) {
+    let (upstream, guard) = stand_in(RuntimeOptions {
+        word_delay: Duration::from_millis(1),
+        slow_word_delay: Duration::from_millis(400),
+        issuer: None,
+    })
+    .await;
+    let file = write_config(dir, "", &upstream);
+    let gw = Gateway::start(
+        dir,
+        &["serve", "--config", &file],
+        &[("A2A_GATEWAY_SERVER__SHUTDOWN_GRACE_SECS", grace_secs)],
+    );
+    (gw, guard)
+}
+
 /// Opens a slow streaming task on the gateway at `url` and waits for its first
 /// artifact chunk; the rest of its events follow.
 async fn a_streaming_task(
@@ -640,18 +650,7 @@ async fn a_streaming_task(
 #[tokio::test]
 async fn a_second_sigint_during_the_grace_exits_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let (upstream, _guard) = stand_in(RuntimeOptions {
-        word_delay: Duration::from_millis(1),
-        slow_word_delay: Duration::from_millis(400),
-        issuer: None,
-    })
-    .await;
-    let file = write_config(dir.path(), "", &upstream);
-    let mut gw = Gateway::start(
-        dir.path(),
-        &["serve", "--config", &file],
-        &[("A2A_GATEWAY_SERVER__SHUTDOWN_GRACE_SECS", "60")],
-    );
+    let (mut gw, _guard) = serving_a_slow_runtime(dir.path(), "60").await;
     let _events = a_streaming_task(&gw.url).await;
     let pid = gw.pid().to_string();
     let signal = |name: &str| {
