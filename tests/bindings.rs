@@ -596,6 +596,8 @@ mod scenarios {
             ("NUL in a task id", Operation::GetTask, json!({"id": "a\0b"}), Opts::default(), "INVALID_PARAMS", invalid),
             ("NUL in the tenant", Operation::ListTasks, json!({"tenant": "a\0"}), Opts::default(), "INVALID_PARAMS", invalid),
             ("NUL in a context filter", Operation::ListTasks, json!({"contextId": "\0"}), Opts::default(), "INVALID_PARAMS", invalid),
+            // base64url of "v1:1:a\0b": a token this server cannot have issued.
+            ("NUL in a page token's id", Operation::ListTasks, json!({"pageToken": "djE6MTphAGI"}), Opts::default(), "INVALID_PARAMS", invalid),
             ("negative history", Operation::GetTask, json!({"id": done_id, "historyLength": -1}), Opts::default(), "INVALID_PARAMS", invalid),
             ("message missing", Operation::SendMessage, json!({}), Opts::default(), "INVALID_PARAMS", invalid),
             ("message of the wrong type", Operation::SendMessage, json!({"message": "hi"}), Opts::default(), "INVALID_PARAMS", invalid),

@@ -18,12 +18,17 @@ impl PageCursor {
         URL_SAFE_NO_PAD.encode(format!("v1:{}:{}", self.status_millis, self.id))
     }
 
-    /// Decodes a token made by [`encode`](Self::encode); `None` for anything else.
+    /// Decodes a token made by [`encode`](Self::encode); `None` for anything else,
+    /// including an id with a NUL (no task id has one, and PostgreSQL refuses one in
+    /// a text parameter).
     pub fn decode(token: &str) -> Option<Self> {
         let raw = URL_SAFE_NO_PAD.decode(token).ok()?;
         let raw = String::from_utf8(raw).ok()?;
         let rest = raw.strip_prefix("v1:")?;
         let (millis, id) = rest.split_once(':')?;
+        if id.contains('\0') {
+            return None;
+        }
         Some(Self {
             status_millis: millis.parse().ok()?,
             id: id.to_owned(),
@@ -53,6 +58,7 @@ mod tests {
             "djE6",
             "djE6eDp5",
             &URL_SAFE_NO_PAD.encode("v2:1:a"),
+            &URL_SAFE_NO_PAD.encode("v1:1:a\0b"),
         ] {
             assert_eq!(PageCursor::decode(bad), None, "{bad}");
         }
