@@ -32,11 +32,13 @@ pub struct ServerConfig {
     /// Default 1024.
     pub max_concurrent_tasks: usize,
     /// Largest ListTasks page, in bytes of the listed tasks' stored JSON (a task
-    /// without its artifacts, plus its artifacts when the call sets
-    /// `includeArtifacts`). A page ends early, with a `nextPageToken`, before the task
-    /// that would take it past this, so a caller paging on still gets every task; a
-    /// page always holds at least one task. Default 4194304 (4 MiB, under the 4 MiB
-    /// message limit gRPC clients apply by default).
+    /// without its artifacts, its whole history counted whatever `historyLength`
+    /// keeps, plus its artifacts when the call sets `includeArtifacts`). A page ends
+    /// early, with a `nextPageToken`, before the task that would take it past this, so
+    /// a caller paging on still gets every task; a page always holds at least one
+    /// task. Default 4194304 (4 MiB: text artifacts stay under the 4 MiB message limit
+    /// gRPC clients apply by default; data parts take several times their JSON size
+    /// in protobuf).
     pub max_list_page_bytes: u64,
     /// Interval between SSE keep-alive comments on open streams, in seconds. Default 15.
     pub sse_keepalive_secs: u64,

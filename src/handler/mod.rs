@@ -133,8 +133,9 @@ pub struct HandlerConfig {
     pub max_list_page_bytes: u64,
 }
 
-/// The default ListTasks page bound, 4 MiB: under the 4 MiB message limit that gRPC
-/// clients apply by default, so their pages arrive unless one task is larger.
+/// The default ListTasks page bound, 4 MiB: text artifacts stay under the 4 MiB
+/// message limit that gRPC clients apply by default, so their pages arrive unless one
+/// task is larger (data parts take several times their JSON size in protobuf).
 pub const DEFAULT_LIST_PAGE_BYTES: u64 = 4 * 1024 * 1024;
 
 impl HandlerConfig {
