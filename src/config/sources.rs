@@ -202,11 +202,16 @@ impl Layers {
                 "is required".to_owned()
             }
             Kind::InvalidType(actual, expected) if !secret => {
-                format!(
-                    "expected {}, found {}",
-                    in_words(expected),
-                    found_in_words(actual)
-                )
+                match (huge_integer(actual), range_in_words(expected)) {
+                    (Some(n), Some(range)) => {
+                        format!("the number {n} is out of range: expected {range}")
+                    }
+                    _ => format!(
+                        "expected {}, found {}",
+                        in_words(expected),
+                        found_in_words(actual)
+                    ),
+                }
             }
             Kind::InvalidType(_, expected) => format!("expected {}", in_words(expected)),
             Kind::InvalidValue(actual, expected) if !secret => match range_in_words(expected) {
@@ -424,7 +429,7 @@ fn in_words(expected: &str) -> String {
     }
 }
 
-/// The values an integer type takes, in words (`u64` is "a whole number of 0 or more"),
+/// The values an integer type takes, in words (`u8` is "a whole number from 0 to 255"),
 /// for a number the type cannot hold; `None` for other types.
 fn range_in_words(expected: &str) -> Option<String> {
     let range = |min: &str, max: &str| Some(format!("a whole number from {min} to {max}"));
@@ -432,11 +437,25 @@ fn range_in_words(expected: &str) -> Option<String> {
         "u8" => range("0", "255"),
         "u16" => range("0", "65535"),
         "u32" => range("0", "4294967295"),
-        "u64" | "u128" | "usize" => Some("a whole number of 0 or more".to_owned()),
+        // Every count the configuration holds is at most i64::MAX (`check_number_bounds`).
+        "u64" | "usize" => range("0", "9223372036854775807"),
+        "u128" => Some("a whole number of 0 or more".to_owned()),
         "i8" => range("-128", "127"),
         "i16" => range("-32768", "32767"),
         "i32" => range("-2147483648", "2147483647"),
         "i64" | "i128" | "isize" => Some("a whole number".to_owned()),
+        _ => None,
+    }
+}
+
+/// The digits of a number too large for the integers figment reads, which serde
+/// reports as "integer `N` as u128" (or i128): `Some(N)`.
+fn huge_integer(actual: &figment::error::Actual) -> Option<&str> {
+    match actual {
+        figment::error::Actual::Other(s) => s
+            .strip_prefix("integer `")?
+            .split_once('`')
+            .map(|(digits, _)| digits),
         _ => None,
     }
 }

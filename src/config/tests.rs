@@ -1471,7 +1471,8 @@ fn type_errors_speak_of_numbers_and_strings_not_rust_types() {
 
 #[test]
 fn a_number_out_of_range_says_which_numbers_are_allowed() {
-    let want = "the number -1 is out of range: expected a whole number of 0 or more";
+    let want =
+        "the number -1 is out of range: expected a whole number from 0 to 9223372036854775807";
     let (_dir, path) = file("[server]\nmax_body_bytes = -1\n");
     let (message, _) = load_err(sources(Some(&path), &[]));
     assert!(message.contains(want), "{message}");
@@ -1482,6 +1483,18 @@ fn a_number_out_of_range_says_which_numbers_are_allowed() {
     ));
     assert!(message.contains(want), "{message}");
     assert!(!message.contains("u64"), "{message}");
+    // Beyond what any integer holds: the same words, not serde's type names.
+    let (message, _) = load_err(sources(
+        None,
+        &[("A2A_GATEWAY_SERVER__MAX_BODY_BYTES", "99999999999999999999")],
+    ));
+    assert!(
+        message.contains(
+            "the number 99999999999999999999 is out of range: expected a whole number from 0 to 9223372036854775807"
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("u128"), "{message}");
 }
 
 #[test]
