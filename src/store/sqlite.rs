@@ -960,17 +960,30 @@ impl BatchOps for SqliteOps {
     }
 
     async fn abort(&mut self) {
-        if std::mem::take(&mut self.open)
-            && let Err(e) = sqlx::query("ROLLBACK").execute(&mut *self.conn).await
-        {
-            // Usually "no transaction is active" (SQLite already rolled back), but the
-            // transaction may also still be open: the connection is never used again
-            // (not kept by the lane, closed when dropped, not given back to the pool).
-            tracing::warn!(error = %db_message(&e), "ROLLBACK failed; closing the SQLite writer connection");
-            self.conn.close_on_drop();
-            self.open = true;
+        if !std::mem::take(&mut self.open) {
+            return;
+        }
+        match sqlx::query("ROLLBACK").execute(&mut *self.conn).await {
+            Ok(_) => {}
+            // BEGIN itself failed (another process held the database past the busy
+            // timeout) or SQLite already rolled the transaction back: the connection is
+            // in autocommit mode, as good as new.
+            Err(e) if no_transaction(&e) => {}
+            Err(e) => {
+                // The transaction may still be open: the connection is never used again
+                // (not kept by the lane, closed when dropped, not given back to the pool).
+                tracing::warn!(error = %db_message(&e), "ROLLBACK failed; closing the SQLite writer connection");
+                self.conn.close_on_drop();
+                self.open = true;
+            }
         }
     }
+}
+
+/// Whether `e` is SQLite's refusal of a ROLLBACK because no transaction is open.
+fn no_transaction(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|d| d.message().contains("no transaction is active"))
 }
 
 #[cfg(test)]
@@ -1000,10 +1013,11 @@ mod tests {
         store.close().await;
     }
 
-    /// A ROLLBACK that fails leaves the connection marked open, so the writer lane does
-    /// not keep it, and closed when dropped instead of going back to the pool.
+    /// A ROLLBACK without a transaction (BEGIN failed, or SQLite already rolled
+    /// back) leaves the connection in use, and that refusal is told apart from other
+    /// failures (which retire the connection); a successful ROLLBACK keeps it.
     #[tokio::test]
-    async fn a_failed_rollback_retires_the_connection() {
+    async fn rollback_keeps_the_connection_unless_a_transaction_may_be_left_open() {
         use super::BatchOps;
         let dir = tempfile::tempdir().unwrap();
         let store = super::SqliteTaskStore::open_path(&dir.path().join("t.db"), 1)
@@ -1012,24 +1026,26 @@ mod tests {
         let pool = store.writer_pool().clone();
         assert_eq!(pool.size(), 1);
         let conn = pool.acquire().await.unwrap();
-        // No transaction was begun: SQLite refuses the ROLLBACK.
+        // No transaction was begun: SQLite refuses the ROLLBACK, and says why.
         let mut ops = super::SqliteOps { conn, open: true };
         ops.abort().await;
-        assert!(
-            ops.open,
-            "a failed ROLLBACK keeps the connection out of the lane"
-        );
+        assert!(!ops.open, "no transaction: the connection stays in use");
         drop(ops);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while pool.size() > 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the connection was not closed"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-        // A successful ROLLBACK keeps the (new) connection for reuse.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert_eq!(pool.size(), 1, "not closed");
+        // The refusal is told apart from other failures.
         let mut conn = pool.acquire().await.unwrap();
+        let refused = sqlx::query("ROLLBACK")
+            .execute(&mut *conn)
+            .await
+            .unwrap_err();
+        assert!(super::no_transaction(&refused), "{refused}");
+        let other = sqlx::query("SELECT * FROM no_such_table")
+            .execute(&mut *conn)
+            .await
+            .unwrap_err();
+        assert!(!super::no_transaction(&other), "{other}");
+        // A successful ROLLBACK keeps the connection for reuse.
         sqlx::query("BEGIN IMMEDIATE")
             .execute(&mut *conn)
             .await
