@@ -425,7 +425,8 @@ async fn list_paging_equal_timestamps_and_inserts(store: &dyn TaskStore) {
     }
 }
 
-/// The pages of `query` from its cursor on, until a page without a next one.
+/// The pages of `query` from its cursor on, until a page without a next one; each
+/// page must count the five tasks of [`list_pages_end_at_the_byte_bound`].
 async fn pages_of(store: &dyn TaskStore, scope: &Scope, query: &TaskQuery) -> Vec<Vec<Task>> {
     let mut pages = Vec::new();
     let mut query = query.clone();
