@@ -320,6 +320,56 @@ mod scenarios {
         transcript
     }
 
+    /// ListTasks pages of tasks with data parts: within the default bound as JSON
+    /// (five tasks of about 200 KB), several times larger as protobuf (a `Value` of
+    /// about 11 bytes for each `0,`): gRPC cuts its pages to fit the same bound in
+    /// its own encoding, so a default client (4 MiB messages) still gets every task.
+    pub async fn list_pages_of_data_parts(_: &Server, b: &dyn Binding) -> Vec<Value> {
+        let context = uuid::Uuid::new_v4().to_string();
+        for _ in 0..5 {
+            let mut m = message("data 100000");
+            m["contextId"] = json!(context);
+            let task = send(b, json!({"message": m})).await;
+            assert_eq!(state_of(&task), "TASK_STATE_COMPLETED");
+        }
+        let (mut token, mut pages, mut seen) = (String::new(), Vec::new(), Vec::new());
+        loop {
+            let page = unary(
+                b,
+                Operation::ListTasks,
+                json!({"contextId": context, "includeArtifacts": true, "pageToken": token}),
+            )
+            .await;
+            let tasks = page["tasks"].as_array().unwrap();
+            for t in tasks {
+                let zeros = t["artifacts"][0]["parts"][0]["data"]["v"]
+                    .as_array()
+                    .map(Vec::len);
+                assert_eq!(zeros, Some(100_000), "whole data part");
+                seen.push(t["id"].as_str().unwrap().to_owned());
+            }
+            pages.push(tasks.len());
+            token = page["nextPageToken"].as_str().unwrap().to_owned();
+            if token.is_empty() {
+                break;
+            }
+            assert!(pages.len() < 20, "paging does not terminate");
+        }
+        let mut sorted = seen.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 5, "every task once: {seen:?}");
+        if b.name() == "GRPC" {
+            assert!(
+                pages.len() > 1 && pages.iter().all(|&n| n >= 1),
+                "{pages:?}"
+            );
+        } else {
+            assert_eq!(pages, vec![5], "one JSON page of about 1 MB");
+        }
+        vec![json!({"tasks": sorted.len()})]
+    }
+
     pub async fn cancel(_: &Server, b: &dyn Binding) -> Vec<Value> {
         let task = send_now(b, "hold").await;
         let id = task["id"].as_str().unwrap();
@@ -722,6 +772,7 @@ across_bindings! {
     get_task,
     list_with_paging,
     list_pages_by_bytes,
+    list_pages_of_data_parts,
     cancel,
     subscribe,
     // gRPC has no Last-Event-ID resume (and no event ids to resume from).

@@ -36,9 +36,9 @@ pub struct ServerConfig {
     /// keeps, plus its artifacts when the call sets `includeArtifacts`). A page ends
     /// early, with a `nextPageToken`, before the task that would take it past this, so
     /// a caller paging on still gets every task; a page always holds at least one
-    /// task. Default 4194304 (4 MiB: text artifacts stay under the 4 MiB message limit
-    /// gRPC clients apply by default; data parts take several times their JSON size
-    /// in protobuf).
+    /// task. gRPC also keeps the page's protobuf encoding within it (a data part takes
+    /// several times its JSON size there; see [`crate::transport::grpc::page`]).
+    /// Default 4194304 (4 MiB, the message limit gRPC clients apply by default).
     pub max_list_page_bytes: u64,
     /// Interval between SSE keep-alive comments on open streams, in seconds. Default 15.
     pub sse_keepalive_secs: u64,

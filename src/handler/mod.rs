@@ -133,9 +133,9 @@ pub struct HandlerConfig {
     pub max_list_page_bytes: u64,
 }
 
-/// The default ListTasks page bound, 4 MiB: text artifacts stay under the 4 MiB
-/// message limit that gRPC clients apply by default, so their pages arrive unless one
-/// task is larger (data parts take several times their JSON size in protobuf).
+/// The default ListTasks page bound, 4 MiB: the message limit that gRPC clients apply
+/// by default (gRPC applies the bound to its own encoding too), so their pages arrive
+/// unless one task is larger.
 pub const DEFAULT_LIST_PAGE_BYTES: u64 = 4 * 1024 * 1024;
 
 impl HandlerConfig {
@@ -286,6 +286,12 @@ impl RequestHandler {
                 cluster: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// The ListTasks page bound, in bytes ([`HandlerConfig::max_list_page_bytes`]),
+    /// for a binding that applies it to its own encoding too (gRPC).
+    pub fn max_list_page_bytes(&self) -> u64 {
+        self.inner.config.max_list_page_bytes
     }
 
     /// The task store.

@@ -27,6 +27,8 @@ use super::rest::Rest;
 ///   `got <text>` and COMPLETED;
 /// - `hold`: WORKING until canceled;
 /// - `gated`: artifact `part 1`, waits for [`Scripted::gate`], artifact `part 2`,
+///   COMPLETED;
+/// - `data N`: one artifact of one data part `{"v": [0, 0, ...]}` (N zeros), then
 ///   COMPLETED.
 pub struct Scripted {
     /// Released once per `gated` task (a permit is kept when nobody waits yet).
@@ -62,6 +64,13 @@ impl AgentExecutor for Scripted {
         match word {
             "echo" => {
                 artifact(&u, format!("echo: {rest}")).await?;
+                u.complete(None).await?;
+            }
+            "data" => {
+                let zeros = vec![0; rest.parse().unwrap_or(0)];
+                let part = Part::data(serde_json::json!({ "v": zeros }));
+                u.add_artifact(vec![part], None, Some("data".into()), false, true)
+                    .await?;
                 u.complete(None).await?;
             }
             "ask" => {

@@ -33,6 +33,7 @@
 pub mod codec;
 pub mod convert;
 pub mod json;
+pub mod page;
 pub mod proto;
 pub mod service;
 pub mod status;

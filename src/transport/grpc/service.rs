@@ -327,8 +327,13 @@ impl A2aService for A2aGrpc {
         &self,
         request: Request<proto::ListTasksRequest>,
     ) -> Result<Response<proto::ListTasksResponse>, Status> {
-        self.unary(Operation::ListTasks, request, Reply::from_reply)
-            .await
+        // The page bound applies to this binding's own encoding too (see `page`).
+        let limit = self.state.handler.max_list_page_bytes();
+        let mut page = self
+            .unary(Operation::ListTasks, request, Reply::from_reply)
+            .await?;
+        super::page::fit_list_page(page.get_mut(), limit);
+        Ok(page)
     }
 
     async fn cancel_task(
