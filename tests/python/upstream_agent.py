@@ -105,6 +105,9 @@ def invoke(payload, context):
         return context.session_id
     if prompt == "identity":
         return identity_of(context)
+    if prompt.startswith("zeros "):
+        # A JSON reply the gateway keeps as one data part: {"v": [0, 0, ...]}.
+        return {"v": [0] * int(prompt.split()[1])}
     return {"echo": payload}
 
 
