@@ -3,8 +3,9 @@
 //!
 //! Text and data arrive in the main artifact `response` as they come: the first
 //! chunk with `append: false`, later ones with `append: true`; at a clean end a final
-//! empty text chunk carries `lastChunk: true` (a reply that is one piece, like a JSON
-//! reply, is a single chunk with `lastChunk: true`), then COMPLETED.
+//! empty text chunk carries `lastChunk: true` (a reply that is one piece of text, like
+//! a JSON reply's text, is a single chunk with `lastChunk: true`; a JSON reply kept as
+//! a `data` part is that part, then the empty closing chunk), then COMPLETED.
 //!
 //! [`TaskStart`] decides when the Task itself is published, so that an upstream can
 //! still answer a new message with a direct Message instead of a task.

@@ -9,34 +9,46 @@
 //! page's own encoding too, cutting it further where needed; paging on still returns
 //! every task once.
 
+use prost::Message;
+
 use super::proto;
 use crate::store::PageCursor;
 
-/// Keeps the first tasks of `page` whose encoding takes at most `limit` bytes, at
-/// least one, and points `next_page_token` after the last one kept when it cut any
-/// (the order is the store's: status time descending, id ascending).
+/// Leaves `page` as it is when its whole encoding takes at most `limit` bytes;
+/// otherwise keeps its first tasks, at least one, so that the whole response (its
+/// counts and the new `next_page_token` included) takes at most `limit` bytes, and
+/// points that token after the last task kept (the order is the store's: status time
+/// descending, id ascending).
 pub fn fit_list_page(page: &mut proto::ListTasksResponse, limit: u64) {
+    let fits = |p: &proto::ListTasksResponse| p.encoded_len() as u64 <= limit;
+    if page.tasks.len() <= 1 || fits(page) {
+        return;
+    }
+    // The tasks that fit as fields of the response (tag, length and bytes each)...
     let mut used = 0u64;
-    let keep = page
+    let mut keep = page
         .tasks
         .iter()
         .position(|t| {
-            // The task as a field of the response: its tag, length and bytes.
             let len = prost::encoding::message::encoded_len(1, t) as u64;
             used = used.saturating_add(len);
             used > limit
         })
         .map_or(page.tasks.len(), |i| i.max(1));
-    if keep == page.tasks.len() {
-        return;
+    // ... then fewer while the whole response, with its token, does not fit.
+    loop {
+        page.tasks.truncate(keep);
+        let last = &page.tasks[keep - 1];
+        page.next_page_token = PageCursor {
+            status_millis: status_millis(last),
+            id: last.id.clone(),
+        }
+        .encode();
+        if keep == 1 || fits(page) {
+            return;
+        }
+        keep -= 1;
     }
-    page.tasks.truncate(keep);
-    let last = &page.tasks[keep - 1];
-    page.next_page_token = PageCursor {
-        status_millis: status_millis(last),
-        id: last.id.clone(),
-    }
-    .encode();
 }
 
 /// The task's status time in milliseconds since the Unix epoch, as the stores order
@@ -93,12 +105,35 @@ mod tests {
             total_size: 3,
         };
         let one = prost::encoding::message::encoded_len(1, &page.tasks[0]) as u64;
-        fit_list_page(&mut page, 2 * one + 1);
+        // Room for two tasks and the counts and token, not for three.
+        fit_list_page(&mut page, 2 * one + 100);
         assert_eq!(page.tasks.len(), 2);
         let cursor = PageCursor::decode(&page.next_page_token).unwrap();
         assert_eq!(cursor.id, "t2");
         assert_eq!(cursor.status_millis, 1_700_000_000_123);
         assert_eq!(page.total_size, 3);
+    }
+
+    /// Tasks that fit as fields but not with the response's counts and token: one
+    /// fewer (a default gRPC client refused a page 46 bytes over 4 MiB).
+    #[test]
+    fn the_counts_and_the_token_count_too() {
+        let mut page = proto::ListTasksResponse {
+            tasks: vec![task("t1", 2_000, 1000), task("t2", 1_000, 1000)],
+            next_page_token: String::new(),
+            page_size: 50,
+            total_size: 2,
+        };
+        let tasks: u64 = page
+            .tasks
+            .iter()
+            .map(|t| prost::encoding::message::encoded_len(1, t) as u64)
+            .sum();
+        assert!(page.encoded_len() as u64 > tasks + 3);
+        fit_list_page(&mut page, tasks + 3);
+        assert_eq!(page.tasks.len(), 1);
+        assert!(page.encoded_len() as u64 <= tasks + 3);
+        assert_eq!(PageCursor::decode(&page.next_page_token).unwrap().id, "t1");
     }
 
     #[test]
