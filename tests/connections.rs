@@ -411,9 +411,9 @@ async fn a_stream_that_ends_after_the_close_grace_still_reaches_a_slow_client_wh
     // is asked to close, and its response is still in flight until the task ends (2 s).
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop.send(()).unwrap();
-    // The client reads again only after the task ended (2 s), well after the server's
-    // 1 s close grace counted from the stop (1.5 s), but within 1 s of the end of the
-    // response; then it reads as fast as it can.
+    // The client reads again only after the task ended (2 s), 2 s after the stop
+    // (the 1 s grace before `84ba60b` would have cut it at 1.5 s), within the 5 s
+    // close limit; then it reads as fast as it can.
     tokio::time::sleep_until(started + Duration::from_millis(2500)).await;
     let mut rest = first;
     let read = tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut rest)).await;
