@@ -37,6 +37,10 @@
 //!   artifacts (`ListTasks`, `includeArtifacts`, `pageSize` 100, page after page), with
 //!   the pages, the bytes received and the gateway's peak RSS while it answered (a page
 //!   is bounded by `server.max_list_page_bytes`, 4 MiB by default);
+//! - `BENCH_RESUME=N`: after the rounds, one more row: `N` concurrent `SubscribeToTask`
+//!   resumes of the round's last task from its start (`Last-Event-ID: 0`), each reading
+//!   the whole replay, with the events and bytes received and the gateway's peak RSS
+//!   while it replayed (what the subscribers' reads from the store hold at once);
 //! - `BENCH_PERF=DIR`: also record the gateway with `perf record -F 999 -g` during the
 //!   measured rounds into `DIR/event_cpu-<store>.data` (see BENCHMARKS.md for the
 //!   report command); `BENCH_PERF_ARGS` replaces `-F 999 -g` (e.g. `-F 999 --call-graph
@@ -211,6 +215,42 @@ async fn list_all(url: &str) -> (usize, usize, usize) {
             return (pages, tasks, bytes);
         }
     }
+}
+
+/// `n` concurrent resumes of task `id` from its start (`SubscribeToTask` with
+/// `Last-Event-ID: 0`), each read to its end: (events, body bytes) over all of them.
+async fn resume_all(url: &str, id: &str, n: usize) -> (usize, usize) {
+    let client = reqwest::Client::new();
+    let joins: Vec<_> = (0..n)
+        .map(|i| {
+            let (client, url) = (client.clone(), url.to_owned());
+            let body = json!({"jsonrpc": "2.0", "id": i, "method": "SubscribeToTask", "params": {"id": id}});
+            tokio::spawn(async move {
+                let mut resp = client
+                    .post(&url)
+                    .header("last-event-id", "0")
+                    .json(&body)
+                    .send()
+                    .await
+                    .expect("SubscribeToTask");
+                assert!(resp.status().is_success(), "{}", resp.status());
+                let mut text = Vec::new();
+                while let Some(chunk) = resp.chunk().await.expect("chunk") {
+                    text.extend_from_slice(&chunk);
+                }
+                let text = String::from_utf8(text).expect("UTF-8");
+                assert!(text.contains("TASK_STATE_COMPLETED"), "{}", &text[text.len().saturating_sub(600)..]);
+                (text.matches("\n\n").count(), text.len())
+            })
+        })
+        .collect();
+    let (mut events, mut bytes) = (0, 0);
+    for j in joins {
+        let (e, b) = j.await.unwrap();
+        events += e;
+        bytes += b;
+    }
+    (events, bytes)
 }
 
 /// Reads task `id` back with `GetTask` and checks that it COMPLETED.
@@ -411,6 +451,7 @@ fn run_store(
             child
         });
         let mut per_event = Vec::new();
+        let mut last_task = String::new();
         for r in 1..=rounds {
             // Resets the peak resident memory (`VmHWM`) to the current one.
             let _ = std::fs::write(format!("/proc/{}/clear_refs", gw.pid()), "5");
@@ -428,6 +469,7 @@ fn run_store(
             // tasks was read back whole (allocator caches and connection buffers
             // included): read a second after that GetTask.
             rt.block_on(get_task(&gw.url, &got.task_id));
+            last_task.clone_from(&got.task_id);
             std::thread::sleep(Duration::from_secs(1));
             let after = gw.rss_kib();
             println!(
@@ -455,6 +497,21 @@ fn run_store(
             let peak = gw.peak_rss_kib();
             println!(
                 "| {kind} | {label} | ListTasks with artifacts | {listed} tasks in {pages} pages | {:.2} s | {:.1} MB received | | | {:.1} MiB (+{:.1}) | |",
+                t0.elapsed().as_secs_f64(),
+                bytes as f64 / 1e6,
+                peak as f64 / 1024.0,
+                peak.saturating_sub(rss0) as f64 / 1024.0,
+            );
+        }
+        let resumes = common::env_u64("BENCH_RESUME", 0) as usize;
+        if resumes > 0 {
+            let _ = std::fs::write(format!("/proc/{}/clear_refs", gw.pid()), "5");
+            let rss0 = gw.rss_kib();
+            let t0 = Instant::now();
+            let (events, bytes) = rt.block_on(resume_all(&gw.url, &last_task, resumes));
+            let peak = gw.peak_rss_kib();
+            println!(
+                "| {kind} | {label} | {resumes} resumes from Last-Event-ID 0 | {events} events | {:.2} s | {:.1} MB received | | | {:.1} MiB (+{:.1}) | |",
                 t0.elapsed().as_secs_f64(),
                 bytes as f64 / 1e6,
                 peak as f64 / 1024.0,
