@@ -465,6 +465,49 @@ mod scenarios {
         transcript(&all)
     }
 
+    /// A resume from the start of a task that waits for input (its live events quiet,
+    /// its stream open) whose replay is larger than one read from the store (1 MiB):
+    /// every event comes once, in order, without waiting for a live one.
+    pub async fn resume_a_large_replay_waiting_for_input(
+        _: &Server,
+        b: &dyn Binding,
+    ) -> Vec<Value> {
+        let task = send_text(b, "big 4 600000").await;
+        assert_eq!(state_of(&task), "TASK_STATE_INPUT_REQUIRED");
+        let id = task["id"].as_str().unwrap();
+        let mut events = open(
+            b,
+            Operation::SubscribeToTask,
+            json!({"id": id}),
+            &Opts::resume_after(0),
+        )
+        .await;
+        let mut all = vec![];
+        loop {
+            let ev = next(&mut events)
+                .await
+                .expect("the replay reaches INPUT_REQUIRED");
+            let waiting = ev.body["statusUpdate"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED";
+            all.push(ev);
+            if waiting {
+                break;
+            }
+        }
+        assert_ids_increase(b, &all);
+        let ids: Vec<u64> = all.iter().map(|e| e.id.unwrap()).collect();
+        assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
+        // The chunks' texts by length (600,000 each) rather than whole in the transcript.
+        all.iter()
+            .map(|e| {
+                let text = &e.body["artifactUpdate"]["artifact"]["parts"][0]["text"];
+                match text.as_str() {
+                    Some(t) => json!({"id": e.id, "chunk": t.len()}),
+                    None => json!({"id": e.id, "event": normalize(&e.body)}),
+                }
+            })
+            .collect()
+    }
+
     pub async fn input_required_follow_up(_: &Server, b: &dyn Binding) -> Vec<Value> {
         let task = send_text(b, "ask").await;
         assert_eq!(state_of(&task), "TASK_STATE_INPUT_REQUIRED");
@@ -777,6 +820,7 @@ across_bindings! {
     subscribe,
     // gRPC has no Last-Event-ID resume (and no event ids to resume from).
     resume_with_last_event_id if resumable,
+    resume_a_large_replay_waiting_for_input if resumable,
     input_required_follow_up,
     extended_card,
     push_configs,

@@ -1213,6 +1213,7 @@ async fn a_postgresql_restart_mid_run_loses_no_event() {
                 &id,
                 0,
                 1000,
+                u64::MAX,
             )
             .await
             .unwrap();

@@ -629,8 +629,11 @@ impl TaskStore for HookedStore {
         task_id: &str,
         after: u64,
         limit: usize,
+        max_bytes: u64,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        self.inner.events_after(scope, task_id, after, limit).await
+        self.inner
+            .events_after(scope, task_id, after, limit, max_bytes)
+            .await
     }
     async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         self.inner.list(scope, query).await
@@ -665,7 +668,7 @@ async fn check_each_event_is_stored(
         let ev = ev.expect("stream error");
         let seq = ev.seq.expect("sequenced");
         let stored = store
-            .events_after(&scope, &task_id, seq - 1, 1)
+            .events_after(&scope, &task_id, seq - 1, 1, u64::MAX)
             .await
             .unwrap();
         assert_eq!(
@@ -1347,7 +1350,7 @@ async fn resume_from_last_event_id_replays_exactly_the_later_events_once() {
     assert_eq!(seqs(&got), (11..=last_seq).collect::<Vec<_>>());
     let stored = h
         .store()
-        .events_after(&Scope::from(&anon()), &t.id, 10, 100_000)
+        .events_after(&Scope::from(&anon()), &t.id, 10, 100_000, u64::MAX)
         .await
         .unwrap();
     let stored: Vec<SequencedEvent> = stored
@@ -1449,7 +1452,7 @@ async fn cancel_calls_the_executor_drops_the_run_and_rejects_late_events() {
     assert!(now.artifacts().is_empty(), "{:?}", now.artifacts());
     let log = h
         .store()
-        .events_after(&Scope::from(&anon()), &t.id, 0, 100)
+        .events_after(&Scope::from(&anon()), &t.id, 0, 100, u64::MAX)
         .await
         .unwrap();
     assert_eq!(
@@ -1745,7 +1748,7 @@ async fn a_message_to_a_working_task_is_accepted_at_once_and_runs_as_its_next_tu
     // The log: each held-open end names its message and the state it reported.
     let log = h
         .store()
-        .events_after(&Scope::from(&anon()), &id, 0, 100)
+        .events_after(&Scope::from(&anon()), &id, 0, 100, u64::MAX)
         .await
         .unwrap();
     let marks: Vec<(String, String)> = log.iter().filter_map(|e| turn_ended(&e.event)).collect();

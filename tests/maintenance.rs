@@ -169,7 +169,7 @@ async fn purge_deletes_expired_terminal_tasks_in_batches_and_keeps_the_rest() {
         ));
         let events = f
             .store
-            .events_after(&(&call()).into(), &t.id, 0, 10)
+            .events_after(&(&call()).into(), &t.id, 0, 10, u64::MAX)
             .await
             .unwrap();
         assert!(events.is_empty(), "events of a purged task are gone");

@@ -100,7 +100,10 @@ async fn racing_writers(store: Arc<dyn TaskStore>) {
         }
         assert_eq!(wins, 1, "exactly one writer of seq {seq}");
     }
-    let log = store.events_after(&scope, &id, 0, 100).await.unwrap();
+    let log = store
+        .events_after(&scope, &id, 0, 100, u64::MAX)
+        .await
+        .unwrap();
     assert_eq!(
         log.iter().map(|e| e.seq).collect::<Vec<_>>(),
         vec![1, 2, 3, 4, 5]
@@ -144,7 +147,10 @@ async fn racing_group_creators(store: Arc<dyn TaskStore>) {
     }
     for id in &ids {
         assert_eq!(wins.get(id), Some(&1), "exactly one creator of {id} wins");
-        let log = store.events_after(&scope, id, 0, 10).await.unwrap();
+        let log = store
+            .events_after(&scope, id, 0, 10, u64::MAX)
+            .await
+            .unwrap();
         assert_eq!(log.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
         let rec = store.get(&scope, id).await.unwrap().unwrap();
         assert_eq!(rec.last_seq, 2);
@@ -257,7 +263,11 @@ async fn sqlite_file_passes_conformance_and_survives_reopen() {
         Some("Hello, world")
     );
     assert_eq!(
-        store.events_after(&scope, &id, 0, 10).await.unwrap().len(),
+        store
+            .events_after(&scope, &id, 0, 10, u64::MAX)
+            .await
+            .unwrap()
+            .len(),
         5
     );
 }

@@ -324,6 +324,21 @@ impl RequestHandler {
         out
     }
 
+    /// The caller's task `id`'s state and last event number ([`TaskStore::head`]), or
+    /// TaskNotFound (also for another caller's task): a check that the task exists,
+    /// without reading its snapshot and artifacts.
+    ///
+    /// # Errors
+    /// TaskNotFound; Internal on a store failure.
+    async fn head(&self, scope: &Scope, id: &str) -> Result<crate::store::TaskHead, A2aError> {
+        self.inner
+            .store
+            .head(scope, id)
+            .await
+            .map_err(A2aError::internal)?
+            .ok_or_else(|| A2aError::TaskNotFound(id.to_owned()))
+    }
+
     /// The caller's task `id`, or TaskNotFound (also for another caller's task).
     async fn load(&self, scope: &Scope, id: &str) -> Result<crate::store::TaskRecord, A2aError> {
         self.inner
@@ -792,21 +807,23 @@ impl RequestHandler {
         self.check_extensions(call)?;
         check_id("id", &req.id)?;
         let scope = Scope::from(call);
-        let rec = self.load(&scope, &req.id).await?;
+        // The checks need the task's state and last event only; the snapshot (with
+        // its artifacts, however large) is read once, below, and not for a resume.
+        let head = self.head(&scope, &req.id).await?;
         if let Some(n) = last_event_id
-            && n > rec.last_seq
+            && n > head.last_seq
         {
             return Err(A2aError::InvalidParams(format!(
                 "Last-Event-ID {n} is beyond the last event of task {} ({})",
-                req.id, rec.last_seq
+                req.id, head.last_seq
             )));
         }
-        let terminal = rec.task.status.state.is_terminal();
-        let resumable = last_event_id.is_some_and(|n| n < rec.last_seq);
+        let terminal = head.state.is_terminal();
+        let resumable = last_event_id.is_some_and(|n| n < head.last_seq);
         if terminal && !resumable {
             return Err(A2aError::UnsupportedOperation(format!(
                 "task {} is already {}; use GetTask",
-                req.id, rec.task.status.state
+                req.id, head.state
             )));
         }
         let key = (scope.clone(), req.id.clone());

@@ -116,7 +116,7 @@ impl RequestHandler {
             return Err(A2aError::InvalidParams("taskId is required".into()));
         }
         let scope = Scope::from(call);
-        self.load(&scope, &req.task_id).await?;
+        self.head(&scope, &req.task_id).await?;
         let task_id = req.task_id.clone();
         req.id = self
             .register_push_config(&scope, &task_id, &req, false)
@@ -141,7 +141,7 @@ impl RequestHandler {
         check_id("taskId", &req.task_id)?;
         check_id("id", &req.id)?;
         let scope = Scope::from(call);
-        self.load(&scope, &req.task_id).await?;
+        self.head(&scope, &req.task_id).await?;
         store
             .get_config(&scope, &req.task_id, &req.id)
             .await
@@ -177,7 +177,7 @@ impl RequestHandler {
         let after = non_empty(&req.page_token);
         check_id("pageToken", after.unwrap_or(""))?;
         let scope = Scope::from(call);
-        self.load(&scope, &req.task_id).await?;
+        self.head(&scope, &req.task_id).await?;
         let mut page = store
             .list_configs(&scope, &req.task_id, after, page_size as usize + 1)
             .await
@@ -214,7 +214,7 @@ impl RequestHandler {
         check_id("taskId", &req.task_id)?;
         check_id("id", &req.id)?;
         let scope = Scope::from(call);
-        self.load(&scope, &req.task_id).await?;
+        self.head(&scope, &req.task_id).await?;
         store
             .delete_config(&scope, &req.task_id, &req.id)
             .await

@@ -25,6 +25,7 @@ pub async fn run_all(store: &dyn TaskStore) {
     list_filters_and_shapes(store).await;
     list_paging_equal_timestamps_and_inserts(store).await;
     list_pages_end_at_the_byte_bound(store).await;
+    event_reads_end_at_the_byte_bound(store).await;
     unsettled_lists_running_tasks(store).await;
     long_artifact_stream_projects(store).await;
     grouped_appends_fold_like_single_ones(store).await;
@@ -112,11 +113,23 @@ async fn create_get_and_replay(store: &dyn TaskStore) {
     let rec = store.get(&scope, &id).await.unwrap().expect("task exists");
     assert_eq!(rec.last_seq, 4);
     assert_eq!(rec.task.status.state, TaskState::Completed);
+    assert_eq!(
+        store.head(&scope, &id).await.unwrap(),
+        Some(super::TaskHead {
+            state: TaskState::Completed,
+            last_seq: 4
+        })
+    );
+    assert_eq!(store.head(&fresh_scope(), &id).await.unwrap(), None);
+    assert_eq!(store.head(&scope, "no-such-task").await.unwrap(), None);
     assert_eq!(rec.task.status.timestamp, Some(now));
     assert_eq!(rec.task.artifacts().len(), 1);
     // user message + two status messages
     assert_eq!(rec.task.history().len(), 3);
-    let replay = store.events_after(&scope, &id, 0, 100).await.unwrap();
+    let replay = store
+        .events_after(&scope, &id, 0, 100, u64::MAX)
+        .await
+        .unwrap();
     assert_eq!(
         replay.iter().map(|e| e.seq).collect::<Vec<_>>(),
         vec![1, 2, 3, 4]
@@ -125,12 +138,15 @@ async fn create_get_and_replay(store: &dyn TaskStore) {
         replay.iter().map(|e| e.event.clone()).collect::<Vec<_>>(),
         events
     );
-    let tail = store.events_after(&scope, &id, 2, 1).await.unwrap();
+    let tail = store
+        .events_after(&scope, &id, 2, 1, u64::MAX)
+        .await
+        .unwrap();
     assert_eq!(tail.len(), 1);
     assert_eq!(tail[0].seq, 3);
     assert!(
         store
-            .events_after(&scope, &id, 4, 10)
+            .events_after(&scope, &id, 4, 10, u64::MAX)
             .await
             .unwrap()
             .is_empty()
@@ -192,7 +208,7 @@ async fn scope_isolation(store: &dyn TaskStore) {
         assert!(store.get(other, &id).await.unwrap().is_none());
         assert!(
             store
-                .events_after(other, &id, 0, 10)
+                .events_after(other, &id, 0, 10, u64::MAX)
                 .await
                 .unwrap()
                 .is_empty()
@@ -557,6 +573,80 @@ async fn list_pages_end_at_the_byte_bound(store: &dyn TaskStore) {
     assert_eq!(limited.len(), 5, "pageSize still bounds a page");
 }
 
+/// `events_after` ends a read before the event that would take it past `max_bytes`,
+/// returns the first event whatever its size, and paged on from each read's last
+/// event gives every event once, in order, with the bound as with `limit`: of large
+/// events one at a time or a few, of small ones (which SQLite folds into rows) many.
+async fn event_reads_end_at_the_byte_bound(store: &dyn TaskStore) {
+    let scope = fresh_scope();
+    let id = new_id();
+    let big = "y".repeat(10_000);
+    let mut events = vec![StreamResponse::Task(task_at(&id, "ctx", time::now()))];
+    events.extend((0..6).map(|i| chunk(&id, "ctx", &big, i > 0, false)));
+    for (i, e) in events.iter().enumerate() {
+        store.append(&scope, &id, i as u64 + 1, e).await.unwrap();
+    }
+    // 200 small chunks in one append (SQLite keeps runs of them in folded rows).
+    let small: Vec<StreamResponse> = (0..200)
+        .map(|i| chunk(&id, "ctx", &format!("s{i:03}"), true, i == 199))
+        .collect();
+    store
+        .append_all(&scope, &id, &stored(events.len() as u64 + 1, &small))
+        .await
+        .unwrap();
+    events.extend(small);
+    let seqs = |got: &[StoredEvent]| got.iter().map(|e| e.seq).collect::<Vec<_>>();
+    // The task (a few hundred bytes) and two chunks of about 10,100 bytes fit 25,000;
+    // a third would not.
+    let got = store
+        .events_after(&scope, &id, 0, 100, 25_000)
+        .await
+        .unwrap();
+    assert_eq!(seqs(&got), [1, 2, 3]);
+    // A bound below the first event still returns it, alone.
+    let got = store.events_after(&scope, &id, 3, 100, 1).await.unwrap();
+    assert_eq!(seqs(&got), [4]);
+    // `limit` still applies within the bound.
+    let got = store
+        .events_after(&scope, &id, 0, 2, u64::MAX)
+        .await
+        .unwrap();
+    assert_eq!(seqs(&got), [1, 2]);
+    for bound in [1, 2_000, 25_000, u64::MAX] {
+        let (mut replay, mut reads) = (Vec::new(), 0);
+        loop {
+            let after = replay.last().map_or(0, |e: &StoredEvent| e.seq);
+            let got = store
+                .events_after(&scope, &id, after, 500, bound)
+                .await
+                .unwrap();
+            if got.is_empty() {
+                break;
+            }
+            reads += 1;
+            replay.extend(got);
+        }
+        assert_eq!(
+            seqs(&replay),
+            (1..=events.len() as u64).collect::<Vec<_>>(),
+            "paged with a bound of {bound} bytes"
+        );
+        assert_eq!(
+            replay.into_iter().map(|e| e.event).collect::<Vec<_>>(),
+            events
+        );
+        match bound {
+            // The task and each large chunk a read of its own, the small ones one at
+            // a time (one folded row at a time on SQLite).
+            1 => assert!((8..=events.len()).contains(&reads), "{reads} reads"),
+            // The same, with several small ones a read.
+            2_000 => assert!((8..events.len()).contains(&reads), "{reads} reads"),
+            25_000 => assert!((3..=7).contains(&reads), "{reads} reads"),
+            _ => assert_eq!(reads, 1),
+        }
+    }
+}
+
 async fn unsettled_lists_running_tasks(store: &dyn TaskStore) {
     let scope = fresh_scope();
     let now = time::now();
@@ -671,7 +761,10 @@ async fn long_artifact_stream_projects(store: &dyn TaskStore) {
         expected.as_ref(),
         "ListTasks with artifacts agrees with GetTask"
     );
-    let replay = store.events_after(&scope, &id, 0, 100_000).await.unwrap();
+    let replay = store
+        .events_after(&scope, &id, 0, 100_000, u64::MAX)
+        .await
+        .unwrap();
     assert_eq!(replay.len(), events.len());
     assert!(replay.iter().zip(&events).all(|(s, e)| &s.event == e));
 }
@@ -738,7 +831,7 @@ async fn purge_removes_old_terminal_tasks(store: &dyn TaskStore) {
         );
         assert!(
             store
-                .events_after(&scope, id, 0, 10)
+                .events_after(&scope, id, 0, 10, u64::MAX)
                 .await
                 .unwrap()
                 .is_empty(),
@@ -770,7 +863,7 @@ async fn purge_removes_old_terminal_tasks(store: &dyn TaskStore) {
     );
     assert_eq!(
         store
-            .events_after(&scope, &ids[0], 0, 10)
+            .events_after(&scope, &ids[0], 0, 10, u64::MAX)
             .await
             .unwrap()
             .len(),
@@ -911,7 +1004,7 @@ async fn grouped_appends_fold_like_single_ones(store: &dyn TaskStore) {
     let mut replay = Vec::new();
     while replay.len() < events.len() {
         let more = store
-            .events_after(&scope, &id, replay.len() as u64, 500)
+            .events_after(&scope, &id, replay.len() as u64, 500, u64::MAX)
             .await
             .unwrap();
         assert!(!more.is_empty());
@@ -931,7 +1024,7 @@ async fn grouped_appends_fold_like_single_ones(store: &dyn TaskStore) {
     for (k, after) in (0..=events.len()).step_by(7).enumerate() {
         let limit = 1 + k % 3;
         let got = store
-            .events_after(&scope, &id, after as u64, limit)
+            .events_after(&scope, &id, after as u64, limit, u64::MAX)
             .await
             .unwrap();
         let want: Vec<(u64, &StreamResponse)> = (after + 1..=events.len())
@@ -1040,7 +1133,11 @@ async fn grouped_append_is_all_or_nothing(store: &dyn TaskStore) {
     assert_eq!(rec.last_seq, 2);
     assert_eq!(rec.task.status.state, TaskState::Working);
     assert_eq!(
-        store.events_after(&scope, &id, 0, 10).await.unwrap().len(),
+        store
+            .events_after(&scope, &id, 0, 10, u64::MAX)
+            .await
+            .unwrap()
+            .len(),
         2
     );
     // Creating an existing task again is a conflict too.

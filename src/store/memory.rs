@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::{
-    PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord, TaskStore,
-    projection,
+    PageCursor, Scope, StoreError, StoredEvent, TaskHead, TaskPage, TaskQuery, TaskRecord,
+    TaskStore, projection,
 };
 use crate::protocol::time::Timestamp;
 use crate::protocol::{
@@ -102,8 +102,10 @@ impl Entry {
         }
     }
 
-    /// Events `after + 1 ..` (at most `limit`), whole.
-    fn events_after(&self, after: u64, limit: usize) -> Vec<StoredEvent> {
+    /// Events `after + 1 ..` (at most `limit`), whole, ending before the one that
+    /// would take them past `max_bytes` (a whole event by its JSON, a chunk kept as its
+    /// text by that text; the first event whatever its size).
+    fn events_after(&self, after: u64, limit: usize, max_bytes: u64) -> Vec<StoredEvent> {
         let start = usize::try_from(after)
             .unwrap_or(usize::MAX)
             .min(self.events.len());
@@ -113,8 +115,17 @@ impl Entry {
             .iter()
             .rposition(|l| matches!(l, Logged::Shared(_)));
         let mut out = Vec::with_capacity(end - start);
+        let mut bytes = 0u64;
         for (i, logged) in self.events[start..end].iter().enumerate() {
             let seq = (start + i) as u64 + 1;
+            let size = match logged {
+                Logged::Shared(e) => e.json().map_or(0, str::len),
+                Logged::Chunk { text, .. } => text.len(),
+            } as u64;
+            bytes = bytes.saturating_add(size);
+            if bytes > max_bytes && !out.is_empty() {
+                break;
+            }
             match logged {
                 Logged::Shared(e) => {
                     head = Some(start + i);
@@ -398,17 +409,28 @@ impl TaskStore for MemoryTaskStore {
             }))
     }
 
+    async fn head(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskHead>, StoreError> {
+        let tasks = self.lock(scope, task_id);
+        Ok(tasks
+            .get(&(scope.clone(), task_id.to_owned()))
+            .map(|e| TaskHead {
+                state: e.task.status.state,
+                last_seq: e.events.len() as u64,
+            }))
+    }
+
     async fn events_after(
         &self,
         scope: &Scope,
         task_id: &str,
         after: u64,
         limit: usize,
+        max_bytes: u64,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let tasks = self.lock(scope, task_id);
         Ok(tasks
             .get(&(scope.clone(), task_id.to_owned()))
-            .map(|e| e.events_after(after, limit))
+            .map(|e| e.events_after(after, limit, max_bytes))
             .unwrap_or_default())
     }
 
@@ -592,7 +614,7 @@ mod tests {
         }
         for after in 0..=events.len() {
             let got = store
-                .events_after(&scope, "x", after as u64, 4)
+                .events_after(&scope, "x", after as u64, 4, u64::MAX)
                 .await
                 .unwrap();
             let want: Vec<(u64, &StreamResponse)> = events

@@ -148,6 +148,16 @@ pub struct TaskRecord {
     pub last_seq: u64,
 }
 
+/// What a task is at, without its snapshot: its state and the sequence number of
+/// its last event ([`TaskStore::head`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskHead {
+    /// The task's current state (`status.state`).
+    pub state: TaskState,
+    /// The last event's sequence number.
+    pub last_seq: u64,
+}
+
 /// Filters and paging of a ListTasks call, already validated.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TaskQuery {
@@ -313,7 +323,26 @@ pub trait TaskStore: Send + Sync + 'static {
     /// [`StoreError::Backend`] on database failure.
     async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
 
-    /// Up to `limit` events with `seq > after`, in order. Empty for an unknown task.
+    /// The task's state and last event number, or `None` when it does not exist in
+    /// this scope: what a check needs without reading the snapshot, its history and
+    /// its artifacts (which [`TaskStore::get`] reads whole, however large). The
+    /// default reads them through `get`; the stores here read one row.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure.
+    async fn head(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskHead>, StoreError> {
+        Ok(self.get(scope, task_id).await?.map(|r| TaskHead {
+            state: r.task.status.state,
+            last_seq: r.last_seq,
+        }))
+    }
+
+    /// Up to `limit` events with `seq > after`, in order, ending before the event that
+    /// would take their JSON past `max_bytes` bytes (counted as stored; the memory store
+    /// counts a folded chunk by its text): a read of large events holds about
+    /// `max_bytes`, not `limit` of them. Never empty while an event with `seq > after`
+    /// exists (the first is returned whatever its size), so a reader pages on from the
+    /// last event it got until a read comes back empty. Empty for an unknown task.
     ///
     /// # Errors
     /// [`StoreError::Backend`] on database failure.
@@ -323,6 +352,7 @@ pub trait TaskStore: Send + Sync + 'static {
         task_id: &str,
         after: u64,
         limit: usize,
+        max_bytes: u64,
     ) -> Result<Vec<StoredEvent>, StoreError>;
 
     /// One page of the scope's tasks matching `query`.

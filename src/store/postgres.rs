@@ -40,8 +40,8 @@ use super::sql::{
     migrate_error, to_i64, to_u64,
 };
 use super::{
-    FoldedArtifacts, PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord,
-    TaskStore,
+    FoldedArtifacts, PageCursor, Scope, StoreError, StoredEvent, TaskHead, TaskPage, TaskQuery,
+    TaskRecord, TaskStore,
 };
 use crate::protocol::time::Timestamp;
 use crate::protocol::{StreamResponse, Task, TaskState};
@@ -183,15 +183,21 @@ impl TaskStore for PostgresTaskStore {
         read
     }
 
+    async fn head(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskHead>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        read_head(&mut conn, scope, task_id).await
+    }
+
     async fn events_after(
         &self,
         scope: &Scope,
         task_id: &str,
         after: u64,
         limit: usize,
+        max_bytes: u64,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let mut conn = self.pool.acquire().await.map_err(db)?;
-        let read = read_events_after(&mut conn, scope, task_id, after, limit).await;
+        let read = read_events_after(&mut conn, scope, task_id, after, limit, max_bytes).await;
         shrink(&mut conn);
         read
     }
@@ -765,7 +771,7 @@ mod tests {
             assert_eq!(won, vec![2, 3, 4], "task {id}");
             let rec = a.get(&scope, id).await.unwrap().unwrap();
             assert_eq!(rec.last_seq, 4);
-            let events = b.events_after(&scope, id, 0, 100).await.unwrap();
+            let events = b.events_after(&scope, id, 0, 100, u64::MAX).await.unwrap();
             let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
             assert_eq!(seqs, vec![1, 2, 3, 4]);
         }

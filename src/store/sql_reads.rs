@@ -5,7 +5,7 @@
 //! read than the queries themselves).
 
 /// Defines, in the calling module, the read functions of a SQL store for one
-/// backend: `read_task`, `read_events_after`, `read_list`, `read_unsettled`,
+/// backend: `read_task`, `read_head`, `read_events_after`, `read_list`, `read_unsettled`,
 /// `read_expired_input_required`, `ping`, `materialize`, `pending_events` and
 /// `scoped_ids`, each taking a
 /// `&mut $conn` connection.
@@ -78,6 +78,27 @@ macro_rules! sql_reads {
                 })
                 .collect()
         }
+        /// `TaskStore::head` on `conn`: one row of `a2a_tasks`, no texts.
+        pub(crate) async fn read_head(
+            conn: &mut $conn,
+            scope: &Scope,
+            task_id: &str,
+        ) -> Result<Option<$crate::store::TaskHead>, StoreError> {
+            let row = sqlx::query(
+                "SELECT state, last_seq FROM a2a_tasks \
+                 WHERE tenant = $1 AND owner = $2 AND id = $3",
+            )
+            .bind(&scope.tenant)
+            .bind(&scope.owner)
+            .bind(task_id)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db)?;
+            Ok(row.map(|r| $crate::store::TaskHead {
+                state: TaskState::parse(r.get::<&str, _>(0)).unwrap_or(TaskState::Unspecified),
+                last_seq: to_u64(r.get(1)),
+            }))
+        }
         /// `TaskStore::get` on `conn`.
         pub(crate) async fn read_task(
             conn: &mut $conn,
@@ -115,23 +136,38 @@ macro_rules! sql_reads {
         /// [`row_events`](crate::store::sql::row_events)) is keyed by its last event, so
         /// the first row read may hold events at or before `after`: they are skipped.
         /// `limit` rows hold at least `limit` events; the events past `limit` are left
-        /// for the next read.
+        /// for the next read. `max_bytes` bounds the rows' texts: the lengths of the next
+        /// `limit` rows (`octet_length`, which both databases take from the row's header
+        /// or TOAST pointer without reading the text) are read first, and a running sum
+        /// finds the last row within the bound (the first row always); the texts are
+        /// then read as one range of the primary key up to that row, a plan that does
+        /// not depend on table statistics (a join back by key went through every event
+        /// of the task for each row on a PostgreSQL table not yet analyzed).
         pub(crate) async fn read_events_after(
             conn: &mut $conn,
             scope: &Scope,
             task_id: &str,
             after: u64,
             limit: usize,
+            max_bytes: u64,
         ) -> Result<Vec<StoredEvent>, StoreError> {
             let rows = sqlx::query(
-                "SELECT seq, event FROM a2a_task_events \
-                 WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND seq > $4 ORDER BY seq LIMIT $5 + 0",
+                "WITH k AS (SELECT seq, octet_length(event) AS n FROM a2a_task_events \
+                            WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND seq > $4 \
+                            ORDER BY seq LIMIT $5 + 0), \
+                 r AS (SELECT seq, sum(n) OVER (ORDER BY seq) AS upto, \
+                              row_number() OVER (ORDER BY seq) AS i FROM k) \
+                 SELECT seq, event FROM a2a_task_events \
+                 WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND seq > $4 \
+                   AND seq <= (SELECT max(seq) FROM r WHERE upto <= $6 OR i = 1) \
+                 ORDER BY seq",
             )
             .bind(&scope.tenant)
             .bind(&scope.owner)
             .bind(task_id)
             .bind(to_i64(after))
             .bind(to_i64(limit as u64))
+            .bind(to_i64(max_bytes))
             .fetch_all(&mut *conn)
             .await
             .map_err(db)?;

@@ -53,8 +53,8 @@ use super::sql::{
     to_json, to_u64,
 };
 use super::{
-    FoldedArtifacts, PageCursor, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord,
-    TaskStore,
+    FoldedArtifacts, PageCursor, Scope, StoreError, StoredEvent, TaskHead, TaskPage, TaskQuery,
+    TaskRecord, TaskStore,
 };
 use crate::protocol::time::Timestamp;
 use crate::protocol::{StreamResponse, Task, TaskState};
@@ -457,15 +457,21 @@ impl TaskStore for SqliteTaskStore {
         read_task(&mut conn, scope, task_id).await
     }
 
+    async fn head(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskHead>, StoreError> {
+        let mut conn = self.reader.acquire().await.map_err(db)?;
+        read_head(&mut conn, scope, task_id).await
+    }
+
     async fn events_after(
         &self,
         scope: &Scope,
         task_id: &str,
         after: u64,
         limit: usize,
+        max_bytes: u64,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         let mut conn = self.reader.acquire().await.map_err(db)?;
-        read_events_after(&mut conn, scope, task_id, after, limit).await
+        read_events_after(&mut conn, scope, task_id, after, limit, max_bytes).await
     }
 
     async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {

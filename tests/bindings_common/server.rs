@@ -29,7 +29,8 @@ use super::rest::Rest;
 /// - `gated`: artifact `part 1`, waits for [`Scripted::gate`], artifact `part 2`,
 ///   COMPLETED;
 /// - `data N`: one artifact of one data part `{"v": [0, 0, ...]}` (N zeros), then
-///   COMPLETED.
+///   COMPLETED;
+/// - `big N M`: N chunks of one artifact, each a text of M `x`s, then INPUT_REQUIRED.
 pub struct Scripted {
     /// Released once per `gated` task (a permit is kept when nobody waits yet).
     pub gate: Arc<Notify>,
@@ -72,6 +73,16 @@ impl AgentExecutor for Scripted {
                 u.add_artifact(vec![part], None, Some("data".into()), false, true)
                     .await?;
                 u.complete(None).await?;
+            }
+            "big" => {
+                let (n, m) = rest.split_once(' ').unwrap_or((rest, "0"));
+                let (n, m): (usize, usize) = (n.parse().unwrap_or(0), m.parse().unwrap_or(0));
+                for i in 0..n {
+                    let part = Part::text("x".repeat(m));
+                    u.add_artifact(vec![part], Some("big".into()), None, i > 0, i + 1 == n)
+                        .await?;
+                }
+                u.requires_input(Some(u.new_agent_text("more?"))).await?
             }
             "ask" => {
                 u.requires_input(Some(u.new_agent_text("which one?")))
