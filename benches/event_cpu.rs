@@ -253,6 +253,28 @@ async fn resume_all(url: &str, id: &str, n: usize) -> (usize, usize) {
     (events, bytes)
 }
 
+/// Runs `f` with the gateway's peak resident memory reset first (`VmHWM`), and gives its
+/// result and a function making the rest of its table row from the bytes received: the
+/// wall time, the megabytes received, and the peak RSS with its growth over the RSS
+/// before, in MiB.
+fn peak_during<T>(gw: &GatewayChild, f: impl FnOnce() -> T) -> (T, impl Fn(usize) -> String) {
+    let _ = std::fs::write(format!("/proc/{}/clear_refs", gw.pid()), "5");
+    let rss0 = gw.rss_kib();
+    let t0 = Instant::now();
+    let out = f();
+    let wall = t0.elapsed().as_secs_f64();
+    let peak = gw.peak_rss_kib();
+    let line = move |bytes: usize| {
+        format!(
+            "{wall:.2} s | {:.1} MB received | | | {:.1} MiB (+{:.1}) |",
+            bytes as f64 / 1e6,
+            peak as f64 / 1024.0,
+            peak.saturating_sub(rss0) as f64 / 1024.0,
+        )
+    };
+    (out, line)
+}
+
 /// Reads task `id` back with `GetTask` and checks that it COMPLETED.
 async fn get_task(url: &str, id: &str) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": id}});
@@ -490,32 +512,21 @@ fn run_store(
             let _ = rec.wait();
         }
         if common::env_u64("BENCH_LIST", 0) == 1 {
-            let _ = std::fs::write(format!("/proc/{}/clear_refs", gw.pid()), "5");
-            let rss0 = gw.rss_kib();
-            let t0 = Instant::now();
-            let (pages, listed, bytes) = rt.block_on(list_all(&gw.url));
-            let peak = gw.peak_rss_kib();
+            let ((pages, listed, bytes), line) =
+                peak_during(&gw, || rt.block_on(list_all(&gw.url)));
             println!(
-                "| {kind} | {label} | ListTasks with artifacts | {listed} tasks in {pages} pages | {:.2} s | {:.1} MB received | | | {:.1} MiB (+{:.1}) | |",
-                t0.elapsed().as_secs_f64(),
-                bytes as f64 / 1e6,
-                peak as f64 / 1024.0,
-                peak.saturating_sub(rss0) as f64 / 1024.0,
+                "| {kind} | {label} | ListTasks with artifacts | {listed} tasks in {pages} pages | {} |",
+                line(bytes)
             );
         }
         let resumes = common::env_u64("BENCH_RESUME", 0) as usize;
         if resumes > 0 {
-            let _ = std::fs::write(format!("/proc/{}/clear_refs", gw.pid()), "5");
-            let rss0 = gw.rss_kib();
-            let t0 = Instant::now();
-            let (events, bytes) = rt.block_on(resume_all(&gw.url, &last_task, resumes));
-            let peak = gw.peak_rss_kib();
+            let ((events, bytes), line) = peak_during(&gw, || {
+                rt.block_on(resume_all(&gw.url, &last_task, resumes))
+            });
             println!(
-                "| {kind} | {label} | {resumes} resumes from Last-Event-ID 0 | {events} events | {:.2} s | {:.1} MB received | | | {:.1} MiB (+{:.1}) | |",
-                t0.elapsed().as_secs_f64(),
-                bytes as f64 / 1e6,
-                peak as f64 / 1024.0,
-                peak.saturating_sub(rss0) as f64 / 1024.0,
+                "| {kind} | {label} | {resumes} resumes from Last-Event-ID 0 | {events} events | {} |",
+                line(bytes)
             );
         }
         per_event.sort_by(f64::total_cmp);
