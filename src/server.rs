@@ -393,9 +393,9 @@ pub async fn shutdown_signal() {
 /// second one ends the process at once (exit status 130 when that second signal is
 /// SIGINT, 143 when it is SIGTERM, after a warning in the log), without waiting for
 /// the graceful shutdown the first one began: for an operator who does not want to
-/// wait for its grace. What it cuts off is what a crash cuts off: the store's commits are atomic, and tasks left
-/// running are closed FAILED by the next start's recovery or another instance's
-/// stale-task sweep. Used by `serve` and `demo`.
+/// wait for its grace. What it cuts off is what a crash cuts off: the store's commits
+/// are atomic, and tasks left running are closed FAILED by the next start's recovery
+/// or another instance's stale-task sweep. Used by `serve` and `demo`.
 pub async fn shutdown_signals() {
     signal_received().await;
     tokio::spawn(async {
