@@ -35,6 +35,15 @@ pub enum A2aError {
     /// -32001: no such task for this caller.
     #[error("Task not found: {0}")]
     TaskNotFound(String),
+    /// -32001 as well (the spec names TaskNotFoundError for a missing push config,
+    /// §3.1.8): the caller's task exists but has no push notification config `id`.
+    #[error("Push notification config not found: task {task_id} has no config {id}")]
+    PushConfigNotFound {
+        /// The task, which exists.
+        task_id: String,
+        /// The config id asked for.
+        id: String,
+    },
     /// -32002: the task cannot be canceled (already in a terminal state).
     #[error("Task cannot be canceled: task {task_id} is already {state}")]
     TaskNotCancelable {
@@ -84,7 +93,7 @@ impl A2aError {
             Self::InvalidParams(_) => -32602,
             Self::Internal(_) => -32603,
             Self::Unavailable(_) => -32000,
-            Self::TaskNotFound(_) => -32001,
+            Self::TaskNotFound(_) | Self::PushConfigNotFound { .. } => -32001,
             Self::TaskNotCancelable { .. } => -32002,
             Self::PushNotificationNotSupported => -32003,
             Self::UnsupportedOperation(_) => -32004,
@@ -103,7 +112,7 @@ impl A2aError {
             Self::MethodNotFound(_) => 404,
             Self::Internal(_) => 500,
             Self::Unavailable(_) => 503,
-            Self::TaskNotFound(_) => 404,
+            Self::TaskNotFound(_) | Self::PushConfigNotFound { .. } => 404,
             Self::TaskNotCancelable { .. }
             | Self::PushNotificationNotSupported
             | Self::UnsupportedOperation(_)
@@ -124,7 +133,7 @@ impl A2aError {
             Self::MethodNotFound(_) => "UNIMPLEMENTED",
             Self::Internal(_) | Self::InvalidAgentResponse(_) => "INTERNAL",
             Self::Unavailable(_) => "UNAVAILABLE",
-            Self::TaskNotFound(_) => "NOT_FOUND",
+            Self::TaskNotFound(_) | Self::PushConfigNotFound { .. } => "NOT_FOUND",
             Self::ContentTypeNotSupported(_) => "INVALID_ARGUMENT",
             Self::TaskNotCancelable { .. }
             | Self::PushNotificationNotSupported
@@ -144,7 +153,7 @@ impl A2aError {
             Self::InvalidParams(_) => "INVALID_PARAMS",
             Self::Internal(_) => "INTERNAL_ERROR",
             Self::Unavailable(_) => "UNAVAILABLE",
-            Self::TaskNotFound(_) => "TASK_NOT_FOUND",
+            Self::TaskNotFound(_) | Self::PushConfigNotFound { .. } => "TASK_NOT_FOUND",
             Self::TaskNotCancelable { .. } => "TASK_NOT_CANCELABLE",
             Self::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
             Self::UnsupportedOperation(_) => "UNSUPPORTED_OPERATION",
@@ -164,8 +173,14 @@ impl A2aError {
     /// The ErrorInfo metadata (string values only, as the proto requires).
     fn metadata(&self) -> serde_json::Map<String, Value> {
         let mut m = serde_json::Map::new();
-        if let Self::TaskNotFound(id) | Self::TaskNotCancelable { task_id: id, .. } = self {
+        if let Self::TaskNotFound(id)
+        | Self::TaskNotCancelable { task_id: id, .. }
+        | Self::PushConfigNotFound { task_id: id, .. } = self
+        {
             m.insert("taskId".into(), Value::String(id.clone()));
+        }
+        if let Self::PushConfigNotFound { id, .. } = self {
+            m.insert("configId".into(), Value::String(id.clone()));
         }
         m
     }
@@ -245,6 +260,16 @@ mod tests {
             (Unavailable(s()), -32000, 503, "UNAVAILABLE", "UNAVAILABLE"),
             (
                 TaskNotFound(s()),
+                -32001,
+                404,
+                "NOT_FOUND",
+                "TASK_NOT_FOUND",
+            ),
+            (
+                PushConfigNotFound {
+                    task_id: s(),
+                    id: s(),
+                },
                 -32001,
                 404,
                 "NOT_FOUND",

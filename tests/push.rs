@@ -326,6 +326,51 @@ async fn nothing_is_sent_for_a_config_after_its_delete_returns() {
 }
 
 #[tokio::test]
+async fn an_unknown_config_of_a_known_task_is_named_in_the_error() {
+    let (s, _) = start(test_push_config()).await;
+    let task = send(&s, "echo hi", &format!("{}/named", s.hooks.url), false).await;
+    let id = task["id"].as_str().unwrap();
+    let get = |config: &str| {
+        s.http
+            .get(format!(
+                "{}/tasks/{id}/pushNotificationConfigs/{config}",
+                s.rest_url()
+            ))
+            .header("a2a-version", "1.0")
+            .send()
+    };
+    // The config that exists is found; one that does not is TaskNotFound's code
+    // (spec 3.1.8), with a message and ErrorInfo naming the config, not the task.
+    assert_eq!(get("hook").await.unwrap().status(), 200);
+    let resp = get("nope").await.unwrap();
+    assert_eq!(resp.status(), 404);
+    let body: Value = resp.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert_eq!(
+        message,
+        format!("Push notification config not found: task {id} has no config nope")
+    );
+    let info = &body["error"]["details"][0];
+    assert_eq!(info["reason"], "TASK_NOT_FOUND");
+    assert_eq!(info["metadata"]["taskId"], id);
+    assert_eq!(info["metadata"]["configId"], "nope");
+    // An unknown task is still reported as the task.
+    let resp = s
+        .http
+        .get(format!(
+            "{}/tasks/no-such-task/pushNotificationConfigs/hook",
+            s.rest_url()
+        ))
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["message"], "Task not found: no-such-task");
+}
+
+#[tokio::test]
 async fn gone_disables_the_config() {
     let (s, store) = start(test_push_config()).await;
     s.hooks.replies.lock().unwrap().push_back(Reply {

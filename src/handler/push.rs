@@ -129,7 +129,8 @@ impl RequestHandler {
     ///
     /// # Errors
     /// PushNotificationNotSupported; TaskNotFound for an unknown (or another caller's)
-    /// task or config; InvalidParams; ExtensionSupportRequired; Internal.
+    /// task; PushConfigNotFound (the same code) for an unknown config of the caller's
+    /// task; InvalidParams; ExtensionSupportRequired; Internal.
     pub async fn get_push_config(
         &self,
         call: &CallContext,
@@ -147,7 +148,10 @@ impl RequestHandler {
             .await
             .map_err(A2aError::internal)?
             .map(|c| redacted(&call.tenant, &c))
-            .ok_or_else(|| A2aError::TaskNotFound(req.task_id.clone()))
+            .ok_or_else(|| A2aError::PushConfigNotFound {
+                task_id: req.task_id.clone(),
+                id: req.id.clone(),
+            })
     }
 
     /// ListTaskPushNotificationConfigs (spec §3.1.9): one page in id order, secrets

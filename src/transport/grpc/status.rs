@@ -103,6 +103,10 @@ mod tests {
             A2aError::Internal(s()),
             A2aError::Unavailable(s()),
             A2aError::TaskNotFound(s()),
+            A2aError::PushConfigNotFound {
+                task_id: s(),
+                id: s(),
+            },
             A2aError::TaskNotCancelable {
                 task_id: s(),
                 state: TaskState::Completed,
