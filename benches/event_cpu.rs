@@ -28,6 +28,9 @@
 //!   the short text of about 35 characters); e.g. `BENCH_TASKS=1 BENCH_CLIENTS=1
 //!   BENCH_CHUNKS=30000 BENCH_FRAME_BYTES=2000` is one reply of 60 MB, for the
 //!   peak-memory column;
+//! - `BENCH_SETTLE_SECS` (default 1): how long after a round and a `GetTask` of one of
+//!   its tasks the gateway's RSS is read for the last column (what stays resident
+//!   while it is idle);
 //! - `BENCH_UPSTREAM_HTTP`: the gateway's `upstream.http_version` (default `auto`, that
 //!   is HTTP/1.1 on plain http; `http2` for h2c as with AgentCore);
 //! - `BENCH_GATEWAYS`: other gateway binaries to run side by side with this build's, as
@@ -353,6 +356,7 @@ fn main() {
     let chunks = common::env_u64("BENCH_CHUNKS", 1000) as usize;
     let frame_bytes = common::env_u64("BENCH_FRAME_BYTES", 0) as usize;
     let rounds = common::env_u64("BENCH_ROUNDS", 3).max(1);
+    let settle_secs = common::env_u64("BENCH_SETTLE_SECS", 1);
     let http = std::env::var("BENCH_UPSTREAM_HTTP").unwrap_or_else(|_| "auto".into());
     let perf = std::env::var("BENCH_PERF").ok();
     let gateways: Vec<(String, String)> = common::env_list("BENCH_GATEWAYS", "this=")
@@ -372,7 +376,7 @@ fn main() {
         reply_frames(1, frame_bytes)[0].len()
     );
     println!(
-        "| store | gateway | round | chunk events | wall | gateway CPU (user + sys) | CPU per chunk event | chunk events/s | peak RSS (growth) | RSS 1 s after a GetTask |"
+        "| store | gateway | round | chunk events | wall | gateway CPU (user + sys) | CPU per chunk event | chunk events/s | peak RSS (growth) | RSS {settle_secs} s after a GetTask |"
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for kind in &stores {
@@ -391,6 +395,7 @@ fn main() {
                     clients,
                     chunks,
                     rounds,
+                    settle: Duration::from_secs(settle_secs),
                 },
             );
         }
@@ -404,6 +409,8 @@ struct Shape {
     clients: usize,
     chunks: usize,
     rounds: u64,
+    /// How long after a round the idle RSS is read.
+    settle: Duration,
 }
 
 /// Measures gateway `bin` on store `kind`: a fresh process and store, a warm-up
@@ -425,6 +432,7 @@ fn run_store(
         clients,
         chunks,
         rounds,
+        settle,
     } = shape;
     {
         let dir = tempfile::tempdir().unwrap();
@@ -489,10 +497,10 @@ fn run_store(
             let peak = gw.peak_rss_kib();
             // What stays resident once the round's replies are done and one of its
             // tasks was read back whole (allocator caches and connection buffers
-            // included): read a second after that GetTask.
+            // included): read `BENCH_SETTLE_SECS` after that GetTask.
             rt.block_on(get_task(&gw.url, &got.task_id));
             last_task.clone_from(&got.task_id);
-            std::thread::sleep(Duration::from_secs(1));
+            std::thread::sleep(settle);
             let after = gw.rss_kib();
             println!(
                 "| {kind} | {label} | {r} | {} | {wall:.2} s | {:.2} s ({user:.2} + {sys:.2}) | **{us:.2} µs** | {:.0} | {:.1} MiB (+{:.1}) | {:.1} MiB |",

@@ -52,6 +52,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         store,
         None,
     );
+    let handler = gateway.state.handler.clone();
+    a2a_gateway::allocator::spawn_collector(move || handler.active_runs() == 0);
     gateway.router = gateway.router.merge(a2a_gateway::ops::metrics_routes(
         metrics,
         gateway.state.handler.clone(),

@@ -19,8 +19,10 @@
 //! mimalloc when the default feature `mimalloc` is on (it cost less CPU per request and per
 //! event than glibc's malloc: BENCHMARKS.md, issue 14); a crate depending on this one can
 //! turn the feature off (`default-features = false`) to avoid building it.
+//! [`allocator`] gives mimalloc's freed memory back to the system while `serve` is quiet.
 
 pub mod agents;
+pub mod allocator;
 pub mod app;
 pub mod cli;
 pub mod cluster;

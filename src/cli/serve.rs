@@ -95,6 +95,8 @@ pub(super) async fn serve_config(
         None
     };
     let mut gateway = Gateway::with_push(config, executor, store, ready, push);
+    let handler = gateway.state.handler.clone();
+    crate::allocator::spawn_collector(move || handler.active_runs() == 0);
     if let Some(sources) = reload {
         super::reload::spawn_key_reload(gateway.state.config.auth.clone(), sources);
     }
