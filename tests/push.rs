@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use a2a_gateway::store::{MemoryTaskStore, TaskStore};
 use a2a_gateway::transport::TransportConfig;
 use base64::Engine as _;
+use bindings_common::client::{Operation, Opts};
 use bindings_common::server::{Hook, Receiver, Reply, Server, start_push, test_push_config};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -354,6 +355,25 @@ async fn an_unknown_config_of_a_known_task_is_named_in_the_error() {
     assert_eq!(info["reason"], "TASK_NOT_FOUND");
     assert_eq!(info["metadata"]["taskId"], id);
     assert_eq!(info["metadata"]["configId"], "nope");
+    // An empty config id is not an id: InvalidParams for Get and Delete, on the bindings
+    // that can send one (REST's path has no empty segment to send).
+    for b in s.bindings().iter().filter(|b| b.name() != "HTTP+JSON") {
+        for op in [
+            Operation::GetTaskPushNotificationConfig,
+            Operation::DeleteTaskPushNotificationConfig,
+        ] {
+            let got = b
+                .unary(op, json!({"taskId": id, "id": ""}), &Opts::default())
+                .await
+                .expect_err("an empty config id is refused");
+            assert_eq!(got.reason, "INVALID_PARAMS", "{}: {op:?}", b.name());
+        }
+    }
+    assert_eq!(
+        get("hook").await.unwrap().status(),
+        200,
+        "nothing was deleted"
+    );
     // An unknown task is still reported as the task.
     let resp = s
         .http

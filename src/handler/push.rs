@@ -130,7 +130,8 @@ impl RequestHandler {
     /// # Errors
     /// PushNotificationNotSupported; TaskNotFound for an unknown (or another caller's)
     /// task; PushConfigNotFound (the same code) for an unknown config of the caller's
-    /// task; InvalidParams; ExtensionSupportRequired; Internal.
+    /// task; InvalidParams (an empty config `id`, an id too long); ExtensionSupportRequired;
+    /// Internal.
     pub async fn get_push_config(
         &self,
         call: &CallContext,
@@ -140,7 +141,7 @@ impl RequestHandler {
         self.check_extensions(call)?;
         let (_, store) = self.push_service()?;
         check_id("taskId", &req.task_id)?;
-        check_id("id", &req.id)?;
+        check_config_id(&req.id)?;
         let scope = Scope::from(call);
         self.head(&scope, &req.task_id).await?;
         store
@@ -206,7 +207,8 @@ impl RequestHandler {
     ///
     /// # Errors
     /// PushNotificationNotSupported; TaskNotFound (an unknown or another caller's task);
-    /// InvalidParams; ExtensionSupportRequired; Internal.
+    /// InvalidParams (an empty config `id`, an id too long); ExtensionSupportRequired;
+    /// Internal.
     pub async fn delete_push_config(
         &self,
         call: &CallContext,
@@ -216,7 +218,7 @@ impl RequestHandler {
         self.check_extensions(call)?;
         let (_, store) = self.push_service()?;
         check_id("taskId", &req.task_id)?;
-        check_id("id", &req.id)?;
+        check_config_id(&req.id)?;
         let scope = Scope::from(call);
         self.head(&scope, &req.task_id).await?;
         store
@@ -225,4 +227,18 @@ impl RequestHandler {
             .map_err(A2aError::internal)?;
         Ok(())
     }
+}
+
+/// The config `id` of a Get or Delete: required (spec 3.1.8, 3.1.10; an empty proto3
+/// string is an unset one), and an id like any other ([`check_id`]).
+///
+/// # Errors
+/// InvalidParams.
+fn check_config_id(id: &str) -> Result<(), A2aError> {
+    if id.is_empty() {
+        return Err(A2aError::InvalidParams(
+            "id is required: the id of the push notification config".into(),
+        ));
+    }
+    check_id("id", id)
 }
