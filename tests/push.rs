@@ -357,7 +357,13 @@ async fn an_unknown_config_of_a_known_task_is_named_in_the_error() {
     assert_eq!(info["metadata"]["configId"], "nope");
     // An empty config id is not an id: InvalidParams for Get and Delete, on the bindings
     // that can send one (REST's path has no empty segment to send).
-    for b in s.bindings().iter().filter(|b| b.name() != "HTTP+JSON") {
+    let others: Vec<_> = s
+        .bindings()
+        .into_iter()
+        .filter(|b| b.name() != "HTTP+JSON")
+        .collect();
+    assert!(!others.is_empty(), "JSON-RPC at least");
+    for b in &others {
         for op in [
             Operation::GetTaskPushNotificationConfig,
             Operation::DeleteTaskPushNotificationConfig,
