@@ -331,10 +331,10 @@ async fn an_unknown_config_of_a_known_task_is_named_in_the_error() {
     let (s, _) = start(test_push_config()).await;
     let task = send(&s, "echo hi", &format!("{}/named", s.hooks.url), false).await;
     let id = task["id"].as_str().unwrap();
-    let get = |config: &str| {
+    let get = |task: &str, config: &str| {
         s.http
             .get(format!(
-                "{}/tasks/{id}/pushNotificationConfigs/{config}",
+                "{}/tasks/{task}/pushNotificationConfigs/{config}",
                 s.rest_url()
             ))
             .header("a2a-version", "1.0")
@@ -342,8 +342,8 @@ async fn an_unknown_config_of_a_known_task_is_named_in_the_error() {
     };
     // The config that exists is found; one that does not is TaskNotFound's code
     // (spec 3.1.8), with a message and ErrorInfo naming the config, not the task.
-    assert_eq!(get("hook").await.unwrap().status(), 200);
-    let resp = get("nope").await.unwrap();
+    assert_eq!(get(id, "hook").await.unwrap().status(), 200);
+    let resp = get(id, "nope").await.unwrap();
     assert_eq!(resp.status(), 404);
     let body: Value = resp.json().await.unwrap();
     let message = body["error"]["message"].as_str().unwrap();
@@ -376,21 +376,12 @@ async fn an_unknown_config_of_a_known_task_is_named_in_the_error() {
         }
     }
     assert_eq!(
-        get("hook").await.unwrap().status(),
+        get(id, "hook").await.unwrap().status(),
         200,
         "nothing was deleted"
     );
     // An unknown task is still reported as the task.
-    let resp = s
-        .http
-        .get(format!(
-            "{}/tasks/no-such-task/pushNotificationConfigs/hook",
-            s.rest_url()
-        ))
-        .header("a2a-version", "1.0")
-        .send()
-        .await
-        .unwrap();
+    let resp = get("no-such-task", "hook").await.unwrap();
     assert_eq!(resp.status(), 404);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["message"], "Task not found: no-such-task");
