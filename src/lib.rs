@@ -1,25 +1,42 @@
 //! a2a-gateway: an A2A 1.0 server that fronts a hosted agent runtime.
 //!
-//! Module map (three roles kept apart: transport, handler, executor):
-//! - [`protocol`]: wire types and the JSON-RPC envelope (serde only).
-//! - [`error`]: [`A2aError`], mapped to JSON-RPC code, HTTP status and ErrorInfo.
-//! - [`executor`]: the executor API: [`AgentExecutor`], [`RequestContext`],
-//!   [`EventQueue`], [`TaskUpdater`].
-//! - [`store`]: the [`TaskStore`] trait (event log + snapshot) and its backends.
-//! - [`upstream`]: the AgentCore proxy executor ([`upstream::AgentCoreExecutor`]).
-//! - [`handler`]: [`RequestHandler`], the protocol semantics (no HTTP inside).
-//! - [`transport`]: the JSON-RPC binding, SSE rendering, the agent card.
-//! - [`server`], [`app`]: HTTP server assembly; a [`app::Gateway`] from [`Config`].
-//! - [`config`], [`telemetry`]: configuration layering and logging.
-//! - [`ops`]: `/metrics`; [`tls`]: HTTPS with rustls.
-//! - [`cli`]: the `a2a-gateway` commands; [`demo`]: the local stand-ins `demo` runs.
+//! Module map, bottom up: a module imports only the modules of its own line or below it
+//! (`tests/layers.rs` holds this table as an allow-list per module and checks every
+//! `crate::` path against it, and the file-level import graph against cycles).
+//!
+//! 1. The vocabulary, importing nothing of ours but each other:
+//!    - [`protocol`]: A2A wire types and the JSON-RPC envelope (serde only).
+//!    - [`error`]: [`A2aError`], the spec's errors, mapped to JSON-RPC code, HTTP status and
+//!      ErrorInfo (a protocol word; a top-level file so that its many importers keep their
+//!      path).
+//!    - [`config`]: the serde types of the configuration and their value rules (may name
+//!      `protocol` types).
+//!    - [`allocator`]: gives mimalloc's freed memory back to the system while `serve` is
+//!      quiet (a leaf that imports nothing of ours).
+//! 2. [`telemetry`]: the metrics catalogue, spans, log helpers.
+//! 3. [`executor`]: the executor API: [`AgentExecutor`], [`RequestContext`],
+//!    [`EventQueue`], [`TaskUpdater`].
+//! 4. [`store`]: the [`TaskStore`] trait (event log + snapshot) and its backends.
+//! 5. Beside each other, never each other:
+//!    - [`upstream`]: the AgentCore proxy executor ([`upstream::AgentCoreExecutor`]); it
+//!      imports neither `store`, `cluster` nor `config`.
+//!    - [`identity`]: inbound authentication, [`push`]: push delivery, [`cluster`]: several
+//!      instances on one PostgreSQL.
+//!    - [`agents`]: the example executors (executors, as `upstream` is).
+//! 6. [`handler`]: [`RequestHandler`], the protocol semantics (no HTTP inside; neither
+//!    `upstream` nor `identity`).
+//! 7. [`transport`] (the JSON-RPC, REST and gRPC bindings, SSE rendering, the agent card),
+//!    then [`server`] (HTTP server assembly), then [`ops`] (`/metrics`) and [`tls`] (HTTPS with
+//!    rustls around the server's accept loop).
+//! 8. [`app`] (a [`app::Gateway`] from [`Config`]), then [`cli`] (the `a2a-gateway`
+//!    commands) with [`demo`] (the local stand-ins `demo` runs; they speak HTTP only and
+//!    import nothing of ours).
 //!
 //! The library leaves the process allocator to the program that links it. The
 //! `a2a-gateway` binary, the gateway examples and the in-process benchmarks install
 //! mimalloc when the default feature `mimalloc` is on (it cost less CPU per request and per
 //! event than glibc's malloc: BENCHMARKS.md, issue 14); a crate depending on this one can
 //! turn the feature off (`default-features = false`) to avoid building it.
-//! [`allocator`] gives mimalloc's freed memory back to the system while `serve` is quiet.
 
 pub mod agents;
 pub mod allocator;
