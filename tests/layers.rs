@@ -114,7 +114,6 @@ const CYCLE_EXCEPTIONS: &[(&[&str], &str)] = &[
     (&["identity::jwt", "identity::verified_cache"], "Verified; VerifiedCache"),
     (&["ops", "server", "telemetry::streams", "transport::interfaces", "transport::rest",
        "transport::sse"], "metric names in ops, server; OpenStreamGuard in ops"),
-    (&["protocol::part", "protocol::task"], "Metadata; Part"),
     (&["push::conformance", "store::conformance"], "one suite in two folders"),
     (&["push::store", "store"], "PushStore; Scope, StoreError"),
     (&["upstream::client", "upstream::errors", "upstream::reply", "upstream::settings",

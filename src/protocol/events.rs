@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::task::{Artifact, Message, Metadata, Task, TaskStatus};
+use super::Metadata;
+use super::task::{Artifact, Message, Task, TaskStatus};
 
 /// A change of a task's status (spec §4.2.1). The 0.3 `final` flag is gone: the
 /// stream closing signals the end.

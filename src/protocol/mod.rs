@@ -22,3 +22,8 @@ pub use params::*;
 pub use part::*;
 pub use push::*;
 pub use task::*;
+
+/// Free-form metadata: a JSON object with string keys (proto `google.protobuf.Struct`).
+/// Every wire type that carries metadata names it; it lives here, beside the map, so
+/// that they need not import each other for it.
+pub type Metadata = serde_json::Map<String, serde_json::Value>;

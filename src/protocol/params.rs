@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::task::{Message, Metadata, Task, TaskState};
+use super::Metadata;
+use super::task::{Message, Task, TaskState};
 use super::time::{self, Timestamp};
 
 /// SendMessage / SendStreamingMessage request (spec §3.1.1).

@@ -5,7 +5,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use super::task::Metadata;
+use super::Metadata;
 
 /// The content of a part: exactly one of text, raw bytes, a URL or JSON data.
 #[derive(Debug, Clone, PartialEq)]

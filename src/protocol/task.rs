@@ -1,13 +1,11 @@
 //! Task, TaskStatus, TaskState, Message, Role and Artifact (A2A spec §4.1).
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::Metadata;
 use super::part::Part;
 use super::time::{self, Timestamp};
-
-/// Free-form metadata: a JSON object with string keys (proto `google.protobuf.Struct`).
-pub type Metadata = Map<String, Value>;
 
 macro_rules! proto_enum {
     (
