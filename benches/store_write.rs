@@ -26,8 +26,9 @@ use a2a_gateway::executor::new_id;
 use a2a_gateway::protocol::{
     Artifact, Part, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
 };
+use a2a_gateway::scope::Scope;
 use a2a_gateway::store::{
-    MemoryTaskStore, PostgresTaskStore, Scope, SqliteTaskStore, Synchronous, TaskStore,
+    MemoryTaskStore, PostgresTaskStore, SqliteTaskStore, Synchronous, TaskStore,
 };
 use criterion::{BenchmarkId, Criterion, criterion_main};
 use sqlx::postgres::{PgConnectOptions, PgPool};

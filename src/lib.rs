@@ -5,6 +5,8 @@
 //! `crate::` path against it, and the file-level import graph against cycles).
 //!
 //! 1. The vocabulary, importing nothing of ours but each other:
+//!    - [`scope`]: the caller boundary ([`scope::Scope`]: tenant, owner) that keys every
+//!      task.
 //!    - [`protocol`]: A2A wire types and the JSON-RPC envelope (serde only).
 //!    - [`error`]: [`A2aError`], the spec's errors, mapped to JSON-RPC code, HTTP status and
 //!      ErrorInfo (a protocol word; a top-level file so that its many importers keep their
@@ -52,6 +54,7 @@ pub mod identity;
 pub mod ops;
 pub mod protocol;
 pub mod push;
+pub mod scope;
 pub mod server;
 pub mod store;
 pub mod telemetry;

@@ -1750,7 +1750,8 @@ async fn push_status_lists_pending_and_disabled_deliveries_without_secrets() {
     };
     use a2a_gateway::push::StoredPushConfig;
     use a2a_gateway::push::store::Settle;
-    use a2a_gateway::store::{Scope, StoredEvent, open_store};
+    use a2a_gateway::scope::Scope;
+    use a2a_gateway::store::{StoredEvent, open_store};
 
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("tasks.db").display());

@@ -419,7 +419,7 @@ async fn a_follow_up_runs_on_another_instance_and_turns_never_overlap() {
         let second = send(&b.handler, follow_up(&asked, "go?"), true).await;
         assert_eq!(probe.started().await, asked.id);
         assert!(b.cluster.holds(&(
-            a2a_gateway::store::Scope::new("", "anonymous"),
+            a2a_gateway::scope::Scope::new("", "anonymous"),
             asked.id.clone()
         )));
         // A third message, at A, while B runs the turn: it waits for B's turn.
@@ -1209,7 +1209,7 @@ async fn a_postgresql_restart_mid_run_loses_no_event() {
         let stored = a
             .store
             .events_after(
-                &a2a_gateway::store::Scope::new("", "anonymous"),
+                &a2a_gateway::scope::Scope::new("", "anonymous"),
                 &id,
                 0,
                 1000,

@@ -19,8 +19,9 @@ use a2a_gateway::protocol::{
     SendMessageConfiguration, SendMessageRequest, SendMessageResponse, StreamResponse,
     SubscribeToTaskRequest, Task, TaskState, TaskStatus,
 };
+use a2a_gateway::scope::Scope;
 use a2a_gateway::store::{
-    MemoryTaskStore, Scope, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord,
+    MemoryTaskStore, StoreError, StoredEvent, TaskPage, TaskQuery, TaskRecord,
 };
 use a2a_gateway::{
     A2aError, AgentExecutor, CallContext, EventQueue, HandlerConfig, RequestContext,

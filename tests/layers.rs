@@ -33,7 +33,9 @@ use syn::visit::{self, Visit};
 /// top-level module fails [`layers`] until it has a line here.
 #[rustfmt::skip]
 const TABLE: &[(&str, &[&str])] = &[
-    // 1. The vocabulary: wire types, errors, configuration; nothing of ours but each other.
+    // 1. The vocabulary: the caller boundary, wire types, errors, configuration; nothing of
+    // ours but each other.
+    ("scope",     &[]),
     ("protocol",  &[]),
     // A2aError, the spec's error catalogue: a protocol word, in a top-level file so that its
     // many importers keep their path.
@@ -42,40 +44,40 @@ const TABLE: &[(&str, &[&str])] = &[
     // mimalloc's purge loop: a leaf that imports nothing of ours.
     ("allocator", &[]),
     // 2. Metrics catalogue, spans, log helpers.
-    ("telemetry", &["protocol", "error", "config"]),
+    ("telemetry", &["scope", "protocol", "error", "config"]),
     // 3. The executor API.
-    ("executor",  &["protocol", "error", "config", "telemetry"]),
+    ("executor",  &["scope", "protocol", "error", "config", "telemetry"]),
     // 4. Task storage: the traits, every backend, one conformance suite.
-    ("store",     &["protocol", "error", "config", "telemetry", "executor"]),
+    ("store",     &["scope", "protocol", "error", "config", "telemetry", "executor"]),
     // 5. Beside each other, never each other; `upstream` never store, cluster or config.
-    ("upstream",  &["protocol", "error", "telemetry", "executor"]),
-    ("identity",  &["protocol", "error", "config", "telemetry", "executor", "store"]),
-    ("push",      &["protocol", "error", "config", "telemetry", "executor", "store"]),
-    ("cluster",   &["protocol", "error", "config", "telemetry", "executor", "store"]),
+    ("upstream",  &["scope", "protocol", "error", "telemetry", "executor"]),
+    ("identity",  &["scope", "protocol", "error", "config", "telemetry", "executor", "store"]),
+    ("push",      &["scope", "protocol", "error", "config", "telemetry", "executor", "store"]),
+    ("cluster",   &["scope", "protocol", "error", "config", "telemetry", "executor", "store"]),
     // The example executors (hello world, release review): executors, as `upstream` is.
-    ("agents",    &["protocol", "error", "telemetry", "executor"]),
+    ("agents",    &["scope", "protocol", "error", "telemetry", "executor"]),
     // 6. A2A semantics by operation: layers 1-5 but upstream and identity.
-    ("handler",   &["protocol", "error", "config", "telemetry", "executor", "store", "push",
-                    "cluster"]),
+    ("handler",   &["scope", "protocol", "error", "config", "telemetry", "executor", "store",
+                    "push", "cluster"]),
     // 7. The bindings, then the HTTP server, then the operations endpoints and HTTPS (rustls
     // around the server's accept loop).
-    ("transport", &["protocol", "error", "config", "telemetry", "executor", "store", "push",
-                    "cluster", "identity", "handler"]),
-    ("server",    &["protocol", "error", "config", "telemetry", "executor", "store", "push",
-                    "cluster", "identity", "handler", "transport"]),
-    ("ops",       &["protocol", "error", "config", "telemetry", "executor", "store", "push",
-                    "cluster", "identity", "handler", "transport"]),
-    ("tls",       &["protocol", "error", "config", "telemetry", "executor", "store", "push",
-                    "cluster", "identity", "handler", "transport", "server"]),
+    ("transport", &["scope", "protocol", "error", "config", "telemetry", "executor", "store",
+                    "push", "cluster", "identity", "handler"]),
+    ("server",    &["scope", "protocol", "error", "config", "telemetry", "executor", "store",
+                    "push", "cluster", "identity", "handler", "transport"]),
+    ("ops",       &["scope", "protocol", "error", "config", "telemetry", "executor", "store",
+                    "push", "cluster", "identity", "handler", "transport"]),
+    ("tls",       &["scope", "protocol", "error", "config", "telemetry", "executor", "store",
+                    "push", "cluster", "identity", "handler", "transport", "server"]),
     // 8. Assembly, then the command line. `demo` holds the stand-ins that the `demo` command
     // starts (a runtime, an OAuth issuer): they speak HTTP only and import nothing of ours.
     ("demo",      &[]),
-    ("app",       &["protocol", "error", "config", "allocator", "telemetry", "executor", "store",
-                    "push", "cluster", "identity", "upstream", "agents", "handler", "transport",
-                    "server", "ops", "tls"]),
-    ("cli",       &["protocol", "error", "config", "allocator", "telemetry", "executor", "store",
-                    "push", "cluster", "identity", "upstream", "agents", "handler", "transport",
-                    "server", "ops", "tls", "demo", "app"]),
+    ("app",       &["scope", "protocol", "error", "config", "allocator", "telemetry", "executor",
+                    "store", "push", "cluster", "identity", "upstream", "agents", "handler",
+                    "transport", "server", "ops", "tls"]),
+    ("cli",       &["scope", "protocol", "error", "config", "allocator", "telemetry", "executor",
+                    "store", "push", "cluster", "identity", "upstream", "agents", "handler",
+                    "transport", "server", "ops", "tls", "demo", "app"]),
 ];
 
 /// Imports the table forbids that the code still has, one line each: from, to, what. Each

@@ -279,7 +279,7 @@ async fn stalled_tasks_of_a_stopped_instance_are_closed_but_local_runs_are_not()
     let mut f = fixture();
     // A task another (now stopped) instance left WORKING an hour ago, written
     // straight into the shared store.
-    let scope = a2a_gateway::store::Scope::from(&call());
+    let scope = a2a_gateway::scope::Scope::from(&call());
     let old = time::now() - chrono::Duration::hours(3);
     let mut orphan = a2a_gateway::executor::new_task(&new_user_text_message("long job"));
     orphan.id = "orphan".into();

@@ -19,8 +19,9 @@ use a2a_gateway::protocol::{
     Artifact, Part, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
 };
+use a2a_gateway::scope::Scope;
 use a2a_gateway::store::{
-    PostgresTaskStore, Scope, SqliteTaskStore, StoreError, StoredEvent, TaskStore, conformance,
+    PostgresTaskStore, SqliteTaskStore, StoreError, StoredEvent, TaskStore, conformance,
     open_store, projection,
 };
 use sqlx::Row;

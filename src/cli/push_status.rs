@@ -169,7 +169,7 @@ fn shown_url(c: &StoredPushConfig) -> String {
 mod tests {
     use super::*;
     use crate::push::store::{DeliveryKey, PendingDelivery};
-    use crate::store::Scope;
+    use crate::scope::Scope;
 
     fn config(url: &str, enabled: bool) -> StoredPushConfig {
         StoredPushConfig {

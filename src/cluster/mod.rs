@@ -63,7 +63,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::{Scope, StoreError};
+use crate::scope::Scope;
+use crate::store::StoreError;
 
 pub mod session;
 

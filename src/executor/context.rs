@@ -7,6 +7,7 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{Message, Metadata, SendMessageConfiguration, Task};
+use crate::scope::Scope;
 
 /// Who is calling: the scope every task operation is confined to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -83,6 +84,18 @@ impl CallContext {
     /// The anonymous caller in the default tenant.
     pub fn anonymous() -> Self {
         Self::new("", Self::ANONYMOUS)
+    }
+
+    /// The caller boundary of this call: the [`Scope`] its tasks are stored under.
+    pub fn scope(&self) -> Scope {
+        Scope::new(&self.tenant, &self.owner)
+    }
+}
+
+/// [`CallContext::scope`].
+impl From<&CallContext> for Scope {
+    fn from(c: &CallContext) -> Self {
+        c.scope()
     }
 }
 

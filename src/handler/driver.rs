@@ -31,7 +31,8 @@ use crate::protocol::time::Timestamp;
 use crate::protocol::{
     Message, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent, time,
 };
-use crate::store::{FoldedArtifacts, Scope, StoreError, StoredEvent, projection};
+use crate::scope::Scope;
+use crate::store::{FoldedArtifacts, StoreError, StoredEvent, projection};
 use crate::telemetry::tasks::{self, TurnMetrics};
 
 /// What the driver publishes on a task's bus: the events of one store write, in

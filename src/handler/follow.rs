@@ -12,7 +12,8 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::driver::EventGroup;
 use crate::error::A2aError;
-use crate::store::{Scope, StoreError, StoredEvent, TaskStore};
+use crate::scope::Scope;
+use crate::store::{StoreError, StoredEvent, TaskStore};
 
 /// Events read from the store per refill, at most.
 const REFILL_BATCH: usize = 512;

@@ -39,7 +39,8 @@ use crate::protocol::{
     Role, SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
     TaskState,
 };
-use crate::store::{PageCursor, Scope, StoredEvent, TaskQuery, TaskStore};
+use crate::scope::Scope;
+use crate::store::{PageCursor, StoredEvent, TaskQuery, TaskStore};
 
 use driver::{Command, Driver, Handle, Run, RunStart, TaskKey};
 use follow::Follow;

@@ -13,7 +13,7 @@ use crate::protocol::{
     TaskPushNotificationConfig, TaskPushNotificationConfigRequest,
 };
 use crate::push::{PushService, PushStore, redacted};
-use crate::store::Scope;
+use crate::scope::Scope;
 
 const DEFAULT_PAGE_SIZE: i32 = 50;
 const MAX_PAGE_SIZE: i32 = 100;

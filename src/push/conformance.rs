@@ -9,8 +9,9 @@ use super::store::{Claimed, PushStore, Settle, StoredPushConfig};
 use crate::executor::{new_id, new_user_text_message};
 use crate::protocol::time;
 use crate::protocol::{StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent};
+use crate::scope::Scope;
 use crate::store::conformance::{chunk, task_at};
-use crate::store::{Scope, StoredEvent, TaskStore};
+use crate::store::{StoredEvent, TaskStore};
 
 /// Runs every push case against `store` (which must keep push state).
 pub async fn run_all(store: &dyn TaskStore) {

@@ -12,7 +12,8 @@ use super::store::{
     Claimed, DeliveryKey, PendingDelivery, PushStatus, PushStore, Settle, Settled, StoredPushConfig,
 };
 use crate::protocol::StreamResponse;
-use crate::store::{Scope, StoreError, StoredEvent};
+use crate::scope::Scope;
+use crate::store::{StoreError, StoredEvent};
 
 struct Row {
     event: Arc<StoredEvent>,

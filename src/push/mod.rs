@@ -382,7 +382,8 @@ mod tests {
 
     use super::PushService;
     use crate::config::PushConfig;
-    use crate::store::{MemoryTaskStore, Scope, TaskStore};
+    use crate::scope::Scope;
+    use crate::store::{MemoryTaskStore, TaskStore};
 
     /// Whether the sender would wake now: a pending `notify_one` permit.
     async fn woken(svc: &PushService) -> bool {

@@ -62,7 +62,8 @@ macro_rules! sql_push {
             Claimed, DeliveryKey, PendingDelivery, PushStatus, PushStore, Settle, Settled,
             StoredPushConfig,
         };
-        use $crate::store::{Scope, StoreError};
+        use $crate::store::StoreError;
+        use $crate::scope::Scope;
 
         fn db(e: sqlx::Error) -> StoreError {
             StoreError::Backend(e.to_string())

@@ -18,7 +18,8 @@
 
 use async_trait::async_trait;
 
-use crate::store::{Scope, StoreError};
+use crate::scope::Scope;
+use crate::store::StoreError;
 
 /// One stored webhook config (the secrets in clear: they are sent, never shown).
 #[derive(Clone, PartialEq, Eq)]

@@ -38,8 +38,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::memory::status_millis;
 use super::sql::{encode_error, should_compact, to_i64, to_json, to_u64, touches_base};
-use super::{FoldedArtifacts, Scope, StoreError, StoredEvent, projection};
+use super::{FoldedArtifacts, StoreError, StoredEvent, projection};
 use crate::protocol::{StreamResponse, Task, TaskState};
+use crate::scope::Scope;
 
 /// The most appends one transaction takes.
 pub(crate) const MAX_BATCH: usize = 128;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use chrono::Duration;
 
 use super::{
-    FoldedArtifacts, PageCursor, Scope, StoreError, StoredEvent, TaskQuery, TaskStore, projection,
+    FoldedArtifacts, PageCursor, StoreError, StoredEvent, TaskQuery, TaskStore, projection,
 };
 use crate::executor::{new_agent_text_message, new_id, new_user_text_message};
 use crate::protocol::time::{self, Timestamp};
@@ -15,6 +15,7 @@ use crate::protocol::{
     Artifact, Part, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
 };
+use crate::scope::Scope;
 
 /// Runs every check against `store`. Panics on the first failure.
 pub async fn run_all(store: &dyn TaskStore) {

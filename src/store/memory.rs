@@ -20,13 +20,14 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::{
-    PageCursor, Scope, StoreError, StoredEvent, TaskHead, TaskPage, TaskQuery, TaskRecord,
-    TaskStore, projection,
+    PageCursor, StoreError, StoredEvent, TaskHead, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    projection,
 };
 use crate::protocol::time::Timestamp;
 use crate::protocol::{
     Artifact, Part, PartContent, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
 };
+use crate::scope::Scope;
 
 #[derive(Debug)]
 struct Entry {

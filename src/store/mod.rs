@@ -32,34 +32,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::executor::CallContext;
 use crate::protocol::time::Timestamp;
 use crate::protocol::{Artifact, StreamResponse, Task, TaskState};
-
-/// The caller boundary every store operation is confined to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Scope {
-    /// Tenant (`""` for the default tenant).
-    pub tenant: String,
-    /// Caller identity.
-    pub owner: String,
-}
-
-impl Scope {
-    /// The scope of `tenant` and `owner`.
-    pub fn new(tenant: impl Into<String>, owner: impl Into<String>) -> Self {
-        Self {
-            tenant: tenant.into(),
-            owner: owner.into(),
-        }
-    }
-}
-
-impl From<&CallContext> for Scope {
-    fn from(c: &CallContext) -> Self {
-        Self::new(&c.tenant, &c.owner)
-    }
-}
+use crate::scope::Scope;
 
 /// One entry of a task's event log.
 ///

@@ -40,11 +40,12 @@ use super::sql::{
     migrate_error, to_i64, to_u64,
 };
 use super::{
-    FoldedArtifacts, PageCursor, Scope, StoreError, StoredEvent, TaskHead, TaskPage, TaskQuery,
+    FoldedArtifacts, PageCursor, StoreError, StoredEvent, TaskHead, TaskPage, TaskQuery,
     TaskRecord, TaskStore,
 };
 use crate::protocol::time::Timestamp;
 use crate::protocol::{StreamResponse, Task, TaskState};
+use crate::scope::Scope;
 
 /// The embedded PostgreSQL migrations (`migrations/postgres`).
 pub static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");

@@ -21,11 +21,12 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 
+use super::StoreError;
 use super::postgres::PostgresTaskStore;
 use super::sql::db;
-use super::{Scope, StoreError};
 use crate::cluster::{CHANNEL, ClusterBackend, Holder, Listener, Orphan};
 use crate::protocol::TaskState;
+use crate::scope::Scope;
 
 impl PostgresTaskStore {
     /// Listens through `url` instead of the pool's own settings (a direct connection

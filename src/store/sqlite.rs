@@ -53,11 +53,12 @@ use super::sql::{
     to_json, to_u64,
 };
 use super::{
-    FoldedArtifacts, PageCursor, Scope, StoreError, StoredEvent, TaskHead, TaskPage, TaskQuery,
+    FoldedArtifacts, PageCursor, StoreError, StoredEvent, TaskHead, TaskPage, TaskQuery,
     TaskRecord, TaskStore,
 };
 use crate::protocol::time::Timestamp;
 use crate::protocol::{StreamResponse, Task, TaskState};
+use crate::scope::Scope;
 
 /// The embedded SQLite migrations (`migrations/sqlite`).
 pub static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
@@ -1007,7 +1008,7 @@ mod tests {
             .await
             .unwrap();
         assert!(store._checkpointer.is_some());
-        let scope = crate::store::Scope::new("", "alice");
+        let scope = crate::scope::Scope::new("", "alice");
         for i in 0..20 {
             let id = format!("task-{i}");
             let ev = StreamResponse::Task(task_at(&id, "ctx", crate::protocol::time::now()));

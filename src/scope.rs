@@ -1,0 +1,29 @@
+//! The caller boundary: every task, push config and lease is stored under the [`Scope`]
+//! of the caller that made it, and read back only by that scope. A task of another
+//! caller is indistinguishable from a missing one.
+//!
+//! A scope is made in two places only: [`crate::executor::CallContext::scope`] for the
+//! caller of a request, and [`Scope::new`] for a row a store reads back. Adding a part
+//! to the key (the agent a task belongs to, once one gateway serves several) is a field
+//! here and an argument of those two.
+
+use serde::{Deserialize, Serialize};
+
+/// The caller boundary every store operation is confined to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Scope {
+    /// Tenant (`""` for the default tenant).
+    pub tenant: String,
+    /// Caller identity.
+    pub owner: String,
+}
+
+impl Scope {
+    /// The scope of `tenant` and `owner`.
+    pub fn new(tenant: impl Into<String>, owner: impl Into<String>) -> Self {
+        Self {
+            tenant: tenant.into(),
+            owner: owner.into(),
+        }
+    }
+}
