@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// The caller boundary every store operation is confined to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Scope {
     /// Tenant (`""` for the default tenant).
     pub tenant: String,
@@ -27,3 +28,9 @@ impl Scope {
         }
     }
 }
+
+/// A task's key: the scope of the caller it belongs to, and its id. Every map of tasks
+/// (the handler's drivers, the cluster's leases, a store's write batch) is keyed by it.
+/// A pair, so that code takes its parts as `key.0` and `key.1` and builds it as
+/// `(scope, id)`.
+pub type TaskKey = (Scope, String);

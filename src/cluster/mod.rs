@@ -63,15 +63,12 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::scope::Scope;
+use crate::scope::{Scope, TaskKey};
 use crate::store::StoreError;
 
 pub mod session;
 
 pub use session::{SessionLease, session_tag};
-
-/// A task's key: its caller scope and id.
-pub type TaskKey = (Scope, String);
 
 /// The notification channel every instance listens on.
 pub const CHANNEL: &str = "a2a_gateway";

@@ -72,7 +72,7 @@ const STORE_RECOVERY: Duration = Duration::from_secs(300);
 /// The longest pause between those attempts.
 const STORE_RECOVERY_MAX_DELAY: Duration = Duration::from_secs(30);
 
-pub(crate) type TaskKey = (Scope, String);
+pub(crate) use crate::scope::TaskKey;
 
 /// A command to a task's driver.
 pub(crate) enum Command {

@@ -40,7 +40,7 @@ use super::memory::status_millis;
 use super::sql::{encode_error, should_compact, to_i64, to_json, to_u64, touches_base};
 use super::{FoldedArtifacts, StoreError, StoredEvent, projection};
 use crate::protocol::{StreamResponse, Task, TaskState};
-use crate::scope::Scope;
+use crate::scope::{Scope, TaskKey};
 
 /// The most appends one transaction takes.
 pub(crate) const MAX_BATCH: usize = 128;
@@ -561,16 +561,9 @@ fn take_batch(
     (appends, replies)
 }
 
-/// A task key: tenant, owner, task id.
-pub(crate) type TaskKey = (String, String, String);
-
 /// The task key of an append.
 pub(crate) fn task_key(a: &Append) -> TaskKey {
-    (
-        a.scope.tenant.clone(),
-        a.scope.owner.clone(),
-        a.task_id.clone(),
-    )
+    (a.scope.clone(), a.task_id.clone())
 }
 
 /// The appends of `batch` whose task rows must be read before planning. In a batch

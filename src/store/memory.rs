@@ -27,7 +27,7 @@ use crate::protocol::time::Timestamp;
 use crate::protocol::{
     Artifact, Part, PartContent, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
 };
-use crate::scope::Scope;
+use crate::scope::{Scope, TaskKey};
 
 #[derive(Debug)]
 struct Entry {
@@ -259,11 +259,7 @@ impl MemoryTaskStore {
     /// The keys of up to `limit` tasks that `keep` selects, one shard locked at a time:
     /// not one snapshot of the whole store, which the sweeps using it do not need (a
     /// task may change right after it is listed, as with any read).
-    fn each_shard_up_to(
-        &self,
-        limit: usize,
-        keep: impl Fn(&Entry) -> bool,
-    ) -> Vec<(Scope, String)> {
+    fn each_shard_up_to(&self, limit: usize, keep: impl Fn(&Entry) -> bool) -> Vec<TaskKey> {
         let mut out = Vec::new();
         for shard in self.shards.iter() {
             if out.len() >= limit {
@@ -478,7 +474,7 @@ impl TaskStore for MemoryTaskStore {
         })
     }
 
-    async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError> {
+    async fn unsettled(&self, limit: usize) -> Result<Vec<TaskKey>, StoreError> {
         Ok(self.each_shard_up_to(limit, |e| {
             matches!(
                 e.task.status.state,
@@ -510,7 +506,7 @@ impl TaskStore for MemoryTaskStore {
         &self,
         older_than: Timestamp,
         limit: usize,
-    ) -> Result<Vec<(Scope, String)>, StoreError> {
+    ) -> Result<Vec<TaskKey>, StoreError> {
         let bound = older_than.timestamp_millis();
         Ok(self.each_shard_up_to(limit, |e| {
             e.task.status.state == TaskState::InputRequired && status_millis(&e.task) < bound

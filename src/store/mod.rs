@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::time::Timestamp;
 use crate::protocol::{Artifact, StreamResponse, Task, TaskState};
-use crate::scope::Scope;
+use crate::scope::{Scope, TaskKey};
 
 /// One entry of a task's event log.
 ///
@@ -341,7 +341,7 @@ pub trait TaskStore: Send + Sync + 'static {
     ///
     /// # Errors
     /// [`StoreError::Backend`] on database failure.
-    async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError>;
+    async fn unsettled(&self, limit: usize) -> Result<Vec<TaskKey>, StoreError>;
 
     /// Deletes terminal tasks (COMPLETED, FAILED, CANCELED, REJECTED) of every scope
     /// whose status timestamp is before `older_than`, together with their events.
@@ -365,7 +365,7 @@ pub trait TaskStore: Send + Sync + 'static {
         &self,
         older_than: Timestamp,
         limit: usize,
-    ) -> Result<Vec<(Scope, String)>, StoreError>;
+    ) -> Result<Vec<TaskKey>, StoreError>;
 
     /// Closes the store's connections at shutdown, after the last write. SQLite first
     /// folds its write-ahead log into the database file, so the `.db` file alone

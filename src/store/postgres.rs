@@ -32,7 +32,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::batch::{
     Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, HeldConnection,
-    TaskKey, TaskRow, Writes, to_read, write_batch,
+    TaskRow, Writes, to_read, write_batch,
 };
 use super::memory::shape_for_list;
 use super::sql::{
@@ -45,7 +45,7 @@ use super::{
 };
 use crate::protocol::time::Timestamp;
 use crate::protocol::{StreamResponse, Task, TaskState};
-use crate::scope::Scope;
+use crate::scope::{Scope, TaskKey};
 
 /// The embedded PostgreSQL migrations (`migrations/postgres`).
 pub static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
@@ -210,7 +210,7 @@ impl TaskStore for PostgresTaskStore {
         read
     }
 
-    async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError> {
+    async fn unsettled(&self, limit: usize) -> Result<Vec<TaskKey>, StoreError> {
         let mut conn = self.pool.acquire().await.map_err(db)?;
         read_unsettled(&mut conn, limit).await
     }
@@ -264,7 +264,7 @@ impl TaskStore for PostgresTaskStore {
         &self,
         older_than: Timestamp,
         limit: usize,
-    ) -> Result<Vec<(Scope, String)>, StoreError> {
+    ) -> Result<Vec<TaskKey>, StoreError> {
         let mut conn = self.pool.acquire().await.map_err(db)?;
         read_expired_input_required(&mut conn, older_than, limit).await
     }
@@ -379,7 +379,10 @@ fn key_arrays<'a>(
 
 /// The key of a returned row (columns 0..3).
 fn row_key(r: &sqlx::postgres::PgRow) -> TaskKey {
-    (r.get(0), r.get(1), r.get(2))
+    (
+        Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+        r.get(2),
+    )
 }
 
 /// Whether the write statement failed on its `last_seq` check (see [`PgOps`]).

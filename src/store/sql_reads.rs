@@ -68,7 +68,7 @@ macro_rules! sql_reads {
             Ok(task)
         }
         /// `(scope, id)` pairs from rows of `tenant, owner, id`.
-        pub(crate) fn scoped_ids(rows: Vec<$row>) -> Vec<(Scope, String)> {
+        pub(crate) fn scoped_ids(rows: Vec<$row>) -> Vec<TaskKey> {
             rows.into_iter()
                 .map(|r| {
                     (
@@ -294,7 +294,7 @@ macro_rules! sql_reads {
         pub(crate) async fn read_unsettled(
             conn: &mut $conn,
             limit: usize,
-        ) -> Result<Vec<(Scope, String)>, StoreError> {
+        ) -> Result<Vec<TaskKey>, StoreError> {
             let rows =
                 sqlx::query("SELECT tenant, owner, id FROM a2a_tasks WHERE state IN ($1, $2) LIMIT $3 + 0")
                     .bind(TaskState::Submitted.as_str())
@@ -310,7 +310,7 @@ macro_rules! sql_reads {
             conn: &mut $conn,
             older_than: Timestamp,
             limit: usize,
-        ) -> Result<Vec<(Scope, String)>, StoreError> {
+        ) -> Result<Vec<TaskKey>, StoreError> {
             let rows = sqlx::query(
                 "SELECT tenant, owner, id FROM a2a_tasks WHERE state = $1 AND status_ms < $2 LIMIT $3 + 0",
             )

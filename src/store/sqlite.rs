@@ -44,7 +44,7 @@ use sqlx::{ConnectOptions, Row};
 
 use super::batch::{
     Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, HeldConnection,
-    TaskKey, TaskRow, Writes, to_read, write_batch,
+    TaskRow, Writes, to_read, write_batch,
 };
 use super::lock::StoreLock;
 use super::memory::shape_for_list;
@@ -58,7 +58,7 @@ use super::{
 };
 use crate::protocol::time::Timestamp;
 use crate::protocol::{StreamResponse, Task, TaskState};
-use crate::scope::Scope;
+use crate::scope::{Scope, TaskKey};
 
 /// The embedded SQLite migrations (`migrations/sqlite`).
 pub static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
@@ -480,7 +480,7 @@ impl TaskStore for SqliteTaskStore {
         read_list(&mut conn, scope, query).await
     }
 
-    async fn unsettled(&self, limit: usize) -> Result<Vec<(Scope, String)>, StoreError> {
+    async fn unsettled(&self, limit: usize) -> Result<Vec<TaskKey>, StoreError> {
         let mut conn = self.reader.acquire().await.map_err(db)?;
         read_unsettled(&mut conn, limit).await
     }
@@ -538,7 +538,7 @@ impl TaskStore for SqliteTaskStore {
         &self,
         older_than: Timestamp,
         limit: usize,
-    ) -> Result<Vec<(Scope, String)>, StoreError> {
+    ) -> Result<Vec<TaskKey>, StoreError> {
         let mut conn = self.reader.acquire().await.map_err(db)?;
         read_expired_input_required(&mut conn, older_than, limit).await
     }
@@ -729,7 +729,10 @@ fn rows_json<T: serde::Serialize>(rows: &[T]) -> Result<String, StoreError> {
 
 /// The key of a returned row (columns 0..3).
 fn row_key(r: &sqlx::sqlite::SqliteRow) -> TaskKey {
-    (r.get(0), r.get(1), r.get(2))
+    (
+        Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+        r.get(2),
+    )
 }
 
 #[async_trait]
