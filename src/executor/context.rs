@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{Message, Metadata, SendMessageConfiguration, Task};
 use crate::scope::Scope;
+use crate::telemetry::tasks::{FailureCause, TurnStart};
 
 /// Who is calling: the scope every task operation is confined to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -126,7 +127,7 @@ pub struct RequestContext {
     /// Who is calling.
     pub call_context: CallContext,
     pub(crate) cancellation: CancellationToken,
-    pub(crate) failure: crate::telemetry::tasks::FailureCause,
+    pub(crate) failure: FailureCause,
 }
 
 impl RequestContext {
@@ -166,6 +167,16 @@ impl RequestContext {
     /// A token that is cancelled when the task is canceled or the server shuts down.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.cancellation
+    }
+}
+
+/// The run's failure cause and trace, for the task driver's turn metrics.
+impl From<&RequestContext> for TurnStart {
+    fn from(ctx: &RequestContext) -> Self {
+        Self {
+            cause: ctx.failure.clone(),
+            trace: ctx.call_context.trace_parent.clone(),
+        }
     }
 }
 

@@ -707,7 +707,7 @@ impl Driver {
             send_once(&mut reply, Ok(start));
         }
 
-        self.outcomes.begin(&ctx);
+        self.outcomes.begin(&*ctx);
         let (queue, events) = EventQueue::bounded(self.inner.config.event_queue_capacity);
         // The context clone stays boxed in the run's future until the executor's own
         // future takes it (not 540 bytes kept beside that future for the whole run).

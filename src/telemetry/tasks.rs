@@ -114,6 +114,17 @@ impl FailureCause {
     }
 }
 
+/// What a turn's metrics take from the run that starts it: the cause its executor may
+/// name and the request's trace. The executor API makes it from a
+/// [`crate::executor::RequestContext`].
+#[derive(Debug, Clone, Default)]
+pub struct TurnStart {
+    /// The context's failure cause.
+    pub cause: FailureCause,
+    /// The request's trace, which the turn's store writes join.
+    pub trace: Option<super::trace::TraceParent>,
+}
+
 /// The task driver's view of the current turn (see the module docs).
 #[derive(Debug, Default)]
 pub(crate) struct TurnMetrics {
@@ -127,12 +138,13 @@ pub(crate) struct TurnMetrics {
 }
 
 impl TurnMetrics {
-    /// A run of `ctx` starts: its duration counts from now, its failure cause is the
+    /// A run starts: its duration counts from now, its failure cause is the run's
     /// context's, its store writes join the request's trace.
-    pub(crate) fn begin(&mut self, ctx: &crate::executor::RequestContext) {
+    pub(crate) fn begin(&mut self, run: impl Into<TurnStart>) {
+        let TurnStart { cause, trace } = run.into();
         self.started = Some(Instant::now());
-        self.cause = ctx.failure.clone();
-        self.trace = ctx.call_context.trace_parent.clone();
+        self.cause = cause;
+        self.trace = trace;
     }
 
     /// The span of one task-log write (`store.write`), in the current run's trace.
