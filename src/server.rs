@@ -25,6 +25,9 @@ use spell::Spell;
 use crate::config::Binding;
 use crate::handler::RequestHandler;
 use crate::protocol::{AgentCapabilities, AgentCard, AgentSkill};
+use crate::telemetry::metrics::{
+    ACCEPT_ERRORS, CONNECTIONS_OVER_LIMIT, CONNECTIONS_TIMED_OUT, OPEN_CONNECTIONS,
+};
 use crate::transport::agent_card::CardDocument;
 use crate::transport::{AppState, TransportConfig, a2a_routes};
 
@@ -150,16 +153,6 @@ async fn readyz(
 /// [`ConnectionLimits::header_timeout`]); slower connections are closed, so a
 /// "slowloris" client cannot hold them forever.
 pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// Counter of failed `accept` calls (EMFILE and friends).
-pub const ACCEPT_ERRORS: &str = "a2a_accept_errors_total";
-/// Gauge of connections currently open (the refusal lane included).
-pub const OPEN_CONNECTIONS: &str = "a2a_open_connections";
-/// Counter of connections accepted beyond `max_connections`, label `outcome`:
-/// `refusal_lane` (answered once) or `closed` (closed at once).
-pub const OVER_LIMIT: &str = "a2a_connections_over_limit_total";
-/// Counter of connections closed by a timeout, label `reason` (`header`, `idle`).
-pub const TIMED_OUT: &str = connection::TIMED_OUT;
 
 /// Serves `app` on `listener` (HTTP/1.1 and h2c) under the default [`ConnectionLimits`]
 /// until `shutdown` resolves; see [`serve_with_limits`].
@@ -311,11 +304,11 @@ where
                 );
             }
             if open_now >= limits.max_connections + lane {
-                metrics::counter!(OVER_LIMIT, "outcome" => "closed").increment(1);
+                metrics::counter!(CONNECTIONS_OVER_LIMIT, "outcome" => "closed").increment(1);
                 drop(tcp);
                 continue;
             }
-            metrics::counter!(OVER_LIMIT, "outcome" => "refusal_lane").increment(1);
+            metrics::counter!(CONNECTIONS_OVER_LIMIT, "outcome" => "refusal_lane").increment(1);
             Lane::Refusal
         };
         let slot = Slot::take(&open);
@@ -331,7 +324,7 @@ where
                     Ok(Some(io)) => io,
                     Ok(None) => return,
                     Err(_) => {
-                        metrics::counter!(connection::TIMED_OUT, "reason" => "header")
+                        metrics::counter!(CONNECTIONS_TIMED_OUT, "reason" => "header")
                             .increment(1);
                         return;
                     }

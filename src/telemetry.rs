@@ -1,10 +1,12 @@
 //! Logging set-up with `tracing`: pretty or JSON lines; `RUST_LOG` overrides the
-//! configured level. Submodules: [`tasks`] (task outcome and store write metrics) and
+//! configured level. Submodules: [`metrics`] (the catalogue of every metric: name, type,
+//! description), [`tasks`] (task outcome and store write metrics) and
 //! [`streams`] (the end of each SSE response stream: its metric and log line), [`trace`]
 //! (W3C `traceparent` continued into the upstream call), [`log_url`] (URLs with
 //! their secrets hidden, for log lines).
 
 pub mod log_url;
+pub mod metrics;
 pub mod otlp;
 pub mod streams;
 pub mod tasks;

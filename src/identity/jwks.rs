@@ -31,15 +31,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::config::JwtConfig;
-
-/// Counter of JWKS fetches, labelled `result` (`ok` or `error`).
-pub const JWKS_FETCHES: &str = "a2a_auth_jwks_fetches_total";
-/// Gauge: number of usable keys in the cached JWKS.
-pub const JWKS_KEYS: &str = "a2a_auth_jwks_keys";
-/// Gauge: 1 when the last JWKS fetch failed (the cached keys are the last good ones).
-pub const JWKS_STALE: &str = "a2a_auth_jwks_stale";
-/// Gauge: Unix time (seconds) of the last successful JWKS fetch.
-pub const JWKS_LAST_SUCCESS: &str = "a2a_auth_jwks_last_success_timestamp_seconds";
+use crate::telemetry::metrics::{JWKS_FETCHES, JWKS_KEYS, JWKS_LAST_SUCCESS, JWKS_STALE};
 
 /// Largest JWKS or discovery document read, in bytes.
 const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;

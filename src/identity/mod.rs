@@ -27,12 +27,10 @@ use http::{HeaderMap, header};
 use secrecy::SecretString;
 
 use crate::config::{SHA256_LEN, ServerAuthConfig, ServerAuthKind};
+use crate::telemetry::metrics::AUTH_FAILURES;
 pub use caller_name::caller_name_problem;
 pub use failure::{AuthFailure, TokenProblem};
 pub use jwks::{Jwks, JwksStatus};
-
-/// Counter of refused requests, labelled `reason` ([`AuthFailure::reason`]).
-pub const AUTH_FAILURES: &str = "a2a_auth_failures_total";
 
 /// Who a credential stands for.
 #[derive(Clone)]

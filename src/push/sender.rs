@@ -23,17 +23,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::PushService;
 use super::store::{Claimed, DeliveryKey, Settle};
-
-/// Deliveries by outcome (`delivered`, `retried`, `failed`, `disabled`).
-pub const DELIVERIES: &str = "a2a_push_deliveries_total";
-/// Attempts made (each POST).
-pub const ATTEMPTS: &str = "a2a_push_attempts_total";
-/// Seconds from the event being stored to its 2xx.
-pub const LATENCY: &str = "a2a_push_delivery_latency_seconds";
-/// Age in seconds of the oldest pending delivery (0 when none).
-pub const OLDEST_PENDING: &str = "a2a_push_oldest_pending_seconds";
-/// Configs disabled (410 Gone or a run of failures).
-pub const DISABLED: &str = "a2a_push_configs_disabled_total";
+use crate::telemetry::metrics::{
+    PUSH_ATTEMPTS, PUSH_CONFIGS_DISABLED, PUSH_DELIVERIES, PUSH_DELIVERY_LATENCY,
+    PUSH_OLDEST_PENDING,
+};
 
 /// The longest claim batch.
 const CLAIM_BATCH: usize = 64;
@@ -161,7 +154,7 @@ pub(crate) async fn attempt(
     } else if let Some(scheme) = &c.config.auth_scheme {
         req = req.header(reqwest::header::AUTHORIZATION, scheme.as_str());
     }
-    metrics::counter!(ATTEMPTS).increment(1);
+    metrics::counter!(PUSH_ATTEMPTS).increment(1);
     match req.body(body).send().await {
         Ok(resp) => classify(resp.status(), retry_after(resp.headers())),
         Err(e) => {
@@ -246,7 +239,7 @@ async fn deliver(
     let now = now_ms();
     if result == Attempt::Delivered {
         let ms = (now - c.created_ms).max(0) as f64 / 1000.0;
-        metrics::histogram!(LATENCY).record(ms);
+        metrics::histogram!(PUSH_DELIVERY_LATENCY).record(ms);
     }
     let outcome = settlement(&svc, &c, result, now);
     let label = match &outcome {
@@ -255,7 +248,7 @@ async fn deliver(
         Settle::GiveUp { .. } => "failed",
         Settle::Disable { .. } => "disabled",
     };
-    metrics::counter!(DELIVERIES, "outcome" => label).increment(1);
+    metrics::counter!(PUSH_DELIVERIES, "outcome" => label).increment(1);
     match &outcome {
         Settle::GiveUp { error, .. } => tracing::warn!(
             task.id = %c.key.task_id, push.config = %c.key.config_id, event.seq = c.key.seq,
@@ -311,7 +304,7 @@ async fn settle_loop(
                         if !s.disabled {
                             continue;
                         }
-                        metrics::counter!(DISABLED).increment(1);
+                        metrics::counter!(PUSH_CONFIGS_DISABLED).increment(1);
                         if matches!(d.outcome, Settle::GiveUp { .. }) {
                             tracing::warn!(
                                 task.id = %d.key.task_id, push.config = %d.key.config_id,
@@ -460,7 +453,7 @@ async fn update_gauge(svc: &PushService) {
             .oldest_pending_ms
             .map(|ms| (now_ms() - ms).max(0) as f64 / 1000.0)
             .unwrap_or(0.0);
-        metrics::gauge!(OLDEST_PENDING).set(age);
+        metrics::gauge!(PUSH_OLDEST_PENDING).set(age);
     }
 }
 

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::limits::ConnectionLimits;
 use crate::error::A2aError;
+use crate::telemetry::metrics::CONNECTIONS_TIMED_OUT;
 
 /// Seconds a refused caller is asked to wait (`Retry-After`), as every binding's 503.
 pub(crate) const RETRY_AFTER_SECS: u64 = crate::transport::rest::response::RETRY_AFTER_SECS;
@@ -35,9 +36,6 @@ pub(crate) const RETRY_AFTER_SECS: u64 = crate::transport::rest::response::RETRY
 /// head), so that a shutdown ends in bounded time. Until then a slow reader gets the
 /// rest of its responses, a stream's final event included.
 const CLOSE_LIMIT: Duration = Duration::from_secs(5);
-
-/// Counter of connections closed by a timeout, label `reason` (`header`, `idle`).
-pub(crate) const TIMED_OUT: &str = "a2a_connections_timed_out_total";
 
 /// How a connection is served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -392,14 +390,14 @@ pub(crate) async fn supervise<C, E>(
             () = wait => match step {
                 Some(Step::Close(_, reason)) => {
                     if !reason.is_empty() {
-                        metrics::counter!(TIMED_OUT, "reason" => reason).increment(1);
+                        metrics::counter!(CONNECTIONS_TIMED_OUT, "reason" => reason).increment(1);
                         tracing::debug!(%peer, reason, "connection timed out; closed");
                     }
                     return;
                 }
                 Some(Step::Graceful(_)) => {
                     if lane == Lane::Normal {
-                        metrics::counter!(TIMED_OUT, "reason" => "idle").increment(1);
+                        metrics::counter!(CONNECTIONS_TIMED_OUT, "reason" => "idle").increment(1);
                         tracing::debug!(%peer, "idle connection; closing");
                     }
                     conn.as_mut().graceful_shutdown();

@@ -10,8 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// Histogram of SSE stream lifetimes (seconds), by `binding` and `outcome`.
-pub const STREAM_DURATION: &str = "a2a_stream_duration_seconds";
+use super::metrics::{OPEN_STREAMS, STREAM_DURATION};
 
 /// How a stream ended (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +44,7 @@ struct State {
     events: u64,
     task_id: Option<String>,
     outcome: Option<StreamOutcome>,
-    _open: crate::ops::OpenStreamGuard,
+    _open: OpenStreamGuard,
 }
 
 /// Shared by the pieces of one stream; the log line and the metric are written when
@@ -63,7 +62,7 @@ impl StreamEnd {
             events: 0,
             task_id: None,
             outcome: None,
-            _open: crate::ops::OpenStreamGuard::new(),
+            _open: OpenStreamGuard::new(),
         })))
     }
 
@@ -103,5 +102,29 @@ impl Drop for State {
             duration_ms = super::millis(elapsed),
             "stream ended"
         );
+    }
+}
+
+/// Counts one open SSE stream in `a2a_open_streams` for as long as it lives.
+#[derive(Debug)]
+pub struct OpenStreamGuard(());
+
+impl OpenStreamGuard {
+    /// Increments the gauge; dropping the guard decrements it.
+    pub fn new() -> Self {
+        metrics::gauge!(OPEN_STREAMS).increment(1.0);
+        Self(())
+    }
+}
+
+impl Default for OpenStreamGuard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for OpenStreamGuard {
+    fn drop(&mut self) {
+        metrics::gauge!(OPEN_STREAMS).decrement(1.0);
     }
 }

@@ -22,14 +22,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::metrics::{STORE_WRITE_DURATION, TASK_DURATION, TASKS};
 use crate::protocol::{StreamResponse, TaskState};
 
-/// Counter of terminal and interrupted task states, by `state` and `reason`.
-pub const TASKS: &str = "a2a_tasks_total";
-/// Histogram of turn durations (seconds), by the `state` the turn ended in.
-pub const TASK_DURATION: &str = "a2a_task_duration_seconds";
-/// Histogram of task-log write latency (seconds), by `outcome`.
-pub const STORE_WRITE_DURATION: &str = "a2a_store_write_duration_seconds";
 /// A task-log write slower than this is logged at `warn`.
 pub const SLOW_STORE_WRITE: Duration = Duration::from_secs(1);
 

@@ -22,7 +22,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-pub use crate::identity::{AUTH_FAILURES, AuthFailure, Authenticator, Identity, TokenProblem};
+pub use crate::identity::{AuthFailure, Authenticator, Identity, TokenProblem};
 use crate::protocol::jsonrpc::{self, ErrorObject};
 
 /// The realm named in `WWW-Authenticate`.

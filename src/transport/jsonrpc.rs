@@ -38,6 +38,7 @@ use super::operations::{self, Operation, Outcome, ProtocolVersion};
 use super::{AppState, http_body, sse};
 use crate::error::A2aError;
 use crate::protocol::jsonrpc::{self, EnvelopeError, JsonRpcRequest, RequestId};
+use crate::telemetry::metrics::{REQUEST_DURATION, REQUESTS};
 
 pub use super::http_body::BODY_READ_TIMEOUT;
 
@@ -239,9 +240,9 @@ pub async fn handle(
         Err(e) => (error_response(Some(&id), &e), e.reason()),
     };
     let label = op.map_or("unknown", Operation::metric_label);
-    metrics::counter!("a2a_requests_total", "binding" => "jsonrpc", "method" => label, "outcome" => outcome_label)
+    metrics::counter!(REQUESTS, "binding" => "jsonrpc", "method" => label, "outcome" => outcome_label)
         .increment(1);
-    metrics::histogram!("a2a_request_duration_seconds", "binding" => "jsonrpc", "method" => label)
+    metrics::histogram!(REQUEST_DURATION, "binding" => "jsonrpc", "method" => label)
         .record(elapsed.as_secs_f64());
     tracing::info!(
         rpc.method = %crate::telemetry::prefix_chars(&method, 64),

@@ -30,6 +30,7 @@ use super::status;
 use crate::error::A2aError;
 use crate::executor::CallContext;
 use crate::handler::{EventStream, SequencedEvent};
+use crate::telemetry::metrics::{REQUEST_DURATION, REQUESTS};
 use crate::telemetry::streams::{StreamEnd, StreamOutcome};
 use crate::transport::AppState;
 use crate::transport::operations::{self, Operation, Outcome, ProtocolVersion};
@@ -279,9 +280,9 @@ fn log_request(
         None => "ok",
         Some(e) => e.label(),
     };
-    metrics::counter!("a2a_requests_total", "binding" => "grpc", "method" => op.metric_label(), "outcome" => outcome)
+    metrics::counter!(REQUESTS, "binding" => "grpc", "method" => op.metric_label(), "outcome" => outcome)
         .increment(1);
-    metrics::histogram!("a2a_request_duration_seconds", "binding" => "grpc", "method" => op.metric_label())
+    metrics::histogram!(REQUEST_DURATION, "binding" => "grpc", "method" => op.metric_label())
         .record(elapsed.as_secs_f64());
     tracing::info!(
         rpc.system = "grpc",

@@ -50,6 +50,7 @@ use serde_json::Value;
 use super::operations::{self, Operation, Outcome, ProtocolVersion, ResponseMessage};
 use super::{AppState, http_body, sse};
 use crate::error::A2aError;
+use crate::telemetry::metrics::{REQUEST_DURATION, REQUESTS};
 use request::Route;
 
 /// Where the binding is mounted on the listener, and what the card's HTTP+JSON interface
@@ -295,9 +296,9 @@ fn finish(
 ) -> Response {
     let elapsed = started.elapsed();
     let label = op.metric_label();
-    metrics::counter!("a2a_requests_total", "binding" => "rest", "method" => label, "outcome" => outcome)
+    metrics::counter!(REQUESTS, "binding" => "rest", "method" => label, "outcome" => outcome)
         .increment(1);
-    metrics::histogram!("a2a_request_duration_seconds", "binding" => "rest", "method" => label)
+    metrics::histogram!(REQUEST_DURATION, "binding" => "rest", "method" => label)
         .record(elapsed.as_secs_f64());
     let task: Option<String> = task.map(|t| t.chars().take(128).collect());
     tracing::info!(
