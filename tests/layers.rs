@@ -84,12 +84,7 @@ const TABLE: &[(&str, &[&str])] = &[
 /// line goes in the commit whose move removes the import.
 #[rustfmt::skip]
 const EXCEPTIONS: &[(&str, &str, &str)] = &[
-    ("config", "handler", "parse_media_range, DEFAULT_LIST_PAGE_BYTES"),
-    ("config", "identity", "caller_name_problem, the rule of a key's caller name"),
-    ("config", "push", "Cidr, the value of push.allow_cidrs"),
     ("config", "store", "Synchronous, the value of store.sqlite_synchronous"),
-    ("config", "telemetry", "LogUrl, masked: URLs with their secrets hidden"),
-    ("config", "upstream", "SESSION_HEADER, a header that config refuses"),
     ("executor", "cluster", "AgentExecutor::join_cluster(&Cluster) (upstream track)"),
     ("store", "cluster", "ClusterBackend, Holder, Listener, Orphan, CHANNEL, tag, event_payload"),
     ("store", "push", "the PushStore trait and its backends MemoryPush, SqlitePush, PgPush"),

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::CliError;
 use crate::config::{Config, ConfigSources};
-use crate::telemetry::log_url::{LogUrl, masked};
+use crate::config::{LogUrl, masked};
 use crate::upstream::{AgentCoreSettings, AuthSettings, TokenEndpoint};
 
 /// How long a discovery document fetch may take before check-config gives up on it.

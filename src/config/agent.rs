@@ -220,7 +220,7 @@ impl AgentConfig {
         .chain(skill_modes)
         {
             for (j, m) in modes.iter().enumerate() {
-                crate::handler::parse_media_range(m)
+                super::parse_media_range(m)
                     .map_err(|why| Invalid::new(format!("{key}.{j}"), why))?;
             }
         }

@@ -127,7 +127,7 @@ impl PushConfig {
             ));
         }
         for c in &self.allow_cidrs {
-            crate::push::ssrf::Cidr::parse(c).map_err(|e| Invalid::new("push.allow_cidrs", e))?;
+            super::Cidr::parse(c).map_err(|e| Invalid::new("push.allow_cidrs", e))?;
         }
         if self.enabled && self.signature == SignatureScheme::V1 && self.hmac_secret_file.is_none()
         {

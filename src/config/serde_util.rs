@@ -53,9 +53,9 @@ fn unparsed(raw: &str) -> String {
 
 /// The URL as text with a password in its user-info, and the values of secret-looking
 /// query parameters, shown as `***` (serialization only prints the effective
-/// configuration; see [`crate::telemetry::log_url`]).
+/// configuration; see [`super::log_url`]).
 fn shown(url: &Url) -> String {
-    crate::telemetry::log_url::masked(url)
+    super::log_url::masked(url)
 }
 
 /// `Url` fields: parsed and checked (http/https) on the way in, plain strings (any

@@ -11,6 +11,11 @@ use super::error::{Invalid, nonzero};
 use super::serde_util::http_url_opt;
 use super::server_auth::ServerAuthConfig;
 
+/// The default ListTasks page bound, 4 MiB: the message limit that gRPC clients apply
+/// by default (gRPC applies the bound to its own encoding too), so their pages arrive
+/// unless one task is larger.
+pub const DEFAULT_LIST_PAGE_BYTES: u64 = 4 * 1024 * 1024;
+
 /// `[server]`: where the gateway listens and how much it accepts.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -120,7 +125,7 @@ impl Default for ServerConfig {
             public_url: None,
             max_body_bytes: 10 * 1024 * 1024,
             max_concurrent_tasks: 1024,
-            max_list_page_bytes: crate::handler::DEFAULT_LIST_PAGE_BYTES,
+            max_list_page_bytes: DEFAULT_LIST_PAGE_BYTES,
             sse_keepalive_secs: 15,
             tls_cert_file: None,
             tls_key_file: None,

@@ -17,10 +17,10 @@ pub struct TelemetryConfig {
 }
 
 /// Serializes `otlp_endpoint` with its password and secret-looking query values as
-/// `***` ([`crate::telemetry::log_url::LogUrl`]).
+/// `***` ([`super::LogUrl`]).
 fn masked_opt<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
     match url {
-        Some(url) => s.serialize_some(&crate::telemetry::log_url::LogUrl(url).to_string()),
+        Some(url) => s.serialize_some(&super::LogUrl(url).to_string()),
         None => s.serialize_none(),
     }
 }

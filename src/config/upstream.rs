@@ -84,6 +84,9 @@ pub struct UpstreamConfig {
 pub const DEFAULT_CALLER_HEADER: &str = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Caller";
 /// Default of `upstream.tenant_header`.
 pub const DEFAULT_TENANT_HEADER: &str = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Tenant";
+/// The runtime session header, which the AgentCore executor sets on every invocation
+/// itself (the executor's own `SESSION_HEADER`): never a configured identity header.
+pub const SESSION_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-session-id";
 
 /// Headers the gateway sets itself, refused as `caller_header` / `tenant_header`.
 const RESERVED_HEADERS: &[&str] = &[
@@ -96,7 +99,7 @@ const RESERVED_HEADERS: &[&str] = &[
     "tracestate",
     "transfer-encoding",
     "connection",
-    crate::upstream::SESSION_HEADER,
+    SESSION_HEADER,
 ];
 
 /// Checks a configured identity header name: empty (disabled) or a valid HTTP field
@@ -297,4 +300,13 @@ fn replace_last_segment(url: &Url, action: &str) -> Option<Url> {
     let mut out = url.clone();
     out.set_path(&format!("{base}{action}"));
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The header refused here is the one the executor sets.
+    #[test]
+    fn the_reserved_session_header_is_the_executors() {
+        assert_eq!(super::SESSION_HEADER, crate::upstream::SESSION_HEADER);
+    }
 }

@@ -12,7 +12,7 @@ mod remote;
 mod retention;
 mod turns;
 
-pub use input_modes::{InputModes, parse_media_range, part_media_type};
+pub use input_modes::{InputModes, part_media_type};
 pub use push::MAX_CONFIGS_PER_TASK;
 
 pub use retention::{
@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 /// How many task ids the restart-recovery summary line names.
 const RECOVERY_SAMPLE: usize = 10;
 
+use crate::config::DEFAULT_LIST_PAGE_BYTES;
 use crate::error::A2aError;
 use crate::executor::{AgentExecutor, CallContext, RequestContext, new_id};
 use crate::protocol::{
@@ -133,11 +134,6 @@ pub struct HandlerConfig {
     /// the task that would take it past this. Default [`DEFAULT_LIST_PAGE_BYTES`].
     pub max_list_page_bytes: u64,
 }
-
-/// The default ListTasks page bound, 4 MiB: the message limit that gRPC clients apply
-/// by default (gRPC applies the bound to its own encoding too), so their pages arrive
-/// unless one task is larger.
-pub const DEFAULT_LIST_PAGE_BYTES: u64 = 4 * 1024 * 1024;
 
 impl HandlerConfig {
     /// Takes what the public `card` declares: `capabilities.streaming` (absent means

@@ -30,7 +30,7 @@ pub enum TokenProblem {
     Audience,
     /// A required claim (`exp`, `iss`, `aud`, the caller claim, the tenant claim when
     /// present) is missing, not a string / number as it must be, or (the caller) not a
-    /// valid caller name ([`crate::identity::caller_name_problem`]).
+    /// valid caller name ([`crate::config::caller_name_problem`]).
     MissingClaim,
 }
 

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use super::failure::{AuthFailure, TokenProblem};
 use super::jwks::Jwks;
 use super::verified_cache::{self, VerifiedCache};
-use crate::config::JwtConfig;
+use crate::config::{JwtConfig, caller_name_problem};
 
 /// Longest token read, in bytes.
 pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
@@ -174,7 +174,7 @@ impl JwtVerifier {
         let caller = claims
             .get(&self.caller_claim)
             .and_then(Value::as_str)
-            .filter(|c| super::caller_name_problem(c).is_none())
+            .filter(|c| caller_name_problem(c).is_none())
             .ok_or(invalid(TokenProblem::MissingClaim))?
             .to_owned();
         let tenants = match &self.tenant_claim {

@@ -12,7 +12,6 @@
 //! to the credential.
 
 pub mod api_key;
-pub mod caller_name;
 pub mod card;
 pub mod failure;
 pub mod jwks;
@@ -28,7 +27,6 @@ use secrecy::SecretString;
 
 use crate::config::{SHA256_LEN, ServerAuthConfig, ServerAuthKind};
 use crate::telemetry::metrics::AUTH_FAILURES;
-pub use caller_name::caller_name_problem;
 pub use failure::{AuthFailure, TokenProblem};
 pub use jwks::{Jwks, JwksStatus};
 
