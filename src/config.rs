@@ -64,7 +64,7 @@ pub use server::{Binding, DEFAULT_LIST_PAGE_BYTES, ServerConfig};
 pub use server_auth::{ApiKeyConfig, SHA256_LEN, ServerAuthConfig, ServerAuthKind, sha256_hex};
 pub use server_jwt::{DEFAULT_ALGORITHMS, HmacSecret, JwtConfig, KNOWN_ALGORITHMS};
 pub use sources::ENV_PREFIX;
-pub use store::{SqliteLocation, StoreConfig, StoreUrl, StoreUrlError};
+pub use store::{SqliteLocation, SqliteSynchronous, StoreConfig, StoreUrl, StoreUrlError};
 pub use telemetry::TelemetryConfig;
 pub use upstream::{
     DEFAULT_CALLER_HEADER, DEFAULT_TENANT_HEADER, HttpVersion, UpstreamConfig, UpstreamKind,

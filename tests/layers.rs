@@ -84,7 +84,6 @@ const TABLE: &[(&str, &[&str])] = &[
 /// line goes in the commit whose move removes the import.
 #[rustfmt::skip]
 const EXCEPTIONS: &[(&str, &str, &str)] = &[
-    ("config", "store", "Synchronous, the value of store.sqlite_synchronous"),
     ("executor", "cluster", "AgentExecutor::join_cluster(&Cluster) (upstream track)"),
     ("store", "cluster", "ClusterBackend, Holder, Listener, Orphan, CHANNEL, tag, event_payload"),
     ("store", "push", "the PushStore trait and its backends MemoryPush, SqlitePush, PgPush"),

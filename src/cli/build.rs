@@ -9,10 +9,12 @@ use std::sync::Arc;
 use secrecy::ExposeSecret;
 
 use crate::cluster::ClusterBackend;
-use crate::config::{Config, SqliteLocation, StoreUrl};
+use crate::config::{Config, SqliteLocation, SqliteSynchronous, StoreUrl};
 use crate::executor::AgentExecutor;
 use crate::server::ReadinessCheck;
-use crate::store::{MemoryTaskStore, PostgresTaskStore, SqliteTaskStore, TaskStore, open_store};
+use crate::store::{
+    MemoryTaskStore, PostgresTaskStore, SqliteTaskStore, Synchronous, TaskStore, open_store,
+};
 use crate::upstream::{AgentCoreExecutor, AgentCoreSettings};
 
 use super::CliError;
@@ -29,11 +31,24 @@ pub async fn build_store(config: &Config) -> Result<Arc<dyn TaskStore>, CliError
         StoreUrl::Memory => Arc::new(MemoryTaskStore::new()) as Arc<dyn TaskStore>,
         StoreUrl::Sqlite(SqliteLocation::Memory) => open_store("sqlite::memory:", max).await?,
         StoreUrl::Sqlite(SqliteLocation::File(path)) => Arc::new(
-            SqliteTaskStore::open_path_with(path, max, config.store.sqlite_synchronous).await?,
+            SqliteTaskStore::open_path_with(
+                path,
+                max,
+                synchronous(config.store.sqlite_synchronous),
+            )
+            .await?,
         ) as Arc<dyn TaskStore>,
         StoreUrl::Postgres(url) => open_store(url.expose_secret(), max).await?,
     };
     Ok(store)
+}
+
+/// The store's `synchronous` setting for `store.sqlite_synchronous`.
+fn synchronous(s: SqliteSynchronous) -> Synchronous {
+    match s {
+        SqliteSynchronous::Full => Synchronous::Full,
+        SqliteSynchronous::Normal => Synchronous::Normal,
+    }
 }
 
 /// Like [`build_store`], and for a PostgreSQL store that several instances share

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::CliError;
-use crate::config::{Config, ConfigSources};
+use crate::config::{Config, ConfigSources, SqliteSynchronous};
 use crate::config::{LogUrl, masked};
 use crate::upstream::{AgentCoreSettings, AuthSettings, TokenEndpoint};
 
@@ -139,8 +139,8 @@ fn store_line(store: &crate::config::StoreConfig) -> String {
             "task store: SQLite file {} for one instance, synchronous {} ({postgres_only})",
             path.display(),
             match store.sqlite_synchronous {
-                crate::store::Synchronous::Full => "full",
-                crate::store::Synchronous::Normal => "normal",
+                SqliteSynchronous::Full => "full",
+                SqliteSynchronous::Normal => "normal",
             }
         ),
         StoreUrl::Postgres(_) if store.clustered() => format!(

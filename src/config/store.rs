@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{Invalid, nonzero};
 use super::serde_util::REDACTED;
-use crate::store::Synchronous;
 
 /// `[store]`: the task store backend and its housekeeping.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -61,7 +60,21 @@ pub struct StoreConfig {
     /// client sees its events, so they survive a power loss; `"normal"` syncs only at
     /// WAL checkpoints, so a power loss or OS crash can roll back the last commits
     /// (a process crash still loses nothing). Ignored by other backends.
-    pub sqlite_synchronous: Synchronous,
+    pub sqlite_synchronous: SqliteSynchronous,
+}
+
+/// `store.sqlite_synchronous`: SQLite's `synchronous` setting for a database file, in
+/// WAL mode. Written `"full"` or `"normal"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SqliteSynchronous {
+    /// Every commit is synced to disk before any client sees its events: they survive
+    /// a process crash, an OS crash and a power loss. The default.
+    #[default]
+    Full,
+    /// The WAL is synced only at checkpoints: a power loss or OS crash can roll back
+    /// the last commits (a process crash still loses nothing).
+    Normal,
 }
 
 impl Default for StoreConfig {
@@ -74,7 +87,7 @@ impl Default for StoreConfig {
             max_connections: 10,
             recover_on_start: true,
             stale_task_secs: 7_200,
-            sqlite_synchronous: Synchronous::Full,
+            sqlite_synchronous: SqliteSynchronous::Full,
             listen_url: None,
             cluster: true,
             lease_secs: 30,

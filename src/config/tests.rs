@@ -176,7 +176,7 @@ fn fully_populated() -> Config {
             max_connections: 1,
             recover_on_start: false,
             stale_task_secs: 1,
-            sqlite_synchronous: crate::store::Synchronous::Normal,
+            sqlite_synchronous: SqliteSynchronous::Normal,
             listen_url: Some("postgres://u:pw@127.0.0.1/db".parse().unwrap()),
             cluster: false,
             lease_secs: 7,
@@ -966,7 +966,7 @@ fn numbers_beyond_what_the_gateway_can_use_are_refused_naming_the_key() {
 
 #[test]
 fn sqlite_synchronous_defaults_to_full_and_refuses_unknown_values() {
-    use crate::store::Synchronous;
+    use SqliteSynchronous as Synchronous;
     let config = Config::load(sources(None, &[])).unwrap();
     assert_eq!(config.store.sqlite_synchronous, Synchronous::Full);
     let config = Config::load(sources(

@@ -158,9 +158,8 @@ fn known_version() -> i64 {
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// SQLite's `synchronous` setting for a database file (`[store] sqlite_synchronous`),
-/// in WAL mode. Written `"full"` or `"normal"` in the config.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+/// in WAL mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Synchronous {
     /// Every commit is synced to disk (`fsync`) before the append returns: an event
     /// a client has received survives a process crash, an OS crash and a power loss.
