@@ -102,7 +102,6 @@ const SPLIT_FOR_SIZE: &[(&str, &str)] = &[];
 const CYCLE_EXCEPTIONS: &[(&[&str], &str)] = &[
     (&["handler::driver", "handler::executor_run", "handler::remote"],
      "Command, TaskKey, already_ended; unbox (handler track)"),
-    (&["identity::jwt", "identity::verified_cache"], "Verified; VerifiedCache"),
     (&["push::conformance", "store::conformance"], "one suite in two folders"),
     (&["push::store", "store"], "PushStore; Scope, StoreError"),
     (&["upstream::client", "upstream::errors", "upstream::reply", "upstream::settings",

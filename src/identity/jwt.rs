@@ -20,21 +20,11 @@ use serde_json::{Map, Value};
 
 use super::failure::{AuthFailure, TokenProblem};
 use super::jwks::Jwks;
-use super::verified_cache::{self, VerifiedCache};
+use super::verified_cache::{self, Verified, VerifiedCache};
 use crate::config::{JwtConfig, caller_name_problem};
 
 /// Longest token read, in bytes.
 pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
-
-/// What a verified token says about its bearer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Verified {
-    /// The caller claim's value.
-    pub(crate) caller: String,
-    /// The tenant claim's values (first: the default), when the claim is configured and
-    /// present.
-    pub(crate) tenants: Option<Vec<String>>,
-}
 
 /// The verifier of one issuer's tokens.
 #[derive(Clone)]

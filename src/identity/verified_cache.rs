@@ -23,7 +23,15 @@ use std::sync::RwLock;
 
 use sha2::{Digest, Sha256};
 
-use super::jwt::Verified;
+/// What a verified token says about its bearer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Verified {
+    /// The caller claim's value.
+    pub(crate) caller: String,
+    /// The tenant claim's values (first: the default), when the claim is configured and
+    /// present.
+    pub(crate) tenants: Option<Vec<String>>,
+}
 
 /// Most entries held (each a few hundred bytes).
 pub const CAPACITY: usize = 10_000;
