@@ -85,7 +85,6 @@ const TABLE: &[(&str, &[&str])] = &[
 #[rustfmt::skip]
 const EXCEPTIONS: &[(&str, &str, &str)] = &[
     ("executor", "cluster", "AgentExecutor::join_cluster(&Cluster) (upstream track)"),
-    ("store", "cluster", "ClusterBackend, Holder, Listener, Orphan, CHANNEL, tag, event_payload"),
     ("store", "push", "the PushStore trait and its backends MemoryPush, SqlitePush, PgPush"),
     ("upstream", "cluster", "Cluster of the session leases (upstream track)"),
     ("upstream", "config", "UpstreamConfig, AgentRuntimeArn, AuthKind, HttpVersion (upstream track)"),

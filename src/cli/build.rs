@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use secrecy::ExposeSecret;
 
-use crate::cluster::ClusterBackend;
 use crate::config::{Config, SqliteLocation, SqliteSynchronous, StoreUrl};
 use crate::executor::AgentExecutor;
 use crate::server::ReadinessCheck;
+use crate::store::cluster::ClusterBackend;
 use crate::store::{
     MemoryTaskStore, PostgresTaskStore, SqliteTaskStore, Synchronous, TaskStore, open_store,
 };

@@ -192,7 +192,7 @@ mod tests {
         assert_ne!(s, session_tag("a2a-0124"));
         assert_ne!(
             s,
-            super::super::tag(&crate::scope::Scope::new("", ""), "a2a-0123")
+            crate::store::cluster::tag(&crate::scope::Scope::new("", ""), "a2a-0123")
         );
     }
 }

@@ -7,12 +7,12 @@
 //! (tenant, owner): a task of another caller is indistinguishable from a missing one.
 
 mod batch;
+pub mod cluster;
 mod cursor;
 pub mod lock;
 pub mod memory;
 pub mod open;
 pub mod postgres;
-mod postgres_cluster;
 pub mod projection;
 pub(crate) mod sql;
 mod sql_reads;

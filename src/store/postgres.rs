@@ -21,6 +21,8 @@
 //!
 //! Text keys use the `"C"` collation (bytewise order, as the page cursor compares ids).
 
+mod cluster;
+
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -540,7 +542,7 @@ impl BatchOps for PgOps {
                 .map(|(a, c)| (*a, c.last_seq))
                 .chain(w.updates.iter().map(|(a, u)| (*a, u.seq)))
                 .map(|(a, seq)| {
-                    crate::cluster::event_payload(&crate::cluster::tag(&a.scope, &a.task_id), seq)
+                    super::cluster::event_payload(&super::cluster::tag(&a.scope, &a.task_id), seq)
                 })
                 .collect()
         } else {
@@ -634,7 +636,7 @@ impl BatchOps for PgOps {
         .bind(c_last_seq)
         .bind(u_prev)
         .bind(wakeups)
-        .bind(crate::cluster::CHANNEL)
+        .bind(super::cluster::CHANNEL)
         .execute(&mut *self.conn)
         .await;
         if text_bytes >= SHRINK_AFTER_BYTES {

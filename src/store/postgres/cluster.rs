@@ -21,12 +21,12 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 
-use super::StoreError;
-use super::postgres::PostgresTaskStore;
-use super::sql::db;
-use crate::cluster::{CHANNEL, ClusterBackend, Holder, Listener, Orphan};
+use super::PostgresTaskStore;
 use crate::protocol::TaskState;
 use crate::scope::Scope;
+use crate::store::StoreError;
+use crate::store::cluster::{CHANNEL, ClusterBackend, Holder, Listener, Orphan};
+use crate::store::sql::db;
 
 impl PostgresTaskStore {
     /// Listens through `url` instead of the pool's own settings (a direct connection
@@ -333,7 +333,7 @@ impl ClusterBackend for PostgresTaskStore {
         let mut listener = PgListener::connect_with(&pool).await.map_err(|e| {
             StoreError::Backend(format!(
                 "cannot open the PostgreSQL notification listener (store.listen_url or store.url): {}",
-                super::sql::db_message(&e)
+                crate::store::sql::db_message(&e)
             ))
         })?;
         listener.ignore_pool_close_event(true);
