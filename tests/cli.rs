@@ -1748,9 +1748,9 @@ async fn push_status_lists_pending_and_disabled_deliveries_without_secrets() {
     use a2a_gateway::protocol::{
         StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent, time,
     };
-    use a2a_gateway::push::StoredPushConfig;
-    use a2a_gateway::push::store::Settle;
     use a2a_gateway::scope::Scope;
+    use a2a_gateway::store::push::Settle;
+    use a2a_gateway::store::push::StoredPushConfig;
     use a2a_gateway::store::{StoredEvent, open_store};
 
     let dir = tempfile::tempdir().unwrap();

@@ -85,7 +85,6 @@ const TABLE: &[(&str, &[&str])] = &[
 #[rustfmt::skip]
 const EXCEPTIONS: &[(&str, &str, &str)] = &[
     ("executor", "cluster", "AgentExecutor::join_cluster(&Cluster) (upstream track)"),
-    ("store", "push", "the PushStore trait and its backends MemoryPush, SqlitePush, PgPush"),
     ("upstream", "cluster", "Cluster of the session leases (upstream track)"),
     ("upstream", "config", "UpstreamConfig, AgentRuntimeArn, AuthKind, HttpVersion (upstream track)"),
     ("upstream", "store", "StoreError of the session leases (upstream track)"),
@@ -102,7 +101,6 @@ const CYCLE_EXCEPTIONS: &[(&[&str], &str)] = &[
     (&["handler::driver", "handler::executor_run", "handler::remote"],
      "Command, TaskKey, already_ended; unbox (handler track)"),
     (&["push::conformance", "store::conformance"], "one suite in two folders"),
-    (&["push::store", "store"], "PushStore; Scope, StoreError"),
     (&["upstream::client", "upstream::errors", "upstream::reply", "upstream::settings",
        "upstream::sse", "upstream::token"],
      "parse_retry_after, fmt_duration, TokenError, reply limits (upstream track)"),

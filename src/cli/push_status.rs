@@ -17,7 +17,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use crate::config::{Config, ConfigSources, SqliteLocation, StoreUrl};
-use crate::push::{PushStatus, StoredPushConfig};
+use crate::store::push::{PushStatus, StoredPushConfig};
 use crate::store::{SqliteTaskStore, TaskStore};
 
 use super::CliError;
@@ -168,8 +168,8 @@ fn shown_url(c: &StoredPushConfig) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::push::store::{DeliveryKey, PendingDelivery};
     use crate::scope::Scope;
+    use crate::store::push::{DeliveryKey, PendingDelivery};
 
     fn config(url: &str, enabled: bool) -> StoredPushConfig {
         StoredPushConfig {

@@ -12,8 +12,9 @@ use crate::protocol::{
     ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
     TaskPushNotificationConfig, TaskPushNotificationConfigRequest,
 };
-use crate::push::{PushService, PushStore, redacted};
+use crate::push::{PushService, redacted};
 use crate::scope::Scope;
+use crate::store::PushStore;
 
 const DEFAULT_PAGE_SIZE: i32 = 50;
 const MAX_PAGE_SIZE: i32 = 100;

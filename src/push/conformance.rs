@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
-use super::store::{Claimed, PushStore, Settle, StoredPushConfig};
 use crate::executor::{new_id, new_user_text_message};
 use crate::protocol::time;
 use crate::protocol::{StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent};
 use crate::scope::Scope;
 use crate::store::conformance::{chunk, task_at};
+use crate::store::push::{Claimed, PushStore, Settle, StoredPushConfig};
 use crate::store::{StoredEvent, TaskStore};
 
 /// Runs every push case against `store` (which must keep push state).

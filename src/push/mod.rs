@@ -3,9 +3,9 @@
 //! from a durable outbox, at least once and in order per (task, config), signed with
 //! [Standard Webhooks] v1, and never to an address the SSRF guard refuses.
 //!
-//! - [`store`]: what the task stores keep (configs, outbox rows written in the
-//!   transaction of their events, the signing key); [`memory`], [`sqlite`] and
-//!   [`postgres`] implement it, the SQL ones through [`sql`].
+//! - [`crate::store::push`]: what the task stores keep for it (configs, outbox rows
+//!   written in the transaction of their events, the signing key); each task store
+//!   implements it in its own folder.
 //! - [`ssrf`]: the address policy and the HTTP client's guarded DNS resolver.
 //! - [`sign`]: `webhook-signature` (v1a Ed25519 with a JWKS, or v1 HMAC).
 //! - [`sender`]: claims, attempts, retries, give-ups, metrics.
@@ -16,16 +16,9 @@
 
 #[cfg(any(test, feature = "test-util"))]
 pub mod conformance;
-pub mod memory;
-pub mod postgres;
 pub mod sender;
 pub mod sign;
-pub(crate) mod sql;
-pub mod sqlite;
 pub mod ssrf;
-pub mod store;
-
-pub use store::{PushStatus, PushStore, StoredPushConfig};
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -40,9 +33,9 @@ use crate::config::{PushConfig, SignatureScheme};
 use crate::error::A2aError;
 use crate::protocol::{AuthenticationInfo, TaskPushNotificationConfig};
 use crate::store::TaskStore;
+use crate::store::push::{DeliveryKey, StoredPushConfig};
 use sign::Signer;
 use ssrf::{AddressPolicy, GuardedResolver};
-use store::DeliveryKey;
 
 /// The path of the signing keys' JWKS (v1a).
 pub const JWKS_PATH: &str = "/.well-known/jwks.json";

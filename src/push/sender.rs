@@ -22,7 +22,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::PushService;
-use super::store::{Claimed, DeliveryKey, Settle};
+use crate::store::push::{Claimed, DeliveryKey, Settle};
 use crate::telemetry::metrics::{
     PUSH_ATTEMPTS, PUSH_CONFIGS_DISABLED, PUSH_DELIVERIES, PUSH_DELIVERY_LATENCY,
     PUSH_OLDEST_PENDING,
@@ -286,7 +286,7 @@ type Freed = mpsc::UnboundedSender<Vec<DeliveryKey>>;
 /// after `hold` (the lease): their rows are still due, and an at once retry would send
 /// them again and again while the database fails. Ends when every [`Settler`] is gone.
 ///
-/// [`PushStore::settle_many`]: super::PushStore::settle_many
+/// [`PushStore::settle_many`]: crate::store::PushStore::settle_many
 async fn settle_loop(
     svc: Arc<PushService>,
     mut rx: mpsc::UnboundedReceiver<Done>,
@@ -354,9 +354,9 @@ async fn settle_loop(
 /// the set is gone with the process and every unsettled row is due again, so a
 /// restart sends it (at least once, as with a lease, only sooner).
 ///
-/// [`PushStore::claim`]: super::PushStore::claim
-/// [`PushStore::single_process`]: super::PushStore::single_process
-/// [`PushStore::due_heads`]: super::PushStore::due_heads
+/// [`PushStore::claim`]: crate::store::PushStore::claim
+/// [`PushStore::single_process`]: crate::store::PushStore::single_process
+/// [`PushStore::due_heads`]: crate::store::PushStore::due_heads
 pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
     let Some(store) = svc.store.push_store() else {
         tracing::warn!("the task store keeps no push state: push notifications are off");

@@ -14,6 +14,8 @@
 //! chunk (metadata, a name, several parts, a media type, another artifact, ...) is
 //! kept as published.
 
+pub mod push;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -225,7 +227,7 @@ type Shard = HashMap<(Scope, String), Box<Entry>>;
 pub struct MemoryTaskStore {
     shards: Box<[Mutex<Shard>]>,
     hasher: std::hash::RandomState,
-    push: crate::push::memory::MemoryPush,
+    push: push::MemoryPush,
 }
 
 impl Default for MemoryTaskStore {
@@ -513,7 +515,7 @@ impl TaskStore for MemoryTaskStore {
         }))
     }
 
-    fn push_store(&self) -> Option<&dyn crate::push::PushStore> {
+    fn push_store(&self) -> Option<&dyn super::PushStore> {
         Some(&self.push)
     }
 }

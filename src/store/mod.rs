@@ -14,6 +14,7 @@ pub mod memory;
 pub mod open;
 pub mod postgres;
 pub mod projection;
+pub mod push;
 pub(crate) mod sql;
 mod sql_reads;
 pub mod sqlite;
@@ -21,10 +22,12 @@ pub mod sqlite;
 #[cfg(any(test, feature = "test-util"))]
 pub mod conformance;
 
+pub use cluster::ClusterBackend;
 pub use cursor::PageCursor;
 pub use memory::MemoryTaskStore;
 pub use open::open_store;
 pub use postgres::PostgresTaskStore;
+pub use push::PushStore;
 pub use sqlite::{SqliteTaskStore, Synchronous};
 
 use std::sync::Arc;
@@ -373,8 +376,8 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn close(&self) {}
 
     /// The store's push state (webhook configs, outbox, signing key; see
-    /// [`crate::push::store`]), or `None` for a store without it.
-    fn push_store(&self) -> Option<&dyn crate::push::PushStore> {
+    /// [`push`]), or `None` for a store without it.
+    fn push_store(&self) -> Option<&dyn PushStore> {
         None
     }
 

@@ -22,6 +22,7 @@
 //! Text keys use the `"C"` collation (bytewise order, as the page cursor compares ids).
 
 mod cluster;
+pub mod push;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -70,7 +71,7 @@ pub struct PostgresTaskStore {
     /// The writer lanes that commit appends in batches.
     batcher: Batcher,
     /// Webhook configs, outbox and signing key.
-    push: crate::push::postgres::PgPush,
+    push: push::PgPush,
 }
 
 impl PostgresTaskStore {
@@ -126,7 +127,7 @@ impl PostgresTaskStore {
             .collect();
         Ok(Self {
             batcher: Batcher::spawn(lanes),
-            push: crate::push::postgres::PgPush::new(pool.clone()),
+            push: push::PgPush::new(pool.clone()),
             pool,
             notify,
             listen_options: None,
@@ -152,7 +153,7 @@ impl TaskStore for PostgresTaskStore {
         PostgresTaskStore::close(self).await;
     }
 
-    fn push_store(&self) -> Option<&dyn crate::push::PushStore> {
+    fn push_store(&self) -> Option<&dyn super::PushStore> {
         Some(&self.push)
     }
 

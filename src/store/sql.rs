@@ -60,6 +60,8 @@
 //! QUERY PLAN`). The reprepares were about 5% of the gateway's CPU while relaying
 //! events on SQLite (BENCHMARKS.md, "Issue 14, fifth pass").
 
+pub(crate) mod push;
+
 use sqlx::migrate::MigrateError;
 
 use super::{StoreError, projection};
@@ -285,8 +287,8 @@ mod tests {
         let sources = [
             ("store/sqlite.rs", include_str!("sqlite.rs")),
             ("store/sql_reads.rs", include_str!("sql_reads.rs")),
-            ("push/sql.rs", include_str!("../push/sql.rs")),
-            ("push/sqlite.rs", include_str!("../push/sqlite.rs")),
+            ("store/sql/push.rs", include_str!("sql/push.rs")),
+            ("store/sqlite/push.rs", include_str!("sqlite/push.rs")),
         ];
         let mut checked = 0;
         for (file, text) in sources {

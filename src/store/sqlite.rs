@@ -28,6 +28,8 @@
 //! `sqlite::memory:` uses a single connection for everything (each SQLite connection
 //! would otherwise see its own empty database), kept open for the store's lifetime.
 
+pub mod push;
+
 mod fold;
 
 use std::path::Path;
@@ -193,7 +195,7 @@ pub struct SqliteTaskStore {
     /// The one-process lock of the database file (file databases only).
     lock: Option<Arc<StoreLock>>,
     /// Webhook configs, outbox and signing key.
-    push: crate::push::sqlite::SqlitePush,
+    push: push::SqlitePush,
     /// Opened by [`open_read_only`](SqliteTaskStore::open_read_only): closing it
     /// does not checkpoint the WAL (the process that writes the file does).
     read_only: bool,
@@ -383,7 +385,7 @@ impl SqliteTaskStore {
             conn: HeldConnection::new(writer.clone(), hold),
         }]);
         Self {
-            push: crate::push::sqlite::SqlitePush::new(writer.clone(), reader.clone()),
+            push: push::SqlitePush::new(writer.clone(), reader.clone()),
             writer,
             reader,
             batcher,
@@ -550,7 +552,7 @@ impl TaskStore for SqliteTaskStore {
         SqliteTaskStore::close(self).await;
     }
 
-    fn push_store(&self) -> Option<&dyn crate::push::PushStore> {
+    fn push_store(&self) -> Option<&dyn super::PushStore> {
         Some(&self.push)
     }
 }

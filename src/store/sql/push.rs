@@ -1,4 +1,4 @@
-//! [`PushStore`](super::PushStore) on the SQL stores. SQLite and PostgreSQL run the same
+//! [`PushStore`](crate::store::PushStore) on the SQL stores. SQLite and PostgreSQL run the same
 //! statements (`$n` placeholders, `ON CONFLICT`, `UPDATE ... FROM`), instantiated per
 //! backend by [`sql_push!`]; only the claim differs (PostgreSQL locks the rows it
 //! claims with `FOR UPDATE SKIP LOCKED`, so instances claiming at once never wait for
@@ -51,14 +51,14 @@ macro_rules! claimed_columns {
 }
 pub(crate) use claimed_columns;
 
-/// Implements [`PushStore`](crate::push::PushStore) for `$ty`, whose `writer()` and
+/// Implements [`PushStore`](crate::store::PushStore) for `$ty`, whose `writer()` and
 /// `reader()` give pools of database `$db`, and whose `begin()` opens a write
 /// transaction; `$claim` is the claim statement ([`claim_sql!`]); `$single` is what
-/// [`PushStore::single_process`](crate::push::PushStore::single_process) answers.
+/// [`PushStore::single_process`](crate::store::PushStore::single_process) answers.
 macro_rules! sql_push {
     ($ty:ty, $db:ty, $claim:expr, $single:expr) => {
         use sqlx::Row as _;
-        use $crate::push::store::{
+        use $crate::store::push::{
             Claimed, DeliveryKey, PendingDelivery, PushStatus, PushStore, Settle, Settled,
             StoredPushConfig,
         };
@@ -358,7 +358,7 @@ macro_rules! sql_push {
                     return Ok(Vec::new());
                 }
                 let rows = sqlx::query(concat!(
-                    $crate::push::sql::claimed_columns!(),
+                    $crate::store::sql::push::claimed_columns!(),
                     " WHERE o.next_ms = $1 AND o.claim = $2 ORDER BY o.created_ms"
                 ))
                 .bind(until)
@@ -387,7 +387,7 @@ macro_rules! sql_push {
                 limit: usize,
             ) -> Result<Vec<Claimed>, StoreError> {
                 let rows = sqlx::query(concat!(
-                    $crate::push::sql::claimed_columns!(),
+                    $crate::store::sql::push::claimed_columns!(),
                     " WHERE o.next_ms <= $1 AND NOT EXISTS ( \
                        SELECT 1 FROM a2a_push_outbox p \
                        WHERE p.tenant = o.tenant AND p.owner = o.owner \

@@ -1,4 +1,4 @@
-//! [`PushStore`](super::PushStore) on PostgreSQL: every instance sharing the database
+//! [`PushStore`](crate::store::PushStore) on PostgreSQL: every instance sharing the database
 //! claims deliveries with `FOR UPDATE SKIP LOCKED`, so no delivery is sent by two
 //! instances within a lease, and none waits for another's claim.
 
@@ -36,9 +36,9 @@ impl PgPush {
     }
 }
 
-super::sql::sql_push!(
+crate::store::sql::push::sql_push!(
     PgPush,
     sqlx::Postgres,
-    super::sql::claim_sql!("FOR UPDATE SKIP LOCKED"),
+    crate::store::sql::push::claim_sql!("FOR UPDATE SKIP LOCKED"),
     false
 );

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::store::{
-    Claimed, DeliveryKey, PendingDelivery, PushStatus, PushStore, Settle, Settled, StoredPushConfig,
-};
 use crate::protocol::StreamResponse;
 use crate::scope::Scope;
+use crate::store::push::{
+    Claimed, DeliveryKey, PendingDelivery, PushStatus, PushStore, Settle, Settled, StoredPushConfig,
+};
 use crate::store::{StoreError, StoredEvent};
 
 struct Row {

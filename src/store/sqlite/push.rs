@@ -1,4 +1,4 @@
-//! [`PushStore`](super::PushStore) on SQLite: writes (and claims) go through the store's
+//! [`PushStore`](crate::store::PushStore) on SQLite: writes (and claims) go through the store's
 //! one writer connection, reads through its readers.
 
 use sqlx::SqlitePool;
@@ -45,4 +45,9 @@ impl SqlitePush {
 }
 
 // One process per database file (the store's file lock): claims are kept in memory.
-super::sql::sql_push!(SqlitePush, sqlx::Sqlite, super::sql::claim_sql!(""), true);
+crate::store::sql::push::sql_push!(
+    SqlitePush,
+    sqlx::Sqlite,
+    crate::store::sql::push::claim_sql!(""),
+    true
+);
