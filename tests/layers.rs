@@ -100,7 +100,6 @@ const SPLIT_FOR_SIZE: &[(&str, &str)] = &[];
 const CYCLE_EXCEPTIONS: &[(&[&str], &str)] = &[
     (&["handler::driver", "handler::executor_run", "handler::remote"],
      "Command, TaskKey, already_ended; unbox (handler track)"),
-    (&["push::conformance", "store::conformance"], "one suite in two folders"),
     (&["upstream::client", "upstream::errors", "upstream::reply", "upstream::settings",
        "upstream::sse", "upstream::token"],
      "parse_retry_after, fmt_duration, TokenError, reply limits (upstream track)"),

@@ -14,8 +14,6 @@
 //!
 //! [Standard Webhooks]: https://www.standardwebhooks.com/
 
-#[cfg(any(test, feature = "test-util"))]
-pub mod conformance;
 pub mod sender;
 pub mod sign;
 pub mod ssrf;

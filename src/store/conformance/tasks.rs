@@ -1,23 +1,21 @@
-//! The store conformance suite: every [`TaskStore`] backend must pass [`run_all`]
-//! unchanged. Each check uses fresh random tenants and ids, so the suite can run
-//! repeatedly against the same database.
+//! The task cases of the store conformance suite ([`super`]): the event log, the
+//! snapshot it projects, scopes, lists and their pages, the reads of running and
+//! waiting tasks, the purge.
 
 use std::sync::Arc;
 
 use chrono::Duration;
 
-use super::{
+use super::{chunk, status, task_at};
+use crate::executor::{new_id, new_user_text_message};
+use crate::protocol::time::{self, Timestamp};
+use crate::protocol::{Artifact, Part, StreamResponse, Task, TaskState};
+use crate::scope::Scope;
+use crate::store::{
     FoldedArtifacts, PageCursor, StoreError, StoredEvent, TaskQuery, TaskStore, projection,
 };
-use crate::executor::{new_agent_text_message, new_id, new_user_text_message};
-use crate::protocol::time::{self, Timestamp};
-use crate::protocol::{
-    Artifact, Part, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
-    TaskStatusUpdateEvent,
-};
-use crate::scope::Scope;
 
-/// Runs every check against `store`. Panics on the first failure.
+/// Runs every task case against `store`. Panics on the first failure.
 pub async fn run_all(store: &dyn TaskStore) {
     create_get_and_replay(store).await;
     sequence_conflicts(store).await;
@@ -34,67 +32,10 @@ pub async fn run_all(store: &dyn TaskStore) {
     checkpoint_of_megabytes_reads_back_whole(store).await;
     purge_removes_old_terminal_tasks(store).await;
     expired_input_required_lists_old_waiting_tasks(store).await;
-    crate::push::conformance::run_all(store).await;
 }
 
 fn fresh_scope() -> Scope {
     Scope::new(format!("tenant-{}", new_id()), "alice")
-}
-
-/// A SUBMITTED task with one user message, its status stamped `at`.
-pub fn task_at(id: &str, context_id: &str, at: Timestamp) -> Task {
-    let mut msg = new_user_text_message("hello");
-    msg.task_id = Some(id.into());
-    msg.context_id = Some(context_id.into());
-    Task {
-        id: id.into(),
-        context_id: context_id.into(),
-        status: TaskStatus {
-            state: TaskState::Submitted,
-            message: None,
-            timestamp: Some(at),
-        },
-        artifacts: None,
-        history: Some(vec![msg]),
-        metadata: None,
-    }
-}
-
-/// A status update of task `id` to `state`, with an agent message, stamped `at`.
-pub fn status(id: &str, ctx: &str, state: TaskState, at: Timestamp) -> StreamResponse {
-    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-        task_id: id.into(),
-        context_id: ctx.into(),
-        status: TaskStatus {
-            state,
-            message: Some(new_agent_text_message(
-                format!("now {state}"),
-                Some(ctx),
-                Some(id),
-            )),
-            timestamp: Some(at),
-        },
-        metadata: None,
-    })
-}
-
-/// An update of artifact `out` of task `id` with one text part.
-pub fn chunk(id: &str, ctx: &str, text: &str, append: bool, last: bool) -> StreamResponse {
-    StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-        task_id: id.into(),
-        context_id: ctx.into(),
-        artifact: Artifact {
-            artifact_id: "out".into(),
-            name: Some("result".into()),
-            description: None,
-            parts: vec![Part::text(text)],
-            metadata: None,
-            extensions: vec![],
-        },
-        append,
-        last_chunk: last,
-        metadata: None,
-    })
 }
 
 async fn create_get_and_replay(store: &dyn TaskStore) {
@@ -116,7 +57,7 @@ async fn create_get_and_replay(store: &dyn TaskStore) {
     assert_eq!(rec.task.status.state, TaskState::Completed);
     assert_eq!(
         store.head(&scope, &id).await.unwrap(),
-        Some(super::TaskHead {
+        Some(crate::store::TaskHead {
             state: TaskState::Completed,
             last_seq: 4
         })

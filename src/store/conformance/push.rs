@@ -1,15 +1,15 @@
-//! The push cases of the store conformance suite ([`crate::store::conformance`]): every
+//! The push cases of the store conformance suite ([`super`]): every
 //! backend keeps configs scoped like tasks, writes outbox rows with the events they
 //! deliver, hands out queue heads only, honours leases and settles as [`Settle`] says.
 //! Each case cleans up what it leaves in the outbox, since claims span every scope.
 
 use std::sync::Arc;
 
+use super::{chunk, task_at};
 use crate::executor::{new_id, new_user_text_message};
 use crate::protocol::time;
 use crate::protocol::{StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent};
 use crate::scope::Scope;
-use crate::store::conformance::{chunk, task_at};
 use crate::store::push::{Claimed, PushStore, Settle, StoredPushConfig};
 use crate::store::{StoredEvent, TaskStore};
 
