@@ -6,7 +6,6 @@
 //! log ([`projection::apply`]). Every key includes the caller's [`Scope`]
 //! (tenant, owner): a task of another caller is indistinguishable from a missing one.
 
-mod batch;
 pub mod cluster;
 mod cursor;
 pub mod lock;
@@ -16,7 +15,6 @@ pub mod postgres;
 pub mod projection;
 pub mod push;
 pub(crate) mod sql;
-mod sql_reads;
 pub mod sqlite;
 
 #[cfg(any(test, feature = "test-util"))]

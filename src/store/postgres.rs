@@ -33,11 +33,11 @@ use sqlx::Row;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
-use super::batch::{
+use super::memory::shape_for_list;
+use super::sql::batch::{
     Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, HeldConnection,
     TaskRow, Writes, to_read, write_batch,
 };
-use super::memory::shape_for_list;
 use super::sql::{
     db, db_message, fold_artifacts, folds_artifacts, from_json, is_unique_violation, kind,
     migrate_error, to_i64, to_u64,
@@ -145,7 +145,7 @@ impl PostgresTaskStore {
     }
 }
 
-super::sql_reads::sql_reads!(sqlx::PgConnection, sqlx::postgres::PgRow);
+super::sql::reads::sql_reads!(sqlx::PgConnection, sqlx::postgres::PgRow);
 
 #[async_trait]
 impl TaskStore for PostgresTaskStore {

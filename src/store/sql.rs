@@ -60,7 +60,9 @@
 //! QUERY PLAN`). The reprepares were about 5% of the gateway's CPU while relaying
 //! events on SQLite (BENCHMARKS.md, "Issue 14, fifth pass").
 
+pub(crate) mod batch;
 pub(crate) mod push;
+pub(crate) mod reads;
 
 use sqlx::migrate::MigrateError;
 
@@ -286,7 +288,7 @@ mod tests {
     fn sqlite_statements_keep_bound_limits_out_of_planning() {
         let sources = [
             ("store/sqlite.rs", include_str!("sqlite.rs")),
-            ("store/sql_reads.rs", include_str!("sql_reads.rs")),
+            ("store/sql/reads.rs", include_str!("sql/reads.rs")),
             ("store/sql/push.rs", include_str!("sql/push.rs")),
             ("store/sqlite/push.rs", include_str!("sqlite/push.rs")),
         ];

@@ -44,12 +44,12 @@ use sqlx::sqlite::{
 };
 use sqlx::{ConnectOptions, Row};
 
-use super::batch::{
+use super::lock::StoreLock;
+use super::memory::shape_for_list;
+use super::sql::batch::{
     Append, BatchError, BatchOps, BatchResults, BatchWriter, Batcher, CompactRange, HeldConnection,
     TaskRow, Writes, to_read, write_batch,
 };
-use super::lock::StoreLock;
-use super::memory::shape_for_list;
 use super::sql::{
     db, db_message, fold_artifacts, folds_artifacts, from_json, kind, migrate_error, to_i64,
     to_json, to_u64,
@@ -427,7 +427,7 @@ impl SqliteTaskStore {
     }
 }
 
-super::sql_reads::sql_reads!(sqlx::SqliteConnection, sqlx::sqlite::SqliteRow);
+super::sql::reads::sql_reads!(sqlx::SqliteConnection, sqlx::sqlite::SqliteRow);
 
 #[async_trait]
 impl TaskStore for SqliteTaskStore {

@@ -36,11 +36,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
-use super::memory::status_millis;
-use super::sql::{encode_error, should_compact, to_i64, to_json, to_u64, touches_base};
-use super::{FoldedArtifacts, StoreError, StoredEvent, projection};
+use super::{encode_error, should_compact, to_i64, to_json, to_u64, touches_base};
 use crate::protocol::{StreamResponse, Task, TaskState};
 use crate::scope::{Scope, TaskKey};
+use crate::store::memory::status_millis;
+use crate::store::{FoldedArtifacts, StoreError, StoredEvent, projection};
 
 /// The most appends one transaction takes.
 pub(crate) const MAX_BATCH: usize = 128;
@@ -79,7 +79,7 @@ impl Append {
         task_id: &str,
         events: &[Arc<StoredEvent>],
     ) -> Result<Option<Self>, StoreError> {
-        let Some(seq) = super::first_seq(events)? else {
+        let Some(seq) = crate::store::first_seq(events)? else {
             return Ok(None);
         };
         // Made here (once per event, shared with the streams that send it), so an
@@ -228,13 +228,13 @@ pub(crate) fn plan(append: &Append, row: Option<&TaskRow>) -> Result<RowWrite, S
         if touches_base(&e.event) {
             let mut next = match base.take() {
                 Some(b) => b,
-                None => super::sql::from_json(&row.snapshot)?,
+                None => super::from_json(&row.snapshot)?,
             };
             projection::apply_to(&mut next, &e.event);
             next.artifacts = None;
             base = Some(next);
         }
-        if super::sql::folds_artifacts(&e.event) {
+        if super::folds_artifacts(&e.event) {
             pending_bytes += json.len() as i64;
         }
     }
@@ -755,7 +755,7 @@ fn fold_compactions<'a>(
     ranges: &[CompactRange<'a>],
     input: Vec<(TaskKey, i64, String)>,
 ) -> Result<Vec<(&'a Append, String)>, StoreError> {
-    use super::sql::{fold_artifacts, folds_artifacts, from_json};
+    use crate::store::sql::{fold_artifacts, folds_artifacts, from_json};
     use std::collections::HashMap;
     let mut by_key: HashMap<TaskKey, CompactionInput> = HashMap::new();
     for (k, kind, text) in input {
