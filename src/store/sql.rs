@@ -287,7 +287,12 @@ mod tests {
     #[test]
     fn sqlite_statements_keep_bound_limits_out_of_planning() {
         let sources = [
-            ("store/sqlite.rs", include_str!("sqlite.rs")),
+            ("store/sqlite/open.rs", include_str!("sqlite/open.rs")),
+            ("store/sqlite/write.rs", include_str!("sqlite/write.rs")),
+            (
+                "store/sqlite/task_store.rs",
+                include_str!("sqlite/task_store.rs"),
+            ),
             ("store/sql/reads.rs", include_str!("sql/reads.rs")),
             ("store/sql/push.rs", include_str!("sql/push.rs")),
             ("store/sqlite/push.rs", include_str!("sqlite/push.rs")),

@@ -1,0 +1,149 @@
+//! [`TaskStore`] on SQLite: appends through the writer lane, reads on the reader pool
+//! with the statements shared with PostgreSQL ([`crate::store::sql::reads`]).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use sqlx::Row;
+
+use super::SqliteTaskStore;
+use super::open::writable;
+use crate::protocol::time::Timestamp;
+use crate::protocol::{StreamResponse, Task, TaskState};
+use crate::scope::{Scope, TaskKey};
+use crate::store::memory::shape_for_list;
+use crate::store::sql::{db, fold_artifacts, from_json, to_i64, to_u64};
+use crate::store::{
+    FoldedArtifacts, PageCursor, StoreError, StoredEvent, TaskHead, TaskPage, TaskQuery,
+    TaskRecord, TaskStore,
+};
+
+crate::store::sql::reads::sql_reads!(sqlx::SqliteConnection, sqlx::sqlite::SqliteRow);
+
+#[async_trait]
+impl TaskStore for SqliteTaskStore {
+    async fn append_all(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        events: &[Arc<StoredEvent>],
+    ) -> Result<(), StoreError> {
+        self.batcher
+            .append_events(scope, task_id, events, None)
+            .await
+    }
+
+    async fn append_all_folded(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        events: &[Arc<StoredEvent>],
+        artifacts: &FoldedArtifacts,
+    ) -> Result<(), StoreError> {
+        self.batcher
+            .append_events(scope, task_id, events, Some(artifacts))
+            .await
+    }
+
+    async fn get(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let mut conn = self.reader.acquire().await.map_err(db)?;
+        read_task(&mut conn, scope, task_id).await
+    }
+
+    async fn head(&self, scope: &Scope, task_id: &str) -> Result<Option<TaskHead>, StoreError> {
+        let mut conn = self.reader.acquire().await.map_err(db)?;
+        read_head(&mut conn, scope, task_id).await
+    }
+
+    async fn events_after(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+        max_bytes: u64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let mut conn = self.reader.acquire().await.map_err(db)?;
+        read_events_after(&mut conn, scope, task_id, after, limit, max_bytes).await
+    }
+
+    async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        let mut conn = self.reader.acquire().await.map_err(db)?;
+        read_list(&mut conn, scope, query).await
+    }
+
+    async fn unsettled(&self, limit: usize) -> Result<Vec<TaskKey>, StoreError> {
+        let mut conn = self.reader.acquire().await.map_err(db)?;
+        read_unsettled(&mut conn, limit).await
+    }
+
+    async fn purge_expired(&self, older_than: Timestamp, batch: usize) -> Result<u64, StoreError> {
+        let batch = batch.max(1);
+        let mut purged = 0u64;
+        loop {
+            let mut tx = self
+                .writer
+                .begin_with("BEGIN IMMEDIATE")
+                .await
+                .map_err(db)?;
+            let rows = sqlx::query(
+                "SELECT tenant, owner, id FROM a2a_tasks \
+                 WHERE state IN ($1, $2, $3, $4) AND status_ms < $5 LIMIT $6 + 0",
+            )
+            .bind(TaskState::Completed.as_str())
+            .bind(TaskState::Failed.as_str())
+            .bind(TaskState::Canceled.as_str())
+            .bind(TaskState::Rejected.as_str())
+            .bind(older_than.timestamp_millis())
+            .bind(to_i64(batch as u64))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
+            let found = rows.len();
+            for (scope, id) in scoped_ids(rows) {
+                for sql in [
+                    "DELETE FROM a2a_task_events WHERE tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_task_artifacts WHERE tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_push_configs WHERE tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_tasks WHERE tenant = $1 AND owner = $2 AND id = $3",
+                ] {
+                    sqlx::query(sql)
+                        .bind(&scope.tenant)
+                        .bind(&scope.owner)
+                        .bind(&id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db)?;
+                }
+            }
+            tx.commit().await.map_err(db)?;
+            purged += found as u64;
+            if found < batch {
+                return Ok(purged);
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    async fn expired_input_required(
+        &self,
+        older_than: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<TaskKey>, StoreError> {
+        let mut conn = self.reader.acquire().await.map_err(db)?;
+        read_expired_input_required(&mut conn, older_than, limit).await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        writable(&self.writer).await
+    }
+
+    async fn close(&self) {
+        SqliteTaskStore::close(self).await;
+    }
+
+    fn push_store(&self) -> Option<&dyn crate::store::PushStore> {
+        Some(&self.push)
+    }
+}
