@@ -12,13 +12,14 @@ use crate::protocol::time::Timestamp;
 use crate::protocol::{StreamResponse, Task, TaskState};
 use crate::scope::{Scope, TaskKey};
 use crate::store::memory::shape_for_list;
-use crate::store::sql::{db, fold_artifacts, from_json, to_i64, to_u64};
+use crate::store::sql::{db, fold_artifacts, from_json, purge, to_i64, to_u64};
 use crate::store::{
     FoldedArtifacts, PageCursor, StoreError, StoredEvent, TaskHead, TaskPage, TaskQuery,
     TaskRecord, TaskStore,
 };
 
 crate::store::sql::reads::sql_reads!(sqlx::SqliteConnection, sqlx::sqlite::SqliteRow);
+crate::store::sql::purge::sql_purge!(sqlx::SqliteConnection, "LIMIT $6 + 0");
 
 #[async_trait]
 impl TaskStore for SqliteTaskStore {
@@ -78,52 +79,17 @@ impl TaskStore for SqliteTaskStore {
     }
 
     async fn purge_expired(&self, older_than: Timestamp, batch: usize) -> Result<u64, StoreError> {
-        let batch = batch.max(1);
-        let mut purged = 0u64;
-        loop {
+        purge::in_batches(batch, |batch| async move {
             let mut tx = self
                 .writer
                 .begin_with("BEGIN IMMEDIATE")
                 .await
                 .map_err(db)?;
-            let rows = sqlx::query(
-                "SELECT tenant, owner, id FROM a2a_tasks \
-                 WHERE state IN ($1, $2, $3, $4) AND status_ms < $5 LIMIT $6 + 0",
-            )
-            .bind(TaskState::Completed.as_str())
-            .bind(TaskState::Failed.as_str())
-            .bind(TaskState::Canceled.as_str())
-            .bind(TaskState::Rejected.as_str())
-            .bind(older_than.timestamp_millis())
-            .bind(to_i64(batch as u64))
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db)?;
-            let found = rows.len();
-            for (scope, id) in scoped_ids(rows) {
-                for sql in [
-                    "DELETE FROM a2a_task_events WHERE tenant = $1 AND owner = $2 AND task_id = $3",
-                    "DELETE FROM a2a_task_artifacts WHERE tenant = $1 AND owner = $2 AND task_id = $3",
-                    "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 AND task_id = $3",
-                    "DELETE FROM a2a_push_configs WHERE tenant = $1 AND owner = $2 AND task_id = $3",
-                    "DELETE FROM a2a_tasks WHERE tenant = $1 AND owner = $2 AND id = $3",
-                ] {
-                    sqlx::query(sql)
-                        .bind(&scope.tenant)
-                        .bind(&scope.owner)
-                        .bind(&id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db)?;
-                }
-            }
+            let found = purge_batch(&mut tx, older_than, batch).await?;
             tx.commit().await.map_err(db)?;
-            purged += found as u64;
-            if found < batch {
-                return Ok(purged);
-            }
-            tokio::task::yield_now().await;
-        }
+            Ok(found)
+        })
+        .await
     }
 
     async fn expired_input_required(
