@@ -5,6 +5,17 @@
 //! per-task sequence number starting at 1. The task snapshot is a projection of the
 //! log ([`projection::apply`]). Every key includes the caller's [`Scope`]
 //! (tenant, owner): a task of another caller is indistinguishable from a missing one.
+//!
+//! The folder:
+//! - the traits a store implements: [`TaskStore`] (here), [`PushStore`] (what push
+//!   delivery keeps in it, [`push`]) and [`ClusterBackend`] (what several instances
+//!   share through it, [`cluster`]);
+//! - one folder per backend: [`memory`], [`sqlite`] (open, writes, the trait impl),
+//!   [`postgres`] (with its cluster side); and what the SQL ones share: the `sql` module
+//!   (table layout, write batches, reads, the retention purge, the push statements);
+//! - [`conformance`]: the one suite every backend passes (feature `test-util`);
+//! - [`projection`] (events to snapshot), [`open_store`] (a backend from `[store] url`),
+//!   [`lock`] (one process per SQLite file).
 
 pub mod cluster;
 mod cursor;

@@ -68,7 +68,7 @@ impl From<Synchronous> for SqliteSynchronous {
     }
 }
 
-/// A [`TaskStore`] in a SQLite database (see the module docs).
+/// A [`TaskStore`](super::TaskStore) in a SQLite database (see the module docs).
 #[derive(Debug, Clone)]
 pub struct SqliteTaskStore {
     writer: SqlitePool,
