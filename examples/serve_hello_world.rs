@@ -45,7 +45,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let config = Config::load(sources)?;
     let otlp = a2a_gateway::telemetry::init_with(&config.log, &config.telemetry)?;
     let metrics = a2a_gateway::ops::install_metrics();
-    let store = a2a_gateway::cli::build_store(&config).await?;
+    let store = a2a_gateway::app::build_store(&config).await?;
     let mut gateway = Gateway::new(
         &config,
         Arc::new(HelloWorldAgentExecutor::new()),

@@ -30,9 +30,10 @@
 //! 7. [`transport`] (the JSON-RPC, REST and gRPC bindings, SSE rendering, the agent card),
 //!    then [`server`] (HTTP server assembly), then [`ops`] (`/metrics`) and [`tls`] (HTTPS with
 //!    rustls around the server's accept loop).
-//! 8. [`app`] (a [`app::Gateway`] from [`Config`]), then [`cli`] (the `a2a-gateway`
-//!    commands) with [`demo`] (the local stand-ins `demo` runs; they speak HTTP only and
-//!    import nothing of ours).
+//! 8. [`app`] (the one place that turns a [`Config`] into settings and starts every part:
+//!    cards, store, executor, telemetry, a [`app::Gateway`], serving), then [`cli`]
+//!    (argument parsing and printing of the `a2a-gateway` commands) with [`demo`] (the
+//!    local stand-ins `demo` runs; they speak HTTP only and import nothing of ours).
 //!
 //! The library leaves the process allocator to the program that links it. The
 //! `a2a-gateway` binary, the gateway examples and the in-process benchmarks install

@@ -49,14 +49,10 @@ pub(super) async fn run(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
 
 /// What `serve` would refuse beyond the file itself, in the order it meets them.
 fn refusal(config: &Config) -> Option<CliError> {
-    let settings = match AgentCoreSettings::try_from(&config.upstream) {
-        Ok(s) => s,
-        Err(e) => return Some(e.into()),
-    };
-    if let Err(e) = crate::upstream::AgentCoreExecutor::new(settings) {
-        return Some(e.into());
+    if let Err(e) = crate::app::build_executor(config) {
+        return Some(e);
     }
-    if let Err(e) = super::build::check_store_location(config) {
+    if let Err(e) = crate::app::check_store_location(config) {
         return Some(e);
     }
     if let (Some(cert), Some(key)) = (&config.server.tls_cert_file, &config.server.tls_key_file)

@@ -67,7 +67,7 @@ pub(super) async fn run(listen: SocketAddr, dir: PathBuf) -> Result<ExitCode, Cl
         .with_override("upstream.auth.scope", "demo/invoke")
         .with_override("upstream.auth.token_url", format!("http://{issuer_addr}{TOKEN_PATH}"));
     let config = Config::load(sources)?;
-    crate::telemetry::init(&config.log);
+    crate::app::init_log(&config);
     print_banner(local, runtime_addr, issuer_addr, &dir, &config);
     let shutdown = async move {
         crate::server::shutdown_signals().await;

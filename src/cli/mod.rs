@@ -9,7 +9,6 @@
 #[macro_use]
 mod output;
 
-mod build;
 mod check_config;
 pub mod client;
 mod demo;
@@ -17,7 +16,6 @@ mod health;
 mod keys;
 mod progress;
 mod push_status;
-mod reload;
 mod send;
 mod serve;
 mod tasks;
@@ -28,7 +26,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub use build::{build_executor, build_store, build_store_for_cluster};
 pub use health::{HealthArgs, health_url};
 pub use keys::{KeysCommand, NewKeyArgs, new_key};
 pub use push_status::PushStatusArgs;
@@ -157,7 +154,7 @@ pub type CliError = Box<dyn std::error::Error + Send + Sync>;
 
 async fn migrate(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
     let config = crate::config::Config::load(crate::config::ConfigSources::discover(file))?;
-    let store = build::build_store(&config).await?;
+    let store = crate::app::build_store(&config).await?;
     store.close().await;
     outln!("store {} is at the current schema", config.store.url);
     Ok(ExitCode::SUCCESS)

@@ -12,13 +12,11 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
 
-use crate::config::{Config, ConfigSources, SqliteLocation, StoreUrl};
+use crate::config::{Config, ConfigSources, StoreUrl};
 use crate::store::push::{PushStatus, StoredPushConfig};
-use crate::store::{SqliteTaskStore, TaskStore};
 
 use super::CliError;
 
@@ -51,12 +49,7 @@ pub async fn run(args: PushStatusArgs) -> Result<ExitCode, CliError> {
         );
     }
     // A SQLite file is read beside the `serve` that holds its lock.
-    let store = match &config.store.url {
-        StoreUrl::Sqlite(SqliteLocation::File(path)) => {
-            Arc::new(SqliteTaskStore::open_read_only(path, 1).await?) as Arc<dyn TaskStore>
-        }
-        _ => super::build::build_store(&config).await?,
-    };
+    let store = crate::app::read_store(&config).await?;
     let result = match store.push_store() {
         Some(push) => push.status(args.task.as_deref(), LIMIT).await,
         None => {

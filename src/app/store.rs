@@ -1,30 +1,26 @@
-//! Building the live parts a [`Config`] describes: the task store and the executor.
-//!
-//! - [`build_store`]: memory, SQLite or PostgreSQL, migrated on open.
-//! - [`build_executor`]: the AgentCore executor and its readiness check ("a token
-//!   is obtainable").
+//! The task store `[store]` describes: memory, SQLite or PostgreSQL, migrated on open
+//! ([`build_store`]); with its cluster side for several instances
+//! ([`build_store_for_cluster`]); or opened to be read beside a running `serve`
+//! ([`read_store`]).
 
 use std::sync::Arc;
 
 use secrecy::ExposeSecret;
 
 use crate::config::{Config, SqliteLocation, SqliteSynchronous, StoreUrl};
-use crate::executor::AgentExecutor;
-use crate::server::ReadinessCheck;
 use crate::store::cluster::ClusterBackend;
 use crate::store::{
     MemoryTaskStore, PostgresTaskStore, SqliteTaskStore, Synchronous, TaskStore, open_store,
 };
-use crate::upstream::{AgentCoreExecutor, AgentCoreSettings};
 
-use super::CliError;
+use super::AppError;
 
 /// Opens the task store named by `store.url` (running its migrations): memory,
 /// SQLite (a file, created if missing, or `sqlite::memory:`) or PostgreSQL.
 ///
 /// # Errors
 /// The store cannot be opened or migrated (the message never shows a password).
-pub async fn build_store(config: &Config) -> Result<Arc<dyn TaskStore>, CliError> {
+pub async fn build_store(config: &Config) -> Result<Arc<dyn TaskStore>, AppError> {
     check_store_location(config)?;
     let max = config.store.max_connections;
     let store = match &config.store.url {
@@ -59,7 +55,7 @@ fn synchronous(s: SqliteSynchronous) -> Synchronous {
 /// As [`build_store`], or a malformed `store.listen_url`.
 pub async fn build_store_for_cluster(
     config: &Config,
-) -> Result<(Arc<dyn TaskStore>, Option<Arc<dyn ClusterBackend>>), CliError> {
+) -> Result<(Arc<dyn TaskStore>, Option<Arc<dyn ClusterBackend>>), AppError> {
     if let (true, StoreUrl::Postgres(url)) = (config.store.clustered(), &config.store.url) {
         let mut pg =
             PostgresTaskStore::open(url.expose_secret(), config.store.max_connections).await?;
@@ -78,7 +74,7 @@ pub async fn build_store_for_cluster(
 ///
 /// # Errors
 /// One line naming `store.url`, the directory or file, and what is wrong with it.
-pub fn check_store_location(config: &Config) -> Result<(), CliError> {
+pub fn check_store_location(config: &Config) -> Result<(), AppError> {
     let StoreUrl::Sqlite(SqliteLocation::File(path)) = &config.store.url else {
         return Ok(());
     };
@@ -87,7 +83,7 @@ pub fn check_store_location(config: &Config) -> Result<(), CliError> {
         _ => std::path::PathBuf::from("."),
     };
     let refuse =
-        |what: String| -> CliError { format!("store.url {}: {what}", config.store.url).into() };
+        |what: String| -> AppError { format!("store.url {}: {what}", config.store.url).into() };
     match std::fs::metadata(&dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => return Err(refuse(format!("{} is not a directory", dir.display()))),
@@ -124,20 +120,18 @@ pub fn check_store_location(config: &Config) -> Result<(), CliError> {
     }
 }
 
-/// Builds the executor for `[upstream]`, plus a readiness check ("a token is
-/// obtainable") when it has one.
+/// Opens the task store to read it beside a `serve` that runs on it (`push-status`): a
+/// SQLite file read-only and without its one-process lock (SQLite's WAL lets readers
+/// work beside the one writer), any other store as [`build_store`] opens it.
 ///
 /// # Errors
-/// No upstream configured, or settings the executor refuses.
-pub fn build_executor(
-    config: &Config,
-) -> Result<(Arc<dyn AgentExecutor>, Option<ReadinessCheck>), CliError> {
-    let settings = AgentCoreSettings::try_from(&config.upstream)?;
-    let executor = AgentCoreExecutor::new(settings)?;
-    let probe = executor.clone();
-    let ready: ReadinessCheck = Arc::new(move || {
-        let probe = probe.clone();
-        Box::pin(async move { probe.token_ready().await })
-    });
-    Ok((Arc::new(executor), Some(ready)))
+/// As [`build_store`]; for a SQLite file, also a file that does not exist or whose
+/// schema is not this build's.
+pub async fn read_store(config: &Config) -> Result<Arc<dyn TaskStore>, AppError> {
+    match &config.store.url {
+        StoreUrl::Sqlite(SqliteLocation::File(path)) => {
+            Ok(Arc::new(SqliteTaskStore::open_read_only(path, 1).await?) as Arc<dyn TaskStore>)
+        }
+        _ => build_store(config).await,
+    }
 }

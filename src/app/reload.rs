@@ -10,7 +10,7 @@ use crate::transport::auth::Authenticator;
 /// Spawns the task that answers every `SIGHUP` by reloading `auth`'s API keys from
 /// `sources`. A configuration that no longer loads is logged and changes nothing: the
 /// keys in use stay. Not on non-Unix platforms (there is no `SIGHUP`).
-pub(super) fn spawn_key_reload(auth: Authenticator, sources: ConfigSources) {
+pub fn spawn_key_reload(auth: Authenticator, sources: ConfigSources) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

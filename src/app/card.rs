@@ -1,0 +1,123 @@
+//! The agent cards `[agent]` and `[server]` describe: the public card (its interfaces,
+//! security schemes and, with push, the webhook signature extension) and the extended
+//! card.
+
+use crate::config::{Config, ServerConfig};
+use crate::protocol::{
+    AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill,
+};
+use crate::push::PushService;
+
+/// Name of the security scheme the card declares with `[server.auth] kind = "api_key"`.
+pub const API_KEY_SCHEME: &str = crate::identity::card::API_KEY_SCHEME;
+
+/// The public agent card described by `config` (`[agent]`), declaring every binding of
+/// `server.bindings` at `server.public_url` (see [`crate::transport::interfaces`]), and
+/// every `[server.auth]` scheme in `securitySchemes` / `securityRequirements` (spec §4.5,
+/// see [`crate::identity::card`]).
+pub fn agent_card(config: &Config) -> AgentCard {
+    let a = &config.agent;
+    let (security_schemes, security_requirements) =
+        crate::identity::card::security(&config.server.auth);
+    AgentCard {
+        name: a.name.clone(),
+        description: a.description.clone(),
+        supported_interfaces: interfaces(&config.server),
+        provider: a.provider.as_ref().map(|p| AgentProvider {
+            url: p.url.to_string(),
+            organization: p.organization.clone(),
+        }),
+        version: a.version.clone(),
+        documentation_url: a.documentation_url.as_ref().map(ToString::to_string),
+        capabilities: AgentCapabilities {
+            streaming: Some(a.streaming),
+            push_notifications: Some(false),
+            extensions: a
+                .extensions
+                .iter()
+                .map(|e| AgentExtension {
+                    uri: e.uri.clone(),
+                    description: e.description.clone(),
+                    required: e.required,
+                    params: e.params.clone().map(serde_json::Value::Object),
+                })
+                .collect(),
+            extended_agent_card: Some(a.extended.is_some()),
+        },
+        security_schemes,
+        security_requirements,
+        default_input_modes: a.default_input_modes.clone(),
+        default_output_modes: a.default_output_modes.clone(),
+        skills: a.skills.iter().map(skill).collect(),
+        icon_url: None,
+    }
+}
+
+fn skill(s: &crate::config::SkillConfig) -> AgentSkill {
+    AgentSkill {
+        id: s.id.clone(),
+        name: s.name.clone(),
+        description: s.description.clone(),
+        tags: s.tags.clone(),
+        examples: s.examples.clone(),
+        input_modes: s.input_modes.clone().unwrap_or_default(),
+        output_modes: s.output_modes.clone().unwrap_or_default(),
+    }
+}
+
+/// The extended agent card (`[agent.extended]`, spec §3.1.11): the public `card` with
+/// the extended description and the extended skills after the public ones. `None`
+/// without `[agent.extended]`.
+pub fn extended_agent_card(config: &Config, card: &AgentCard) -> Option<AgentCard> {
+    let ext = config.agent.extended.as_ref()?;
+    let mut extended = card.clone();
+    if let Some(d) = &ext.description {
+        extended.description = d.clone();
+    }
+    extended.skills.extend(ext.skills.iter().map(skill));
+    Some(extended)
+}
+
+/// The card extension that tells receivers how webhook calls are signed: `signature`
+/// (`v1a` or `v1`) and, for `v1a`, `jwksUri` (the public keys).
+pub(super) fn push_extension(config: &Config, push: &PushService) -> AgentExtension {
+    let mut params = serde_json::Map::new();
+    let (scheme, description) = match push.signature() {
+        crate::config::SignatureScheme::V1a => {
+            let jwks = config
+                .server
+                .public_url()
+                .join(crate::push::JWKS_PATH.trim_start_matches('/'))
+                .map(|u| u.to_string())
+                .unwrap_or_default();
+            params.insert("jwksUri".into(), jwks.into());
+            (
+                "v1a",
+                "Push notifications are signed per Standard Webhooks v1a (Ed25519); verify webhook-signature with a key of jwksUri.",
+            )
+        }
+        crate::config::SignatureScheme::V1 => (
+            "v1",
+            "Push notifications are signed per Standard Webhooks v1 (HMAC-SHA256 with a shared whsec_ secret).",
+        ),
+    };
+    params.insert("signature".into(), scheme.into());
+    AgentExtension {
+        uri: crate::push::SIGNATURE_EXTENSION.to_owned(),
+        description: Some(description.to_owned()),
+        required: false,
+        params: Some(serde_json::Value::Object(params)),
+    }
+}
+
+/// The interfaces the card declares, in `server.bindings` order (see
+/// [`crate::transport::interfaces`]); gRPC at [`ServerConfig::grpc_address`] when it has a
+/// listener of its own.
+pub fn interfaces(server: &ServerConfig) -> Vec<AgentInterface> {
+    let grpc = server.grpc_listen.map(|_| server.grpc_address());
+    crate::transport::interfaces::supported_interfaces(
+        server.public_url().as_str(),
+        &server.bindings,
+        grpc.as_deref(),
+    )
+}

@@ -1,0 +1,203 @@
+//! What `serve` (and `demo`) start from a [`Config`]: telemetry, the executor, the task
+//! store with its cluster side, push delivery, the [`Gateway`] with its metrics route, the
+//! recovery of tasks a previous run left unfinished, TLS; then serving until shutdown.
+//! [`start`] builds everything and hands back a [`Running`] gateway, which the command
+//! announces and then [serves](Running::serve).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+use super::{AppError, Gateway, build_executor, build_store_for_cluster};
+use crate::cluster::Cluster;
+use crate::config::{Config, ConfigSources};
+use crate::store::TaskStore;
+
+/// Installs the log and, with `telemetry.otlp_endpoint`, the OTLP span export, as
+/// `[log]` and `[telemetry]` say (see [`crate::telemetry::init_with`]). Keep the returned
+/// guard until exit: dropping it flushes the spans still queued.
+///
+/// # Errors
+/// A readable reason for an unusable `otlp_endpoint`.
+pub fn init_telemetry(
+    config: &Config,
+) -> Result<Option<crate::telemetry::otlp::OtlpGuard>, AppError> {
+    Ok(crate::telemetry::init_with(&config.log, &config.telemetry)?)
+}
+
+/// Installs the log `[log]` describes, without span export (see
+/// [`crate::telemetry::init`]).
+pub fn init_log(config: &Config) {
+    crate::telemetry::init(&config.log);
+}
+
+/// A gateway built from its configuration, bound and ready to accept (see [`start`]).
+pub struct Running {
+    gateway: Gateway,
+    listener: TcpListener,
+    grpc_listener: Option<TcpListener>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    cluster: Option<Cluster>,
+    store: Arc<dyn TaskStore>,
+    grace: Duration,
+}
+
+/// Builds the gateway `config` describes to serve on `listener` (and on
+/// `server.grpc_listen` when gRPC has a listener of its own): the metrics recorder, the
+/// executor, the store (migrated) and its cluster side, push delivery, the allocator's
+/// quiet-time collector, with `reload` the API keys' reload on `SIGHUP` (see
+/// [`super::reload`]), the cluster membership or the recovery of interrupted tasks, the
+/// `/metrics` route and TLS.
+///
+/// # Errors
+/// A listener that cannot be bound, an executor or store the configuration does not
+/// allow, a cluster that cannot be joined, unreadable TLS files.
+pub async fn start(
+    config: &Config,
+    listener: TcpListener,
+    reload: Option<ConfigSources>,
+) -> Result<Running, AppError> {
+    // gRPC's own port is bound first, so that the card names the port bound when
+    // `grpc_listen` asks for any free one (port 0), as it does for `listen`.
+    let grpc_listener = match config.server.grpc_listen {
+        Some(addr) if config.server.serves(crate::config::Binding::Grpc) => Some(
+            TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("server.grpc_listen {addr}: cannot listen: {e}"))?,
+        ),
+        _ => None,
+    };
+    let with_bound_port;
+    let config = match (&grpc_listener, config.server.grpc_listen) {
+        (Some(l), Some(addr)) if addr.port() == 0 => {
+            let mut c = config.clone();
+            c.server.grpc_listen = Some(l.local_addr()?);
+            with_bound_port = c;
+            &with_bound_port
+        }
+        _ => config,
+    };
+    let metrics = crate::ops::install_metrics();
+    // The executor first: a config it refuses must not leave a new database behind.
+    let (executor, ready) = build_executor(config)?;
+    let (store, backend) = build_store_for_cluster(config).await?;
+    let closing = store.clone();
+    let push = if config.push.enabled {
+        Some(
+            crate::push::PushService::open(&config.push, store.clone())
+                .await
+                .map_err(|e| format!("[push]: {e}"))?,
+        )
+    } else {
+        None
+    };
+    let mut gateway = Gateway::with_push(config, executor, store, ready, push);
+    let handler = gateway.state.handler.clone();
+    crate::allocator::spawn_collector(move || handler.active_runs() == 0);
+    if let Some(sources) = reload {
+        super::reload::spawn_key_reload(gateway.state.config.auth.clone(), sources);
+    }
+    let cluster = match backend {
+        Some(backend) => {
+            let id = crate::cluster::instance_id(&config.store.instance_name);
+            let options = crate::cluster::ClusterOptions::with_lease(config.store.lease());
+            let (cluster, cancels) = crate::cluster::Cluster::join(backend, id, options).await?;
+            gateway
+                .state
+                .handler
+                .join_cluster(cluster.clone(), cancels)?;
+            // Leases replace the stale sweep and the start-up recovery.
+            gateway.maintenance.stale_after = None;
+            Some(cluster)
+        }
+        None => None,
+    };
+    let recovered = if cluster.is_none() && config.store.recover_on_start {
+        gateway.state.handler.recover_interrupted().await?
+    } else {
+        0
+    };
+    if recovered > 0 {
+        tracing::warn!(
+            tasks = recovered,
+            "marked tasks interrupted by the previous run FAILED"
+        );
+    }
+    gateway.router = gateway.router.merge(crate::ops::metrics_routes(
+        metrics,
+        gateway.state.handler.clone(),
+    ));
+    let tls = match (&config.server.tls_cert_file, &config.server.tls_key_file) {
+        (Some(cert), Some(key)) => Some(crate::tls::server_config(cert, key)?),
+        _ => None,
+    };
+    Ok(Running {
+        gateway,
+        listener,
+        grpc_listener,
+        tls,
+        cluster,
+        store: closing,
+        grace: config.server.shutdown_grace(),
+    })
+}
+
+impl Running {
+    /// The address the gateway accepts on.
+    ///
+    /// # Errors
+    /// The listener's own error.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The address of gRPC's own listener (`server.grpc_listen`), if it has one.
+    ///
+    /// # Errors
+    /// The listener's own error.
+    pub fn grpc_addr(&self) -> Option<std::io::Result<SocketAddr>> {
+        self.grpc_listener.as_ref().map(TcpListener::local_addr)
+    }
+
+    /// Whether it serves HTTPS.
+    pub fn tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// This instance's id in the cluster, or `""` for a single instance.
+    pub fn instance(&self) -> &str {
+        self.cluster.as_ref().map_or("", |c| c.instance())
+    }
+
+    /// The connection cap of the listener (`server.max_connections`, or its default).
+    pub fn max_connections(&self) -> usize {
+        self.gateway.connections.max_connections
+    }
+
+    /// Serves until `shutdown` resolves (see [`Gateway::serve_all`]), then leaves the
+    /// cluster and closes the store.
+    ///
+    /// # Errors
+    /// I/O errors of the listeners.
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), AppError> {
+        self.gateway
+            .serve_all(
+                self.listener,
+                self.grpc_listener,
+                self.tls,
+                self.grace,
+                shutdown,
+            )
+            .await?;
+        if let Some(cluster) = self.cluster {
+            cluster.leave().await;
+        }
+        self.store.close().await;
+        Ok(())
+    }
+}
