@@ -3,7 +3,7 @@
 //! Table layout, the lazily folded artifacts and why appending one event costs in
 //! proportion to that event: see the `sql` module docs (shared with SQLite).
 //!
-//! Appends are committed in batches (group commit, see the `batch` module) by
+//! Appends are committed in batches (group commit, see `sql/batch.rs`) by
 //! writer lanes, one transaction per batch: half the pool's connections (at least
 //! one), each lane holding one connection while it writes. A task's appends always go
 //! through the same lane. Each caller gets its answer after the commit of the batch
@@ -64,7 +64,7 @@ fn writer_lanes(max_connections: u32) -> usize {
 pub struct PostgresTaskStore {
     pool: PgPool,
     /// Send an event notification with every batch (set when the instance joins a
-    /// cluster, see `postgres_cluster`).
+    /// cluster, see `postgres/cluster.rs`).
     pub(super) notify: Arc<AtomicBool>,
     /// `[store] listen_url`: where the notification listener connects.
     pub(super) listen_options: Option<PgConnectOptions>,
@@ -327,7 +327,7 @@ struct PgOps {
     /// The server refused the write because the session is read-only (SQLSTATE
     /// 25006).
     read_only: bool,
-    /// Send an event notification per task written (see `postgres_cluster`).
+    /// Send an event notification per task written (see `postgres/cluster.rs`).
     notify: bool,
 }
 

@@ -8,8 +8,8 @@
 //! transaction, so SQLite's single-writer lock is taken up front and never upgraded
 //! mid-transaction) and a pool of `query_only` reader connections, which WAL lets run
 //! alongside the writer. Appends go through a store-owned writer task that commits
-//! all the appends waiting for it in one transaction (group commit, see the `batch`
-//! module); each caller gets its answer after that commit.
+//! all the appends waiting for it in one transaction (group commit, see
+//! `sql/batch.rs`); each caller gets its answer after that commit.
 //!
 //! Durability: `synchronous = FULL` by default (`[store] sqlite_synchronous`, see
 //! [`Synchronous`]): every commit is synced to disk before it returns, so an append
