@@ -13,8 +13,10 @@
 //! - [`layers`]: the top-level module of the file that writes a path may import the top-level
 //!   module the path names only if [`TABLE`] allows it (or [`EXCEPTIONS`] lists the pair).
 //! - [`cycles`]: a path is an arrow from the file that writes it to the file that defines the
-//!   item (through re-exports). Files that reach each other (a strongly connected component)
-//!   fail the check when they lie in different top-level folders, and inside one folder unless
+//!   item (through re-exports). A module's paths into its own submodules (its `pub use`
+//!   lines, the calls that dispatch to them) are its map and draw no arrow; a submodule's
+//!   paths up to it do. Files that reach each other (a strongly connected component) fail
+//!   the check when they lie in different top-level folders, and inside one folder unless
 //!   [`SPLIT_FOR_SIZE`] names the folder (or [`CYCLE_EXCEPTIONS`] the files).
 //!
 //! An exception that no longer matches anything fails too: delete its line.
@@ -134,8 +136,8 @@ fn the_checks_see_every_kind_of_path() {
         "lib.rs",
         "pub mod low; pub mod high; pub mod other; pub use high::Top;",
     );
-    // low imports high four ways (use, a climbing super::, a macro body, through an alias),
-    // and once more in test code, which does not count.
+    // low imports high five times (two `use` lines, a `super::` that climbs out of low, a
+    // path through the alias, a macro body); its test code and test support do not count.
     write(
         "low/mod.rs",
         "mod inner;\n\
@@ -155,9 +157,15 @@ fn the_checks_see_every_kind_of_path() {
         "mod part; pub use part::Top; pub fn g() { let _ = crate::low::Low; }\n",
     );
     write("high/part.rs", "pub struct Top;\n");
+    // other.rs re-exports its submodule, which uses it back: a module's map, no cycle.
     write(
         "other.rs",
-        "pub struct Other; pub fn h() { let _ = crate::low::support; }\n",
+        "mod leaf; pub use leaf::Leaf; pub struct Other; \
+         pub fn h() { let _ = crate::low::support; }\n",
+    );
+    write(
+        "other/leaf.rs",
+        "pub struct Leaf; pub fn l() { let _ = super::Other; }\n",
     );
     let krate = Crate::load(src);
 
@@ -184,10 +192,11 @@ fn the_checks_see_every_kind_of_path() {
     );
     assert!(stale.contains("no longer needed: low -> high"), "{stale}");
 
-    // low/mod.rs and low/inner.rs reach high/part.rs (through high.rs's re-export): no arrow
-    // back to high.rs. high.rs -> low/mod.rs and low/inner.rs -> high/part.rs make no cycle.
-    // other.rs -> low (test support counts) is no cycle either. Add one.
+    // low/mod.rs reaches high/part.rs through high.rs's re-export, so high.rs -> low/mod.rs
+    // closes no cycle; nor does other.rs -> low/mod.rs with low's test support (which
+    // counts here) -> high/part.rs; nor other.rs <-> other/leaf.rs.
     assert_eq!(check_cycles(&krate, &[], &[]), "");
+    // A file of high that uses low, which uses it: a cycle across top-level folders.
     write(
         "high/part.rs",
         "pub struct Top; pub fn k() { let _ = crate::low::Low; }\n",
