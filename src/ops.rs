@@ -1,6 +1,6 @@
 //! Operations endpoints beyond health: `GET /metrics` in the Prometheus text format.
 //!
-//! Metric names (all prefixed `a2a_`; see the README's "Metrics" section):
+//! Metric names (all prefixed `a2a_`; see `docs/operations.md`, "Metrics"):
 //!
 //! | name | type | labels | recorded by |
 //! |---|---|---|---|

@@ -272,7 +272,7 @@ async fn sqlite_file_passes_conformance_and_survives_reopen() {
     );
 }
 
-/// `synchronous` is FULL unless `normal` is asked for (issue 15: the README's
+/// `synchronous` is FULL unless `normal` is asked for (issue 15: `docs/durability.md`'s
 /// promise that a received event survives a power loss).
 #[tokio::test]
 async fn sqlite_syncs_every_commit_by_default() {
