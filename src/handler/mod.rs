@@ -4,7 +4,6 @@
 //! HTTP and nothing of any upstream.
 
 mod driver;
-mod executor_run;
 mod follow;
 mod input_modes;
 mod push;

@@ -56,7 +56,7 @@ impl ExecutorRun {
     ) -> Self {
         Self {
             run: Some(Box::pin(async move {
-                executor.execute(super::driver::unbox(ctx), queue).await
+                executor.execute(super::unbox(ctx), queue).await
             })),
         }
     }

@@ -15,6 +15,8 @@
 //!
 //! [`TaskStore::append_all`]: crate::store::TaskStore::append_all
 
+mod executor_run;
+
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +25,6 @@ use futures::StreamExt;
 use futures::channel::mpsc;
 use tokio::sync::{OwnedSemaphorePermit, broadcast, oneshot};
 
-use super::executor_run::{ExecutorRun, RunEnd};
 use super::{Inner, turns};
 use crate::error::A2aError;
 use crate::executor::{EventQueue, ExecutorError, RequestContext, new_agent_text_message};
@@ -33,6 +34,7 @@ use crate::protocol::{
 };
 use crate::store::{FoldedArtifacts, Scope, StoreError, StoredEvent, projection};
 use crate::telemetry::tasks::{self, TurnMetrics};
+use executor_run::{ExecutorRun, RunEnd};
 
 /// What the driver publishes on a task's bus: the events of one store write, in
 /// sequence order (consecutive numbers), shared by every subscriber. One bus message per
@@ -182,7 +184,7 @@ struct Running {
     ctx: Box<RequestContext>,
     queue: EventQueue,
     events: crate::executor::EventReceiver,
-    /// The executor's run, polled by this driver (see [`super::executor_run`]).
+    /// The executor's run, polled by this driver (see [`executor_run`]).
     exec: ExecutorRun,
     reply: Option<oneshot::Sender<Result<RunStart, A2aError>>>,
     sub: Option<broadcast::Receiver<EventGroup>>,
@@ -1247,7 +1249,7 @@ fn panic_text(e: tokio::task::JoinError) -> String {
     if e.is_cancelled() {
         return "the run was aborted".into();
     }
-    super::executor_run::panic_message(e.into_panic().as_ref())
+    executor_run::panic_message(e.into_panic().as_ref())
 }
 
 fn outcome_of(end: RunEnd) -> Outcome {
