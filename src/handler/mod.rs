@@ -40,7 +40,8 @@ use crate::protocol::{
 };
 use crate::store::{PageCursor, Scope, StoredEvent, TaskQuery, TaskStore};
 
-use driver::{Command, Driver, Handle, Run, RunStart, TaskKey};
+use driver::Driver;
+use driver::command::{Command, Handle, Run, RunStart, TaskKey};
 use follow::Follow;
 
 /// One event of a response stream with its position in the task's event log
@@ -198,7 +199,7 @@ impl Inner {
         scope: Scope,
         task_id: String,
         after: u64,
-        live: Option<tokio::sync::broadcast::Receiver<driver::EventGroup>>,
+        live: Option<tokio::sync::broadcast::Receiver<driver::command::EventGroup>>,
         fill_first: bool,
     ) -> Follow {
         let wake = match (&live, self.cluster()) {
@@ -454,7 +455,10 @@ impl RequestHandler {
                     )));
                 }
                 if rec.task.status.state.is_terminal() {
-                    return Err(driver::terminal_refusal(task_id, rec.task.status.state));
+                    return Err(driver::command::terminal_refusal(
+                        task_id,
+                        rec.task.status.state,
+                    ));
                 }
                 (task_id.to_owned(), rec.task.context_id, false)
             }
@@ -748,7 +752,7 @@ impl RequestHandler {
         let scope = Scope::from(call);
         let rec = self.load(&scope, &req.id).await?;
         if rec.task.status.state.is_terminal() {
-            return driver::already_ended(rec.task);
+            return driver::command::already_ended(rec.task);
         }
         let key = (scope, req.id.clone());
         if let Some(c) = self.inner.cluster() {

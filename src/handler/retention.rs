@@ -24,7 +24,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::RequestHandler;
-use super::driver::{Command, Expire};
+use super::driver::command::{Command, Expire};
 use crate::error::A2aError;
 use crate::protocol::TaskState;
 use crate::protocol::time::{self, Timestamp};
@@ -168,7 +168,7 @@ impl RequestHandler {
     /// exited just as the command was sent.
     pub(super) async fn expire(
         &self,
-        key: super::driver::TaskKey,
+        key: super::driver::command::TaskKey,
         states: &'static [TaskState],
         older_than: Timestamp,
         reason: &str,
