@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use super::{RequestHandler, check_call, check_id, non_empty};
+use super::request_handler::RequestHandler;
+use super::validation::{check_call, check_id, non_empty};
 use crate::error::A2aError;
 use crate::executor::{CallContext, new_id};
 use crate::protocol::{

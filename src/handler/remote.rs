@@ -13,8 +13,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use super::RequestHandler;
 use super::driver::command::{Command, TaskKey};
+use super::request_handler::RequestHandler;
 use crate::cluster::{Cluster, Orphan};
 use crate::error::A2aError;
 use crate::protocol::time::Timestamp;

@@ -23,8 +23,8 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::RequestHandler;
 use super::driver::command::{Command, Expire};
+use super::request_handler::RequestHandler;
 use crate::error::A2aError;
 use crate::protocol::TaskState;
 use crate::protocol::time::{self, Timestamp};

@@ -36,7 +36,7 @@ use futures::StreamExt;
 use futures::channel::mpsc;
 use tokio::sync::broadcast;
 
-use super::Inner;
+use super::shared::Inner;
 use crate::executor::new_agent_text_message;
 use crate::protocol::{StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent};
 use crate::store::{Scope, StoredEvent};
