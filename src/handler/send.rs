@@ -2,8 +2,6 @@
 //! message, the task and context it goes to, and the start (or queueing) of its run on
 //! the task's driver.
 
-use tokio::sync::oneshot;
-
 use super::driver::command::{Command, Run, RunStart, terminal_refusal};
 use super::request_handler::RequestHandler;
 use super::stream::{EventStream, SequencedEvent, StreamEnd, task_stream};
@@ -107,8 +105,7 @@ impl RequestHandler {
             // Another instance running a turn of this task: run after it.
             self.wait_for_lease(&key).await?;
         }
-        let mut known_new = known_new;
-        for _ in 0..3 {
+        self.ask(&key, known_new, |reply| {
             let permit = self
                 .inner
                 .permits
@@ -120,28 +117,15 @@ impl RequestHandler {
                         self.inner.config.max_concurrent_tasks
                     ))
                 })?;
-            let (tx, rx) = oneshot::channel();
             let run = Run {
                 ctx: Box::new(ctx.clone()),
                 permit,
-                reply: Some(tx),
+                reply: Some(reply),
                 recorded: false,
             };
-            let sent = self.with_handle(&key, known_new, |h| {
-                h.cmd.unbounded_send(Command::Run(Box::new(run))).is_ok()
-            });
-            known_new = false;
-            if !sent {
-                continue; // the driver just went idle and exited; start a new one
-            }
-            match rx.await {
-                Ok(r) => return r,
-                Err(_) => continue,
-            }
-        }
-        Err(A2aError::internal(
-            "task driver unavailable after three attempts",
-        ))
+            Ok(Command::Run(Box::new(run)))
+        })
+        .await
     }
 
     /// SendMessage (spec §3.1.1): blocks until the task is terminal or interrupted,

@@ -1,8 +1,6 @@
 //! GetTask, ListTasks and CancelTask (spec §3.1.3-§3.1.5): the caller's tasks as
 //! stored, and the cancel of one through its driver.
 
-use tokio::sync::oneshot;
-
 use super::driver::command::{Command, TaskKey, already_ended};
 use super::request_handler::RequestHandler;
 use super::validation::{check_call, check_id, history_length, non_empty};
@@ -118,19 +116,7 @@ impl RequestHandler {
 
     /// CancelTask through this instance's driver of the task.
     pub(super) async fn cancel_here(&self, key: &TaskKey) -> Result<Task, A2aError> {
-        for _ in 0..3 {
-            let (tx, rx) = oneshot::channel();
-            if !self.with_handle(key, false, |h| {
-                h.cmd.unbounded_send(Command::Cancel(tx)).is_ok()
-            }) {
-                continue;
-            }
-            if let Ok(r) = rx.await {
-                return r;
-            }
-        }
-        Err(A2aError::internal(
-            "task driver unavailable after three attempts",
-        ))
+        self.ask(key, false, |reply| Ok(Command::Cancel(reply)))
+            .await
     }
 }
