@@ -15,7 +15,7 @@ use super::executor_run::{ExecutorRun, RunEnd};
 use crate::error::A2aError;
 use crate::executor::{EventQueue, RequestContext};
 use crate::handler::turns;
-use crate::protocol::{StreamResponse, Task, TaskState, time};
+use crate::protocol::{Message, StreamResponse, Task, TaskState, time};
 use crate::telemetry::tasks;
 
 /// The FAILED reason of a task whose run the gateway's shutdown ended.
@@ -149,21 +149,13 @@ impl Driver {
         if self.task.is_some() && !recorded {
             // A follow-up: record the user's message in the log, then hand the caller
             // the snapshot that contains it.
-            if let Err(e) = self
-                .persist(StreamResponse::Message(ctx.message.clone()))
+            let events = sub.take().expect("subscribed");
+            if !self
+                .record_message(&ctx.message, &mut reply, events, false)
                 .await
             {
-                send_once(&mut reply, Err(e));
                 return;
             }
-            let start = RunStart::Task {
-                snapshot: self.task.clone().expect("task exists"),
-                seq: self.seq,
-                events: sub.take().expect("subscribed"),
-                fresh: false,
-                queued: false,
-            };
-            send_once(&mut reply, Ok(start));
         }
 
         self.outcomes.begin(&ctx);
@@ -209,24 +201,41 @@ impl Driver {
             self.pending.push_back(run);
             return;
         }
-        let sub = self.bus.subscribe();
-        if let Err(e) = self
-            .persist(StreamResponse::Message(run.ctx.message.clone()))
+        let events = self.bus.subscribe();
+        if self
+            .record_message(&run.ctx.message, &mut run.reply, events, true)
             .await
         {
-            send_once(&mut run.reply, Err(e));
-            return;
+            run.recorded = true;
+            self.pending.push_back(run);
+        }
+    }
+
+    /// Records a user message to the existing task in its log (a follow-up, or
+    /// `queued` behind the running turn) and answers the caller waiting in `reply`
+    /// with the snapshot that holds it and `events` (the bus, subscribed before the
+    /// write). Returns whether it was recorded; on a store failure the caller gets the
+    /// error instead.
+    async fn record_message(
+        &mut self,
+        message: &Message,
+        reply: &mut Option<oneshot::Sender<Result<RunStart, A2aError>>>,
+        events: broadcast::Receiver<EventGroup>,
+        queued: bool,
+    ) -> bool {
+        if let Err(e) = self.persist(StreamResponse::Message(message.clone())).await {
+            send_once(reply, Err(e));
+            return false;
         }
         let start = RunStart::Task {
             snapshot: self.task.clone().expect("task exists"),
             seq: self.seq,
-            events: sub,
+            events,
             fresh: false,
-            queued: true,
+            queued,
         };
-        send_once(&mut run.reply, Ok(start));
-        run.recorded = true;
-        self.pending.push_back(run);
+        send_once(reply, Ok(start));
+        true
     }
 
     /// Processes executor events until the executor returns (`Some(outcome)`) or the
