@@ -21,11 +21,7 @@ impl RequestHandler {
         known_new: bool,
         f: impl FnOnce(&Handle) -> T,
     ) -> T {
-        let mut reg = self
-            .inner
-            .registry
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut reg = self.inner.lock_registry();
         if let Some(h) = reg.get(key).filter(|h| !h.cmd.is_closed()) {
             return f(h);
         }
@@ -33,6 +29,14 @@ impl RequestHandler {
         let out = f(&h);
         reg.insert(key.clone(), h);
         out
+    }
+
+    /// Whether a driver of the task is live here.
+    pub(super) fn has_driver(&self, key: &TaskKey) -> bool {
+        self.inner
+            .lock_registry()
+            .get(key)
+            .is_some_and(|h| !h.cmd.is_closed())
     }
 
     /// Asks the task's driver and waits for its answer: sends the [`Command`] that

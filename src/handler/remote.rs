@@ -140,15 +140,6 @@ impl RequestHandler {
         Ok(closed)
     }
 
-    fn has_driver(&self, key: &TaskKey) -> bool {
-        self.inner
-            .registry
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key)
-            .is_some_and(|h| !h.cmd.is_closed())
-    }
-
     /// Before a message to an existing task: waits while another live instance holds
     /// the task's lease (it is running a turn), so that turns run one after the
     /// other across instances. Returns at once without a cluster or when this

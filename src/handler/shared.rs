@@ -3,7 +3,7 @@
 //! the run permits and the shutdown signal, and the cluster once joined.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -29,6 +29,12 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The registry of live drivers, locked. A lock poisoned by a panic elsewhere is
+    /// taken over as it is: the map holds handles only, each whole or absent.
+    pub(crate) fn lock_registry(&self) -> MutexGuard<'_, HashMap<TaskKey, Handle>> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// The cluster this instance joined, if any.
     pub(crate) fn cluster(&self) -> Option<&crate::cluster::Cluster> {
         self.cluster.get()

@@ -189,11 +189,7 @@ impl Driver {
     /// command is waiting (handed back to run next). Commands sent through a stale
     /// handle afterwards fail, and their senders retry.
     fn unregister(&mut self) -> Unregister {
-        let mut reg = self
-            .inner
-            .registry
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut reg = self.inner.lock_registry();
         // Re-checked under the lock that senders and subscribers hold.
         if !self.may_exit() {
             return Unregister::Stays;
