@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::request_handler::RequestHandler;
-use super::validation::{check_call, check_id, non_empty};
+use super::validation::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, check_call, check_id, non_empty};
 use crate::error::A2aError;
 use crate::executor::{CallContext, new_id};
 use crate::protocol::{
@@ -15,9 +15,6 @@ use crate::protocol::{
 };
 use crate::push::{PushService, PushStore, redacted};
 use crate::store::Scope;
-
-const DEFAULT_PAGE_SIZE: i32 = 50;
-const MAX_PAGE_SIZE: i32 = 100;
 
 /// Most configs one task may have.
 pub const MAX_CONFIGS_PER_TASK: usize = 32;

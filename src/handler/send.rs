@@ -6,7 +6,7 @@ use super::driver::command::{Command, Run, RunStart, terminal_refusal};
 use super::request_handler::RequestHandler;
 use super::stream::{EventStream, SequencedEvent, StreamEnd, task_stream};
 use super::turns;
-use super::validation::{check_call, history_length, non_empty};
+use super::validation::{check_call, history_length, non_empty, validate_message};
 use crate::error::A2aError;
 use crate::executor::{CallContext, RequestContext, new_id};
 use crate::protocol::{SendMessageRequest, SendMessageResponse, StreamResponse};
@@ -41,7 +41,7 @@ impl RequestHandler {
             metadata,
             ..
         } = req;
-        Self::validate_message(&message)?;
+        validate_message(&message)?;
         // historyLength is validated by the callers, which also apply it.
         let inline_push = match configuration
             .as_ref()

@@ -3,16 +3,15 @@
 
 use super::driver::command::{Command, TaskKey, already_ended};
 use super::request_handler::RequestHandler;
-use super::validation::{check_call, check_id, history_length, non_empty};
+use super::validation::{
+    DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, check_call, check_id, history_length, non_empty,
+};
 use crate::error::A2aError;
 use crate::executor::CallContext;
 use crate::protocol::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, Task, TaskState,
 };
 use crate::store::{PageCursor, Scope, TaskQuery};
-
-const DEFAULT_PAGE_SIZE: i32 = 50;
-const MAX_PAGE_SIZE: i32 = 100;
 
 impl RequestHandler {
     /// GetTask (spec §3.1.3).

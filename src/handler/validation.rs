@@ -7,6 +7,10 @@ use crate::error::A2aError;
 use crate::executor::CallContext;
 use crate::protocol::{Message, Role};
 
+/// A request's `historyLength` (absent: the whole history).
+///
+/// # Errors
+/// InvalidParams for a negative one.
 pub(super) fn history_length(v: Option<i32>) -> Result<Option<u32>, A2aError> {
     match v {
         Some(n) if n < 0 => Err(A2aError::InvalidParams(format!(
@@ -16,6 +20,12 @@ pub(super) fn history_length(v: Option<i32>) -> Result<Option<u32>, A2aError> {
         None => Ok(None),
     }
 }
+
+/// The page size of ListTasks and ListTaskPushNotificationConfigs when the request
+/// sets none.
+pub(super) const DEFAULT_PAGE_SIZE: i32 = 50;
+/// The largest page size those two operations take.
+pub(super) const MAX_PAGE_SIZE: i32 = 100;
 
 /// Longest id (task, context, message) a client may send, in bytes.
 pub const MAX_ID_BYTES: usize = 1024;
@@ -42,40 +52,44 @@ pub(super) fn check_call(call: &CallContext) -> Result<(), A2aError> {
     check_id("tenant", &call.tenant)
 }
 
+/// The string when it is set and not empty (proto3 has no unset string: an empty one
+/// is unset).
 pub(super) fn non_empty(s: &Option<String>) -> Option<&str> {
     s.as_deref().filter(|s| !s.is_empty())
 }
 
-impl RequestHandler {
-    pub(super) fn validate_message(message: &Message) -> Result<(), A2aError> {
-        if message.message_id.is_empty() {
-            return Err(A2aError::InvalidParams(
-                "message.messageId is required".into(),
-            ));
-        }
-        if message.role != Role::User {
-            return Err(A2aError::InvalidParams(format!(
-                "message.role must be ROLE_USER, got {}",
-                message.role
-            )));
-        }
-        if message.parts.is_empty() {
-            return Err(A2aError::InvalidParams(
-                "message.parts must contain at least one part".into(),
-            ));
-        }
-        check_id("message.messageId", &message.message_id)?;
-        check_id("message.taskId", message.task_id.as_deref().unwrap_or(""))?;
-        check_id(
-            "message.contextId",
-            message.context_id.as_deref().unwrap_or(""),
-        )?;
-        for id in &message.reference_task_ids {
-            check_id("message.referenceTaskIds[]", id)?;
-        }
-        Ok(())
+/// Refuses a message without an id or parts, not from the user, or with an id
+/// [`check_id`] refuses.
+pub(super) fn validate_message(message: &Message) -> Result<(), A2aError> {
+    if message.message_id.is_empty() {
+        return Err(A2aError::InvalidParams(
+            "message.messageId is required".into(),
+        ));
     }
+    if message.role != Role::User {
+        return Err(A2aError::InvalidParams(format!(
+            "message.role must be ROLE_USER, got {}",
+            message.role
+        )));
+    }
+    if message.parts.is_empty() {
+        return Err(A2aError::InvalidParams(
+            "message.parts must contain at least one part".into(),
+        ));
+    }
+    check_id("message.messageId", &message.message_id)?;
+    check_id("message.taskId", message.task_id.as_deref().unwrap_or(""))?;
+    check_id(
+        "message.contextId",
+        message.context_id.as_deref().unwrap_or(""),
+    )?;
+    for id in &message.reference_task_ids {
+        check_id("message.referenceTaskIds[]", id)?;
+    }
+    Ok(())
+}
 
+impl RequestHandler {
     /// Refuses a task operation whose caller did not activate (`A2A-Extensions`) every
     /// extension the card marks `required` (spec §1, §3.3.4). Checked by SendMessage,
     /// SendStreamingMessage, GetTask, ListTasks, CancelTask and SubscribeToTask; not by
