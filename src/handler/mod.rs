@@ -3,15 +3,17 @@
 //! the event log and fan-out to subscribers, and runs executors. It knows nothing of
 //! HTTP and nothing of any upstream.
 //!
-//! One file per operation family, as the spec groups them: `send` SendMessage
-//! and SendStreamingMessage, `tasks` GetTask, ListTasks and CancelTask, `subscribe`
-//! SubscribeToTask, `push` the push-config operations, `card` GetExtendedAgentCard;
-//! `validation` the checks they share, `stream` their response streams, `lifecycle`
-//! start-up recovery and shutdown, `retention` the periodic clean-up, `remote` several
-//! instances on one store. Below them: `driver` (one task's single writer), `registry`
-//! (finding a task's driver), `follow` (reading a task's log), `turns`, `input_modes`;
-//! `config` the settings and `shared` what every clone and driver share;
-//! `request_handler` the [`RequestHandler`] they all belong to. This file is the map.
+//! The operations, one file per family as the spec groups them: `send` (SendMessage,
+//! SendStreamingMessage), `tasks` (GetTask, ListTasks, CancelTask), `subscribe`
+//! (SubscribeToTask), `push` (the push-config operations), `card`
+//! (GetExtendedAgentCard); beside them the handler's own jobs: `lifecycle` (restart
+//! recovery, shutdown), `retention` (the periodic clean-up), `remote` (several
+//! instances on one store). Each adds its methods to [`RequestHandler`]
+//! (`request_handler`) and uses what lies below: `validation` (a request's checks),
+//! `stream` (response streams), `registry` (reaching a task's driver), `driver` (one
+//! task's single writer), `follow` (reading a task's log), `turns`, `input_modes`,
+//! `config` (the settings) and `shared` (what the handler's clones and its drivers
+//! share). This file is the map.
 
 mod card;
 mod config;

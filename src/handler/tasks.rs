@@ -35,7 +35,7 @@ impl RequestHandler {
 
     /// ListTasks (spec §3.1.4): the caller's tasks, newest status first, keyset-paged.
     /// A page holds at most `pageSize` tasks, and fewer when their stored JSON would
-    /// pass [`HandlerConfig::max_list_page_bytes`] (artifacts count only with
+    /// pass [`HandlerConfig::max_list_page_bytes`](super::HandlerConfig::max_list_page_bytes) (artifacts count only with
     /// `includeArtifacts`): it then ends early with a `nextPageToken`, so a caller
     /// paging on gets every task once; a page always holds at least one task.
     ///

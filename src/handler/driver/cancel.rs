@@ -90,7 +90,7 @@ impl Driver {
             .ok_or_else(|| A2aError::TaskNotFound(self.task_id().to_owned()))
     }
 
-    /// [`Command::Expire`] on a task with no run in progress.
+    /// [`Command::Expire`](super::command::Command::Expire) on a task with no run in progress.
     pub(super) async fn expire_idle(
         &mut self,
         states: &[TaskState],

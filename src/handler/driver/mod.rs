@@ -6,12 +6,12 @@
 //! no run without a final state.
 //!
 //! Events are written in groups: when the driver wakes for an executor event it also
-//! takes every event already queued behind it (up to [`MAX_GROUP`]), validates and
-//! folds them in order, writes them with one [`TaskStore::append_all`] and only then
-//! publishes them and answers a waiting caller. The executor is polled on during
-//! the write, so what it queues meanwhile is the next group. An executor that emits
-//! faster than the store writes thus costs one write per group, not per event, while
-//! a lone event is written at once (no waiting for company).
+//! takes every event already queued behind it (up to `MAX_GROUP`, in [`turn`]),
+//! validates and folds them in order, writes them with one [`TaskStore::append_all`]
+//! and only then publishes them and answers a waiting caller. The executor is polled
+//! on during the write, so what it queues meanwhile is the next group. An executor
+//! that emits faster than the store writes thus costs one write per group, not per
+//! event, while a lone event is written at once (no waiting for company).
 //!
 //! The driver's files: [`command`] its vocabulary (what the handler sends it, what it
 //! answers), `write` the store writes and their retries, `turn` one executor run,
@@ -19,7 +19,6 @@
 //! `executor_run` the executor's future as the driver polls it; this file the loop.
 //!
 //! [`TaskStore::append_all`]: crate::store::TaskStore::append_all
-//! [`MAX_GROUP`]: turn::MAX_GROUP
 
 mod cancel;
 pub(crate) mod command;

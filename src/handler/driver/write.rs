@@ -237,7 +237,7 @@ impl Driver {
         Ok(())
     }
 
-    /// Publishes written `events` as one [`EventGroup`], when anyone follows the task. A
+    /// Publishes written `events` as one [`EventGroup`](super::command::EventGroup), when anyone follows the task. A
     /// subscriber that comes after the check reads these events from the store: it
     /// subscribes before it reads, and they were written before the check.
     fn publish(&self, events: Vec<Arc<StoredEvent>>) {
