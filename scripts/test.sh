@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 # re-pinned package reaches an existing .venv too.
 requirements_hash=$(sha256sum tests/python/requirements.txt | cut -d' ' -f1)
 if [ "$(cat .venv/requirements.sha256 2>/dev/null)" != "$requirements_hash" ] \
-  || ! .venv/bin/python -c 'import a2a, bedrock_agentcore, grpc, pytest, pytest_asyncio, opentelemetry.proto, standardwebhooks, cryptography' 2>/dev/null; then
+  || ! .venv/bin/python -c 'import a2a, bedrock_agentcore, grpc, pytest, pytest_asyncio, opentelemetry.proto, standardwebhooks, cryptography, moto, flask_cors' 2>/dev/null; then
   echo "== installing .venv with the Python test peers (tests/python/requirements.txt)"
   python3 -m venv .venv
   .venv/bin/pip install --quiet --upgrade pip
