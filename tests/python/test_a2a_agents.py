@@ -124,7 +124,9 @@ def _launch(kind: str, variant: str, argv_extra: list[str], workdir: Path) -> Ag
 def _read_port(agent: Agent, deadline: float) -> None:
     """The first stdout line is the port; the rest of stdout is drained in the background."""
     line: list[str] = []
-    reader = threading.Thread(target=lambda: line.append(agent.popen.stdout.readline()), daemon=True)
+    reader = threading.Thread(
+        target=lambda: line.append(agent.popen.stdout.readline()), daemon=True
+    )
     reader.start()
     reader.join(max(0.1, deadline - time.monotonic()))
     if not line or not line[0].strip().isdigit():
@@ -502,7 +504,12 @@ def rpc(base: str, method: str, params: dict, headers: dict | None = None) -> di
 
 
 MESSAGE_10 = {"messageId": "m-10", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
-MESSAGE_03 = {"kind": "message", "messageId": "m-03", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}
+MESSAGE_03 = {
+    "kind": "message",
+    "messageId": "m-03",
+    "role": "user",
+    "parts": [{"kind": "text", "text": "hi"}],
+}
 
 
 # What each server answers to a 1.0 and a 0.3 method name, without and with A2A-Version:
@@ -564,3 +571,48 @@ def test_sdk03_speaks_0_3_json_rpc(agents):
     assert got["result"]["id"] == task["id"]
     current = rpc(base, "SendMessage", {"message": MESSAGE_10}, {"A2A-Version": "1.0"})
     assert current["error"]["code"] == -32601, current
+
+
+# What each SDK makes of an executor that raises, on a blocking send: the answer, then the
+# task's state in GetTask.
+CRASH = {
+    "sdk1": ("-32603", "TASK_STATE_FAILED"),
+    "agentcore": ("-32603", "TASK_STATE_FAILED"),
+    "js": ("TASK_STATE_FAILED", "TASK_STATE_FAILED"),
+    # a2a-sdk 0.3.26 answers the error but leaves the task `submitted` for good.
+    "sdk03": ("-32603", "submitted"),
+    "agentcore03": ("-32603", "submitted"),
+}
+
+
+@pytest.mark.parametrize("kind", list(CRASH))
+def test_what_a_crashing_executor_leaves(agents, kind):
+    agent = agents[kind, "plain"]
+    legacy = KINDS[kind][1] == "0.3"
+    message_id = f"m-crash-{uuid.uuid4()}"
+    if legacy:
+        parts = [{"kind": "text", "text": "crash now"}]
+        answer = rpc(
+            agent.base,
+            "message/send",
+            {"message": {**MESSAGE_03, "messageId": message_id, "parts": parts}},
+        )
+    else:
+        answer = rpc(
+            agent.base,
+            "SendMessage",
+            {"message": {**MESSAGE_10, "messageId": message_id, "parts": [{"text": "crash now"}]}},
+            {"A2A-Version": "1.0"},
+        )
+    if "error" in answer:
+        said = str(answer["error"]["code"])
+        assert "crashed on purpose" in answer["error"]["message"]
+    else:
+        said = answer["result"]["task"]["status"]["state"]
+    task_id = [c for c in agent.calls() if c.get("message_id") == message_id][0]["task_id"]
+    time.sleep(0.2)
+    if legacy:
+        got = rpc(agent.base, "tasks/get", {"id": task_id})["result"]
+    else:
+        got = rpc(agent.base, "GetTask", {"id": task_id}, {"A2A-Version": "1.0"})["result"]
+    assert (said, got["status"]["state"]) == CRASH[kind]
