@@ -38,6 +38,8 @@ pub mod push;
 pub mod server;
 pub mod store;
 pub mod telemetry;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
 pub mod tls;
 pub mod transport;
 pub mod upstream;
