@@ -487,9 +487,10 @@ impl GatewayProcess {
         let _ = std::fs::write(format!("/proc/{}/clear_refs", self.pid()), "5");
     }
 
-    /// The user plus system CPU time it has used so far ([`proc_stat::cpu_time`]).
+    /// The user plus system CPU time it has used so far ([`proc_stat::cpu_time`]; zero
+    /// once it is gone).
     pub fn cpu(&self) -> Duration {
-        proc_stat::cpu_time(self.pid())
+        proc_stat::cpu_time(self.pid()).unwrap_or_default()
     }
 
     /// Its open file descriptors ([`proc_stat::open_fds`]).

@@ -1,7 +1,7 @@
 //! What Linux's `/proc` says about a process and the machine: resident memory, CPU time,
-//! open files, load. Each reader returns zero (or an empty string) where `/proc` does
-//! not answer (another system, a process that is gone), so a benchmark prints a zero
-//! instead of stopping.
+//! open files, load. Where `/proc` does not answer (another system, a process that is
+//! gone) the sizes and counts read as zero (a benchmark prints a zero instead of
+//! stopping) and the CPU times as `None`.
 
 use std::time::Duration;
 
@@ -17,22 +17,23 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
 }
 
 /// User plus system CPU time process `pid` has used so far, its ended threads included
-/// (`/proc/PID/stat` fields 14 and 15, in clock ticks of 1/100 s: Linux's `USER_HZ`).
-pub fn cpu_time(pid: u32) -> Duration {
-    let (user, system) = cpu_ticks(pid);
-    Duration::from_millis((user + system) * 10)
+/// (`/proc/PID/stat` fields 14 and 15, in clock ticks of 1/100 s: Linux's `USER_HZ`);
+/// `None` when `/proc` has no such process.
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let (user, system) = cpu_ticks(pid)?;
+    Some(Duration::from_millis((user + system) * 10))
 }
 
 /// User and system CPU time of process `pid` so far, each in clock ticks (1/100 s on
-/// Linux; `getconf CLK_TCK`), as `/proc/PID/stat` fields 14 and 15 hold them.
-pub fn cpu_ticks(pid: u32) -> (u64, u64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+/// Linux; `getconf CLK_TCK`), as `/proc/PID/stat` fields 14 and 15 hold them; `None`
+/// when `/proc` has no such process.
+pub fn cpu_ticks(pid: u32) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The fields after the command name, which is in parentheses and may hold spaces;
     // `rest` starts at field 3.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let (_, rest) = stat.rsplit_once(')')?;
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let field = |i: usize| f.get(i).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (field(11), field(12))
+    Some((f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?))
 }
 
 /// Open file descriptors of process `pid` (entries of `/proc/PID/fd`).
@@ -86,7 +87,7 @@ mod tests {
         assert!(open_file_limit() > 0);
         assert_eq!(loadavg().split(' ').count(), 3, "{}", loadavg());
         let spin = std::time::Instant::now();
-        while cpu_time(me) == Duration::ZERO {
+        while cpu_time(me).expect("this process's CPU time") == Duration::ZERO {
             assert!(
                 spin.elapsed() < Duration::from_secs(5),
                 "no CPU time counted"
@@ -99,7 +100,7 @@ mod tests {
         // Above the largest pid Linux hands out (2^22).
         let gone = 1 << 23;
         assert_eq!(rss_kib(gone), 0);
-        assert_eq!(cpu_time(gone), Duration::ZERO);
+        assert_eq!(cpu_time(gone), None);
         assert_eq!(open_fds(gone), 0);
     }
 }
