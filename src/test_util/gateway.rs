@@ -130,7 +130,7 @@ impl GatewayBuilder {
         let config = self.write_config(dir.path());
         let what = self.describe();
         let mut child = self
-            .command(dir.path(), config.as_deref())
+            .command_in(dir.path(), config.as_deref())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -193,7 +193,7 @@ impl GatewayBuilder {
         let config = self.write_config(dir.path());
         let what = self.describe();
         let mut child = self
-            .command(dir.path(), config.as_deref())
+            .command_in(dir.path(), config.as_deref())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -248,6 +248,20 @@ impl GatewayBuilder {
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
     }
 
+    /// The command [`start`](Self::start) and [`run`](Self::run) spawn (wrapper, arguments,
+    /// cleared environment, working directory), for a caller that wires its stdio itself
+    /// (e.g. a closed pipe as stdout). It runs in this process's directory unless
+    /// [`current_dir`](Self::current_dir) was set; panics when a
+    /// [`config`](Self::config) was set (only `start` and `run` write it).
+    pub fn command(&self) -> Command {
+        assert!(
+            self.config.is_none(),
+            "GatewayBuilder::command does not write the config file; use start or run"
+        );
+        let here = PathBuf::from(".");
+        self.command_in(self.dir.as_deref().unwrap_or(&here), None)
+    }
+
     /// The binary and its arguments, for messages.
     fn describe(&self) -> String {
         let name = self
@@ -270,7 +284,7 @@ impl GatewayBuilder {
         Some(path)
     }
 
-    fn command(&self, dir: &Path, config: Option<&Path>) -> Command {
+    fn command_in(&self, dir: &Path, config: Option<&Path>) -> Command {
         let mut cmd = match self.wrapper.split_first() {
             Some((program, words)) => {
                 let mut c = Command::new(program);

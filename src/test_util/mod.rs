@@ -10,8 +10,8 @@
 //! - [`PgSchema`]: a fresh PostgreSQL schema per test on `A2A_GATEWAY_TEST_POSTGRES_URL`,
 //!   dropped when the value is (also when the test panics).
 //! - [`rpc`], [`rpc_with`], [`rpc_result`]: one JSON-RPC call over HTTP, its parsed reply.
-//! - [`free_port`], [`ci`], [`skip`], [`python`], [`python_with`], [`ChildGuard`], and the
-//!   `/proc` readers in [`proc_stat`].
+//! - [`free_port`], [`ci`], [`skip`], [`python`], [`python_with`], [`ChildGuard`],
+//!   [`strip_ansi`], and the `/proc` readers in [`proc_stat`].
 //!
 //! The rule for a peer a test needs (PostgreSQL, the Python venv, a program on `PATH`):
 //! without it the test is skipped with a note, unless `CI=true`, where it fails ([`skip`]).
@@ -29,5 +29,6 @@ pub use child::ChildGuard;
 pub use env::{ci, python, python_with, skip};
 pub use gateway::{GatewayBuilder, GatewayProcess};
 pub use net::free_port;
+pub use output::strip_ansi;
 pub use postgres::PgSchema;
 pub use rpc::{RPC_TIMEOUT, rpc, rpc_body, rpc_result, rpc_with};

@@ -78,7 +78,7 @@ impl Captured {
 }
 
 /// `s` without ANSI escape sequences (colours: ESC, then up to the first letter).
-pub(crate) fn strip_ansi(s: &str) -> String {
+pub fn strip_ansi(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars();
     while let Some(c) = chars.next() {
