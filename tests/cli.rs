@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use a2a_gateway::demo::runtime::{self, RuntimeOptions};
-use a2a_gateway::test_util::{GatewayBuilder, GatewayProcess, rpc, strip_ansi};
+use a2a_gateway::test_util::{GatewayBuilder, GatewayProcess, free_port, rpc, strip_ansi};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -1426,9 +1426,7 @@ async fn check_config_reads_the_token_endpoint_from_discovery() {
 async fn health_follows_the_configured_port_and_unknown_paths_and_methods_get_a_hint() {
     let dir = tempfile::tempdir().unwrap();
     let (upstream, _guard) = stand_in(RuntimeOptions::default()).await;
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = free.local_addr().unwrap().port();
-    drop(free);
+    let port = free_port();
     let path = dir.path().join("gateway.toml");
     std::fs::write(
         &path,
