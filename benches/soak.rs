@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use a2a_gateway::test_util::proc_stat;
+use a2a_gateway::test_util::user_message as message;
 use futures::StreamExt;
 use hold_upstream::HoldUpstream;
 use serde_json::{Value, json};
@@ -64,14 +65,6 @@ fn record(shared: &Shared, kind: usize, result: Result<Duration, String>) {
             }
         }
     }
-}
-
-fn message(text: &str) -> Value {
-    json!({
-        "messageId": uuid::Uuid::new_v4().to_string(),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    })
 }
 
 /// `e` with its sources (reqwest's own message names only the URL).

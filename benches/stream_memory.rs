@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use a2a_gateway::test_util::proc_stat;
+use a2a_gateway::test_util::user_message as message;
 use futures::StreamExt;
 use hold_upstream::{HELD_TEXT, HoldUpstream};
 use serde_json::{Value, json};
@@ -140,14 +141,6 @@ impl Clients {
 
 fn rpc_body(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-}
-
-fn message(text: &str) -> Value {
-    json!({
-        "messageId": uuid::Uuid::new_v4().to_string(),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    })
 }
 
 /// Counters shared by the client tasks of one phase.

@@ -29,14 +29,16 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use a2a_gateway::test_util::{ChildGuard, GatewayProcess, PgSchema, free_port, python_with, skip};
+use a2a_gateway::test_util::{
+    ChildGuard, GatewayProcess, PgSchema, free_port, python_with, rpc_body, rpc_stream_with, skip,
+    user_message,
+};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::post;
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -256,11 +258,7 @@ struct Lb {
 }
 
 fn message(text: &str, task_id: Option<&str>) -> Value {
-    let mut m = json!({
-        "messageId": uuid::Uuid::new_v4().to_string(),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    });
+    let mut m = user_message(text);
     if let Some(id) = task_id {
         m["taskId"] = json!(id);
     }
@@ -274,7 +272,7 @@ impl Lb {
             .client
             .post(&self.url)
             .header("a2a-version", "1.0")
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .json(&rpc_body(method, params))
             .timeout(WAIT)
             .send()
             .await
@@ -292,31 +290,20 @@ impl Lb {
         params: Value,
         last: Option<u64>,
     ) -> (Vec<(u64, Value)>, String) {
-        let mut req = self
-            .client
-            .post(&self.url)
-            .header("a2a-version", "1.0")
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
+        let mut req = self.client.post(&self.url);
         if let Some(n) = last {
             req = req.header("last-event-id", n.to_string());
         }
-        let resp = req.send().await.unwrap();
-        let backend = backend(resp.headers());
+        let (headers, events) = rpc_stream_with(req, method, params).await;
         let events = tokio::time::timeout(
             WAIT,
-            resp.bytes_stream()
-                .eventsource()
-                .map(|e| {
-                    let e = e.expect("well-formed SSE");
-                    let body: Value = serde_json::from_str(&e.data).unwrap();
-                    assert!(body.get("error").is_none(), "{method}: {body}");
-                    (e.id.parse::<u64>().expect("an id"), body["result"].clone())
-                })
+            events
+                .map(|e| (e.id.expect("an id"), e.result))
                 .collect::<Vec<_>>(),
         )
         .await
         .expect("the stream ends within the bound");
-        (events, backend)
+        (events, backend(&headers))
     }
 
     async fn get(&self, id: &str) -> Value {

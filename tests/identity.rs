@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use a2a_gateway::config::{JwtConfig, ServerAuthConfig};
+use a2a_gateway::test_util::user_message as message;
 use a2a_gateway::transport::TransportConfig;
 use a2a_gateway::transport::auth::Authenticator;
 use axum::extract::State;
@@ -164,14 +165,6 @@ async fn gateway(p: &Provider, discovery: bool) -> Server {
         ..TransportConfig::default()
     })
     .await
-}
-
-fn message(text: &str) -> Value {
-    json!({
-        "messageId": uuid::Uuid::new_v4().to_string(),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    })
 }
 
 async fn send(b: &dyn Binding, token: &str, tenant: Option<&str>) -> Result<Value, Failure> {

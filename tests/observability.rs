@@ -26,7 +26,9 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use a2a_gateway::test_util::{ChildGuard, GatewayProcess, free_port, python_with, rpc_with, skip};
+use a2a_gateway::test_util::{
+    ChildGuard, GatewayProcess, free_port, python_with, rpc_with, skip, user_message,
+};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -103,11 +105,7 @@ async fn token_endpoint() -> RawServer {
 }
 
 fn message(text: &str) -> Value {
-    json!({"message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": text}]}})
-}
-
-fn uuid() -> String {
-    uuid::Uuid::new_v4().to_string()
+    json!({"message": user_message(text)})
 }
 
 /// A JSON-RPC call in the caller's trace.

@@ -10,20 +10,13 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use a2a_gateway::store::{MemoryTaskStore, TaskStore};
+use a2a_gateway::test_util::user_message as message;
 use a2a_gateway::transport::TransportConfig;
 use base64::Engine as _;
 use bindings_common::client::{Operation, Opts};
 use bindings_common::server::{Hook, Receiver, Reply, Server, start_push, test_push_config};
 use serde_json::{Value, json};
 use std::sync::Arc;
-
-fn message(text: &str) -> Value {
-    json!({
-        "messageId": uuid::Uuid::new_v4().to_string(),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    })
-}
 
 async fn start(push: a2a_gateway::config::PushConfig) -> (Server, Arc<dyn TaskStore>) {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());

@@ -21,13 +21,14 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use a2a_gateway::test_util::{GatewayBuilder, GatewayProcess, PgSchema, free_port, rpc_result};
+use a2a_gateway::test_util::{
+    GatewayBuilder, GatewayProcess, PgSchema, free_port, rpc_result, rpc_stream, user_message,
+};
 use axum::Router;
 use axum::body::Body;
 use axum::http::header;
 use axum::response::Response;
 use axum::routing::post;
-use eventsource_stream::Eventsource;
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 
@@ -128,31 +129,10 @@ async fn stream(
     params: Value,
     last_event_id: Option<u64>,
 ) -> Events {
-    let mut req = client
-        .post(url)
-        .header("a2a-version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
-    if let Some(n) = last_event_id {
-        req = req.header("last-event-id", n.to_string());
-    }
-    let resp = req.send().await.unwrap();
-    let ct = resp.headers()[header::CONTENT_TYPE]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        ct.starts_with("text/event-stream"),
-        "{method}: {ct}: {}",
-        resp.text().await.unwrap_or_default()
-    );
-    Box::pin(resp.bytes_stream().eventsource().map(|e| {
-        let e = e.expect("well-formed SSE");
-        let body: Value = serde_json::from_str(&e.data).unwrap();
-        assert!(body.get("error").is_none(), "stream error: {body}");
-        Ev {
-            id: e.id.parse().expect("every task event has an id"),
-            result: body["result"].clone(),
-        }
+    let events = rpc_stream(client, url, method, params, last_event_id).await;
+    Box::pin(events.map(|e| Ev {
+        id: e.id.expect("every task event has an id"),
+        result: e.result,
     }))
 }
 
@@ -163,11 +143,7 @@ async fn next(events: &mut Events) -> Option<Ev> {
 }
 
 fn message(text: &str) -> Value {
-    json!({"message": {
-        "messageId": uuid::Uuid::new_v4().to_string(),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    }})
+    json!({"message": user_message(text)})
 }
 
 fn status_text(task: &Value) -> String {

@@ -15,10 +15,10 @@ use a2a_gateway::executor::{
 };
 use a2a_gateway::protocol::Part;
 use a2a_gateway::store::open_store;
+use a2a_gateway::test_util::rpc_stream;
 use a2a_gateway::transport::{AppState, TransportConfig};
 use a2a_gateway::{HandlerConfig, RequestHandler, server};
 use async_trait::async_trait;
-use eventsource_stream::Eventsource;
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -104,25 +104,10 @@ async fn open(
     params: Value,
     last_event_id: Option<u64>,
 ) -> Events {
-    let mut req = client
-        .post(url)
-        .header("a2a-version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
-    if let Some(n) = last_event_id {
-        req = req.header("last-event-id", n.to_string());
-    }
-    let resp = req.send().await.unwrap();
-    assert_eq!(resp.status(), 200);
-    let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
-    assert!(ct.starts_with("text/event-stream"), "{ct}");
-    Box::pin(resp.bytes_stream().eventsource().map(|e| {
-        let e = e.expect("well-formed SSE");
-        let body: Value = serde_json::from_str(&e.data).unwrap();
-        assert!(body.get("error").is_none(), "stream error: {body}");
-        Ev {
-            id: (!e.id.is_empty()).then(|| e.id.parse().unwrap()),
-            result: body["result"].clone(),
-        }
+    let events = rpc_stream(client, url, method, params, last_event_id).await;
+    Box::pin(events.map(|e| Ev {
+        id: e.id,
+        result: e.result,
     }))
 }
 
