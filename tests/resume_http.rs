@@ -15,12 +15,12 @@ use a2a_gateway::executor::{
 };
 use a2a_gateway::protocol::Part;
 use a2a_gateway::store::open_store;
-use a2a_gateway::test_util::rpc_stream;
+use a2a_gateway::test_util::{StreamEvent as Ev, StreamEvents as Events, rpc_stream as open};
 use a2a_gateway::transport::{AppState, TransportConfig};
 use a2a_gateway::{HandlerConfig, RequestHandler, server};
 use async_trait::async_trait;
-use futures::{Stream, StreamExt};
-use serde_json::{Value, json};
+use futures::StreamExt;
+use serde_json::json;
 use tokio::sync::mpsc;
 
 const CHUNKS: usize = 3_000;
@@ -74,41 +74,16 @@ fn chunk_text(i: usize) -> String {
     format!("c{i:04};")
 }
 
-/// One SSE event of a JSON-RPC stream: its id and the `result`.
-#[derive(Debug)]
-struct Ev {
-    id: Option<u64>,
-    result: Value,
+/// The text of an `artifactUpdate` event's parts.
+trait Chunk {
+    fn chunk(&self) -> Option<String>;
 }
 
-impl Ev {
+impl Chunk for Ev {
     fn chunk(&self) -> Option<String> {
         let parts = self.result.get("artifactUpdate")?["artifact"]["parts"].as_array()?;
         Some(parts.iter().filter_map(|p| p["text"].as_str()).collect())
     }
-
-    fn state(&self) -> Option<&str> {
-        self.result
-            .get("statusUpdate")
-            .or_else(|| self.result.get("task"))?["status"]["state"]
-            .as_str()
-    }
-}
-
-type Events = std::pin::Pin<Box<dyn Stream<Item = Ev> + Send>>;
-
-async fn open(
-    client: &reqwest::Client,
-    url: &str,
-    method: &str,
-    params: Value,
-    last_event_id: Option<u64>,
-) -> Events {
-    let events = rpc_stream(client, url, method, params, last_event_id).await;
-    Box::pin(events.map(|e| Ev {
-        id: e.id,
-        result: e.result,
-    }))
 }
 
 async fn next(events: &mut Events) -> Ev {
