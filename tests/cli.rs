@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use a2a_gateway::demo::runtime::{self, RuntimeOptions};
-use a2a_gateway::test_util::{GatewayBuilder, GatewayProcess, free_port, rpc, strip_ansi};
+use a2a_gateway::test_util::{
+    GatewayBuilder, GatewayProcess, free_port, get_json, rpc, strip_ansi,
+};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -204,23 +206,21 @@ async fn serve_uses_the_environment_over_the_file() {
         &["serve", "--config", &file],
         &[("A2A_GATEWAY_AGENT__NAME", "name-from-env")],
     );
-    let card: Value = reqwest::get(format!("{}.well-known/agent-card.json", gw.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(
+        &reqwest::Client::new(),
+        &format!("{}.well-known/agent-card.json", gw.url),
+    )
+    .await;
     assert_eq!(card["name"], "name-from-env", "{card}");
     assert_eq!(card["description"], "description-from-file", "{card}");
 
     // A2A_GATEWAY_CONFIG names the file when --config is absent.
     let gw2 = start(dir.path(), &["serve"], &[("A2A_GATEWAY_CONFIG", &file)]);
-    let card: Value = reqwest::get(format!("{}.well-known/agent-card.json", gw2.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(
+        &reqwest::Client::new(),
+        &format!("{}.well-known/agent-card.json", gw2.url),
+    )
+    .await;
     assert_eq!(card["name"], "name-from-file", "{card}");
 
     // gRPC on its own port 0: the card names the port bound, which takes connections.
@@ -229,12 +229,11 @@ async fn serve_uses_the_environment_over_the_file() {
         &["serve", "--config", &file],
         &[("A2A_GATEWAY_SERVER__GRPC_LISTEN", "127.0.0.1:0")],
     );
-    let card: Value = reqwest::get(format!("{}.well-known/agent-card.json", gw3.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(
+        &reqwest::Client::new(),
+        &format!("{}.well-known/agent-card.json", gw3.url),
+    )
+    .await;
     let grpc = card["supportedInterfaces"]
         .as_array()
         .unwrap()

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use a2a_gateway::store::{MemoryTaskStore, TaskStore};
+use a2a_gateway::test_util::get_json;
 use a2a_gateway::test_util::user_message as message;
 use a2a_gateway::transport::TransportConfig;
 use base64::Engine as _;
@@ -43,15 +44,7 @@ async fn send(s: &Server, text: &str, url: &str, immediate: bool) -> Value {
 
 /// The JWKS key of the gateway.
 async fn public_key(s: &Server) -> Vec<u8> {
-    let jwks: Value = s
-        .http
-        .get(format!("{}.well-known/jwks.json", s.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let jwks: Value = get_json(&s.http, &format!("{}.well-known/jwks.json", s.url)).await;
     let x = jwks["keys"][0]["x"].as_str().unwrap();
     base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(x)

@@ -6,7 +6,7 @@
 mod bindings_common;
 
 use a2a_gateway::config::Binding;
-use a2a_gateway::test_util::PgSchema;
+use a2a_gateway::test_util::{PgSchema, get_json};
 use a2a_gateway::transport::TransportConfig;
 use a2a_gateway::transport::auth::Authenticator;
 use bindings_common::server::{Server, start, start_on, start_with};
@@ -71,15 +71,7 @@ async fn the_card_declares_each_served_binding_at_its_url() {
         ]
     );
     // The served card says the same.
-    let card: Value = s
-        .http
-        .get(format!("{}.well-known/agent-card.json", s.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(&s.http, &format!("{}.well-known/agent-card.json", s.url)).await;
     assert_eq!(
         card["supportedInterfaces"][1]["protocolBinding"],
         "HTTP+JSON"

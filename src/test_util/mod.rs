@@ -10,7 +10,7 @@
 //! - [`PgSchema`]: a fresh PostgreSQL schema per test on `A2A_GATEWAY_TEST_POSTGRES_URL`,
 //!   dropped when the value is (also when the test panics).
 //! - [`rpc`], [`rpc_with`], [`rpc_result`]: one JSON-RPC call over HTTP, its parsed reply;
-//!   [`rpc_stream`]: a streaming call, its events.
+//!   [`rpc_stream`]: a streaming call, its events; [`get_json`]: a plain GET (the card).
 //! - [`user_message`], [`free_port`], [`ci`], [`skip`], [`python`], [`python_with`],
 //!   [`ChildGuard`], [`strip_ansi`], and the `/proc` readers in [`proc_stat`].
 //!
@@ -20,6 +20,7 @@
 mod child;
 mod env;
 mod gateway;
+mod http;
 mod message;
 mod net;
 mod output;
@@ -31,6 +32,7 @@ mod stream;
 pub use child::ChildGuard;
 pub use env::{ci, python, python_with, skip};
 pub use gateway::{GatewayBuilder, GatewayProcess};
+pub use http::get_json;
 pub use message::user_message;
 pub use net::free_port;
 pub use output::strip_ansi;
