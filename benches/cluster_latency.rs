@@ -12,7 +12,6 @@
 //! events). Prints p50/p99 of both, in milliseconds.
 
 use std::collections::HashMap;
-use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,13 +22,14 @@ use a2a_gateway::protocol::{
     SubscribeToTaskRequest, TaskState,
 };
 use a2a_gateway::store::PostgresTaskStore;
+use a2a_gateway::test_util::PgSchema;
 use a2a_gateway::{
     AgentExecutor, CallContext, EventQueue, HandlerConfig, RequestContext, RequestHandler,
     TaskUpdater,
 };
 use async_trait::async_trait;
 use futures::StreamExt;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::PgConnectOptions;
 
 const EVENTS: usize = 50;
 const GAP_MS: u64 = 5;
@@ -115,26 +115,14 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let Some(url) = std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        eprintln!("set A2A_GATEWAY_TEST_POSTGRES_URL");
-        return;
-    };
     let tasks: usize = std::env::var("BENCH_TASKS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
-    let admin = PgPoolOptions::new().connect(&url).await.unwrap();
-    let schema = format!("a2a_bench_{}", uuid::Uuid::new_v4().simple());
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
-        .execute(&admin)
-        .await
-        .unwrap();
-    let options = PgConnectOptions::from_str(&url)
-        .unwrap()
-        .options([("search_path", schema.as_str())]);
+    let Some(schema) = PgSchema::create("bench_cluster_latency").await else {
+        return;
+    };
+    let options = schema.connect_options();
     let emitted: Emitted = Arc::default();
     let a = instance(options.clone(), Emitter(emitted.clone())).await;
     let b = instance(options, Emitter(emitted.clone())).await;
@@ -177,10 +165,5 @@ async fn main() {
         pct(&mut cross, 0.5),
         pct(&mut cross, 0.99)
     );
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP SCHEMA \"{schema}\" CASCADE"
-    )))
-    .execute(&admin)
-    .await
-    .unwrap();
+    schema.close().await;
 }

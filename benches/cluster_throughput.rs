@@ -20,12 +20,11 @@
 //! cargo bench --bench cluster_throughput`.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use a2a_gateway::test_util::{GatewayProcess, PgSchema, proc_stat};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_a2a-gateway");
@@ -38,22 +37,9 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// utime + stime of `pid` in seconds (clock ticks of 1/100 s, Linux's USER_HZ).
+/// utime + stime of `pid` in seconds.
 fn cpu_secs(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name in parentheses (which may hold spaces).
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let (utime, stime): (u64, u64) = (f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?);
-    Some((utime + stime) as f64 / 100.0)
+    proc_stat::cpu_time(pid).map(|t| t.as_secs_f64())
 }
 
 /// This process's CPU time (user + system), in seconds.
@@ -61,49 +47,18 @@ fn self_cpu() -> f64 {
     cpu_secs(std::process::id()).unwrap_or(0.0)
 }
 
-struct Gateway(Child);
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_gateway(port: u16, name: &str, upstream: &str, store_url: &str) -> Gateway {
-    let mut child = Command::new(BIN)
-        .env_clear()
-        .env("NO_COLOR", "1")
+/// `a2a-gateway serve` named `name` on the store at `store_url`, in front of `upstream`;
+/// it logs warnings and its start line only.
+fn start_gateway(name: &str, upstream: &str, store_url: &str) -> GatewayProcess {
+    GatewayProcess::init(BIN)
+        .listen("127.0.0.1:0")
         .env("RUST_LOG", "warn,a2a_gateway::cli=info")
-        .env("A2A_GATEWAY_SERVER__LISTEN", format!("127.0.0.1:{port}"))
         .env("A2A_GATEWAY_STORE__INSTANCE_NAME", name)
         .env("A2A_GATEWAY_STORE__URL", store_url)
         .env("A2A_GATEWAY_UPSTREAM__URL", upstream)
         .env("A2A_GATEWAY_UPSTREAM__AUTH__KIND", "none")
         .arg("serve")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn a2a-gateway");
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    for r in [
-        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-        Box::new(child.stderr.take().unwrap()),
-    ] {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(r).lines().map_while(Result::ok) {
-                if line.contains("listening on ") {
-                    let _ = tx.send(());
-                } else if line.contains("ERROR") || line.contains("WARN") {
-                    eprintln!("gateway: {line}");
-                }
-            }
-        });
-    }
-    rx.recv_timeout(Duration::from_secs(60))
-        .expect("the gateway started");
-    Gateway(child)
+        .start()
 }
 
 /// The PostgreSQL backends serving the gateways, with their CPU seconds.
@@ -136,16 +91,10 @@ async fn phase(
     store_url: &str,
     admin: &sqlx::PgPool,
 ) -> Phase {
-    let ports: Vec<u16> = (0..instances).map(|_| free_port()).collect();
-    let gateways: Vec<Gateway> = ports
-        .iter()
-        .enumerate()
-        .map(|(i, p)| start_gateway(*p, &format!("gw{i}"), upstream, store_url))
+    let gateways: Vec<GatewayProcess> = (0..instances)
+        .map(|i| start_gateway(&format!("gw{i}"), upstream, store_url))
         .collect();
-    let urls: Vec<String> = ports
-        .iter()
-        .map(|p| format!("http://127.0.0.1:{p}/"))
-        .collect();
+    let urls: Vec<String> = gateways.iter().map(|g| g.url.clone()).collect();
     // Warm-up: one task per client, not counted.
     let http: Vec<reqwest::Client> = (0..clients)
         .map(|_| {
@@ -158,7 +107,7 @@ async fn phase(
     for (i, c) in http.iter().enumerate() {
         send(c, &urls[i % instances]).await;
     }
-    let gw_before: f64 = gateways.iter().filter_map(|g| cpu_secs(g.0.id())).sum();
+    let gw_before: f64 = gateways.iter().filter_map(|g| cpu_secs(g.pid())).sum();
     let pg_before = backends(admin).await;
     let me_before = self_cpu();
     let done = Arc::new(AtomicU64::new(0));
@@ -183,13 +132,16 @@ async fn phase(
         w.await.unwrap();
     }
     let took = started.elapsed().as_secs_f64();
-    let gw_after: f64 = gateways.iter().filter_map(|g| cpu_secs(g.0.id())).sum();
+    let gw_after: f64 = gateways.iter().filter_map(|g| cpu_secs(g.pid())).sum();
     let pg_after = backends(admin).await;
     let me_after = self_cpu();
     let pg_cpu = pg_after
         .iter()
         .map(|(pid, t)| t - pg_before.get(pid).copied().unwrap_or(0.0))
         .sum();
+    for line in gateways.iter().flat_map(|g| g.problems()) {
+        eprintln!("gateway: {line}");
+    }
     drop(gateways);
     Phase {
         instances,
@@ -260,22 +212,13 @@ async fn main() {
     let mut rows = vec![];
     for _ in 0..rounds {
         for instances in [1, 2] {
-            let schema = format!("a2a_bench_{}", uuid::Uuid::new_v4().simple());
-            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
-                .execute(&admin)
-                .await
-                .unwrap();
-            let sep = if url.contains('?') { '&' } else { '?' };
-            let store_url =
-                format!("{url}{sep}options[search_path]={schema}&application_name={APP_NAME}");
-            let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+            let Some(schema) = PgSchema::create("bench_cluster_throughput").await else {
+                return;
+            };
+            let store_url = format!("{}&application_name={APP_NAME}", schema.url());
+            let load = proc_stat::loadavg();
             let p = phase(instances, clients, secs, &upstream, &store_url, &admin).await;
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "DROP SCHEMA \"{schema}\" CASCADE"
-            )))
-            .execute(&admin)
-            .await
-            .unwrap();
+            schema.close().await;
             let per = |cpu: f64| cpu / p.tasks as f64 * 1000.0;
             println!(
                 "instances={} tasks={} tasks/s={:.1} gateway_cpu_ms/task={:.2} postgres_cpu_ms/task={:.2} bench_cpu_ms/task={:.2} load_before={}",
@@ -285,10 +228,7 @@ async fn main() {
                 per(p.gateway_cpu),
                 per(p.pg_cpu),
                 per(p.self_cpu),
-                load.split_whitespace()
-                    .take(3)
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                load
             );
             rows.push(p);
         }

@@ -54,10 +54,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-#[path = "support/gateway_child.rs"]
-mod gateway_child;
-use gateway_child::GatewayChild;
-
+use a2a_gateway::test_util::{GatewayProcess, PgSchema, proc_stat};
 use axum::body::Body;
 use axum::http::header;
 use axum::response::Response;
@@ -65,8 +62,6 @@ use axum::routing::post;
 use serde_json::json;
 
 mod common;
-
-const BIN: &str = env!("CARGO_BIN_EXE_a2a-gateway");
 
 /// The fake upstream's reply: `chunks` SSE frames, each a JSON string of about 35
 /// characters (a few words of streamed text) or, when `frame_bytes` is larger, of
@@ -109,14 +104,8 @@ async fn start_upstream(chunks: usize, frame_bytes: usize) -> String {
 /// The process's user and system CPU time so far (`/proc/<pid>/stat` fields 14 and
 /// 15, which include its ended threads), in seconds.
 fn cpu_secs(pid: u32, tick: f64) -> (f64, f64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/pid/stat");
-    // The command name (field 2) is in parentheses and may hold spaces.
-    let rest = &stat[stat.rfind(')').expect("stat format") + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // `rest` starts at field 3.
-    let utime: f64 = f[11].parse().unwrap();
-    let stime: f64 = f[12].parse().unwrap();
-    (utime / tick, stime / tick)
+    let (user, system) = proc_stat::cpu_ticks(pid).expect("/proc/pid/stat");
+    (user as f64 / tick, system as f64 / tick)
 }
 
 /// Clock ticks per second (`getconf CLK_TCK`; 100 on Linux).
@@ -260,8 +249,8 @@ async fn resume_all(url: &str, id: &str, n: usize) -> (usize, usize) {
 /// result and a function making the rest of its table row from the bytes received: the
 /// wall time, the megabytes received, and the peak RSS with its growth over the RSS
 /// before, in MiB.
-fn peak_during<T>(gw: &GatewayChild, f: impl FnOnce() -> T) -> (T, impl Fn(usize) -> String) {
-    let _ = std::fs::write(format!("/proc/{}/clear_refs", gw.pid()), "5");
+fn peak_during<T>(gw: &GatewayProcess, f: impl FnOnce() -> T) -> (T, impl Fn(usize) -> String) {
+    gw.reset_peak_rss();
     let rss0 = gw.rss_kib();
     let t0 = Instant::now();
     let out = f();
@@ -299,7 +288,7 @@ async fn get_task(url: &str, id: &str) {
 fn store_env(
     kind: &str,
     dir: &std::path::Path,
-    pg: &Option<(String, String)>,
+    pg: Option<&PgSchema>,
 ) -> Option<Vec<(&'static str, String)>> {
     let db = dir.join("gateway.db").display().to_string();
     Some(match kind {
@@ -309,44 +298,15 @@ fn store_env(
             ("A2A_GATEWAY_STORE__URL", format!("sqlite://{db}")),
             ("A2A_GATEWAY_STORE__SQLITE_SYNCHRONOUS", "normal".into()),
         ],
-        "postgres" => {
-            let (url, schema) = pg.as_ref()?;
-            let sep = if url.contains('?') { '&' } else { '?' };
-            vec![
-                (
-                    "A2A_GATEWAY_STORE__URL",
-                    format!("{url}{sep}options[search_path]={schema}"),
-                ),
-                ("A2A_GATEWAY_STORE__CLUSTER", "false".into()),
-            ]
-        }
+        "postgres" => vec![
+            ("A2A_GATEWAY_STORE__URL", pg?.url()),
+            ("A2A_GATEWAY_STORE__CLUSTER", "false".into()),
+        ],
         other => {
             eprintln!("unknown BENCH_STORE entry {other:?} skipped");
             return None;
         }
     })
-}
-
-/// A fresh PostgreSQL schema for one gateway, or `None` without a server.
-async fn pg_schema() -> Option<(String, String)> {
-    let url = std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL").ok()?;
-    let schema = format!("bench_event_cpu_{}", std::process::id());
-    let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&url)
-        .await
-        .ok()?;
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-        .execute(&mut conn)
-        .await
-        .ok()?;
-    Some((url, schema))
-}
-
-async fn drop_pg_schema(pg: &(String, String)) {
-    if let Ok(mut conn) = <sqlx::PgConnection as sqlx::Connection>::connect(&pg.0).await {
-        let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {} CASCADE", pg.1)))
-            .execute(&mut conn)
-            .await;
-    }
 }
 
 fn main() {
@@ -363,7 +323,7 @@ fn main() {
         .iter()
         .map(|e| {
             let (label, path) = e.split_once('=').unwrap_or((e, ""));
-            let path = if path.is_empty() { BIN } else { path };
+            let path = if path.is_empty() { common::BIN } else { path };
             (label.to_owned(), path.to_owned())
         })
         .collect();
@@ -437,10 +397,10 @@ fn run_store(
     {
         let dir = tempfile::tempdir().unwrap();
         let pg = if kind == "postgres" {
-            let pg = rt.block_on(pg_schema());
+            let pg = rt.block_on(PgSchema::create("bench_event_cpu"));
             if pg.is_none() {
                 println!(
-                    "| {kind} | skipped: A2A_GATEWAY_TEST_POSTGRES_URL unset or unreachable | | | | | | | | |"
+                    "| {kind} | skipped: A2A_GATEWAY_TEST_POSTGRES_URL unset | | | | | | | | |"
                 );
                 return;
             }
@@ -448,7 +408,7 @@ fn run_store(
         } else {
             None
         };
-        let Some(mut env) = store_env(kind, dir.path(), &pg) else {
+        let Some(mut env) = store_env(kind, dir.path(), pg.as_ref()) else {
             return;
         };
         env.extend([
@@ -462,7 +422,7 @@ fn run_store(
                 "warn,a2a_gateway::cli::serve=info".into(),
             ),
         ]);
-        let gw = GatewayChild::start_bin(bin, dir.path(), &env);
+        let gw = common::serve(bin, dir.path(), &env);
         // Warm-up: connections, the token-free upstream client, prepared statements.
         rt.block_on(round(&gw.url, clients, clients, chunks));
         let recorder = perf.map(|d| {
@@ -484,7 +444,7 @@ fn run_store(
         let mut last_task = String::new();
         for r in 1..=rounds {
             // Resets the peak resident memory (`VmHWM`) to the current one.
-            let _ = std::fs::write(format!("/proc/{}/clear_refs", gw.pid()), "5");
+            gw.reset_peak_rss();
             let rss0 = gw.rss_kib();
             let (u0, s0) = cpu_secs(gw.pid(), tick);
             let t0 = Instant::now();
@@ -543,8 +503,8 @@ fn run_store(
             per_event[per_event.len() / 2]
         );
         drop(gw);
-        if let Some(pg) = &pg {
-            rt.block_on(drop_pg_schema(pg));
+        if let Some(pg) = pg {
+            rt.block_on(pg.close());
         }
     }
 }

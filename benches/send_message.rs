@@ -29,9 +29,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use a2a_gateway::agents::hello_world::HelloWorldAgentExecutor;
-use a2a_gateway::executor::new_id;
 use a2a_gateway::server;
 use a2a_gateway::store::{SqliteTaskStore, Synchronous, TaskStore, open_store};
+use a2a_gateway::test_util::PgSchema;
 use a2a_gateway::transport::grpc::proto::{self, a2a_service_client::A2aServiceClient};
 use a2a_gateway::transport::{AppState, TransportConfig};
 use a2a_gateway::{HandlerConfig, RequestHandler};
@@ -47,8 +47,8 @@ struct BenchStore {
     store: Arc<dyn TaskStore>,
     /// Holds the SQLite file until the store is done.
     _dir: Option<tempfile::TempDir>,
-    /// The PostgreSQL server and the schema to drop.
-    pg_schema: Option<(String, String)>,
+    /// The PostgreSQL schema to drop.
+    pg_schema: Option<PgSchema>,
 }
 
 /// Opens the store `kind`, or `None` (after a note) when it cannot run here.
@@ -80,37 +80,17 @@ async fn open_bench_store(kind: &str) -> Option<BenchStore> {
             })
         }
         "postgres" => {
-            let Some(url) = std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL")
-                .ok()
-                .filter(|u| !u.trim().is_empty())
-            else {
-                eprintln!("note: postgres skipped: A2A_GATEWAY_TEST_POSTGRES_URL is not set");
-                return None;
-            };
-            let schema = format!("a2a_bench_{}", new_id().replace('-', ""));
-            pg_ddl(&url, &format!("CREATE SCHEMA \"{schema}\"")).await;
-            let sep = if url.contains('?') { '&' } else { '?' };
-            let scoped = format!("{url}{sep}options=-csearch_path%3D{schema}");
+            let schema = PgSchema::create("bench_send_message").await?;
             Some(BenchStore {
-                store: open_store(&scoped, MAX_CONNECTIONS).await.unwrap(),
+                store: open_store(&schema.url(), MAX_CONNECTIONS).await.unwrap(),
                 _dir: None,
-                pg_schema: Some((url, schema)),
+                pg_schema: Some(schema),
             })
         }
         other => panic!(
             "unknown BENCH_STORE entry {other:?}: use memory, sqlite, sqlite-normal, postgres"
         ),
     }
-}
-
-/// Runs one DDL statement on the PostgreSQL server at `url`.
-async fn pg_ddl(url: &str, ddl: &str) {
-    let admin = sqlx::PgPool::connect(url).await.unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(ddl.to_owned()))
-        .execute(&admin)
-        .await
-        .unwrap();
-    admin.close().await;
 }
 
 /// The request URL and body of request `i` on `binding` (`jsonrpc` or `rest`) at the
@@ -370,8 +350,8 @@ fn main() {
             let _ = tokio::time::timeout(Duration::from_secs(10), served).await;
         });
         drop(bench.store);
-        if let Some((url, schema)) = bench.pg_schema {
-            server_rt.block_on(pg_ddl(&url, &format!("DROP SCHEMA \"{schema}\" CASCADE")));
+        if let Some(schema) = bench.pg_schema {
+            server_rt.block_on(schema.close());
         }
     }
 }

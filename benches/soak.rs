@@ -21,8 +21,6 @@
 //! Run: `cargo bench --bench soak` (`SOAK_SECS=120` for a short one; `BENCH_STORE`
 //! for another store URL, `{dir}` standing for a temporary directory).
 
-#[path = "support/gateway_child.rs"]
-mod gateway_child;
 #[path = "support/hold_upstream.rs"]
 mod hold_upstream;
 
@@ -31,8 +29,9 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use a2a_gateway::test_util::proc_stat;
+use a2a_gateway::test_util::user_message as message;
 use futures::StreamExt;
-use gateway_child::GatewayChild;
 use hold_upstream::HoldUpstream;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -66,14 +65,6 @@ fn record(shared: &Shared, kind: usize, result: Result<Duration, String>) {
             }
         }
     }
-}
-
-fn message(text: &str) -> Value {
-    json!({
-        "messageId": uuid::Uuid::new_v4().to_string(),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    })
 }
 
 /// `e` with its sources (reqwest's own message names only the URL).
@@ -271,7 +262,7 @@ async fn soak(
             "warn,a2a_gateway::cli::serve=info".into(),
         ),
     ];
-    let gw = GatewayChild::start(dir.path(), &env);
+    let gw = common::serve(common::BIN, dir.path(), &env);
     let url = gw.url.clone();
     println!(
         "store {store_url}, {rate} operations/s in turn ({}), {secs} s, windows of {window} s, gateway pid {}",
@@ -336,7 +327,7 @@ async fn soak(
                 per_kind.join(" | "),
                 rss,
                 cpu_share,
-                gateway_child::loadavg(),
+                proc_stat::loadavg(),
             );
             for e in &w.first_errors {
                 eprintln!("  error: {e}");
@@ -385,7 +376,7 @@ async fn soak(
             errors: late.errors,
         });
     }
-    for p in gw.problems.lock().unwrap().iter().take(10) {
+    for p in gw.problems().iter().take(10) {
         eprintln!("gateway: {p}");
     }
     println!(
@@ -404,7 +395,7 @@ fn main() {
     println!(
         "machine: {} cores; load before: {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        gateway_child::loadavg()
+        proc_stat::loadavg()
     );
     let rows = common::runtime().block_on(soak(secs, rate, window, max_in_flight, store));
     let errors: usize = rows.iter().map(|r| r.errors).sum();
@@ -422,7 +413,7 @@ fn main() {
             errors
         );
     }
-    println!("load after: {}", gateway_child::loadavg());
+    println!("load after: {}", proc_stat::loadavg());
     if errors > 0 {
         std::process::exit(1);
     }

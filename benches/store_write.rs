@@ -17,7 +17,6 @@
 //!   cargo bench --bench store_write -- --warm-up-time 1 --measurement-time 3
 //! ```
 
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -30,8 +29,8 @@ use a2a_gateway::scope::Scope;
 use a2a_gateway::store::{
     MemoryTaskStore, PostgresTaskStore, SqliteTaskStore, Synchronous, TaskStore,
 };
+use a2a_gateway::test_util::PgSchema;
 use criterion::{BenchmarkId, Criterion, criterion_main};
-use sqlx::postgres::{PgConnectOptions, PgPool};
 use tokio::runtime::Runtime;
 
 /// Task sizes (chunks already in the task) at which one append is timed.
@@ -173,27 +172,15 @@ fn store_write(c: &mut Criterion) {
         rt.block_on(sqlite.close());
     }
 
-    match std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL") {
-        Ok(_) if !wanted.contains(&"postgres") => {}
-        Ok(url) if !url.trim().is_empty() => {
-            let schema = format!("a2a_bench_{}", new_id().replace('-', ""));
-            let admin = rt.block_on(PgPool::connect(&url)).unwrap();
-            let ddl = format!("CREATE SCHEMA \"{schema}\"");
-            rt.block_on(sqlx::query(sqlx::AssertSqlSafe(ddl)).execute(&admin))
-                .unwrap();
-            let options = PgConnectOptions::from_str(&url)
-                .unwrap()
-                .options([("search_path", schema.as_str())]);
-            let pg = rt
-                .block_on(PostgresTaskStore::connect_with(options, 4))
-                .unwrap();
-            bench_backend(c, &rt, "postgres", Arc::new(pg.clone()));
-            rt.block_on(pg.close());
-            let ddl = format!("DROP SCHEMA \"{schema}\" CASCADE");
-            rt.block_on(sqlx::query(sqlx::AssertSqlSafe(ddl)).execute(&admin))
-                .unwrap();
-        }
-        _ => eprintln!("note: PostgreSQL skipped: A2A_GATEWAY_TEST_POSTGRES_URL is not set"),
+    if wanted.contains(&"postgres")
+        && let Some(schema) = rt.block_on(PgSchema::create("bench_store_write"))
+    {
+        let pg = rt
+            .block_on(PostgresTaskStore::connect_with(schema.connect_options(), 4))
+            .unwrap();
+        bench_backend(c, &rt, "postgres", Arc::new(pg.clone()));
+        rt.block_on(pg.close());
+        rt.block_on(schema.close());
     }
 }
 

@@ -25,8 +25,6 @@
 //!
 //! Run: `bash bench/stream_memory.sh` (it raises the soft open-file limit to the hard one).
 
-#[path = "support/gateway_child.rs"]
-mod gateway_child;
 #[path = "support/hold_upstream.rs"]
 mod hold_upstream;
 
@@ -36,8 +34,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use a2a_gateway::test_util::proc_stat;
+use a2a_gateway::test_util::user_message as message;
 use futures::StreamExt;
-use gateway_child::GatewayChild;
 use hold_upstream::{HELD_TEXT, HoldUpstream};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -142,14 +141,6 @@ impl Clients {
 
 fn rpc_body(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-}
-
-fn message(text: &str) -> Value {
-    json!({
-        "messageId": uuid::Uuid::new_v4().to_string(),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    })
 }
 
 /// Counters shared by the client tasks of one phase.
@@ -333,7 +324,7 @@ async fn run_case(case: &Case, n: usize, store: &str) -> Row {
             "warn,a2a_gateway::cli::serve=info".into(),
         ),
     ];
-    let gw = GatewayChild::start(dir.path(), &env);
+    let gw = common::serve(common::BIN, dir.path(), &env);
     let url = gw.url.clone();
     let clients = Clients::new(case.mux, n + WARM_UP);
 
@@ -402,7 +393,7 @@ async fn run_case(case: &Case, n: usize, store: &str) -> Row {
     drop(clients);
     tokio::time::sleep(SETTLE).await;
     let after_kib = gw.rss_kib();
-    let problems = gw.problems.lock().unwrap().clone();
+    let problems = gw.problems();
     for p in problems.iter().take(5) {
         eprintln!("gateway: {p}");
     }
@@ -427,10 +418,10 @@ fn main() {
         .iter()
         .map(|c| parse_case(c).unwrap_or_else(|| panic!("unknown case {c}")))
         .collect();
-    let limit = gateway_child::open_file_limit() as usize;
+    let limit = proc_stat::open_file_limit() as usize;
     println!(
         "load before: {}, open-file limit {limit}",
-        gateway_child::loadavg()
+        proc_stat::loadavg()
     );
     println!(
         "| case | tasks | RSS before (MiB) | RSS open (MiB) | KiB per task | RSS after end (MiB) | gateway fds | upstream conns | upstream replies open | errors | open time (s) |"
@@ -460,5 +451,5 @@ fn main() {
             r.open_secs,
         );
     }
-    println!("load after: {}", gateway_child::loadavg());
+    println!("load after: {}", proc_stat::loadavg());
 }

@@ -19,6 +19,9 @@
 #     without it unless CI=true) in front of the bedrock-agentcore app of the venv.
 #   - the A2A 0.3 client tests (tests/python03, pytest): the last a2a-sdk 0.3.x release,
 #     in its own venv (.venv03, tests/python/requirements-03.txt), drives `a2a-gateway serve`.
+#   - tests/python/test_a2a_agents.py proves the upstream A2A agents of tests/a2a_agents
+#     (a2a-sdk 1.x from .venv, a2a-sdk 0.3 and bedrock-agentcore on it from .venv03) and
+#     tests/js/a2a_agent.mjs (@a2a-js/sdk on Express) with the official client.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,23 +30,25 @@ cd "$(dirname "$0")/.."
 # re-pinned package reaches an existing .venv too.
 requirements_hash=$(sha256sum tests/python/requirements.txt | cut -d' ' -f1)
 if [ "$(cat .venv/requirements.sha256 2>/dev/null)" != "$requirements_hash" ] \
-  || ! .venv/bin/python -c 'import a2a, bedrock_agentcore, grpc, pytest, pytest_asyncio, opentelemetry.proto, standardwebhooks, cryptography' 2>/dev/null; then
+  || ! .venv/bin/python -c 'import a2a, bedrock_agentcore, grpc, pytest, pytest_asyncio, opentelemetry.proto, standardwebhooks, cryptography, moto, flask_cors' 2>/dev/null; then
   echo "== installing .venv with the Python test peers (tests/python/requirements.txt)"
   python3 -m venv .venv
   .venv/bin/pip install --quiet --upgrade pip
   .venv/bin/pip install --quiet -r tests/python/requirements.txt
   echo "$requirements_hash" > .venv/requirements.sha256
 fi
-if ! .venv03/bin/python -c 'import a2a.types, pytest, pytest_asyncio; from importlib.metadata import version; assert version("a2a-sdk").startswith("0.3.")' 2>/dev/null; then
+# (uvicorn and bedrock_agentcore: the 0.3 upstream agents of tests/a2a_agents run from .venv03.)
+if ! .venv03/bin/python -c 'import a2a.types, pytest, pytest_asyncio, uvicorn, bedrock_agentcore; from importlib.metadata import version; assert version("a2a-sdk").startswith("0.3.")' 2>/dev/null; then
   echo "== creating .venv03 with the A2A 0.3 client (a2a-sdk 0.3.x)"
   python3 -m venv .venv03
   .venv03/bin/pip install --quiet --upgrade pip
   .venv03/bin/pip install --quiet -r tests/python/requirements-03.txt
 fi
 export A2A_GATEWAY_TEST_PYTHON="$PWD/.venv/bin/python"
-# The official JavaScript client (@a2a-js/sdk, pinned in tests/js/package-lock.json).
-if [ ! -d tests/js/node_modules/@a2a-js/sdk ]; then
-  echo "== npm ci in tests/js (the JavaScript A2A client)"
+# The official JavaScript SDK (@a2a-js/sdk, pinned in tests/js/package-lock.json): its
+# client, and its server on Express (the upstream agent tests/js/a2a_agent.mjs).
+if [ ! -d tests/js/node_modules/@a2a-js/sdk ] || [ ! -d tests/js/node_modules/express ]; then
+  echo "== npm ci in tests/js (the JavaScript A2A client and server)"
   (cd tests/js && npm ci --no-audit --no-fund --silent)
 fi
 # A real OpenID provider (oidc-provider, pinned in tests/oidc/package-lock.json) issuing the

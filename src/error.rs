@@ -1,6 +1,6 @@
 //! One error type for every A2A and JSON-RPC error, mapped in one place to its
 //! JSON-RPC code, HTTP status, gRPC status and `google.rpc.ErrorInfo` reason
-//! (A2A spec §5.4 table as of v1.0.1; see `docs/errors.md`).
+//! (A2A spec §5.4 table as of v1.0.1; see `docs/bindings.md`).
 
 use serde_json::{Value, json};
 

@@ -13,6 +13,7 @@ use a2a_gateway::config::{Config, ConfigSources, sha256_hex};
 use a2a_gateway::executor::{AgentExecutor, EventQueue, ExecutorError, RequestContext};
 use a2a_gateway::protocol::Part;
 use a2a_gateway::store::MemoryTaskStore;
+use a2a_gateway::test_util::get_json;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -303,15 +304,11 @@ async fn card_health_and_readiness_stay_public_and_the_card_declares_the_scheme(
             .unwrap();
         assert_eq!(resp.status(), 200, "{path}");
     }
-    let card: Value = server
-        .client
-        .get(format!("{}.well-known/agent-card.json", server.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(
+        &server.client,
+        &format!("{}.well-known/agent-card.json", server.url),
+    )
+    .await;
     let scheme = &card["securitySchemes"]["apiKey"]["httpAuthSecurityScheme"];
     assert_eq!(scheme["scheme"], "Bearer", "{card}");
     assert!(scheme["description"].is_string(), "{card}");

@@ -14,20 +14,13 @@ mod bindings_common;
 
 use std::time::Duration;
 
+use a2a_gateway::test_util::user_message as message;
 use bindings_common::client::{Binding, Codes, Event, Events, Failure, Operation, Opts};
 use bindings_common::server::{Server, start};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-fn message(text: &str) -> Value {
-    json!({
-        "messageId": uuid::Uuid::new_v4().to_string(),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    })
-}
 
 /// Ids, timestamps and page tokens differ between runs: masked so transcripts compare.
 fn normalize(v: &Value) -> Value {

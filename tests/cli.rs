@@ -6,13 +6,15 @@
 //! is never changed), listens on `127.0.0.1:0`, runs in a temporary directory, and
 //! is killed by its pid if a test fails. Every wait is bounded.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use a2a_gateway::demo::runtime::{self, RuntimeOptions};
+use a2a_gateway::test_util::{
+    GatewayBuilder, GatewayProcess, free_port, get_json, rpc, strip_ansi,
+};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -21,170 +23,25 @@ use tokio_util::sync::CancellationToken;
 const BIN: &str = env!("CARGO_BIN_EXE_a2a-gateway");
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// A child process (`serve` or `demo`) with its output collected; killed on drop.
-struct Gateway {
-    child: Child,
-    url: String,
-    stdout: Arc<Mutex<String>>,
-    stderr: Arc<Mutex<String>>,
+/// `a2a-gateway ARGS` in `dir` with exactly `env` (plus PATH).
+fn gateway(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> GatewayBuilder {
+    GatewayProcess::init(BIN)
+        .current_dir(dir)
+        .args(args)
+        .envs(env.iter().copied())
 }
 
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Gateway {
-    /// Starts `a2a-gateway ARGS` in `dir` with exactly `env`, and waits until it
-    /// reports its URL (`serve` logs "listening on URL"; `demo` prints "gateway: URL").
-    fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Gateway {
-        let mut cmd = base_command(dir, env);
-        let mut child = cmd
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn a2a-gateway");
-        let (tx, rx) = mpsc::channel::<String>();
-        let stdout = collect(child.stdout.take().unwrap(), tx.clone());
-        let stderr = collect(child.stderr.take().unwrap(), tx);
-        let deadline = Instant::now() + START_TIMEOUT;
-        let url = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(url) = url_in(&line) {
-                        break url;
-                    }
-                }
-                Err(_) => {
-                    let _ = child.kill();
-                    panic!(
-                        "a2a-gateway did not start:\nstdout:\n{}\nstderr:\n{}",
-                        stdout.lock().unwrap(),
-                        stderr.lock().unwrap()
-                    );
-                }
-            }
-        };
-        Gateway {
-            child,
-            url,
-            stdout,
-            stderr,
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Waits up to `limit` for the process to exit.
-    fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
-    }
-
-    fn logs(&self) -> String {
-        format!(
-            "{}\n{}",
-            self.stdout.lock().unwrap(),
-            self.stderr.lock().unwrap()
-        )
-    }
-
-    /// [`logs`](Self::logs) once it holds every one of `needles`, or after 10 s: the
-    /// gateway writes its log from a thread of its own, a moment after it answers.
-    fn logs_with(&self, needles: &[&str]) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let logs = self.logs();
-            if needles.iter().all(|n| logs.contains(n)) || Instant::now() >= deadline {
-                return logs;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-fn base_command(dir: &Path, env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir).env_clear().env("NO_COLOR", "1");
-    if let Some(path) = std::env::var_os("PATH") {
-        cmd.env("PATH", path);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
-/// Forwards each line of `r` to `tx` and keeps them all (without ANSI colours).
-fn collect(r: impl std::io::Read + Send + 'static, tx: mpsc::Sender<String>) -> Arc<Mutex<String>> {
-    let all = Arc::new(Mutex::new(String::new()));
-    let keep = all.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(r).lines().map_while(Result::ok) {
-            let line = strip_ansi(&line);
-            keep.lock().unwrap().push_str(&line);
-            keep.lock().unwrap().push('\n');
-            let _ = tx.send(line);
-        }
-    });
-    all
-}
-
-fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn url_in(line: &str) -> Option<String> {
-    let rest = line
-        .split_once("listening on ")
-        .map(|(_, r)| r)
-        .or_else(|| line.strip_prefix("gateway: "))?;
-    let url = rest.split_whitespace().next()?;
-    url.starts_with("http").then(|| url.to_owned())
+/// Starts `a2a-gateway ARGS` (`serve` or `demo`) and waits until it reports its URL
+/// (`serve` logs "listening on URL"; `demo` prints "gateway: URL"); killed on drop.
+fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> GatewayProcess {
+    gateway(dir, args, env).timeout(START_TIMEOUT).start()
 }
 
 /// Runs `a2a-gateway ARGS` to completion (bounded).
 fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut child = base_command(dir, env)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn a2a-gateway");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("a2a-gateway {args:?} did not finish in 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    gateway(dir, args, env)
+        .timeout(Duration::from_secs(30))
+        .run()
 }
 
 fn text(out: &[u8]) -> String {
@@ -214,25 +71,11 @@ async fn stand_in(options: RuntimeOptions) -> (String, tokio_util::sync::DropGua
     (format!("http://{addr}/invocations"), stop.drop_guard())
 }
 
-async fn rpc(url: &str, method: &str, params: Value) -> Value {
-    reqwest::Client::new()
-        .post(url)
-        .header("A2A-Version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
 #[test]
 fn demo_starts_and_send_gets_a_streamed_answer() {
     let dir = tempfile::tempdir().unwrap();
     let demo_dir = dir.path().join("demo-data");
-    let demo = Gateway::start(
+    let demo = start(
         dir.path(),
         &[
             "demo",
@@ -337,7 +180,10 @@ fn demo_starts_and_send_gets_a_streamed_answer() {
     assert!(stdout.contains("asked to fail"), "{stdout}");
 
     // The demo's upstream uses OAuth with the stand-in issuer, over HTTP/2.
-    let logs = demo.logs_with(&["issued an access token", "HTTP/2.0"]);
+    let logs = demo.logs_when(
+        |l| l.contains("issued an access token") && l.contains("HTTP/2.0"),
+        Duration::from_secs(10),
+    );
     assert!(logs.contains("issued an access token"), "{logs}");
     assert!(logs.contains("HTTP/2.0"), "{logs}");
 }
@@ -355,42 +201,39 @@ async fn serve_uses_the_environment_over_the_file() {
         "[agent]\nname = \"name-from-file\"\ndescription = \"description-from-file\"\n",
         &upstream,
     );
-    let gw = Gateway::start(
+    let gw = start(
         dir.path(),
         &["serve", "--config", &file],
         &[("A2A_GATEWAY_AGENT__NAME", "name-from-env")],
     );
-    let card: Value = reqwest::get(format!("{}.well-known/agent-card.json", gw.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(
+        &reqwest::Client::new(),
+        &format!("{}.well-known/agent-card.json", gw.url),
+    )
+    .await;
     assert_eq!(card["name"], "name-from-env", "{card}");
     assert_eq!(card["description"], "description-from-file", "{card}");
 
     // A2A_GATEWAY_CONFIG names the file when --config is absent.
-    let gw2 = Gateway::start(dir.path(), &["serve"], &[("A2A_GATEWAY_CONFIG", &file)]);
-    let card: Value = reqwest::get(format!("{}.well-known/agent-card.json", gw2.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let gw2 = start(dir.path(), &["serve"], &[("A2A_GATEWAY_CONFIG", &file)]);
+    let card: Value = get_json(
+        &reqwest::Client::new(),
+        &format!("{}.well-known/agent-card.json", gw2.url),
+    )
+    .await;
     assert_eq!(card["name"], "name-from-file", "{card}");
 
     // gRPC on its own port 0: the card names the port bound, which takes connections.
-    let gw3 = Gateway::start(
+    let gw3 = start(
         dir.path(),
         &["serve", "--config", &file],
         &[("A2A_GATEWAY_SERVER__GRPC_LISTEN", "127.0.0.1:0")],
     );
-    let card: Value = reqwest::get(format!("{}.well-known/agent-card.json", gw3.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(
+        &reqwest::Client::new(),
+        &format!("{}.well-known/agent-card.json", gw3.url),
+    )
+    .await;
     let grpc = card["supportedInterfaces"]
         .as_array()
         .unwrap()
@@ -410,6 +253,7 @@ async fn serve_uses_the_environment_over_the_file() {
 
     // The gateway forwards to the upstream the file names.
     let reply = rpc(
+        &reqwest::Client::new(),
         &gw.url,
         "SendMessage",
         json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}),
@@ -603,7 +447,7 @@ async fn sigterm_during_a_streaming_task_fails_it_within_the_grace_period() {
 async fn serving_a_slow_runtime(
     dir: &Path,
     grace_secs: &str,
-) -> (Gateway, tokio_util::sync::DropGuard) {
+) -> (GatewayProcess, tokio_util::sync::DropGuard) {
     let (upstream, guard) = stand_in(RuntimeOptions {
         word_delay: Duration::from_millis(1),
         slow_word_delay: Duration::from_millis(400),
@@ -611,7 +455,7 @@ async fn serving_a_slow_runtime(
     })
     .await;
     let file = write_config(dir, "", &upstream);
-    let gw = Gateway::start(
+    let gw = start(
         dir,
         &["serve", "--config", &file],
         &[("A2A_GATEWAY_SERVER__SHUTDOWN_GRACE_SECS", grace_secs)],
@@ -699,14 +543,21 @@ async fn metrics_count_the_requests_just_made() {
     })
     .await;
     let file = write_config(dir.path(), "", &upstream);
-    let gw = Gateway::start(dir.path(), &["serve", "--config", &file], &[]);
+    let gw = start(dir.path(), &["serve", "--config", &file], &[]);
     for _ in 0..3 {
-        let v = rpc(&gw.url, "GetTask", json!({"id": "no-such-task"})).await;
+        let v = rpc(
+            &reqwest::Client::new(),
+            &gw.url,
+            "GetTask",
+            json!({"id": "no-such-task"}),
+        )
+        .await;
         assert!(v.get("error").is_some(), "{v}");
     }
-    let v = rpc(&gw.url, "ListTasks", json!({})).await;
+    let v = rpc(&reqwest::Client::new(), &gw.url, "ListTasks", json!({})).await;
     assert!(v.get("result").is_some(), "{v}");
     let v = rpc(
+        &reqwest::Client::new(),
         &gw.url,
         "SendMessage",
         json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}),
@@ -804,7 +655,7 @@ async fn send_presents_the_api_key_from_the_flag_or_the_environment() {
         &upstream,
     );
     // The client's variable in the server's environment is no config key, and no typo.
-    let gw = Gateway::start(
+    let gw = start(
         dir.path(),
         &["serve", "--config", &file],
         &[("A2A_GATEWAY_API_KEY", "not-used-by-serve")],
@@ -854,7 +705,10 @@ async fn send_presents_the_api_key_from_the_flag_or_the_environment() {
     let out = send(base(&[]), vec![("A2A_GATEWAY_API_KEY", KEY.to_owned())]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
 
-    let logs = gw.logs_with(&["authentication failed"]);
+    let logs = gw.logs_when(
+        |l| l.contains("authentication failed"),
+        Duration::from_secs(10),
+    );
     assert!(logs.contains("authentication failed"), "{logs}");
     assert!(!logs.contains(KEY), "{logs}");
     assert!(!logs.contains("A2A_GATEWAY_API_KEY"), "{logs}");
@@ -885,19 +739,10 @@ fn migrate_leaves_the_schema_in_the_database_file() {
 
 /// Runs `a2a-gateway ARGS` off the async runtime (the test's servers keep running).
 async fn run_async(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let dir = dir.to_owned();
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let env: Vec<(String, String)> = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        run(&dir, &args, &env)
-    })
-    .await
-    .unwrap()
+    gateway(dir, args, env)
+        .timeout(Duration::from_secs(30))
+        .run_async()
+        .await
 }
 
 /// The task and context ids of a `task id: T  context id: C` line.
@@ -945,7 +790,7 @@ async fn start_slow_task(base: &str, rest: bool) -> String {
             .await
             .unwrap()
     } else {
-        rpc(base, "SendMessage", params).await["result"].clone()
+        rpc(&reqwest::Client::new(), base, "SendMessage", params).await["result"].clone()
     };
     v["task"]["id"]
         .as_str()
@@ -967,7 +812,7 @@ async fn the_client_commands_work_on_each_binding_the_card_offers() {
         ("\"rest\"", "HTTP+JSON", true),
     ] {
         let file = write_binding_config(dir.path(), bindings, &upstream);
-        let gw = Gateway::start(dir.path(), &["serve", "--config", &file], &[]);
+        let gw = start(dir.path(), &["serve", "--config", &file], &[]);
         let url = gw.url.clone();
         let cli = |args: Vec<&str>| {
             let mut all = vec![args[0], "--url", url.as_str()];
@@ -1316,7 +1161,7 @@ async fn ca_file_and_ssl_cert_file_trust_a_private_ca() {
     .await;
     let (ca, cert, key) = private_ca(dir.path());
     let file = write_config(dir.path(), "", &upstream);
-    let gw = Gateway::start(
+    let gw = start(
         dir.path(),
         &["serve", "--config", &file],
         &[
@@ -1416,7 +1261,7 @@ async fn keys_new_prints_a_key_once_and_config_lines_with_only_its_hash() {
     })
     .await;
     let file = write_config(dir.path(), &config, &upstream);
-    let gw = Gateway::start(dir.path(), &["serve", "--config", &file], &[]);
+    let gw = start(dir.path(), &["serve", "--config", &file], &[]);
     let out = run_async(dir.path(), &["send", "--url", &gw.url, "hi"], &[]).await;
     assert_eq!(out.status.code(), Some(1));
     let out = run_async(
@@ -1580,9 +1425,7 @@ async fn check_config_reads_the_token_endpoint_from_discovery() {
 async fn health_follows_the_configured_port_and_unknown_paths_and_methods_get_a_hint() {
     let dir = tempfile::tempdir().unwrap();
     let (upstream, _guard) = stand_in(RuntimeOptions::default()).await;
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = free.local_addr().unwrap().port();
-    drop(free);
+    let port = free_port();
     let path = dir.path().join("gateway.toml");
     std::fs::write(
         &path,
@@ -1592,7 +1435,7 @@ async fn health_follows_the_configured_port_and_unknown_paths_and_methods_get_a_
     )
     .unwrap();
     let file = path.to_str().unwrap().to_owned();
-    let mut gw = Gateway::start(dir.path(), &["serve", "--config", &file], &[]);
+    let mut gw = start(dir.path(), &["serve", "--config", &file], &[]);
     // As in the container: the file comes from A2A_GATEWAY_CONFIG.
     let out = run_async(dir.path(), &["health"], &[("A2A_GATEWAY_CONFIG", &file)]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -1627,10 +1470,16 @@ async fn health_follows_the_configured_port_and_unknown_paths_and_methods_get_a_
     assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
     assert!(put.text().await.unwrap().contains("POST /"));
     // JSON-RPC still answers at POST /.
-    let v = rpc(&format!("{base}/"), "GetTask", json!({"id": "nope"})).await;
+    let v = rpc(
+        &reqwest::Client::new(),
+        &format!("{base}/"),
+        "GetTask",
+        json!({"id": "nope"}),
+    )
+    .await;
     assert!(v["error"].is_object(), "{v}");
 
-    let _ = gw.child.kill();
+    gw.kill();
     let _ = gw.wait_exit(Duration::from_secs(5));
     let out = run_async(dir.path(), &["health", "--config", &file], &[]).await;
     assert_eq!(out.status.code(), Some(1));
@@ -1665,7 +1514,7 @@ async fn sighup_reloads_the_api_keys_without_a_restart() {
         extra
     };
     let file = write_config(dir.path(), &keys(&["old.key"]), &upstream);
-    let gw = Gateway::start(dir.path(), &["serve", "--config", &file], &[]);
+    let gw = start(dir.path(), &["serve", "--config", &file], &[]);
     let status = |key: &'static str| {
         let url = gw.url.clone();
         async move {
@@ -1683,7 +1532,7 @@ async fn sighup_reloads_the_api_keys_without_a_restart() {
     };
     let hangup = || {
         let ok = std::process::Command::new("kill")
-            .args(["-HUP", &gw.child.id().to_string()])
+            .args(["-HUP", &gw.pid().to_string()])
             .status()
             .unwrap()
             .success();
@@ -1720,22 +1569,19 @@ async fn sighup_reloads_the_api_keys_without_a_restart() {
     hangup();
     until(OLD, 401).await;
     assert_eq!(status(NEW).await, 200);
-    assert!(
-        !gw.stderr.lock().unwrap().contains(NEW),
-        "a key reached the log"
-    );
+    assert!(!gw.stderr().contains(NEW), "a key reached the log");
 }
 
 /// Waits (at most 10 s) until the gateway's log holds `needle`.
 #[cfg(unix)]
-async fn until_logged(gw: &Gateway, needle: &str) {
+async fn until_logged(gw: &GatewayProcess, needle: &str) {
     for _ in 0..100 {
-        if gw.stderr.lock().unwrap().contains(needle) {
+        if gw.stderr().contains(needle) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("never logged {needle:?}: {}", gw.stderr.lock().unwrap());
+    panic!("never logged {needle:?}: {}", gw.stderr());
 }
 
 /// `push-status` reads a SQLite store another process wrote and still holds open (as
@@ -1914,8 +1760,8 @@ fn a_closed_stdout_ends_a_command_quietly_instead_of_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let out = base_command(dir.path(), &[])
-        .args(["keys", "new", "--caller", "team-a"])
+    let out = gateway(dir.path(), &["keys", "new", "--caller", "team-a"], &[])
+        .command()
         .stdout(writer)
         .stderr(Stdio::piped())
         .output()

@@ -31,6 +31,7 @@ use a2a_gateway::protocol::{
     SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task, TaskState,
 };
 use a2a_gateway::store::PostgresTaskStore;
+use a2a_gateway::test_util::{PgSchema, free_port, skip};
 use a2a_gateway::{
     AgentExecutor, CallContext, EventQueue, HandlerConfig, RequestContext, RequestHandler,
     TaskUpdater,
@@ -187,10 +188,6 @@ async fn instance_with(
     }
 }
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
 /// Two instances on a fresh schema; the schema is dropped afterwards.
 async fn two_instances<F, Fut>(test: &str, body: F)
 where
@@ -211,38 +208,9 @@ where
 async fn on_fresh_schema<F, Fut>(test: &str, body: F)
 where
     F: FnOnce(PgConnectOptions) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
+    Fut: Future<Output = ()>,
 {
-    let url = match std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL") {
-        Ok(u) if !u.trim().is_empty() => u,
-        _ => {
-            assert!(
-                !ci(),
-                "CI=true but A2A_GATEWAY_TEST_POSTGRES_URL is not set"
-            );
-            eprintln!("note: skipping {test}: A2A_GATEWAY_TEST_POSTGRES_URL is not set");
-            return;
-        }
-    };
-    let admin = PgPoolOptions::new().connect(&url).await.unwrap();
-    let schema = format!("a2a_test_{}", uuid::Uuid::new_v4().simple());
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
-        .execute(&admin)
-        .await
-        .unwrap();
-    let options = PgConnectOptions::from_str(&url)
-        .unwrap()
-        .options([("search_path", schema.as_str())]);
-    let outcome = tokio::spawn(body(options)).await;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP SCHEMA \"{schema}\" CASCADE"
-    )))
-    .execute(&admin)
-    .await
-    .unwrap();
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
+    PgSchema::run(test, async |schema| body(schema.connect_options()).await).await;
 }
 
 fn anon() -> CallContext {
@@ -1018,12 +986,9 @@ impl PrivatePostgres {
     /// `CI=true`) when the PostgreSQL server binaries are not installed.
     async fn start(test: &str) -> Option<Self> {
         let Some(bin) = postgres_bin() else {
-            assert!(
-                !ci(),
-                "CI=true but no PostgreSQL server binaries (initdb, pg_ctl) under /usr/lib/postgresql"
-            );
-            eprintln!(
-                "note: skipping {test}: no PostgreSQL server binaries (initdb, pg_ctl) under /usr/lib/postgresql"
+            skip(
+                test,
+                "no PostgreSQL server binaries (initdb, pg_ctl) under /usr/lib/postgresql",
             );
             return None;
         };
@@ -1031,11 +996,7 @@ impl PrivatePostgres {
         let user = if id(&["-u"]) == Some(0) {
             // PostgreSQL does not run as root: the directory goes to `postgres`.
             let (Some(uid), Some(gid)) = (id(&["-u", "postgres"]), id(&["-g", "postgres"])) else {
-                assert!(
-                    !ci(),
-                    "CI=true, running as root, and there is no postgres user to run a private PostgreSQL"
-                );
-                eprintln!("note: skipping {test}: running as root without a postgres user");
+                skip(test, "running as root without a postgres user");
                 return None;
             };
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
@@ -1043,11 +1004,7 @@ impl PrivatePostgres {
         } else {
             None
         };
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let me = Self {
             dir,
             bin,

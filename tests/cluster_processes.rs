@@ -23,48 +23,28 @@
 //! test is skipped with a note, except with `CI=true`, where it fails. Every process
 //! listens on 127.0.0.1 and is killed on drop; every wait is bounded.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use a2a_gateway::test_util::{
+    ChildGuard, GatewayProcess, PgSchema, free_port, python_with, rpc_body, rpc_stream_with, skip,
+    user_message,
+};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::post;
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_a2a-gateway");
 const WAIT: Duration = Duration::from_secs(30);
 const LEASE_SECS: u64 = 3;
-
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-fn skip(what: &str) {
-    assert!(!ci(), "CI=true but {what}");
-    eprintln!("note: skipping cluster_processes: {what}");
-}
-
-fn python() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let py = std::env::var_os("A2A_GATEWAY_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join(".venv/bin/python"));
-    Command::new(&py)
-        .args(["-c", "import bedrock_agentcore.runtime"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-        .then_some(py)
-}
 
 fn haproxy() -> Option<PathBuf> {
     [
@@ -75,23 +55,6 @@ fn haproxy() -> Option<PathBuf> {
     .into_iter()
     .map(PathBuf::from)
     .find(|p| p.exists())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A child process killed on drop.
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 async fn wait_http(url: &str) {
@@ -226,10 +189,9 @@ async fn start_shim(target: String) -> (String, Arc<Mutex<Record>>) {
 // ---------------------------------------------------------------- gateways
 
 struct Gateway {
-    proc: Proc,
+    proc: GatewayProcess,
     name: String,
     port: u16,
-    logs: Arc<Mutex<String>>,
 }
 
 fn start_gateway(
@@ -238,49 +200,18 @@ fn start_gateway(
     port: u16,
     env: &[(String, String)],
 ) -> Gateway {
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir)
-        .env_clear()
-        .env("NO_COLOR", "1")
-        .env("A2A_GATEWAY_SERVER__LISTEN", format!("127.0.0.1:{port}"))
+    let proc = GatewayProcess::init(BIN)
+        .current_dir(dir)
+        .listen(format!("127.0.0.1:{port}"))
         .env("A2A_GATEWAY_STORE__INSTANCE_NAME", name)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .arg("serve")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(path) = std::env::var_os("PATH") {
-        cmd.env("PATH", path);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("spawn a2a-gateway");
-    let logs = Arc::new(Mutex::new(String::new()));
-    let (tx, rx) = mpsc::channel::<()>();
-    for r in [
-        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-        Box::new(child.stderr.take().unwrap()),
-    ] {
-        let (logs, tx) = (logs.clone(), tx.clone());
-        std::thread::spawn(move || {
-            for line in BufReader::new(r).lines().map_while(Result::ok) {
-                if line.contains("listening on ") {
-                    let _ = tx.send(());
-                }
-                let mut l = logs.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        });
-    }
-    let proc = Proc(child);
-    if rx.recv_timeout(WAIT).is_err() {
-        panic!("{name} did not start:\n{}", logs.lock().unwrap());
-    }
+        .timeout(WAIT)
+        .start();
     Gateway {
         proc,
         name: name.to_owned(),
         port,
-        logs,
     }
 }
 
@@ -289,7 +220,7 @@ fn start_haproxy(
     dir: &std::path::Path,
     port: u16,
     backends: &[(String, u16)],
-) -> Proc {
+) -> ChildGuard {
     let mut cfg = format!(
         "global\n  maxconn 2000\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 120s\n  \
          timeout server 120s\n  timeout check 2s\n  option http-server-close\n  \
@@ -307,7 +238,7 @@ fn start_haproxy(
         .unwrap()
         .write_all(cfg.as_bytes())
         .unwrap();
-    Proc(
+    ChildGuard(
         Command::new(bin)
             .arg("-db")
             .arg("-f")
@@ -327,11 +258,7 @@ struct Lb {
 }
 
 fn message(text: &str, task_id: Option<&str>) -> Value {
-    let mut m = json!({
-        "messageId": uuid::Uuid::new_v4().to_string(),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    });
+    let mut m = user_message(text);
     if let Some(id) = task_id {
         m["taskId"] = json!(id);
     }
@@ -345,7 +272,7 @@ impl Lb {
             .client
             .post(&self.url)
             .header("a2a-version", "1.0")
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .json(&rpc_body(method, params))
             .timeout(WAIT)
             .send()
             .await
@@ -363,31 +290,20 @@ impl Lb {
         params: Value,
         last: Option<u64>,
     ) -> (Vec<(u64, Value)>, String) {
-        let mut req = self
-            .client
-            .post(&self.url)
-            .header("a2a-version", "1.0")
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
+        let mut req = self.client.post(&self.url);
         if let Some(n) = last {
             req = req.header("last-event-id", n.to_string());
         }
-        let resp = req.send().await.unwrap();
-        let backend = backend(resp.headers());
+        let (headers, events) = rpc_stream_with(req, method, params).await;
         let events = tokio::time::timeout(
             WAIT,
-            resp.bytes_stream()
-                .eventsource()
-                .map(|e| {
-                    let e = e.expect("well-formed SSE");
-                    let body: Value = serde_json::from_str(&e.data).unwrap();
-                    assert!(body.get("error").is_none(), "{method}: {body}");
-                    (e.id.parse::<u64>().expect("an id"), body["result"].clone())
-                })
+            events
+                .map(|e| (e.id.expect("an id"), e.result))
                 .collect::<Vec<_>>(),
         )
         .await
         .expect("the stream ends within the bound");
-        (events, backend)
+        (events, backend(&headers))
     }
 
     async fn get(&self, id: &str) -> Value {
@@ -449,44 +365,27 @@ fn contiguous(events: &[(u64, Value)], from: u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_instances_behind_haproxy_with_the_real_agentcore_app() {
-    let Some(pg) = std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-    else {
-        return skip("A2A_GATEWAY_TEST_POSTGRES_URL is not set");
-    };
-    let Some(py) = python() else {
-        return skip("no python with bedrock_agentcore (.venv, see scripts/test.sh)");
+    const TEST: &str = "cluster_processes";
+    let Some(py) = python_with("bedrock_agentcore.runtime") else {
+        return skip(
+            TEST,
+            "no python with bedrock_agentcore (.venv, see scripts/test.sh)",
+        );
     };
     let Some(haproxy) = haproxy() else {
-        return skip("haproxy is not installed (apt-get install haproxy; .ci/run does)");
+        return skip(
+            TEST,
+            "haproxy is not installed (apt-get install haproxy; .ci/run does)",
+        );
     };
     let tasks: usize = std::env::var("A2A_GATEWAY_CLUSTER_TASKS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(60);
-
-    let admin = sqlx::postgres::PgPoolOptions::new()
-        .connect(&pg)
-        .await
-        .expect("PostgreSQL reachable");
-    let schema = format!("a2a_cluster_{}", uuid::Uuid::new_v4().simple());
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
-        .execute(&admin)
-        .await
-        .unwrap();
-    let sep = if pg.contains('?') { '&' } else { '?' };
-    let store_url = format!("{pg}{sep}options[search_path]={schema}");
-    let outcome = tokio::spawn(scenario(store_url, py, haproxy, tasks)).await;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP SCHEMA \"{schema}\" CASCADE"
-    )))
-    .execute(&admin)
-    .await
-    .unwrap();
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
+    PgSchema::run(TEST, async move |schema| {
+        scenario(schema.url(), py, haproxy, tasks).await
+    })
+    .await;
 }
 
 async fn scenario(store_url: String, py: PathBuf, haproxy: PathBuf, tasks: usize) {
@@ -494,7 +393,7 @@ async fn scenario(store_url: String, py: PathBuf, haproxy: PathBuf, tasks: usize
     // The real runtime app, and the shim in front of it.
     let app_port = free_port();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/upstream_agent.py");
-    let _app = Proc(
+    let _app = ChildGuard(
         Command::new(&py)
             .arg(script)
             .arg(app_port.to_string())
@@ -651,8 +550,7 @@ async fn scenario(store_url: String, py: PathBuf, haproxy: PathBuf, tasks: usize
     tokio::time::sleep(Duration::from_millis(300)).await;
     let k = gws.iter().position(|g| g.name == victim).unwrap();
     let killed = Instant::now();
-    gws[k].proc.0.kill().unwrap();
-    let _ = gws[k].proc.0.wait();
+    gws[k].proc.kill();
     let failed = lb
         .wait_state(
             &victim_id,
@@ -685,7 +583,7 @@ async fn scenario(store_url: String, py: PathBuf, haproxy: PathBuf, tasks: usize
     let (c, _) = lb.rpc("CancelTask", json!({"id": other_id})).await;
     assert_eq!(c["status"]["state"], "TASK_STATE_CANCELED");
     for g in &gws {
-        let logs = g.logs.lock().unwrap();
+        let logs = g.proc.logs();
         assert!(!logs.contains("panicked"), "{}: {logs}", g.name);
     }
 }

@@ -12,6 +12,7 @@ use a2a_gateway::executor::{
 use a2a_gateway::protocol::Part;
 use a2a_gateway::server;
 use a2a_gateway::store::MemoryTaskStore;
+use a2a_gateway::test_util::get_json;
 use a2a_gateway::transport::{AppState, TransportConfig};
 use a2a_gateway::{HandlerConfig, RequestHandler};
 use async_trait::async_trait;
@@ -408,15 +409,7 @@ async fn bad_03_input_is_invalid_params_never_500() {
 #[tokio::test]
 async fn the_card_carries_the_03_discovery_fields() {
     let s = start(Arc::new(Echo)).await;
-    let card: Value = s
-        .client
-        .get(format!("{}.well-known/agent-card.json", s.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(&s.client, &format!("{}.well-known/agent-card.json", s.url)).await;
     assert_eq!(card["supportedInterfaces"][0]["url"], s.url);
     assert_eq!(card["url"], s.url);
     assert_eq!(card["preferredTransport"], "JSONRPC");
@@ -438,15 +431,7 @@ async fn with_v03_card_fields_off_the_card_is_pure_1_0() {
         },
     )
     .await;
-    let card: Value = s
-        .client
-        .get(format!("{}.well-known/agent-card.json", s.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(&s.client, &format!("{}.well-known/agent-card.json", s.url)).await;
     assert_eq!(card["supportedInterfaces"][0]["url"], s.url, "{card}");
     for field in [
         "url",

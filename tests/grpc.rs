@@ -15,6 +15,7 @@ use a2a_gateway::executor::{
 };
 use a2a_gateway::protocol::Part;
 use a2a_gateway::store::MemoryTaskStore;
+use a2a_gateway::test_util::get_json;
 use a2a_gateway::transport::grpc::proto::{self, a2a_service_client::A2aServiceClient};
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -668,14 +669,11 @@ async fn bad_input_gets_the_right_status_never_internal() {
 async fn one_port_serves_json_rpc_and_grpc_and_the_card_lists_both() {
     let s = start(&config(&[])).await;
     let http = reqwest::Client::new();
-    let card: Value = http
-        .get(format!("http://{}/.well-known/agent-card.json", s.addr))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(
+        &http,
+        &format!("http://{}/.well-known/agent-card.json", s.addr),
+    )
+    .await;
     let interfaces = card["supportedInterfaces"].as_array().unwrap();
     let grpc = interfaces
         .iter()
@@ -741,12 +739,11 @@ async fn bindings_decide_what_is_served_and_declared() {
         r#"["jsonrpc"]"#,
     )]))
     .await;
-    let card: Value = reqwest::get(format!("http://{}/.well-known/agent-card.json", s.addr))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(
+        &reqwest::Client::new(),
+        &format!("http://{}/.well-known/agent-card.json", s.addr),
+    )
+    .await;
     assert!(
         !card.to_string().contains("\"GRPC\""),
         "no gRPC interface: {card}"

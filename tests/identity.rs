@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use a2a_gateway::config::{JwtConfig, ServerAuthConfig};
+use a2a_gateway::test_util::get_json;
+use a2a_gateway::test_util::user_message as message;
 use a2a_gateway::transport::TransportConfig;
 use a2a_gateway::transport::auth::Authenticator;
 use axum::extract::State;
@@ -164,14 +166,6 @@ async fn gateway(p: &Provider, discovery: bool) -> Server {
         ..TransportConfig::default()
     })
     .await
-}
-
-fn message(text: &str) -> Value {
-    json!({
-        "messageId": uuid::Uuid::new_v4().to_string(),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    })
 }
 
 async fn send(b: &dyn Binding, token: &str, tenant: Option<&str>) -> Result<Value, Failure> {
@@ -570,14 +564,8 @@ async fn the_extended_card_is_for_authenticated_callers_only() {
         futures::future::pending(),
     ));
     let http = reqwest::Client::new();
-    let card: a2a_gateway::protocol::AgentCard = http
-        .get(format!("http://{addr}/.well-known/agent-card.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: a2a_gateway::protocol::AgentCard =
+        get_json(&http, &format!("http://{addr}/.well-known/agent-card.json")).await;
     assert_eq!(card.capabilities.extended_agent_card, Some(true));
     assert!(card.skills.iter().all(|s| s.id != "runbooks"));
     let public_skills = card.skills.len();

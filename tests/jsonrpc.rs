@@ -10,6 +10,7 @@ use a2a_gateway::executor::{
 use a2a_gateway::protocol::Part;
 use a2a_gateway::server;
 use a2a_gateway::store::MemoryTaskStore;
+use a2a_gateway::test_util::get_json;
 use a2a_gateway::transport::{AppState, TransportConfig};
 use a2a_gateway::{HandlerConfig, RequestHandler};
 use async_trait::async_trait;
@@ -553,15 +554,7 @@ uri = "https://example.com/a2a/ext/optional/v1"
 "#
     );
     let s = start_from_config(&toml, exec.clone()).await;
-    let card: Value = s
-        .client
-        .get(format!("{}.well-known/agent-card.json", s.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(&s.client, &format!("{}.well-known/agent-card.json", s.url)).await;
     assert_eq!(card["capabilities"]["streaming"], false);
     assert_eq!(
         card["capabilities"]["extensions"],

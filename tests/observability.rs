@@ -22,10 +22,13 @@ mod upstream_common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use a2a_gateway::test_util::{
+    ChildGuard, GatewayProcess, free_port, python_with, rpc_with, skip, user_message,
+};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -34,101 +37,22 @@ use upstream_common::*;
 const BIN: &str = env!("CARGO_BIN_EXE_a2a-gateway");
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 
-/// A child process, killed on drop, its stderr collected.
-struct Proc {
-    child: Child,
-    stderr: Arc<Mutex<String>>,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Proc {
-    fn spawn(cmd: &mut Command) -> Proc {
-        let mut child = cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        let (tx, lines) = mpsc::channel();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let keep = stderr.clone();
-        let err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                keep.lock().unwrap().push_str(&line);
-                keep.lock().unwrap().push('\n');
-                let _ = tx.send(line);
-            }
-        });
-        Proc {
-            child,
-            stderr,
-            lines,
-        }
-    }
-
-    fn logs(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// The stderr collected so far once `ready` holds for it, or after 10 s: the
-    /// gateway writes its log from a thread of its own, a moment after it answers.
-    async fn logs_once(&self, ready: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let logs = self.logs();
-            if ready(&logs) || Instant::now() >= deadline {
-                return logs;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
 /// The gateway: `serve` with a JSON log, waited for until it logs its URL.
-fn start_gateway(dir: &Path, runtime_url: &str, token_url: &str) -> (Proc, String) {
-    let config = dir.join("gateway.toml");
-    std::fs::write(
-        &config,
-        format!(
+fn start_gateway(dir: &Path, runtime_url: &str, token_url: &str) -> (GatewayProcess, String) {
+    let gw = GatewayProcess::init(BIN)
+        .current_dir(dir)
+        .config(format!(
             "[server]\nlisten = \"127.0.0.1:0\"\n\n[log]\nformat = \"json\"\nlevel = \"info\"\n\n\
              [store]\nurl = \"memory:\"\n\n\
              [upstream]\nurl = \"{runtime_url}\"\nmax_retries = 0\nstop_session_on_cancel = false\n\n\
              [upstream.auth]\nkind = \"oauth2\"\nclient_id = \"obs-client\"\n\
              client_secret = \"obs-secret-value\"\ntoken_url = \"{token_url}\"\n"
-        ),
-    )
-    .unwrap();
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir).env_clear().env("NO_COLOR", "1").args([
-        "serve",
-        "--config",
-        config.to_str().unwrap(),
-    ]);
-    let gw = Proc::spawn(&mut cmd);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match gw.lines.recv_timeout(left) {
-            Ok(line) => {
-                if let Some((_, rest)) = line.split_once("listening on ") {
-                    let url = rest
-                        .split(|c: char| c.is_whitespace() || c == '"')
-                        .next()
-                        .unwrap()
-                        .to_owned();
-                    return (gw, url);
-                }
-            }
-            Err(_) => panic!("the gateway did not start:\n{}", gw.logs()),
-        }
-    }
+        ))
+        .arg("serve")
+        .timeout(Duration::from_secs(20))
+        .start();
+    let url = gw.url.clone();
+    (gw, url)
 }
 
 /// The fake runtime: what it answers depends on the prompt's first word.
@@ -181,25 +105,15 @@ async fn token_endpoint() -> RawServer {
 }
 
 fn message(text: &str) -> Value {
-    json!({"message": {"messageId": uuid(), "role": "ROLE_USER", "parts": [{"text": text}]}})
+    json!({"message": user_message(text)})
 }
 
-fn uuid() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
-
+/// A JSON-RPC call in the caller's trace.
 async fn rpc(http: &reqwest::Client, url: &str, method: &str, params: Value) -> Value {
-    http.post(url)
-        .header("A2A-Version", "1.0")
-        .header("traceparent", format!("00-{TRACE_ID}-00f067aa0ba902b7-01"))
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-        .timeout(Duration::from_secs(20))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    let traced = http
+        .post(url)
+        .header("traceparent", format!("00-{TRACE_ID}-00f067aa0ba902b7-01"));
+    rpc_with(traced, method, params).await
 }
 
 fn state_of(v: &Value) -> String {
@@ -354,24 +268,15 @@ fn prometheus_binary() -> Option<String> {
     if found {
         return Some(bin);
     }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true but no Prometheus binary ({bin}): .ci/run installs the Debian package"
+    skip(
+        "the PromQL part",
+        &format!("no Prometheus binary ({bin}): .ci/run installs the Debian package"),
     );
-    eprintln!("note: no Prometheus binary ({bin}); the PromQL part is skipped");
     None
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 struct Prometheus {
-    _proc: Proc,
+    _proc: ChildGuard,
     url: String,
     http: reqwest::Client,
 }
@@ -388,14 +293,19 @@ impl Prometheus {
             ),
         )
         .unwrap();
-        let mut cmd = Command::new(bin);
-        cmd.current_dir(dir).args([
-            &format!("--config.file={}", config.display()),
-            &format!("--storage.tsdb.path={}", dir.join("tsdb").display()),
-            &format!("--web.listen-address=127.0.0.1:{port}"),
-        ]);
+        let child = Command::new(bin)
+            .current_dir(dir)
+            .args([
+                &format!("--config.file={}", config.display()),
+                &format!("--storage.tsdb.path={}", dir.join("tsdb").display()),
+                &format!("--web.listen-address=127.0.0.1:{port}"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn prometheus");
         Prometheus {
-            _proc: Proc::spawn(&mut cmd),
+            _proc: ChildGuard(child),
             url: format!("http://127.0.0.1:{port}"),
             http: reqwest::Client::new(),
         }
@@ -611,11 +521,10 @@ async fn documented_queries_and_dashboard_on_a_real_gateway() {
 
     // The log: JSON lines, `span` without `spans`; the request line names the caller and
     // peer; the stream's end is logged with its outcome, events and duration.
-    let logs = gw
-        .logs_once(|l| {
-            l.matches(r#""message":"request""#).count() >= 12 && l.contains("stream ended")
-        })
-        .await;
+    let logs = gw.logs_when(
+        |l| l.matches(r#""message":"request""#).count() >= 12 && l.contains("stream ended"),
+        Duration::from_secs(10),
+    );
     let lines: Vec<Value> = logs
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
@@ -741,32 +650,14 @@ async fn documented_queries_and_dashboard_on_a_real_gateway() {
 }
 
 fn python_with_otlp_proto() -> Option<std::path::PathBuf> {
-    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let py = std::env::var_os("A2A_GATEWAY_TEST_PYTHON")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join(".venv/bin/python"));
-    let ok = Command::new(&py)
-        .args([
-            "-c",
-            "import opentelemetry.proto.collector.trace.v1.trace_service_pb2",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if ok {
-        return Some(py);
+    let py = python_with("opentelemetry.proto.collector.trace.v1.trace_service_pb2");
+    if py.is_none() {
+        skip(
+            "spans_reach_a_real_otlp_receiver",
+            "the venv's python cannot import opentelemetry.proto (tests/python/requirements.txt; or set A2A_GATEWAY_TEST_PYTHON)",
+        );
     }
-    let note = format!(
-        "{} cannot import opentelemetry.proto (tests/python/requirements.txt; or set A2A_GATEWAY_TEST_PYTHON)",
-        py.display()
-    );
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true: {note}"
-    );
-    eprintln!("skipped: {note}");
-    None
+    py
 }
 
 /// With `[telemetry] otlp_endpoint`, a blocking SendMessage carrying a `traceparent`
@@ -784,23 +675,20 @@ async fn spans_reach_a_real_otlp_receiver() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/python/otlp_receiver.py"
     ));
-    let mut receiver = {
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn the receiver");
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        KillOnDrop(child, rx)
-    };
-    let port = receiver
-        .1
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn the receiver");
+    let out = child.stdout.take().unwrap();
+    let mut receiver = ChildGuard(child);
+    let (tx, received) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let port = received
         .recv_timeout(Duration::from_secs(20))
         .expect("the receiver's port")
         .trim_start_matches("port ")
@@ -810,10 +698,9 @@ async fn spans_reach_a_real_otlp_receiver() {
     let up = runtime().await;
     let token = token_endpoint().await;
     let token_url = token.url.replace("/invocations", "/token");
-    let config = dir.path().join("gateway.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let gw = GatewayProcess::init(BIN)
+        .current_dir(dir.path())
+        .config(format!(
             "[server]\nlisten = \"127.0.0.1:0\"\n\n[log]\nformat = \"json\"\n\n\
              [store]\nurl = \"sqlite://{}/tasks.db\"\n\n\
              [upstream]\nurl = \"{}\"\nmax_retries = 0\n\n\
@@ -822,32 +709,13 @@ async fn spans_reach_a_real_otlp_receiver() {
              [telemetry]\notlp_endpoint = \"http://127.0.0.1:{port}\"\nservice_name = \"obs-test\"\n",
             dir.path().display(),
             up.url
-        ),
-    )
-    .unwrap();
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir.path())
-        .env_clear()
-        .env("NO_COLOR", "1")
+        ))
         // Export each batch within 100 ms instead of 5 s.
         .env("OTEL_BSP_SCHEDULE_DELAY", "100")
-        .args(["serve", "--config", config.to_str().unwrap()]);
-    let gw = Proc::spawn(&mut cmd);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let url = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = gw
-            .lines
-            .recv_timeout(left)
-            .unwrap_or_else(|_| panic!("the gateway did not start:\n{}", gw.logs()));
-        if let Some((_, rest)) = line.split_once("listening on ") {
-            break rest
-                .split(|c: char| c.is_whitespace() || c == '"')
-                .next()
-                .unwrap()
-                .to_owned();
-        }
-    };
+        .arg("serve")
+        .timeout(Duration::from_secs(20))
+        .start();
+    let url = gw.url.clone();
     let http = reqwest::Client::new();
     let v = rpc(&http, &url, "SendMessage", message("complete it")).await;
     assert_eq!(state_of(&v), "TASK_STATE_COMPLETED", "{v}");
@@ -869,7 +737,7 @@ async fn spans_reach_a_real_otlp_receiver() {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !wanted.iter().all(|w| spans.iter().any(|s| s["name"] == *w)) {
         let left = deadline.saturating_duration_since(Instant::now());
-        match receiver.1.recv_timeout(left) {
+        match received.recv_timeout(left) {
             Ok(line) => spans.push(serde_json::from_str(&line).unwrap()),
             Err(_) => panic!("spans so far: {spans:#?}\n{}", gw.logs()),
         }
@@ -923,14 +791,4 @@ async fn spans_reach_a_real_otlp_receiver() {
     );
     drop(gw);
     let _ = receiver.0.kill();
-}
-
-/// A child killed on drop, with its stdout lines.
-struct KillOnDrop(Child, mpsc::Receiver<String>);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }

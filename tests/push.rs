@@ -10,20 +10,14 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use a2a_gateway::store::{MemoryTaskStore, TaskStore};
+use a2a_gateway::test_util::get_json;
+use a2a_gateway::test_util::user_message as message;
 use a2a_gateway::transport::TransportConfig;
 use base64::Engine as _;
 use bindings_common::client::{Operation, Opts};
 use bindings_common::server::{Hook, Receiver, Reply, Server, start_push, test_push_config};
 use serde_json::{Value, json};
 use std::sync::Arc;
-
-fn message(text: &str) -> Value {
-    json!({
-        "messageId": uuid::Uuid::new_v4().to_string(),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    })
-}
 
 async fn start(push: a2a_gateway::config::PushConfig) -> (Server, Arc<dyn TaskStore>) {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
@@ -50,15 +44,7 @@ async fn send(s: &Server, text: &str, url: &str, immediate: bool) -> Value {
 
 /// The JWKS key of the gateway.
 async fn public_key(s: &Server) -> Vec<u8> {
-    let jwks: Value = s
-        .http
-        .get(format!("{}.well-known/jwks.json", s.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let jwks: Value = get_json(&s.http, &format!("{}.well-known/jwks.json", s.url)).await;
     let x = jwks["keys"][0]["x"].as_str().unwrap();
     base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(x)

@@ -6,6 +6,7 @@
 mod bindings_common;
 
 use a2a_gateway::config::Binding;
+use a2a_gateway::test_util::{PgSchema, get_json};
 use a2a_gateway::transport::TransportConfig;
 use a2a_gateway::transport::auth::Authenticator;
 use bindings_common::server::{Server, start, start_on, start_with};
@@ -70,15 +71,7 @@ async fn the_card_declares_each_served_binding_at_its_url() {
         ]
     );
     // The served card says the same.
-    let card: Value = s
-        .http
-        .get(format!("{}.well-known/agent-card.json", s.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card: Value = get_json(&s.http, &format!("{}.well-known/agent-card.json", s.url)).await;
     assert_eq!(
         card["supportedInterfaces"][1]["protocolBinding"],
         "HTTP+JSON"
@@ -433,26 +426,14 @@ async fn server_bindings_decide_what_is_served() {
 /// refused as invalid (400), not reach the store and come back as a 500.
 #[tokio::test]
 async fn nul_characters_in_the_path_are_invalid_params_on_postgresql() {
-    let Some(url) = std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
+    let Some(schema) =
+        PgSchema::create("nul_characters_in_the_path_are_invalid_params_on_postgresql").await
     else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but A2A_GATEWAY_TEST_POSTGRES_URL is not set"
-        );
-        eprintln!("note: skipping: A2A_GATEWAY_TEST_POSTGRES_URL is not set");
         return;
     };
-    let schema = format!("a2a_rest_{}", uuid::Uuid::new_v4().simple());
-    let admin = sqlx::PgPool::connect(&url).await.unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-        .execute(&admin)
+    let store = a2a_gateway::store::open_store(&schema.url(), 2)
         .await
         .unwrap();
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let scoped = format!("{url}{sep}options=-csearch_path%3D{schema}");
-    let store = a2a_gateway::store::open_store(&scoped, 2).await.unwrap();
     let s = start_on(store, TransportConfig::default()).await;
     let ct = [("content-type", "application/json")];
     for (method, path, body) in [
@@ -478,8 +459,5 @@ async fn nul_characters_in_the_path_are_invalid_params_on_postgresql() {
     )
     .await;
     assert_eq!(status, 200);
-    sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
-        .execute(&admin)
-        .await
-        .unwrap();
+    schema.close().await;
 }

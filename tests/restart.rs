@@ -16,18 +16,19 @@
 //! Every child gets a cleared environment, listens on `127.0.0.1:0`, and is killed on
 //! drop. Every wait is bounded.
 
-use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::pin::Pin;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use a2a_gateway::test_util::{
+    GatewayBuilder, GatewayProcess, PgSchema, free_port, rpc_result, rpc_stream, user_message,
+};
 use axum::Router;
 use axum::body::Body;
 use axum::http::header;
 use axum::response::Response;
 use axum::routing::post;
-use eventsource_stream::Eventsource;
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 
@@ -83,79 +84,18 @@ async fn start_upstream() -> String {
 
 // ---------------------------------------------------------------- the gateway child
 
-struct Gateway {
-    child: Child,
-    url: String,
-    logs: Arc<Mutex<String>>,
+/// `a2a-gateway` in `dir` with exactly `env` (plus PATH), every wait bounded by
+/// [`START_TIMEOUT`].
+fn gateway(dir: &Path, env: &[(String, String)]) -> GatewayBuilder {
+    GatewayProcess::init(BIN)
+        .current_dir(dir)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .timeout(START_TIMEOUT)
 }
 
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Gateway {
-    /// `a2a-gateway serve` with exactly `env` (plus PATH), waiting for its
-    /// "listening on URL" line.
-    fn start(dir: &std::path::Path, env: &[(String, String)]) -> Gateway {
-        let mut cmd = Command::new(BIN);
-        cmd.current_dir(dir)
-            .env_clear()
-            .env("NO_COLOR", "1")
-            .arg("serve")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(path) = std::env::var_os("PATH") {
-            cmd.env("PATH", path);
-        }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().expect("spawn a2a-gateway");
-        let logs = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel::<String>();
-        for r in [
-            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-            Box::new(child.stderr.take().unwrap()),
-        ] {
-            let (logs, tx) = (logs.clone(), tx.clone());
-            std::thread::spawn(move || {
-                for line in BufReader::new(r).lines().map_while(Result::ok) {
-                    logs.lock().unwrap().push_str(&line);
-                    logs.lock().unwrap().push('\n');
-                    let _ = tx.send(line);
-                }
-            });
-        }
-        let deadline = Instant::now() + START_TIMEOUT;
-        let url = loop {
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(line) => {
-                    if let Some(url) = line
-                        .split_once("listening on ")
-                        .and_then(|(_, r)| r.split_whitespace().next())
-                        .filter(|u| u.starts_with("http"))
-                    {
-                        break url.to_owned();
-                    }
-                }
-                Err(_) => {
-                    let _ = child.kill();
-                    panic!("a2a-gateway did not start:\n{}", logs.lock().unwrap());
-                }
-            }
-        };
-        Gateway { child, url, logs }
-    }
-
-    /// SIGKILL, and wait for the process to be gone.
-    fn kill(&mut self) {
-        self.child.kill().expect("SIGKILL");
-        let status = self.child.wait().unwrap();
-        assert!(!status.success(), "killed, not exited: {status}");
-    }
+/// `a2a-gateway serve`, once it listens.
+fn serve(dir: &Path, env: &[(String, String)]) -> GatewayProcess {
+    gateway(dir, env).arg("serve").start()
 }
 
 fn gateway_env(upstream: &str, store_url: &str) -> Vec<(String, String)> {
@@ -173,22 +113,6 @@ fn gateway_env(upstream: &str, store_url: &str) -> Vec<(String, String)> {
 
 // ---------------------------------------------------------------- client
 
-async fn rpc(client: &reqwest::Client, url: &str, method: &str, params: Value) -> Value {
-    let body: Value = client
-        .post(url)
-        .header("a2a-version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-        .timeout(WAIT)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert!(body.get("error").is_none(), "{method}: {body}");
-    body["result"].clone()
-}
-
 /// One SSE event: its id and the JSON-RPC `result`.
 #[derive(Debug, Clone)]
 struct Ev {
@@ -205,31 +129,10 @@ async fn stream(
     params: Value,
     last_event_id: Option<u64>,
 ) -> Events {
-    let mut req = client
-        .post(url)
-        .header("a2a-version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
-    if let Some(n) = last_event_id {
-        req = req.header("last-event-id", n.to_string());
-    }
-    let resp = req.send().await.unwrap();
-    let ct = resp.headers()[header::CONTENT_TYPE]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        ct.starts_with("text/event-stream"),
-        "{method}: {ct}: {}",
-        resp.text().await.unwrap_or_default()
-    );
-    Box::pin(resp.bytes_stream().eventsource().map(|e| {
-        let e = e.expect("well-formed SSE");
-        let body: Value = serde_json::from_str(&e.data).unwrap();
-        assert!(body.get("error").is_none(), "stream error: {body}");
-        Ev {
-            id: e.id.parse().expect("every task event has an id"),
-            result: body["result"].clone(),
-        }
+    let events = rpc_stream(client, url, method, params, last_event_id).await;
+    Box::pin(events.map(|e| Ev {
+        id: e.id.expect("every task event has an id"),
+        result: e.result,
     }))
 }
 
@@ -240,11 +143,7 @@ async fn next(events: &mut Events) -> Option<Ev> {
 }
 
 fn message(text: &str) -> Value {
-    json!({"message": {
-        "messageId": uuid::Uuid::new_v4().to_string(),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    }})
+    json!({"message": user_message(text)})
 }
 
 fn status_text(task: &Value) -> String {
@@ -281,16 +180,16 @@ async fn kill_and_restart(store_url: &str, clustered: bool) {
     }
     let client = reqwest::Client::new();
 
-    let mut first = Gateway::start(dir.path(), &env);
+    let mut first = serve(dir.path(), &env);
     let url = first.url.clone();
 
     // A completed task.
-    let done = rpc(&client, &url, "SendMessage", message("quick")).await;
+    let done = rpc_result(&client, &url, "SendMessage", message("quick")).await;
     let done = done["task"].clone();
     assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
     assert_eq!(artifact_text(&done), "the quick answer");
     let done_id = done["id"].as_str().unwrap().to_owned();
-    let done_before = rpc(&client, &url, "GetTask", json!({"id": done_id})).await;
+    let done_before = rpc_result(&client, &url, "GetTask", json!({"id": done_id})).await;
 
     // A streaming task: read until every chunk the upstream sent has arrived.
     let mut live = stream(&client, &url, "SendStreamingMessage", message("slow"), None).await;
@@ -324,16 +223,16 @@ async fn kill_and_restart(store_url: &str, clustered: bool) {
 
     first.kill();
     drop(live);
-    let first_logs = first.logs.lock().unwrap().clone();
+    let first_logs = first.logs();
     drop(first);
 
-    let second = Gateway::start(dir.path(), &env);
+    let second = serve(dir.path(), &env);
     let url = second.url.clone();
     if clustered {
         // Closed by the lease sweep within the lease time plus a margin.
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let t = rpc(&client, &url, "GetTask", json!({"id": slow_id})).await;
+            let t = rpc_result(&client, &url, "GetTask", json!({"id": slow_id})).await;
             if t["status"]["state"] == "TASK_STATE_FAILED" {
                 break;
             }
@@ -343,17 +242,15 @@ async fn kill_and_restart(store_url: &str, clustered: bool) {
     } else {
         assert!(
             second
-                .logs
-                .lock()
-                .unwrap()
+                .logs()
                 .contains("marked tasks interrupted by the previous run FAILED"),
             "{}",
-            second.logs.lock().unwrap()
+            second.logs()
         );
     }
 
     // The completed task, intact.
-    let done_after = rpc(&client, &url, "GetTask", json!({"id": done_id})).await;
+    let done_after = rpc_result(&client, &url, "GetTask", json!({"id": done_id})).await;
     assert_eq!(
         done_after, done_before,
         "the completed task is returned intact"
@@ -365,7 +262,7 @@ async fn kill_and_restart(store_url: &str, clustered: bool) {
     );
 
     // The interrupted task: FAILED with the documented reason, its chunks kept.
-    let slow = rpc(&client, &url, "GetTask", json!({"id": slow_id})).await;
+    let slow = rpc_result(&client, &url, "GetTask", json!({"id": slow_id})).await;
     assert_eq!(slow["status"]["state"], "TASK_STATE_FAILED", "{slow}");
     if clustered {
         let reason = status_text(&slow);
@@ -379,7 +276,7 @@ async fn kill_and_restart(store_url: &str, clustered: bool) {
     assert_eq!(artifact_text(&slow), seen_text);
 
     // ListTasks: both, the completed one exactly as GetTask has it.
-    let list = rpc(
+    let list = rpc_result(
         &client,
         &url,
         "ListTasks",
@@ -446,38 +343,15 @@ async fn sqlite_sigkill_and_restart_keeps_completed_tasks_and_fails_the_interrup
 /// Runs `a2a-gateway <args>` with exactly `env` (plus PATH) in `dir`, expecting it to
 /// exit within [`START_TIMEOUT`]; returns its status and stderr.
 fn run_to_exit(
-    dir: &std::path::Path,
+    dir: &Path,
     env: &[(String, String)],
     args: &[&str],
 ) -> (std::process::ExitStatus, String) {
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir)
-        .env_clear()
-        .env("NO_COLOR", "1")
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    if let Some(path) = std::env::var_os("PATH") {
-        cmd.env("PATH", path);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("spawn a2a-gateway");
-    let deadline = Instant::now() + START_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("a2a-gateway {args:?} did not exit");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    (status, err)
+    let out = gateway(dir, env).args(args).run();
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// Issue 15, "one store, one writer": a second `serve` (or `migrate`) on the SQLite
@@ -494,7 +368,7 @@ async fn a_second_serve_on_one_sqlite_file_is_refused_and_a_killed_ones_lock_is_
     let env = gateway_env(&upstream, &store_url);
     let client = reqwest::Client::new();
 
-    let mut first = Gateway::start(dir.path(), &env);
+    let mut first = serve(dir.path(), &env);
     let url = first.url.clone();
     let mut live = stream(&client, &url, "SendStreamingMessage", message("slow"), None).await;
     let opened = next(&mut live).await.expect("the task");
@@ -507,7 +381,7 @@ async fn a_second_serve_on_one_sqlite_file_is_refused_and_a_killed_ones_lock_is_
         }
     }
 
-    let pid = first.child.id();
+    let pid = first.pid();
     for args in [&["serve"][..], &["migrate"][..]] {
         let (status, err) = run_to_exit(dir.path(), &env, args);
         assert!(!status.success(), "{args:?}: {status}\n{err}");
@@ -518,15 +392,15 @@ async fn a_second_serve_on_one_sqlite_file_is_refused_and_a_killed_ones_lock_is_
     }
 
     // The first gateway's task is untouched and still running.
-    let slow = rpc(&client, &url, "GetTask", json!({"id": slow_id})).await;
+    let slow = rpc_result(&client, &url, "GetTask", json!({"id": slow_id})).await;
     assert_eq!(slow["status"]["state"], "TASK_STATE_WORKING", "{slow}");
-    let logs = first.logs.lock().unwrap().clone();
+    let logs = first.logs();
     assert!(!logs.contains("sequence conflict"), "{logs}");
 
     first.kill();
     drop(live);
-    let second = Gateway::start(dir.path(), &env);
-    let slow = rpc(&client, &second.url, "GetTask", json!({"id": slow_id})).await;
+    let second = serve(dir.path(), &env);
+    let slow = rpc_result(&client, &second.url, "GetTask", json!({"id": slow_id})).await;
     assert_eq!(slow["status"]["state"], "TASK_STATE_FAILED", "{slow}");
     assert_eq!(status_text(&slow), "interrupted by a gateway restart");
 }
@@ -544,9 +418,9 @@ async fn serve_closes_an_unanswered_input_required_task_after_the_ttl() {
         "1".into(),
     ));
     env.push(("A2A_GATEWAY_STORE__PURGE_INTERVAL_SECS".into(), "1".into()));
-    let gw = Gateway::start(dir.path(), &env);
+    let gw = serve(dir.path(), &env);
     let client = reqwest::Client::new();
-    let task = rpc(&client, &gw.url, "SendMessage", message("ask")).await;
+    let task = rpc_result(&client, &gw.url, "SendMessage", message("ask")).await;
     let task = task["task"].clone();
     assert_eq!(
         task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
@@ -555,7 +429,7 @@ async fn serve_closes_an_unanswered_input_required_task_after_the_ttl() {
     let id = task["id"].as_str().unwrap().to_owned();
     let deadline = Instant::now() + WAIT;
     let closed = loop {
-        let t = rpc(&client, &gw.url, "GetTask", json!({"id": id})).await;
+        let t = rpc_result(&client, &gw.url, "GetTask", json!({"id": id})).await;
         if t["status"]["state"] != "TASK_STATE_INPUT_REQUIRED" {
             break t;
         }
@@ -584,64 +458,12 @@ async fn serve_closes_an_unanswered_input_required_task_after_the_ttl() {
 
 // ---------------------------------------------------------------- PostgreSQL
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_sigkill_and_restart_keeps_completed_tasks_and_fails_the_interrupted_one() {
-    with_pg_schema(
-        "postgres_sigkill_and_restart",
-        "a2a_restart",
-        |store_url| async move { kill_and_restart(&store_url, true).await },
-    )
+    PgSchema::run("postgres_sigkill_and_restart", async |schema| {
+        kill_and_restart(&schema.url(), true).await
+    })
     .await;
-}
-
-/// Runs `body` with the URL of a fresh schema on `A2A_GATEWAY_TEST_POSTGRES_URL` (the
-/// test is skipped with a note without it, and fails under `CI=true`); the schema is
-/// dropped afterwards, also when `body` panics.
-async fn with_pg_schema<F, Fut>(test: &str, prefix: &str, body: F)
-where
-    F: FnOnce(String) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let url = match std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL") {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => {
-            assert!(
-                !ci(),
-                "CI=true but A2A_GATEWAY_TEST_POSTGRES_URL is not set: {test} cannot run"
-            );
-            eprintln!("note: skipping {test}: A2A_GATEWAY_TEST_POSTGRES_URL is not set");
-            return;
-        }
-    };
-    let admin = sqlx::postgres::PgPoolOptions::new()
-        .acquire_timeout(Duration::from_secs(5))
-        .connect(&url)
-        .await
-        .unwrap_or_else(|e| {
-            panic!("PostgreSQL at A2A_GATEWAY_TEST_POSTGRES_URL is unreachable: {e}")
-        });
-    let schema = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
-        .execute(&admin)
-        .await
-        .unwrap();
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let store_url = format!("{url}{sep}options[search_path]={schema}");
-    let outcome = tokio::spawn(body(store_url)).await;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP SCHEMA \"{schema}\" CASCADE"
-    )))
-    .execute(&admin)
-    .await
-    .unwrap();
-    admin.close().await;
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
 }
 
 // ---------------------------------------------------------------- push outbox
@@ -682,25 +504,20 @@ async fn sqlite_push_deliveries_pending_at_sigkill_are_sent_after_restart() {
 /// under `CI=true`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_push_deliveries_pending_at_sigkill_are_sent_after_restart() {
-    with_pg_schema(
+    PgSchema::run(
         "postgres_push_deliveries_pending_at_sigkill",
-        "a2a_push_restart",
-        |store_url| async move {
+        async |schema| {
             let dir = tempfile::tempdir().unwrap();
-            push_pending_at_sigkill(dir.path(), &store_url).await
+            push_pending_at_sigkill(dir.path(), &schema.url()).await
         },
     )
     .await;
 }
 
-async fn push_pending_at_sigkill(dir: &std::path::Path, store_url: &str) {
+async fn push_pending_at_sigkill(dir: &Path, store_url: &str) {
     let upstream = start_upstream().await;
     // The receiver's port, closed for now: every attempt is refused and retried.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut env = gateway_env(&upstream, store_url);
     for (k, v) in [
         ("A2A_GATEWAY_PUSH__ALLOW_HTTP", "true"),
@@ -714,9 +531,9 @@ async fn push_pending_at_sigkill(dir: &std::path::Path, store_url: &str) {
     ] {
         env.push((k.into(), v.into()));
     }
-    let mut gw = Gateway::start(dir, &env);
+    let mut gw = serve(dir, &env);
     let client = reqwest::Client::new();
-    let result = rpc(
+    let result = rpc_result(
         &client,
         &gw.url,
         "SendMessage",
@@ -735,7 +552,7 @@ async fn push_pending_at_sigkill(dir: &std::path::Path, store_url: &str) {
         .await
         .expect("the receiver's port is free again");
     let calls = start_receiver(listener);
-    let gw = Gateway::start(dir, &env);
+    let gw = serve(dir, &env);
     let deadline = Instant::now() + WAIT;
     let delivered = loop {
         let mut ids = std::collections::HashSet::new();
@@ -755,7 +572,7 @@ async fn push_pending_at_sigkill(dir: &std::path::Path, store_url: &str) {
         assert!(
             Instant::now() < deadline,
             "not delivered after the restart: {unique:?}\n{}",
-            gw.logs.lock().unwrap()
+            gw.logs()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
@@ -789,6 +606,6 @@ async fn push_pending_at_sigkill(dir: &std::path::Path, store_url: &str) {
         }
     }
     // The restarted gateway's task is the same (the store kept it).
-    let got = rpc(&client, &gw.url, "GetTask", json!({"id": task_id})).await;
+    let got = rpc_result(&client, &gw.url, "GetTask", json!({"id": task_id})).await;
     assert_eq!(got["status"]["state"], "TASK_STATE_COMPLETED");
 }

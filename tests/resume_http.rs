@@ -15,12 +15,12 @@ use a2a_gateway::executor::{
 };
 use a2a_gateway::protocol::Part;
 use a2a_gateway::store::open_store;
+use a2a_gateway::test_util::{StreamEvent as Ev, StreamEvents as Events, rpc_stream as open};
 use a2a_gateway::transport::{AppState, TransportConfig};
 use a2a_gateway::{HandlerConfig, RequestHandler, server};
 use async_trait::async_trait;
-use eventsource_stream::Eventsource;
-use futures::{Stream, StreamExt};
-use serde_json::{Value, json};
+use futures::StreamExt;
+use serde_json::json;
 use tokio::sync::mpsc;
 
 const CHUNKS: usize = 3_000;
@@ -74,56 +74,16 @@ fn chunk_text(i: usize) -> String {
     format!("c{i:04};")
 }
 
-/// One SSE event of a JSON-RPC stream: its id and the `result`.
-#[derive(Debug)]
-struct Ev {
-    id: Option<u64>,
-    result: Value,
+/// The text of an `artifactUpdate` event's parts.
+trait Chunk {
+    fn chunk(&self) -> Option<String>;
 }
 
-impl Ev {
+impl Chunk for Ev {
     fn chunk(&self) -> Option<String> {
         let parts = self.result.get("artifactUpdate")?["artifact"]["parts"].as_array()?;
         Some(parts.iter().filter_map(|p| p["text"].as_str()).collect())
     }
-
-    fn state(&self) -> Option<&str> {
-        self.result
-            .get("statusUpdate")
-            .or_else(|| self.result.get("task"))?["status"]["state"]
-            .as_str()
-    }
-}
-
-type Events = std::pin::Pin<Box<dyn Stream<Item = Ev> + Send>>;
-
-async fn open(
-    client: &reqwest::Client,
-    url: &str,
-    method: &str,
-    params: Value,
-    last_event_id: Option<u64>,
-) -> Events {
-    let mut req = client
-        .post(url)
-        .header("a2a-version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
-    if let Some(n) = last_event_id {
-        req = req.header("last-event-id", n.to_string());
-    }
-    let resp = req.send().await.unwrap();
-    assert_eq!(resp.status(), 200);
-    let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
-    assert!(ct.starts_with("text/event-stream"), "{ct}");
-    Box::pin(resp.bytes_stream().eventsource().map(|e| {
-        let e = e.expect("well-formed SSE");
-        let body: Value = serde_json::from_str(&e.data).unwrap();
-        assert!(body.get("error").is_none(), "stream error: {body}");
-        Ev {
-            id: (!e.id.is_empty()).then(|| e.id.parse().unwrap()),
-            result: body["result"].clone(),
-        }
-    }))
 }
 
 async fn next(events: &mut Events) -> Ev {

@@ -9,9 +9,7 @@
 
 use std::future::Future;
 use std::path::Path;
-use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use a2a_gateway::executor::new_id;
 use a2a_gateway::protocol::time;
@@ -24,8 +22,8 @@ use a2a_gateway::store::{
     PostgresTaskStore, SqliteTaskStore, StoreError, StoredEvent, TaskStore, conformance,
     open_store, projection,
 };
+use a2a_gateway::test_util::PgSchema;
 use sqlx::Row;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 // ---------------------------------------------------------------- shared checks
 
@@ -273,7 +271,7 @@ async fn sqlite_file_passes_conformance_and_survives_reopen() {
     );
 }
 
-/// `synchronous` is FULL unless `normal` is asked for (issue 15: the README's
+/// `synchronous` is FULL unless `normal` is asked for (issue 15: `docs/durability.md`'s
 /// promise that a received event survives a power loss).
 #[tokio::test]
 async fn sqlite_syncs_every_commit_by_default() {
@@ -404,94 +402,16 @@ async fn sqlite_in_memory_via_open_store() {
 
 // ---------------------------------------------------------------- PostgreSQL
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-/// The test server's URL, or `None` (skip) when it is not configured outside CI.
-fn postgres_url(test: &str) -> Option<String> {
-    match std::env::var("A2A_GATEWAY_TEST_POSTGRES_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            assert!(
-                !ci(),
-                "CI=true but A2A_GATEWAY_TEST_POSTGRES_URL is not set: {test} cannot run"
-            );
-            eprintln!("note: skipping {test}: A2A_GATEWAY_TEST_POSTGRES_URL is not set");
-            None
-        }
-    }
-}
-
-/// A schema of its own for one test.
-struct TestSchema {
-    url: String,
-    name: String,
-}
-
-impl TestSchema {
-    fn options(&self) -> PgConnectOptions {
-        PgConnectOptions::from_str(&self.url)
-            .unwrap()
-            .options([("search_path", self.name.as_str())])
-    }
-
-    /// The URL with the schema as `search_path`, for [`open_store`].
-    fn url(&self) -> String {
-        let sep = if self.url.contains('?') { '&' } else { '?' };
-        format!("{}{sep}options[search_path]={}", self.url, self.name)
-    }
-}
-
-/// Runs `body` in a fresh schema and drops the schema afterwards, even when `body`
-/// panics.
-async fn in_schema<F, Fut>(test: &str, body: F)
-where
-    F: FnOnce(TestSchema) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let Some(url) = postgres_url(test) else {
-        return;
-    };
-    let admin = PgPoolOptions::new()
-        .acquire_timeout(Duration::from_secs(5))
-        .connect(&url)
-        .await
-        .unwrap_or_else(|e| {
-            panic!("PostgreSQL at A2A_GATEWAY_TEST_POSTGRES_URL is unreachable: {e}")
-        });
-    let name = format!("a2a_test_{}", new_id().replace('-', ""));
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{name}\"")))
-        .execute(&admin)
-        .await
-        .unwrap();
-    let outcome = tokio::spawn(body(TestSchema {
-        url,
-        name: name.clone(),
-    }))
-    .await;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP SCHEMA \"{name}\" CASCADE"
-    )))
-    .execute(&admin)
-    .await
-    .unwrap();
-    admin.close().await;
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
-
 #[tokio::test]
 async fn postgres_passes_conformance() {
-    in_schema("postgres_passes_conformance", |schema| async move {
+    PgSchema::run("postgres_passes_conformance", async |schema| {
         let store = open_store(&schema.url(), 5).await.unwrap();
         conformance::run_all(&*store).await;
         // The URL's search_path took effect: the suite's rows are in the test's schema.
-        let store = PostgresTaskStore::connect_with(schema.options(), 1)
+        let store = PostgresTaskStore::connect_with(schema.connect_options(), 1)
             .await
             .unwrap();
-        let sql = format!("SELECT COUNT(*) FROM \"{}\".a2a_tasks", schema.name);
+        let sql = format!("SELECT COUNT(*) FROM \"{}\".a2a_tasks", schema.name());
         let rows: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
             .fetch_one(store.pool())
             .await
@@ -504,8 +424,8 @@ async fn postgres_passes_conformance() {
 
 #[tokio::test]
 async fn postgres_refuses_a_database_from_a_newer_build() {
-    in_schema("postgres_refuses_a_database_from_a_newer_build", |schema| async move {
-        let store = PostgresTaskStore::connect_with(schema.options(), 1)
+    PgSchema::run("postgres_refuses_a_database_from_a_newer_build", async |schema| {
+        let store = PostgresTaskStore::connect_with(schema.connect_options(), 1)
             .await
             .unwrap();
         sqlx::query(
@@ -516,7 +436,7 @@ async fn postgres_refuses_a_database_from_a_newer_build() {
         .await
         .unwrap();
         store.close().await;
-        let err = PostgresTaskStore::connect_with(schema.options(), 1)
+        let err = PostgresTaskStore::connect_with(schema.connect_options(), 1)
             .await
             .expect_err("refused");
         let text = err.to_string();
@@ -533,9 +453,9 @@ async fn postgres_refuses_a_database_from_a_newer_build() {
 /// use a new connection and succeed.
 #[tokio::test]
 async fn postgres_read_only_sessions_fail_readiness_and_are_replaced() {
-    in_schema("postgres_read_only_sessions", |schema| async move {
+    PgSchema::run("postgres_read_only_sessions", async |schema| {
         // One connection, shared by the writer lane and the ping.
-        let store = PostgresTaskStore::connect_with(schema.options(), 1)
+        let store = PostgresTaskStore::connect_with(schema.connect_options(), 1)
             .await
             .unwrap();
         store.ping().await.unwrap();
@@ -561,8 +481,8 @@ async fn postgres_read_only_sessions_fail_readiness_and_are_replaced() {
 
 #[tokio::test]
 async fn postgres_racing_writers() {
-    in_schema("postgres_racing_writers", |schema| async move {
-        let store = PostgresTaskStore::connect_with(schema.options(), 8)
+    PgSchema::run("postgres_racing_writers", async |schema| {
+        let store = PostgresTaskStore::connect_with(schema.connect_options(), 8)
             .await
             .unwrap();
         racing_writers(Arc::new(store)).await;
@@ -572,8 +492,8 @@ async fn postgres_racing_writers() {
 
 #[tokio::test]
 async fn postgres_compaction_stays_bounded() {
-    in_schema("postgres_compaction_stays_bounded", |schema| async move {
-        let store = PostgresTaskStore::connect_with(schema.options(), 2)
+    PgSchema::run("postgres_compaction_stays_bounded", async |schema| {
+        let store = PostgresTaskStore::connect_with(schema.connect_options(), 2)
             .await
             .unwrap();
         let pool = store.pool().clone();

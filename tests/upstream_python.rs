@@ -13,42 +13,26 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use a2a_gateway::protocol::TaskState;
+use a2a_gateway::test_util::{free_port, python_with, skip};
 use a2a_gateway::upstream::{AgentCoreExecutor, AgentCoreSettings};
 use tokio::process::{Child, Command};
 use upstream_common::{ctx, ctx_in, run};
 
-fn python() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let py = std::env::var_os("A2A_GATEWAY_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join(".venv/bin/python"));
-    let ok = std::process::Command::new(&py)
-        .args(["-c", "import bedrock_agentcore.runtime"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if ok {
-        return Some(py);
+/// The venv's python when it has `bedrock-agentcore`; else the test is skipped (or fails
+/// under `CI=true`).
+fn python(test: &str) -> Option<PathBuf> {
+    let py = python_with("bedrock_agentcore.runtime");
+    if py.is_none() {
+        skip(
+            test,
+            "the venv's python cannot import bedrock_agentcore (set A2A_GATEWAY_TEST_PYTHON to a python with `pip install bedrock-agentcore`)",
+        );
     }
-    let note = format!(
-        "{} cannot import bedrock_agentcore (set A2A_GATEWAY_TEST_PYTHON to a python with `pip install bedrock-agentcore`)",
-        py.display()
-    );
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true: {note}"
-    );
-    eprintln!("skipped: {note}");
-    None
+    py
 }
 
 async fn start_agent(py: &PathBuf) -> (Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/upstream_agent.py");
     let child = Command::new(py)
         .arg(script)
@@ -79,7 +63,9 @@ async fn start_agent(py: &PathBuf) -> (Child, String) {
 
 #[tokio::test]
 async fn bedrock_agentcore_app_replies_translate() {
-    let Some(py) = python() else { return };
+    let Some(py) = python("bedrock_agentcore_app_replies_translate") else {
+        return;
+    };
     let (mut child, url) = start_agent(&py).await;
     let mut s = AgentCoreSettings::for_url(&url);
     s.max_retries = 1;

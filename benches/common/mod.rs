@@ -1,8 +1,15 @@
 //! What the load benchmarks share: their environment knobs, the 2-worker runtimes
-//! (one for the servers, one for the load generator) and percentiles.
+//! (one for the servers, one for the load generator), percentiles, and the gateway as a
+//! child process.
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::time::Duration;
+
+use a2a_gateway::test_util::GatewayProcess;
+
+/// This build's gateway binary.
+pub const BIN: &str = env!("CARGO_BIN_EXE_a2a-gateway");
 
 /// The process allocator: mimalloc as in the `a2a-gateway` binary (feature `mimalloc`).
 #[cfg(feature = "mimalloc")]
@@ -50,4 +57,19 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
         return Duration::ZERO;
     }
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// `a2a-gateway serve` (the binary at `bin`: [`BIN`], or another build measured side by
+/// side) as a child process in `dir`, on `127.0.0.1:0`, with exactly `env` (plus `PATH`;
+/// an entry of `env` overrides the listen address), once it listens. `BENCH_WRAP` (e.g.
+/// `heaptrack -o /tmp/gw`) runs it under that command for profiling; its figures (RSS,
+/// CPU) are then the wrapper's, not the gateway's. Killed on drop.
+pub fn serve(bin: &str, dir: &Path, env: &[(&str, String)]) -> GatewayProcess {
+    GatewayProcess::init(bin)
+        .wrapper(&std::env::var("BENCH_WRAP").unwrap_or_default())
+        .current_dir(dir)
+        .listen("127.0.0.1:0")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .arg("serve")
+        .start()
 }

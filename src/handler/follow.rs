@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::driver::EventGroup;
+use super::driver::command::EventGroup;
 use crate::error::A2aError;
 use crate::scope::Scope;
 use crate::store::{StoreError, StoredEvent, TaskStore};

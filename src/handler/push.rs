@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use super::{RequestHandler, check_call, check_id, non_empty};
+use super::request_handler::RequestHandler;
+use super::validation::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, check_call, check_id, non_empty};
 use crate::error::A2aError;
 use crate::executor::{CallContext, new_id};
 use crate::protocol::{
@@ -15,9 +16,6 @@ use crate::protocol::{
 use crate::push::{PushService, redacted};
 use crate::scope::Scope;
 use crate::store::PushStore;
-
-const DEFAULT_PAGE_SIZE: i32 = 50;
-const MAX_PAGE_SIZE: i32 = 100;
 
 /// Most configs one task may have.
 pub const MAX_CONFIGS_PER_TASK: usize = 32;
@@ -37,6 +35,31 @@ impl RequestHandler {
             .push_store()
             .ok_or(A2aError::PushNotificationNotSupported)?;
         Ok((svc, store))
+    }
+
+    /// What every push-config operation on the caller's task `task_id` checks first,
+    /// in this order: the caller's tenant, the required extensions, that push is
+    /// offered, the task id; then the operation's own checks of its request (`own`,
+    /// whose value is handed back); last, that the task exists and is the caller's.
+    /// Returns the caller's scope, the config store and what `own` returned.
+    ///
+    /// # Errors
+    /// InvalidParams, ExtensionSupportRequired, PushNotificationNotSupported, what `own`
+    /// returns, TaskNotFound (also for another caller's task), Internal.
+    async fn push_config_task<T>(
+        &self,
+        call: &CallContext,
+        task_id: &str,
+        own: impl FnOnce() -> Result<T, A2aError>,
+    ) -> Result<(Scope, &dyn PushStore, T), A2aError> {
+        check_call(call)?;
+        self.check_extensions(call)?;
+        let (_, store) = self.push_service()?;
+        check_id("taskId", task_id)?;
+        let own = own()?;
+        let scope = Scope::from(call);
+        self.head(&scope, task_id).await?;
+        Ok((scope, store, own))
     }
 
     /// The push service, when push notifications are offered.
@@ -109,15 +132,14 @@ impl RequestHandler {
         call: &CallContext,
         mut req: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
-        check_call(call)?;
-        self.check_extensions(call)?;
-        self.push_service()?;
-        check_id("taskId", &req.task_id)?;
-        if req.task_id.is_empty() {
-            return Err(A2aError::InvalidParams("taskId is required".into()));
-        }
-        let scope = Scope::from(call);
-        self.head(&scope, &req.task_id).await?;
+        let (scope, _, ()) = self
+            .push_config_task(call, &req.task_id, || {
+                if req.task_id.is_empty() {
+                    return Err(A2aError::InvalidParams("taskId is required".into()));
+                }
+                Ok(())
+            })
+            .await?;
         let task_id = req.task_id.clone();
         req.id = self
             .register_push_config(&scope, &task_id, &req, false)
@@ -138,13 +160,9 @@ impl RequestHandler {
         call: &CallContext,
         req: TaskPushNotificationConfigRequest,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
-        check_call(call)?;
-        self.check_extensions(call)?;
-        let (_, store) = self.push_service()?;
-        check_id("taskId", &req.task_id)?;
-        check_config_id(&req.id)?;
-        let scope = Scope::from(call);
-        self.head(&scope, &req.task_id).await?;
+        let (scope, store, ()) = self
+            .push_config_task(call, &req.task_id, || check_config_id(&req.id))
+            .await?;
         store
             .get_config(&scope, &req.task_id, &req.id)
             .await
@@ -167,23 +185,9 @@ impl RequestHandler {
         call: &CallContext,
         req: ListTaskPushNotificationConfigsRequest,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
-        check_call(call)?;
-        self.check_extensions(call)?;
-        let (_, store) = self.push_service()?;
-        check_id("taskId", &req.task_id)?;
-        let page_size = match req.page_size {
-            None | Some(0) => DEFAULT_PAGE_SIZE,
-            Some(n) if (1..=MAX_PAGE_SIZE).contains(&n) => n,
-            Some(n) => {
-                return Err(A2aError::InvalidParams(format!(
-                    "pageSize must be between 1 and {MAX_PAGE_SIZE}, got {n}"
-                )));
-            }
-        };
-        let after = non_empty(&req.page_token);
-        check_id("pageToken", after.unwrap_or(""))?;
-        let scope = Scope::from(call);
-        self.head(&scope, &req.task_id).await?;
+        let (scope, store, (page_size, after)) = self
+            .push_config_task(call, &req.task_id, || page_of(&req))
+            .await?;
         let mut page = store
             .list_configs(&scope, &req.task_id, after, page_size as usize + 1)
             .await
@@ -215,13 +219,9 @@ impl RequestHandler {
         call: &CallContext,
         req: TaskPushNotificationConfigRequest,
     ) -> Result<(), A2aError> {
-        check_call(call)?;
-        self.check_extensions(call)?;
-        let (_, store) = self.push_service()?;
-        check_id("taskId", &req.task_id)?;
-        check_config_id(&req.id)?;
-        let scope = Scope::from(call);
-        self.head(&scope, &req.task_id).await?;
+        let (scope, store, ()) = self
+            .push_config_task(call, &req.task_id, || check_config_id(&req.id))
+            .await?;
         store
             .delete_config(&scope, &req.task_id, &req.id)
             .await
@@ -242,4 +242,24 @@ fn check_config_id(id: &str) -> Result<(), A2aError> {
         ));
     }
     check_id("id", id)
+}
+
+/// The page a ListTaskPushNotificationConfigs asks for: its size (50 when unset or 0)
+/// and the config id it starts after (its `pageToken`).
+///
+/// # Errors
+/// InvalidParams: a size outside 1..=100, a token that is no id.
+fn page_of(req: &ListTaskPushNotificationConfigsRequest) -> Result<(i32, Option<&str>), A2aError> {
+    let page_size = match req.page_size {
+        None | Some(0) => DEFAULT_PAGE_SIZE,
+        Some(n) if (1..=MAX_PAGE_SIZE).contains(&n) => n,
+        Some(n) => {
+            return Err(A2aError::InvalidParams(format!(
+                "pageSize must be between 1 and {MAX_PAGE_SIZE}, got {n}"
+            )));
+        }
+    };
+    let after = non_empty(&req.page_token);
+    check_id("pageToken", after.unwrap_or(""))?;
+    Ok((page_size, after))
 }

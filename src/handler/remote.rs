@@ -1,6 +1,7 @@
 //! The handler's part in several instances on one store (see [`crate::cluster`]):
-//! a driver takes the task's lease before acting and gives it up when idle; a
-//! message waits for the lease another instance holds; CancelTask asks the holder;
+//! a driver takes the task's lease before acting and gives it up when idle (the
+//! driver's `lease` module); a message waits for the lease another instance holds;
+//! CancelTask asks the holder;
 //! cancel requests from other instances reach the local driver; and orphaned tasks
 //! (their instance died) are closed FAILED naming the lost instance.
 //!
@@ -12,8 +13,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use super::RequestHandler;
-use super::driver::{Command, TaskKey};
+use super::driver::command::{Command, TaskKey};
+use super::request_handler::RequestHandler;
 use crate::cluster::{Cluster, Orphan};
 use crate::error::A2aError;
 use crate::protocol::time::Timestamp;
@@ -35,63 +36,6 @@ const PROCESSING: &[TaskState] = &[
     TaskState::Working,
     TaskState::AuthRequired,
 ];
-
-/// What a driver's lease claim decided.
-pub(super) enum Claim {
-    /// No cluster, or the lease was already held here: go on.
-    Kept,
-    /// Newly taken: re-read the task (other instances may have written it).
-    Fresh,
-    /// Another instance holds it (or the store failed): refuse the command with this.
-    Refused(String),
-}
-
-/// Takes the task's lease for the driver (see [`Claim`]).
-pub(super) async fn claim(cluster: Option<&Cluster>, key: &TaskKey) -> Claim {
-    let Some(c) = cluster else {
-        return Claim::Kept;
-    };
-    match c.claim(key).await {
-        Ok(true) => Claim::Fresh,
-        Ok(false) => Claim::Kept,
-        Err(Ok(holder)) => Claim::Refused(format!(
-            "task {} is being processed by gateway instance {holder}; retry",
-            key.1
-        )),
-        Err(Err(e)) => {
-            tracing::warn!(task.id = %key.1, error = %e, "cannot take the task's lease");
-            Claim::Refused(format!(
-                "the lease of task {} cannot be taken now; retry",
-                key.1
-            ))
-        }
-    }
-}
-
-/// Answers a command the driver may not act on (another instance holds the lease).
-pub(super) fn refuse(cmd: Command, why: String) {
-    match cmd {
-        Command::Run(mut run) => {
-            if let Some(tx) = run.reply.take() {
-                let _ = tx.send(Err(A2aError::Unavailable(why)));
-            }
-        }
-        Command::Cancel(reply) => {
-            let _ = reply.send(Err(A2aError::Unavailable(why)));
-        }
-        // Busy elsewhere: not abandoned.
-        Command::Expire(x) => {
-            let _ = x.reply.send(Ok(false));
-        }
-    }
-}
-
-/// Gives up the driver's lease (it has nothing left to do).
-pub(super) async fn release(cluster: Option<&Cluster>, key: &TaskKey) {
-    if let Some(c) = cluster {
-        c.release(key).await;
-    }
-}
 
 impl RequestHandler {
     /// Joins `cluster`: from now on drivers take leases, subscribers are woken by
@@ -196,15 +140,6 @@ impl RequestHandler {
         Ok(closed)
     }
 
-    fn has_driver(&self, key: &TaskKey) -> bool {
-        self.inner
-            .registry
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key)
-            .is_some_and(|h| !h.cmd.is_closed())
-    }
-
     /// Before a message to an existing task: waits while another live instance holds
     /// the task's lease (it is running a turn), so that turns run one after the
     /// other across instances. Returns at once without a cluster or when this
@@ -263,7 +198,7 @@ impl RequestHandler {
                     }
                     let rec = self.load(&key.0, &key.1).await?;
                     if rec.task.status.state.is_terminal() {
-                        return super::driver::already_ended(rec.task);
+                        return super::driver::command::already_ended(rec.task);
                     }
                     if tokio::time::Instant::now() >= deadline {
                         return Err(A2aError::Unavailable(format!(

@@ -19,12 +19,11 @@
 
 use std::time::Duration;
 
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::RequestHandler;
-use super::driver::{Command, Expire};
+use super::driver::command::{Command, Expire};
+use super::request_handler::RequestHandler;
 use crate::error::A2aError;
 use crate::protocol::TaskState;
 use crate::protocol::time::{self, Timestamp};
@@ -164,33 +163,23 @@ impl RequestHandler {
         Ok(closed)
     }
 
-    /// Sends [`Command::Expire`] to the task's driver, retrying when the driver
-    /// exited just as the command was sent.
+    /// Asks the task's driver to close it ([`Command::Expire`]).
     pub(super) async fn expire(
         &self,
-        key: super::driver::TaskKey,
+        key: super::driver::command::TaskKey,
         states: &'static [TaskState],
         older_than: Timestamp,
         reason: &str,
     ) -> Result<bool, A2aError> {
-        for _ in 0..3 {
-            let (tx, rx) = oneshot::channel();
-            let cmd = Command::Expire(Box::new(Expire {
+        self.ask(&key, false, |reply| {
+            Ok(Command::Expire(Box::new(Expire {
                 states,
                 older_than,
                 reason: reason.to_owned(),
-                reply: tx,
-            }));
-            if !self.with_handle(&key, false, |h| h.cmd.unbounded_send(cmd).is_ok()) {
-                continue;
-            }
-            if let Ok(r) = rx.await {
-                return r;
-            }
-        }
-        Err(A2aError::internal(
-            "task driver unavailable after three attempts",
-        ))
+                reply,
+            })))
+        })
+        .await
     }
 
     /// Closes FAILED, with `reason`, every SUBMITTED or WORKING task (of any scope)

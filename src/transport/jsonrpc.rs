@@ -20,7 +20,7 @@
 //! version → -32009. The method name decides the shapes ([`compat03::dialect`]): a
 //! 1.0 name (`SendMessage`) is served as 1.0 with or without a version; a 0.3 name
 //! (`message/send`) without a version or with `0.3` is served as 0.3, translated at
-//! this edge by [`compat03`] (the spec reads a missing version as 0.3; see README).
+//! this edge by [`compat03`] (the spec reads a missing version as 0.3; see `docs/a2a-0.3.md`).
 
 use std::net::SocketAddr;
 use std::time::Instant;

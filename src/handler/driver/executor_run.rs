@@ -56,7 +56,7 @@ impl ExecutorRun {
     ) -> Self {
         Self {
             run: Some(Box::pin(async move {
-                executor.execute(super::driver::unbox(ctx), queue).await
+                executor.execute(unbox(ctx), queue).await
             })),
         }
     }
@@ -86,6 +86,12 @@ impl Future for ExecutorRun {
         self.run = None;
         Poll::Ready(end)
     }
+}
+
+/// Moves the value out of `b` and frees the box now.
+#[allow(clippy::boxed_local)] // taking the box is the point: it is freed on return
+pub(super) fn unbox<T>(b: Box<T>) -> T {
+    *b
 }
 
 /// The text of a panic's payload (`"panic"` when it is not a string).

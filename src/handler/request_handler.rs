@@ -1,0 +1,102 @@
+//! [`RequestHandler`]: the transport-independent handler every binding calls, a cheap
+//! handle to the state its task drivers share; its operations are written one family
+//! a file beside this one.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::config::HandlerConfig;
+use super::shared::Inner;
+use crate::error::A2aError;
+use crate::executor::AgentExecutor;
+use crate::scope::Scope;
+use crate::store::TaskStore;
+
+/// The transport-independent A2A request handler. Cheap to clone.
+#[derive(Clone)]
+pub struct RequestHandler {
+    pub(super) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for RequestHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestHandler")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RequestHandler {
+    /// A handler running `executor` over `store`.
+    pub fn new(
+        executor: Arc<dyn AgentExecutor>,
+        store: Arc<dyn TaskStore>,
+        config: HandlerConfig,
+    ) -> Self {
+        let permits = Arc::new(Semaphore::new(config.max_concurrent_tasks.max(1)));
+        Self {
+            inner: Arc::new(Inner {
+                executor,
+                store,
+                config,
+                registry: Mutex::new(HashMap::new()),
+                permits,
+                shutdown: CancellationToken::new(),
+                closing: std::sync::atomic::AtomicBool::new(false),
+                cluster: std::sync::OnceLock::new(),
+            }),
+        }
+    }
+
+    /// The ListTasks page bound, in bytes ([`HandlerConfig::max_list_page_bytes`]),
+    /// for a binding that applies it to its own encoding too (gRPC).
+    pub fn max_list_page_bytes(&self) -> u64 {
+        self.inner.config.max_list_page_bytes
+    }
+
+    /// The task store.
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.inner.store
+    }
+
+    /// Executor runs in progress.
+    pub fn active_runs(&self) -> usize {
+        self.inner.config.max_concurrent_tasks.max(1) - self.inner.permits.available_permits()
+    }
+
+    /// The caller's task `id`'s state and last event number ([`TaskStore::head`]), or
+    /// TaskNotFound (also for another caller's task): a check that the task exists,
+    /// without reading its snapshot and artifacts.
+    ///
+    /// # Errors
+    /// TaskNotFound; Internal on a store failure.
+    pub(super) async fn head(
+        &self,
+        scope: &Scope,
+        id: &str,
+    ) -> Result<crate::store::TaskHead, A2aError> {
+        self.inner
+            .store
+            .head(scope, id)
+            .await
+            .map_err(A2aError::internal)?
+            .ok_or_else(|| A2aError::TaskNotFound(id.to_owned()))
+    }
+
+    /// The caller's task `id`, or TaskNotFound (also for another caller's task).
+    pub(super) async fn load(
+        &self,
+        scope: &Scope,
+        id: &str,
+    ) -> Result<crate::store::TaskRecord, A2aError> {
+        self.inner
+            .store
+            .get(scope, id)
+            .await
+            .map_err(A2aError::internal)?
+            .ok_or_else(|| A2aError::TaskNotFound(id.to_owned()))
+    }
+}

@@ -1,0 +1,60 @@
+//! What every clone of a [`RequestHandler`](super::RequestHandler) and every task
+//! driver share: the executor, the store, the settings, the registry of live drivers,
+//! the run permits and the shutdown signal, and the cluster once joined.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::config::HandlerConfig;
+use super::driver::command::{EventGroup, Handle, TaskKey};
+use super::follow::Follow;
+use crate::executor::AgentExecutor;
+use crate::scope::Scope;
+use crate::store::TaskStore;
+
+pub(crate) struct Inner {
+    pub(crate) executor: Arc<dyn AgentExecutor>,
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) config: HandlerConfig,
+    pub(crate) registry: Mutex<HashMap<TaskKey, Handle>>,
+    pub(crate) permits: Arc<Semaphore>,
+    pub(crate) shutdown: CancellationToken,
+    /// Set by [`RequestHandler::shutdown`](super::RequestHandler::shutdown): new
+    /// messages are refused.
+    pub(crate) closing: std::sync::atomic::AtomicBool,
+    /// Several instances on one store (see [`crate::cluster`] and the `remote` module).
+    pub(crate) cluster: std::sync::OnceLock<crate::cluster::Cluster>,
+}
+
+impl Inner {
+    /// The registry of live drivers, locked. A lock poisoned by a panic elsewhere is
+    /// taken over as it is: the map holds handles only, each whole or absent.
+    pub(crate) fn lock_registry(&self) -> MutexGuard<'_, HashMap<TaskKey, Handle>> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The cluster this instance joined, if any.
+    pub(crate) fn cluster(&self) -> Option<&crate::cluster::Cluster> {
+        self.cluster.get()
+    }
+
+    /// A follower of the task's log after `after`, woken by other instances' writes
+    /// when in a cluster.
+    pub(crate) fn follow(
+        &self,
+        scope: Scope,
+        task_id: String,
+        after: u64,
+        live: Option<tokio::sync::broadcast::Receiver<EventGroup>>,
+        fill_first: bool,
+    ) -> Follow {
+        let wake = match (&live, self.cluster()) {
+            (Some(_), Some(c)) => Some(c.watch(&(scope.clone(), task_id.clone()))),
+            _ => None,
+        };
+        Follow::new(self.store.clone(), scope, task_id, after, live, fill_first).with_wake(wake)
+    }
+}
