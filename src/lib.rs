@@ -35,6 +35,9 @@
 //!    (argument parsing and printing of the `a2a-gateway` commands) with [`demo`] (the
 //!    local stand-ins `demo` runs; they speak HTTP only and import nothing of ours).
 //!
+//! Outside the table: `test_util` (feature `test-util`), the support library of the tests
+//! and benches, which may reach every layer.
+//!
 //! The library leaves the process allocator to the program that links it. The
 //! `a2a-gateway` binary, the gateway examples and the in-process benchmarks install
 //! mimalloc when the default feature `mimalloc` is on (it cost less CPU per request and per
@@ -59,6 +62,8 @@ pub mod scope;
 pub mod server;
 pub mod store;
 pub mod telemetry;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
 pub mod tls;
 pub mod transport;
 pub mod upstream;
