@@ -86,10 +86,7 @@ const TABLE: &[(&str, &[&str])] = &[
 /// line goes in the commit whose move removes the import.
 #[rustfmt::skip]
 const EXCEPTIONS: &[(&str, &str, &str)] = &[
-    ("executor", "cluster", "AgentExecutor::join_cluster(&Cluster) (upstream track)"),
-    ("upstream", "cluster", "Cluster of the session leases (upstream track)"),
     ("upstream", "config", "UpstreamConfig, AgentRuntimeArn, AuthKind, HttpVersion (upstream track)"),
-    ("upstream", "store", "StoreError of the session leases (upstream track)"),
 ];
 
 /// Folders (module paths) whose files import each other because one concept was split only

@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
 use super::{Cluster, Shared, Wake};
+use crate::executor::{HeldLease, LeaseError, SessionLeases};
 use crate::store::StoreError;
 
 /// The 16-hex-digit tag of a runtime session in notifications (`s:TAG`): the first
@@ -177,6 +178,26 @@ impl Cluster {
                 "the session lease claim stopped unexpectedly".into(),
             ))
         })
+    }
+}
+
+/// The executor API's view of the session leases: what the request handler hands its
+/// executor when it joins the cluster. A store failure's text becomes the
+/// [`LeaseError`].
+#[async_trait::async_trait]
+impl SessionLeases for Cluster {
+    async fn try_lease(&self, session: &str) -> Result<Option<HeldLease>, LeaseError> {
+        match self.try_lock_session(session).await {
+            Ok(lease) => Ok(lease.map(HeldLease::new)),
+            Err(e) => Err(LeaseError(e.to_string())),
+        }
+    }
+
+    async fn lease(&self, session: &str) -> Result<HeldLease, LeaseError> {
+        match self.lock_session(session).await {
+            Ok(lease) => Ok(HeldLease::new(lease)),
+            Err(e) => Err(LeaseError(e.to_string())),
+        }
     }
 }
 

@@ -5,11 +5,13 @@
 
 mod context;
 mod helpers;
+mod leases;
 mod queue;
 mod updater;
 
 pub use context::{CallContext, CallerToken, RequestContext};
 pub use helpers::*;
+pub use leases::{HeldLease, LeaseError, SessionLeases};
 pub use queue::{EventQueue, EventReceiver, QueueClosed};
 pub use updater::TaskUpdater;
 
@@ -68,12 +70,11 @@ pub trait AgentExecutor: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Called once when the handler joins a cluster of instances on one store
-    /// ([`crate::cluster`]). An executor that must serialise something across
-    /// instances keeps the handle: the AgentCore executor takes a runtime session's
-    /// lease ([`crate::cluster::Cluster::lock_session`]) around each invocation. The
-    /// default ignores it.
-    fn join_cluster(&self, cluster: &crate::cluster::Cluster) {
-        let _ = cluster;
+    /// Called once when the handler joins a cluster of instances on one store, with
+    /// the cluster's [`SessionLeases`]. An executor that must serialise something
+    /// across instances keeps them: the AgentCore executor takes a runtime session's
+    /// lease around each invocation. The default ignores them.
+    fn use_session_leases(&self, leases: std::sync::Arc<dyn SessionLeases>) {
+        let _ = leases;
     }
 }

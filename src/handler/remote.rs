@@ -41,9 +41,10 @@ impl RequestHandler {
     /// Joins `cluster`: from now on drivers take leases, subscribers are woken by
     /// other instances' writes, cancel requests from other instances (`cancels`, see
     /// [`Cluster::join`]) reach the local driver, and every `sweep_interval` orphaned
-    /// tasks are closed FAILED naming the lost instance; the executor gets the cluster
-    /// too ([`AgentExecutor::join_cluster`](crate::AgentExecutor::join_cluster): one
-    /// invocation per runtime session across instances). This replaces the start-up
+    /// tasks are closed FAILED naming the lost instance; the executor gets the
+    /// cluster's session leases too
+    /// ([`AgentExecutor::use_session_leases`](crate::AgentExecutor::use_session_leases):
+    /// one invocation per runtime session across instances). This replaces the start-up
     /// recovery and the stale-task sweep for the shared store. Call once, before
     /// serving; the returned task runs until the handler shuts down.
     ///
@@ -58,7 +59,9 @@ impl RequestHandler {
             .cluster
             .set(cluster.clone())
             .map_err(|_| A2aError::internal("the handler joined a cluster already"))?;
-        self.inner.executor.join_cluster(&cluster);
+        self.inner
+            .executor
+            .use_session_leases(std::sync::Arc::new(cluster.clone()));
         let handler = self.clone();
         let stop = self.inner.shutdown.clone();
         Ok(tokio::spawn(async move {

@@ -336,7 +336,7 @@ impl UpstreamError {
     }
 
     /// The session's lease could not be taken ([`Self::SessionLease`]).
-    pub fn session_lease(e: crate::store::StoreError) -> Self {
+    pub fn session_lease(e: crate::executor::LeaseError) -> Self {
         Self::SessionLease(e.to_string())
     }
 

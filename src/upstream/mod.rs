@@ -39,7 +39,9 @@ use serde_json::json;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::executor::{AgentExecutor, CallContext, ExecutorError, RequestContext, TaskUpdater};
+use crate::executor::{
+    AgentExecutor, CallContext, ExecutorError, RequestContext, SessionLeases, TaskUpdater,
+};
 
 pub use errors::{StatusError, TimeoutKind, UpstreamError};
 pub use settings::{AgentCoreSettings, AuthSettings, HttpVersion, OAuth2Settings, TokenEndpoint};
@@ -75,7 +77,7 @@ struct Inner {
     sessions: SessionLocks,
     /// Set when the handler joined a cluster: each invocation also holds the runtime
     /// session's lease there (one invocation per session across instances).
-    cluster: std::sync::OnceLock<crate::cluster::Cluster>,
+    leases: std::sync::OnceLock<Arc<dyn SessionLeases>>,
 }
 
 /// The AgentCore proxy executor (an [`AgentExecutor`]). Cheap to clone.
@@ -87,7 +89,7 @@ struct Inner {
 /// of a new message is published only at the upstream's first output, see
 /// [`sink::TaskStart`]). Invocations of one runtime session
 /// run one at a time: in this process by [`session::SessionLocks`], and across the
-/// instances of a cluster by the session's lease ([`crate::cluster::Cluster::lock_session`]).
+/// instances of a cluster by the session's lease ([`SessionLeases`]).
 /// Cancel drops the in-flight request at once (the handler's
 /// cancellation token), publishes CANCELED and, when configured, calls
 /// StopRuntimeSession.
@@ -156,7 +158,7 @@ impl AgentCoreExecutor {
                 http,
                 auth,
                 sessions: SessionLocks::default(),
-                cluster: std::sync::OnceLock::new(),
+                leases: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -517,9 +519,9 @@ impl Inner {
                     self.sessions.lock(session).await
                 }
             };
-            let lease = match self.cluster.get() {
+            let lease = match self.leases.get() {
                 None => None,
-                Some(cluster) => Some(match cluster.try_lock_session(session).await {
+                Some(leases) => Some(match leases.try_lease(session).await {
                     Ok(Some(lease)) => lease,
                     Ok(None) => {
                         if !queued {
@@ -527,8 +529,8 @@ impl Inner {
                                 .await?;
                             queued = true;
                         }
-                        cluster
-                            .lock_session(session)
+                        leases
+                            .lease(session)
                             .await
                             .map_err(UpstreamError::session_lease)?
                     }
@@ -728,8 +730,8 @@ impl AgentExecutor for AgentCoreExecutor {
         Box::pin(fut)
     }
 
-    fn join_cluster(&self, cluster: &crate::cluster::Cluster) {
-        if self.inner.cluster.set(cluster.clone()).is_err() {
+    fn use_session_leases(&self, leases: Arc<dyn SessionLeases>) {
+        if self.inner.leases.set(leases).is_err() {
             tracing::warn!(
                 "the AgentCore executor is shared by two cluster instances; the first one's session leases are used"
             );
