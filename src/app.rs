@@ -4,24 +4,25 @@
 //!
 //! - [`card`]: the agent cards from `[agent]` and `[server]`;
 //! - [`gateway`]: a [`Gateway`] (handler, transport state, router) and serving it;
-//! - [`executor`]: the executor `[upstream]` describes;
+//! - [`upstream`]: the executor `[upstream]` describes, and the conversion of that
+//!   section into the executor's settings;
 //! - [`store`]: the task store `[store]` describes, with its cluster side;
 //! - [`serve`]: what `serve` starts ([`start`]: telemetry, executor, store, push,
 //!   cluster, recovery, metrics, TLS) and serves ([`Running::serve`]);
 //! - [`reload`]: the API keys read again on `SIGHUP`.
 
 pub mod card;
-pub mod executor;
 pub mod gateway;
 pub mod reload;
 pub mod serve;
 pub mod store;
+pub mod upstream;
 
 pub use card::{API_KEY_SCHEME, agent_card, extended_agent_card, interfaces};
-pub use executor::build_executor;
 pub use gateway::Gateway;
 pub use serve::{Running, init_log, init_telemetry, start};
 pub use store::{build_store, build_store_for_cluster, check_store_location, read_store};
+pub use upstream::{agentcore_settings, build_executor};
 
 /// Why the gateway could not be built or started: one line for the operator. Never holds
 /// a secret.

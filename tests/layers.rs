@@ -86,7 +86,6 @@ const TABLE: &[(&str, &[&str])] = &[
 /// line goes in the commit whose move removes the import.
 #[rustfmt::skip]
 const EXCEPTIONS: &[(&str, &str, &str)] = &[
-    ("upstream", "config", "UpstreamConfig, AgentRuntimeArn, AuthKind, HttpVersion (upstream track)"),
 ];
 
 /// Folders (module paths) whose files import each other because one concept was split only

@@ -14,7 +14,7 @@ use std::time::Duration;
 use super::CliError;
 use crate::config::{Config, ConfigSources, SqliteSynchronous};
 use crate::config::{LogUrl, masked};
-use crate::upstream::{AgentCoreSettings, AuthSettings, TokenEndpoint};
+use crate::upstream::{AuthSettings, TokenEndpoint};
 
 /// How long a discovery document fetch may take before check-config gives up on it.
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -74,7 +74,7 @@ async fn derived(config: &Config) -> Vec<String> {
     {
         out.push(format!("stop-session URL: {}", masked(&url)));
     }
-    match AgentCoreSettings::try_from(&config.upstream).map(|s| s.auth) {
+    match crate::app::agentcore_settings(&config.upstream).map(|s| s.auth) {
         Ok(AuthSettings::OAuth2(o)) => out.push(match &o.endpoint {
             TokenEndpoint::Url(url) => format!("token endpoint: {} (configured)", LogUrl(url)),
             TokenEndpoint::Discovery(doc) => match discover(doc).await {

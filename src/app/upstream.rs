@@ -1,0 +1,245 @@
+//! The executor `[upstream]` describes: today the AgentCore executor, with its
+//! readiness check ("a token is obtainable"); and the conversion of the `[upstream]`
+//! section into the executor's own settings ([`agentcore_settings`]), so that
+//! `upstream` never reads the configuration.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::AppError;
+use crate::config::{AgentRuntimeArn, AuthKind, Config, HttpVersion as Cfg, UpstreamConfig};
+use crate::executor::AgentExecutor;
+use crate::server::ReadinessCheck;
+use crate::upstream::{
+    AgentCoreExecutor, AgentCoreSettings, AuthSettings, HttpVersion, OAuth2Settings, TokenEndpoint,
+    UpstreamError,
+};
+
+/// Builds the executor for `[upstream]`, plus a readiness check ("a token is
+/// obtainable") when it has one.
+///
+/// # Errors
+/// No upstream configured, or settings the executor refuses.
+pub fn build_executor(
+    config: &Config,
+) -> Result<(Arc<dyn AgentExecutor>, Option<ReadinessCheck>), AppError> {
+    let settings = agentcore_settings(&config.upstream)?;
+    let executor = AgentCoreExecutor::new(settings)?;
+    let probe = executor.clone();
+    let ready: ReadinessCheck = Arc::new(move || {
+        let probe = probe.clone();
+        Box::pin(async move { probe.token_ready().await })
+    });
+    Ok((Arc::new(executor), Some(ready)))
+}
+
+/// Converts the loaded `[upstream]` section (secret files already read by the config
+/// loader) into the AgentCore executor's settings. The URLs come from
+/// [`UpstreamConfig::invocation_url`] and `stop_session_url` (none when it cannot be
+/// derived or `stop_session_on_cancel` is off); timeouts are whole seconds; retry
+/// delays keep their defaults.
+///
+/// # Errors
+/// [`UpstreamError::Settings`] when no upstream is configured, a header name is
+/// invalid, or an OAuth / bearer key the loader should have required is missing.
+pub fn agentcore_settings(c: &UpstreamConfig) -> Result<AgentCoreSettings, UpstreamError> {
+    let settings_err = |e: &dyn fmt::Display| UpstreamError::Settings(e.to_string());
+    let url = c.invocation_url().map_err(|e| settings_err(&e))?;
+    let mut s = AgentCoreSettings::for_url(url.as_str());
+    s.stop_session_url = c.stop_session_url().ok().map(|u| u.to_string());
+    s.stop_session_on_cancel = c.stop_session_on_cancel;
+    s.http_version = match c.http_version {
+        Cfg::Auto => HttpVersion::Auto,
+        Cfg::Http2 => HttpVersion::Http2,
+        Cfg::Http1 => HttpVersion::Http1,
+    };
+    s.ca_file = c.ca_file.clone();
+    s.connect_timeout = c.connect_timeout();
+    s.read_timeout = c.read_timeout();
+    s.write_timeout = c.write_timeout();
+    s.pool_timeout = c.pool_timeout();
+    s.request_timeout = c.request_timeout();
+    s.max_stream = c.max_stream();
+    s.max_event_bytes = usize::try_from(c.max_event_bytes).unwrap_or(usize::MAX);
+    s.max_stream_bytes = c.max_stream_bytes;
+    s.max_reply_bytes = c.max_reply_bytes;
+    s.max_retries = c.max_retries;
+    s.include_message = c.include_message;
+    let header = |key: &str, name: &str| {
+        if name.is_empty() {
+            return Ok(None);
+        }
+        http::HeaderName::from_bytes(name.as_bytes())
+            .map(Some)
+            .map_err(|_| {
+                UpstreamError::Settings(format!(
+                    "upstream.{key} `{name}` is not a valid HTTP header name"
+                ))
+            })
+    };
+    s.caller_header = header("caller_header", &c.caller_header)?;
+    s.tenant_header = header("tenant_header", &c.tenant_header)?;
+    let a = &c.auth;
+    let missing = |key: &str| UpstreamError::Settings(format!("upstream.auth.{key} is required"));
+    s.auth = match a.kind {
+        AuthKind::None => AuthSettings::None,
+        AuthKind::Forward => AuthSettings::Forward,
+        AuthKind::Bearer => AuthSettings::Bearer(a.token.clone().ok_or_else(|| missing("token"))?),
+        AuthKind::OAuth2 => AuthSettings::OAuth2(OAuth2Settings {
+            client_id: a.client_id.clone().ok_or_else(|| missing("client_id"))?,
+            client_secret: a
+                .client_secret
+                .clone()
+                .ok_or_else(|| missing("client_secret"))?,
+            scope: a.scope.clone(),
+            endpoint: match (&a.token_url, &a.discovery_url) {
+                (Some(t), _) => TokenEndpoint::Url(t.to_string()),
+                (None, Some(d)) => TokenEndpoint::Discovery(d.to_string()),
+                (None, None) => return Err(missing("token_url")),
+            },
+            refresh_before_expiry: a.refresh_before_expiry(),
+        }),
+    };
+    Ok(s)
+}
+
+/// AgentCore settings for a hosted runtime given by its ARN alone: the invocation and
+/// stop-session URLs are derived from the ARN
+/// (`arn:aws:bedrock-agentcore:{region}:{account}:runtime/{id}`, fully percent-encoded
+/// as one path segment, region taken from the ARN) and `qualifier` (`DEFAULT` when
+/// `None`). Auth defaults to [`AuthSettings::None`].
+///
+/// # Errors
+/// [`UpstreamError::Settings`] naming `agent_runtime_arn` when the ARN is malformed, or
+/// `qualifier` when it is not an endpoint name.
+pub fn agentcore_settings_for_arn(
+    arn: &str,
+    qualifier: Option<&str>,
+) -> Result<AgentCoreSettings, UpstreamError> {
+    let parsed: AgentRuntimeArn = arn
+        .parse()
+        .map_err(|e| UpstreamError::Settings(format!("upstream.agent_runtime_arn `{arn}`: {e}")))?;
+    let qualifier = qualifier.unwrap_or("DEFAULT");
+    if qualifier.is_empty()
+        || !qualifier
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(UpstreamError::Settings(format!(
+            "upstream.qualifier `{qualifier}` must be an endpoint name ([A-Za-z0-9_-])"
+        )));
+    }
+    let mut s = AgentCoreSettings::for_url(parsed.action_url("invocations", qualifier));
+    s.stop_session_url = Some(parsed.action_url("stopruntimesession", qualifier));
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn derives_urls_from_arn() {
+        let s = agentcore_settings_for_arn(
+            "arn:aws:bedrock-agentcore:eu-west-1:123456789012:runtime/my_agent-AbC123",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            s.invocation_url,
+            "https://bedrock-agentcore.eu-west-1.amazonaws.com/runtimes/arn%3Aaws%3Abedrock-agentcore%3Aeu-west-1%3A123456789012%3Aruntime%2Fmy_agent-AbC123/invocations?qualifier=DEFAULT"
+        );
+        assert!(
+            s.stop_session_url
+                .unwrap()
+                .contains("/stopruntimesession?qualifier=DEFAULT")
+        );
+    }
+
+    #[test]
+    fn malformed_arn_names_the_key() {
+        for arn in [
+            "",
+            "arn:aws:s3:::bucket",
+            "arn:aws:bedrock-agentcore:us-east-1:123:runtime/x",
+            "arn:aws:bedrock-agentcore::123456789012:runtime/x",
+            "arn:aws:bedrock-agentcore:us-east-1:123456789012:agent/x",
+        ] {
+            let e = agentcore_settings_for_arn(arn, None)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("upstream.agent_runtime_arn"), "{e}");
+        }
+        let e = agentcore_settings_for_arn(
+            "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/x",
+            Some("a b"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("upstream.qualifier"), "{e}");
+    }
+
+    #[test]
+    fn converts_the_config_section() {
+        let toml = r#"
+            agent_runtime_arn = "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/agent-1"
+            qualifier = "prod"
+            http_version = "http2"
+            read_timeout_secs = 60
+            max_retries = 1
+            [auth]
+            kind = "oauth2"
+            client_id = "cid"
+            client_secret = "very-secret-value"
+            scope = "a/invoke"
+            discovery_url = "https://idp.example.com/.well-known/openid-configuration"
+            refresh_before_expiry_secs = 120
+        "#;
+        let c: UpstreamConfig = toml::from_str(toml).unwrap();
+        let s = agentcore_settings(&c).unwrap();
+        assert!(
+            s.invocation_url.starts_with(
+                "https://bedrock-agentcore.us-west-2.amazonaws.com/runtimes/arn%3Aaws"
+            )
+        );
+        assert!(
+            s.invocation_url.ends_with("/invocations?qualifier=prod"),
+            "{}",
+            s.invocation_url
+        );
+        assert!(
+            s.stop_session_url
+                .as_deref()
+                .unwrap()
+                .ends_with("/stopruntimesession?qualifier=prod")
+        );
+        assert_eq!(s.http_version, HttpVersion::Http2);
+        assert_eq!(s.read_timeout, Duration::from_secs(60));
+        assert_eq!(s.max_retries, 1);
+        let AuthSettings::OAuth2(o) = &s.auth else {
+            panic!("{:?}", s.auth)
+        };
+        assert_eq!(
+            o.endpoint,
+            TokenEndpoint::Discovery(
+                "https://idp.example.com/.well-known/openid-configuration".into()
+            )
+        );
+        assert_eq!(o.refresh_before_expiry, Duration::from_secs(120));
+        assert_eq!(
+            s.caller_header.as_ref().map(|h| h.as_str()),
+            Some("x-amzn-bedrock-agentcore-runtime-custom-caller")
+        );
+        let c: UpstreamConfig = toml::from_str(
+            "url = \"http://h/invocations\"\ncaller_header = \"X-Who\"\ntenant_header = \"\"\n[auth]\nkind = \"forward\"",
+        )
+        .unwrap();
+        let s = agentcore_settings(&c).unwrap();
+        assert_eq!(s.caller_header.as_ref().map(|h| h.as_str()), Some("x-who"));
+        assert_eq!(s.tenant_header, None);
+        assert!(matches!(s.auth, AuthSettings::Forward));
+        assert!(agentcore_settings(&UpstreamConfig::default()).is_err());
+    }
+}
