@@ -96,9 +96,6 @@ const SPLIT_FOR_SIZE: &[(&str, &str)] = &[];
 /// them; each line goes in the commit that breaks the cycle.
 #[rustfmt::skip]
 const CYCLE_EXCEPTIONS: &[(&[&str], &str)] = &[
-    (&["upstream::client", "upstream::errors", "upstream::reply", "upstream::settings",
-       "upstream::sse", "upstream::token"],
-     "parse_retry_after, fmt_duration, TokenError, reply limits (upstream track)"),
 ];
 
 #[test]

@@ -22,6 +22,7 @@ use std::time::Duration;
 use http::HeaderMap;
 use serde_json::Value;
 
+use super::text::fmt_duration;
 use super::token::TokenError;
 
 /// The longest excerpt of a non-JSON error body kept in a reason, in characters.
@@ -136,7 +137,7 @@ impl StatusError {
         let message = message.map(|m| redact(&m, token));
         let retry_after = headers
             .get(http::header::RETRY_AFTER)
-            .and_then(|v| super::client::parse_retry_after(v, chrono::Utc::now()));
+            .and_then(|v| super::http::parse_retry_after(v, chrono::Utc::now()));
         Self {
             status,
             error_type,
@@ -460,15 +461,6 @@ pub(crate) fn token_text(s: &str) -> String {
         .filter(|c| c.is_ascii_alphanumeric() || "._:/+-".contains(*c))
         .take(64)
         .collect()
-}
-
-/// Human form of a limit: `900 s`, `250 ms`.
-pub(crate) fn fmt_duration(d: Duration) -> String {
-    if d.subsec_millis() == 0 && d.as_secs() > 0 {
-        format!("{} s", d.as_secs())
-    } else {
-        format!("{} ms", d.as_millis())
-    }
 }
 
 /// The message of a JSON error body: restJson1 `message`/`Message`, the container's

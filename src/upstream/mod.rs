@@ -6,18 +6,20 @@
 //! `docs/upstream-contract.md`.
 //!
 //! - [`settings`]: [`AgentCoreSettings`], plain values.
-//! - [`client`]: the reqwest client, per-phase time limits, retry policy.
+//! - [`client`]: the reqwest client and per-phase time limits; [`http`]: the retry
+//!   policy and `Retry-After`.
 //! - [`token`] / [`oauth`]: bearer-token cache (single flight) and the
 //!   client-credentials source.
 //! - [`session`]: runtime session ids and the per-session lock.
 //! - [`sse`]: bounded SSE decoding; [`reply`]: JSON / SSE reply →
 //!   [`reply::UpstreamEvent`]s; [`control`]: the control vocabulary; [`sink`]:
 //!   events → A2A task events.
-//! - [`errors`]: readable failure reasons.
+//! - [`errors`]: readable failure reasons; [`text`]: their small text helpers.
 
 pub mod client;
 pub mod control;
 pub mod errors;
+pub mod http;
 mod meter;
 pub use meter::QUEUED as QUEUED_MESSAGES;
 pub mod oauth;
@@ -26,6 +28,7 @@ pub mod session;
 pub mod settings;
 pub mod sink;
 pub mod sse;
+pub mod text;
 pub mod token;
 
 use std::sync::Arc;
@@ -47,7 +50,8 @@ pub use errors::{StatusError, TimeoutKind, UpstreamError};
 pub use settings::{AgentCoreSettings, AuthSettings, HttpVersion, OAuth2Settings, TokenEndpoint};
 pub use token::{TokenCache, TokenError, TokenSource};
 
-use client::{RetryPolicy, SendTimeouts};
+use self::http::RetryPolicy;
+use client::SendTimeouts;
 use session::SessionLocks;
 use sink::{ReplySink, SinkError, TaskStart};
 
@@ -237,7 +241,7 @@ impl AgentCoreExecutor {
                 .inner
                 .http
                 .post(&url)
-                .header(http::header::CONTENT_TYPE, "application/json")
+                .header(::http::header::CONTENT_TYPE, "application/json")
                 .header(SESSION_HEADER, session)
                 .timeout(STOP_SESSION_TIMEOUT);
             rb = self.inner.identity_headers(rb, caller);
@@ -357,8 +361,11 @@ impl Inner {
             let mut rb = self
                 .http
                 .post(&s.invocation_url)
-                .header(http::header::CONTENT_TYPE, "application/json")
-                .header(http::header::ACCEPT, "text/event-stream, application/json")
+                .header(::http::header::CONTENT_TYPE, "application/json")
+                .header(
+                    ::http::header::ACCEPT,
+                    "text/event-stream, application/json",
+                )
                 .header(SESSION_HEADER, session)
                 .header("traceparent", &traceparent);
             rb = self.identity_headers(rb, caller);
@@ -631,9 +638,9 @@ const HEADER_VALUE_ESCAPES: &percent_encoding::AsciiSet =
 /// A caller or tenant as a header value: its UTF-8 bytes, percent-encoded (RFC 3986
 /// `%XX`) outside visible ASCII and for `%` itself. `alice@example.com` is sent as is;
 /// `Zoë Q` as `Zo%C3%AB%20Q`.
-pub fn identity_header_value(value: &str) -> http::HeaderValue {
+pub fn identity_header_value(value: &str) -> ::http::HeaderValue {
     let encoded = percent_encoding::utf8_percent_encode(value, HEADER_VALUE_ESCAPES).to_string();
-    http::HeaderValue::from_str(&encoded).expect("visible ASCII is a valid header value")
+    ::http::HeaderValue::from_str(&encoded).expect("visible ASCII is a valid header value")
 }
 
 /// The text of the WORKING status message of a task whose message waits for an
