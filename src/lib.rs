@@ -20,8 +20,9 @@
 //!    [`EventQueue`], [`TaskUpdater`].
 //! 4. [`store`]: the [`TaskStore`] trait (event log + snapshot) and its backends.
 //! 5. Beside each other, never each other:
-//!    - [`upstream`]: the AgentCore proxy executor ([`upstream::AgentCoreExecutor`]); it
-//!      imports neither `store`, `cluster` nor `config`.
+//!    - [`upstream`]: the runtime kinds (today AgentCore, [`upstream::AgentCoreExecutor`])
+//!      and what they share (HTTP, auth, reply); it imports neither `store`, `cluster`
+//!      nor `config`.
 //!    - [`identity`]: inbound authentication, [`push`]: push delivery, [`cluster`]: several
 //!      instances on one PostgreSQL.
 //!    - [`agents`]: the example executors (executors, as `upstream` is).

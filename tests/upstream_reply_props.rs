@@ -13,10 +13,10 @@
 //! longer.
 
 use a2a_gateway::upstream::UpstreamError;
+use a2a_gateway::upstream::http::sse::FEED_SLICE;
 use a2a_gateway::upstream::reply::{
     FrameState, UpstreamEvent, classify_frame, classify_json_reply, sse_events,
 };
-use a2a_gateway::upstream::sse::FEED_SLICE;
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream;
@@ -101,7 +101,7 @@ fn render(frames: &[(Frame, &str, bool)]) -> (Vec<u8>, Vec<UpstreamEvent>) {
                 let data = json!({"a2a_control": "status", "text": t}).to_string();
                 body.push_str(&format!("data:{data}{eol}{eol}"));
                 want.push(UpstreamEvent::Control(
-                    a2a_gateway::upstream::control::Control::Status { text: t.clone() },
+                    a2a_gateway::upstream::reply::control::Control::Status { text: t.clone() },
                 ));
             }
         }

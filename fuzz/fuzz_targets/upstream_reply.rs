@@ -8,8 +8,8 @@
 #![no_main]
 
 use a2a_gateway::upstream::UpstreamError;
+use a2a_gateway::upstream::http::sse::FEED_SLICE;
 use a2a_gateway::upstream::reply::{UpstreamEvent, classify_json_reply, sse_events};
-use a2a_gateway::upstream::sse::FEED_SLICE;
 use bytes::Bytes;
 use futures::StreamExt;
 use libfuzzer_sys::fuzz_target;

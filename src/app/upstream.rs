@@ -1,5 +1,5 @@
-//! The executor `[upstream]` describes: today the AgentCore executor, with its
-//! readiness check ("a token is obtainable"); and the conversion of the `[upstream]`
+//! The executor `[upstream]` describes: the one `match` on `upstream.kind` (today the
+//! AgentCore executor, with its readiness check "a token is obtainable"); and the conversion of the `[upstream]`
 //! section into the executor's own settings ([`agentcore_settings`]), so that
 //! `upstream` never reads the configuration.
 
@@ -7,7 +7,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::AppError;
-use crate::config::{AgentRuntimeArn, AuthKind, Config, HttpVersion as Cfg, UpstreamConfig};
+use crate::config::{
+    AgentRuntimeArn, AuthKind, Config, HttpVersion as Cfg, UpstreamConfig, UpstreamKind,
+};
 use crate::executor::AgentExecutor;
 use crate::server::ReadinessCheck;
 use crate::upstream::{
@@ -23,14 +25,18 @@ use crate::upstream::{
 pub fn build_executor(
     config: &Config,
 ) -> Result<(Arc<dyn AgentExecutor>, Option<ReadinessCheck>), AppError> {
-    let settings = agentcore_settings(&config.upstream)?;
-    let executor = AgentCoreExecutor::new(settings)?;
-    let probe = executor.clone();
-    let ready: ReadinessCheck = Arc::new(move || {
-        let probe = probe.clone();
-        Box::pin(async move { probe.token_ready().await })
-    });
-    Ok((Arc::new(executor), Some(ready)))
+    // One arm per runtime kind (`upstream.kind`).
+    match config.upstream.kind {
+        UpstreamKind::AgentCore => {
+            let executor = AgentCoreExecutor::new(agentcore_settings(&config.upstream)?)?;
+            let probe = executor.clone();
+            let ready: ReadinessCheck = Arc::new(move || {
+                let probe = probe.clone();
+                Box::pin(async move { probe.token_ready().await })
+            });
+            Ok((Arc::new(executor), Some(ready)))
+        }
+    }
 }
 
 /// Converts the loaded `[upstream]` section (secret files already read by the config

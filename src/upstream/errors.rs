@@ -22,8 +22,8 @@ use std::time::Duration;
 use http::HeaderMap;
 use serde_json::Value;
 
+use super::auth::TokenError;
 use super::text::fmt_duration;
-use super::token::TokenError;
 
 /// The longest excerpt of a non-JSON error body kept in a reason, in characters.
 const BODY_EXCERPT_CHARS: usize = 300;

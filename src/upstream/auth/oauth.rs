@@ -234,7 +234,7 @@ impl OAuthClientCredentials {
             .header(http::header::ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|e| fail("is unreachable", super::errors::describe(&e)))?;
+            .map_err(|e| fail("is unreachable", crate::upstream::errors::describe(&e)))?;
         let status = resp.status();
         if !status.is_success() {
             return Err(fail(
@@ -378,7 +378,7 @@ impl OAuthClientCredentials {
                 if let Some(why) = answer.unreadable {
                     return Err(at(&why));
                 }
-                let why = redact(&super::errors::describe(&e), &self.redactions());
+                let why = redact(&crate::upstream::errors::describe(&e), &self.redactions());
                 tracing::warn!(token_endpoint = %LogUrl(&url), error = %why, "token endpoint unreachable");
                 Err(
                     TokenError::new("the upstream token endpoint is unreachable")
@@ -448,11 +448,12 @@ fn is_json_media_type(content_type: &str) -> bool {
 /// The body, at most [`MAX_TOKEN_ANSWER_BYTES`].
 async fn read_capped(mut resp: reqwest::Response) -> Result<Vec<u8>, String> {
     let mut body = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| format!("the answer broke off: {}", super::errors::describe(&e)))?
-    {
+    while let Some(chunk) = resp.chunk().await.map_err(|e| {
+        format!(
+            "the answer broke off: {}",
+            crate::upstream::errors::describe(&e)
+        )
+    })? {
         if body.len() + chunk.len() > MAX_TOKEN_ANSWER_BYTES {
             return Err(format!(
                 "the answer is larger than {} KiB",

@@ -4,7 +4,7 @@
 //! The declared `Content-Type` (its media type, any case, parameters ignored)
 //! decides, as [`ReplyKind::of`] says; nothing is guessed from the body:
 //!
-//! - `text/event-stream`: decoded by [`super::sse`] (bounded, CR/LF/CRLF, frames
+//! - `text/event-stream`: decoded by [`crate::upstream::http::sse`] (bounded, CR/LF/CRLF, frames
 //!   split at any byte); each `data` payload is classified by [`classify_frame`].
 //! - `application/json` (or `+json`), or no `Content-Type` at all: the whole body
 //!   (at most `max_reply_bytes`) must be JSON and is classified by
@@ -15,6 +15,9 @@
 //!
 //! The body stream carries the read (idle) timeout; a transport error after the
 //! first byte is [`UpstreamError::Broken`], never a clean end.
+//!
+//! - [`control`]: the control vocabulary an agent's output may carry;
+//! - [`sink`]: [`UpstreamEvent`]s into A2A task events through a `TaskUpdater`.
 
 use std::time::Duration;
 
@@ -22,8 +25,11 @@ use bytes::{Bytes, BytesMut};
 use futures::stream::{BoxStream, StreamExt};
 use serde_json::Value;
 
-use super::control::{self, Control};
-use super::errors::{TimeoutKind, UpstreamError};
+pub mod control;
+pub mod sink;
+
+use self::control::Control;
+use crate::upstream::errors::{TimeoutKind, UpstreamError};
 
 /// Default of `upstream.max_reply_bytes`, the largest JSON or text (non-SSE) reply
 /// read: 16 MiB (the runtime's own limit is 100 MB, contract §1.4; every byte is
@@ -64,7 +70,7 @@ impl ReplyKind {
             "text/plain" => Self::Text,
             "text/html" => Self::Html,
             e if e.starts_with("application/") && e.ends_with("+json") => Self::Json,
-            e => Self::Other(super::errors::token_text(e)),
+            e => Self::Other(crate::upstream::errors::token_text(e)),
         }
     }
 }
@@ -332,7 +338,7 @@ where
                 this.ended = true;
                 return Poll::Ready(Some(Err(UpstreamError::Broken {
                     bytes: this.received,
-                    reason: super::errors::describe(&e),
+                    reason: crate::upstream::errors::describe(&e),
                 })));
             }
             Poll::Ready(None) => {
@@ -358,7 +364,7 @@ where
 
 /// Parses an SSE body into upstream events (stopping after `[DONE]` or the first
 /// error); one event may take at most `max_event_bytes` of the body and the whole
-/// body at most `max_stream_bytes` (see [`super::sse`]).
+/// body at most `max_stream_bytes` (see [`crate::upstream::http::sse`]).
 pub fn sse_events(
     body: BoxStream<'static, Result<Bytes, UpstreamError>>,
     max_event_bytes: usize,
@@ -366,7 +372,7 @@ pub fn sse_events(
 ) -> BoxStream<'static, Result<UpstreamEvent, UpstreamError>> {
     let mut state = FrameState::default();
     let mut finished = false;
-    super::sse::event_data(body, max_event_bytes, max_stream_bytes)
+    crate::upstream::http::sse::event_data(body, max_event_bytes, max_stream_bytes)
         .filter_map(move |item| {
             let out = if finished {
                 None

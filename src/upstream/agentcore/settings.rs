@@ -1,90 +1,11 @@
 //! [`AgentCoreSettings`]: everything the AgentCore executor needs, as plain Rust
 //! values (the gateway's `app` converts the `[upstream]` config section into it).
 
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use secrecy::SecretString;
-
-/// Which HTTP version to speak to the runtime and the token endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HttpVersion {
-    /// HTTP/2 when the TLS server offers it by ALPN, else HTTP/1.1; HTTP/1.1 on
-    /// plain `http://`.
-    #[default]
-    Auto,
-    /// HTTP/2 only: ALPN `h2` over TLS, prior knowledge (h2c) on plain `http://`.
-    Http2,
-    /// HTTP/1.1 only.
-    Http1,
-}
-
-/// Where the OAuth token endpoint is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TokenEndpoint {
-    /// The token endpoint URL itself.
-    Url(String),
-    /// An OIDC / OAuth discovery document URL
-    /// (`…/.well-known/openid-configuration`); its `token_endpoint` is fetched once
-    /// and cached (runtime contract §2.2).
-    Discovery(String),
-}
-
-/// OAuth 2.0 client-credentials settings (runtime contract §2.2).
-#[derive(Clone)]
-pub struct OAuth2Settings {
-    /// The client id.
-    pub client_id: String,
-    /// The client secret, sent with HTTP Basic client authentication.
-    pub client_secret: SecretString,
-    /// Space-separated scopes; `None` lets the server grant its defaults.
-    pub scope: Option<String>,
-    /// Where to get tokens.
-    pub endpoint: TokenEndpoint,
-    /// Refresh this long before the token expires (config `refresh_before_expiry_secs`,
-    /// default 30 s).
-    pub refresh_before_expiry: Duration,
-}
-
-impl fmt::Debug for OAuth2Settings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OAuth2Settings")
-            .field("client_id", &self.client_id)
-            .field("client_secret", &"[redacted]")
-            .field("scope", &self.scope)
-            .field("endpoint", &self.endpoint)
-            .field("refresh_before_expiry", &self.refresh_before_expiry)
-            .finish()
-    }
-}
-
-/// How the executor authenticates to the runtime (`[upstream.auth] kind`).
-#[derive(Clone)]
-pub enum AuthSettings {
-    /// No `Authorization` header (a local runtime).
-    None,
-    /// A static bearer token (`kind = "bearer"`). A 401 with it fails the task.
-    Bearer(SecretString),
-    /// Client-credentials tokens, cached (`kind = "oauth2"`).
-    OAuth2(OAuth2Settings),
-    /// The caller's own verified JWT
-    /// ([`CallContext::caller_token`](crate::executor::CallContext::caller_token)), per
-    /// request (`kind = "forward"`). A call without one fails its task; a 401 fails it
-    /// too (the runtime refused the caller's token).
-    Forward,
-}
-
-impl fmt::Debug for AuthSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::None => f.write_str("None"),
-            Self::Bearer(_) => f.write_str("Bearer([redacted])"),
-            Self::OAuth2(o) => f.debug_tuple("OAuth2").field(o).finish(),
-            Self::Forward => f.write_str("Forward"),
-        }
-    }
-}
+use crate::upstream::auth::AuthSettings;
+use crate::upstream::http::HttpVersion;
 
 /// Settings of [`AgentCoreExecutor`](super::AgentCoreExecutor). Build one with
 /// [`for_url`](Self::for_url) (the gateway's `app` derives the URL from the runtime ARN
@@ -118,13 +39,13 @@ pub struct AgentCoreSettings {
     /// runtime's 60-minute streaming limit).
     pub max_stream: Duration,
     /// Largest SSE event (bytes received since the previous event); a larger one
-    /// fails the task. Default 4 MiB ([`super::sse::DEFAULT_MAX_EVENT_BYTES`]).
+    /// fails the task. Default 4 MiB ([`crate::upstream::http::sse::DEFAULT_MAX_EVENT_BYTES`]).
     pub max_event_bytes: usize,
     /// Largest streamed (SSE) reply body in total, in bytes; a larger one fails the
-    /// task. Default 100 MiB ([`super::sse::DEFAULT_MAX_STREAM_BYTES`]).
+    /// task. Default 100 MiB ([`crate::upstream::http::sse::DEFAULT_MAX_STREAM_BYTES`]).
     pub max_stream_bytes: u64,
     /// Largest JSON or text (non-SSE) reply body, in bytes; a larger one fails the
-    /// task. Default 16 MiB ([`super::reply::DEFAULT_MAX_REPLY_BYTES`]).
+    /// task. Default 16 MiB ([`crate::upstream::reply::DEFAULT_MAX_REPLY_BYTES`]).
     pub max_reply_bytes: u64,
     /// Retries of 429, 409 RetryableConflict, 500/502/503/504 and connection
     /// failures, before any reply byte. Default 3.
@@ -169,9 +90,9 @@ impl AgentCoreSettings {
             pool_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(900),
             max_stream: Duration::from_secs(3600),
-            max_event_bytes: super::sse::DEFAULT_MAX_EVENT_BYTES,
-            max_stream_bytes: super::sse::DEFAULT_MAX_STREAM_BYTES,
-            max_reply_bytes: super::reply::DEFAULT_MAX_REPLY_BYTES,
+            max_event_bytes: crate::upstream::http::sse::DEFAULT_MAX_EVENT_BYTES,
+            max_stream_bytes: crate::upstream::http::sse::DEFAULT_MAX_STREAM_BYTES,
+            max_reply_bytes: crate::upstream::reply::DEFAULT_MAX_REPLY_BYTES,
             max_retries: 3,
             retry_base_delay: Duration::from_millis(200),
             retry_max_delay: Duration::from_secs(20),
@@ -203,6 +124,8 @@ fn stop_url_for(invocation_url: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::upstream::auth::{OAuth2Settings, TokenEndpoint};
+    use secrecy::SecretString;
 
     #[test]
     fn stop_url_for_override() {

@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
 
-use super::errors::UpstreamError;
+use crate::upstream::errors::UpstreamError;
 
 /// Default of `upstream.max_event_bytes`: 4 MiB.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;

@@ -17,9 +17,9 @@ use futures::{Stream, StreamExt};
 use crate::executor::{QueueClosed, RequestContext, TaskUpdater};
 use crate::protocol::Part;
 
+use super::UpstreamEvent;
 use super::control::Control;
-use super::errors::UpstreamError;
-use super::reply::UpstreamEvent;
+use crate::upstream::errors::UpstreamError;
 
 /// The name of the artifact that carries the agent's reply.
 pub const REPLY_ARTIFACT_NAME: &str = "response";

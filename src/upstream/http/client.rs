@@ -1,7 +1,6 @@
 //! The HTTP client: building it (HTTP version, extra CA roots, connect timeout,
 //! HTTP/2 keep-alive), sending one request with the pool / write / read-until-headers
-//! time limits, and the retry policy (jittered exponential backoff honouring
-//! `Retry-After`, runtime contract §1.3 and §6 "design rules").
+//! time limits (the retry policy is [`super::retry`]).
 
 use std::path::Path;
 use std::pin::Pin;
@@ -13,8 +12,20 @@ use futures::Stream;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::errors::{TimeoutKind, UpstreamError};
-use super::settings::HttpVersion;
+use crate::upstream::errors::{TimeoutKind, UpstreamError};
+
+/// Which HTTP version to speak to the runtime and the token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HttpVersion {
+    /// HTTP/2 when the TLS server offers it by ALPN, else HTTP/1.1; HTTP/1.1 on
+    /// plain `http://`.
+    #[default]
+    Auto,
+    /// HTTP/2 only: ALPN `h2` over TLS, prior knowledge (h2c) on plain `http://`.
+    Http2,
+    /// HTTP/1.1 only.
+    Http1,
+}
 
 /// `User-Agent` sent to the runtime and the token endpoint.
 pub const USER_AGENT: &str = concat!("a2a-gateway/", env!("CARGO_PKG_VERSION"));
@@ -85,7 +96,7 @@ pub fn build_client(
     b.build().map_err(|e| {
         UpstreamError::Settings(format!(
             "cannot build the HTTP client: {}",
-            super::errors::describe(&e)
+            crate::upstream::errors::describe(&e)
         ))
     })
 }

@@ -276,7 +276,7 @@ impl TokenCache {
                 reason: format!(
                     "{} (token endpoint failing; next attempt in {})",
                     f.error.reason,
-                    super::text::fmt_duration(Duration::from_secs(left.as_secs().max(1)))
+                    crate::upstream::text::fmt_duration(Duration::from_secs(left.as_secs().max(1)))
                 ),
                 detail: f.error.detail.clone(),
             }
