@@ -13,6 +13,8 @@
 //! - [`reply`]: JSON / SSE reply → [`reply::UpstreamEvent`]s, the control vocabulary,
 //!   and the sink into A2A task events.
 //! - [`errors`]: readable failure reasons; [`text`]: their small text helpers.
+//! - `mock` and `conformance` (feature `test-util`): a scripted runtime on
+//!   `127.0.0.1:0` and the checks every kind passes against it.
 //!
 //! `upstream` imports only the executor API, `protocol` and `telemetry` (see
 //! `tests/layers.rs`): the gateway's `app` converts the configuration into each kind's
@@ -20,9 +22,13 @@
 
 pub mod agentcore;
 pub mod auth;
+#[cfg(feature = "test-util")]
+pub mod conformance;
 pub mod errors;
 pub mod http;
 mod meter;
+#[cfg(feature = "test-util")]
+pub mod mock;
 pub mod reply;
 pub mod text;
 

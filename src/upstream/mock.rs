@@ -1,0 +1,255 @@
+//! [`MockRuntime`]: a scripted HTTP runtime on `127.0.0.1:0` (feature `test-util`), the
+//! peer of the [`conformance`](super::conformance) checks.
+//!
+//! It answers `POST /invocations` with the next scripted [`MockReply`] (a JSON reply, an
+//! SSE stream, a status, a stall, a reply that breaks or stalls after its first
+//! bytes) and `POST /stopruntimesession` with 200, and records every request it saw
+//! ([`MockRequest`]). With no reply scripted an invocation gets the JSON string `"ok"`.
+//! The server stops when the value is dropped.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures::StreamExt;
+use futures::stream::{self, BoxStream};
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+/// What the mock answers to one invocation.
+#[derive(Debug, Clone)]
+pub enum MockReply {
+    /// 200 `application/json` with this body.
+    Json(Value),
+    /// 200 `text/event-stream`: one `data:` frame per value, in order, then the end.
+    Sse(Vec<Value>),
+    /// 200 `text/event-stream`: these frames, then the connection breaks (no clean end
+    /// of the body).
+    SseThenBreak(Vec<Value>),
+    /// 200 `text/event-stream`: these frames, then silence (the body never ends).
+    SseThenStall(Vec<Value>),
+    /// 200 `application/json`: these first bytes of a body, then silence.
+    JsonThenStall(String),
+    /// This status, with `Retry-After: N` seconds when given, and a JSON error body
+    /// `{"message": text}`.
+    Status {
+        /// The HTTP status code.
+        status: u16,
+        /// `Retry-After` in seconds.
+        retry_after: Option<u64>,
+        /// The error message in the body.
+        message: String,
+    },
+    /// No answer at all: the headers never come.
+    Stall,
+}
+
+impl MockReply {
+    /// A status without `Retry-After`, with a short message.
+    pub fn status(status: u16) -> Self {
+        Self::Status {
+            status,
+            retry_after: None,
+            message: format!("mock status {status}"),
+        }
+    }
+}
+
+/// One request the mock saw.
+#[derive(Debug, Clone)]
+pub struct MockRequest {
+    /// `/invocations` or `/stopruntimesession`.
+    pub path: String,
+    /// The request headers.
+    pub headers: HeaderMap,
+    /// The request body.
+    pub body: Bytes,
+}
+
+impl MockRequest {
+    /// A header's value as text (`None` when absent or not visible ASCII).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    script: Mutex<VecDeque<MockReply>>,
+    seen: Mutex<Vec<MockRequest>>,
+    /// Woken at every request.
+    arrived: Notify,
+}
+
+/// A scripted runtime listening on `127.0.0.1:0`. See the module docs.
+pub struct MockRuntime {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    server: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for MockRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockRuntime")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MockRuntime {
+    /// Binds `127.0.0.1:0` and serves until dropped.
+    ///
+    /// # Panics
+    /// When no loopback port can be bound (a broken test machine).
+    pub async fn start() -> Self {
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .route("/invocations", post(invoke))
+            .route("/stopruntimesession", post(stop))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local address");
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            addr,
+            shared,
+            server,
+        }
+    }
+
+    /// The invocation URL, `http://127.0.0.1:PORT/invocations`.
+    pub fn url(&self) -> String {
+        format!("http://{}/invocations", self.addr)
+    }
+
+    /// Scripts the answers of the next invocations, in order.
+    pub fn script(&self, replies: impl IntoIterator<Item = MockReply>) {
+        self.shared
+            .script
+            .lock()
+            .expect("script lock")
+            .extend(replies);
+    }
+
+    /// The invocations seen so far.
+    pub fn invocations(&self) -> Vec<MockRequest> {
+        self.seen("/invocations")
+    }
+
+    /// The StopRuntimeSession calls seen so far.
+    pub fn stops(&self) -> Vec<MockRequest> {
+        self.seen("/stopruntimesession")
+    }
+
+    /// Waits until at least `n` invocations arrived.
+    pub async fn wait_invocations(&self, n: usize) {
+        loop {
+            let arrived = self.shared.arrived.notified();
+            if self.invocations().len() >= n {
+                return;
+            }
+            arrived.await;
+        }
+    }
+
+    fn seen(&self, path: &str) -> Vec<MockRequest> {
+        self.shared
+            .seen
+            .lock()
+            .expect("seen lock")
+            .iter()
+            .filter(|r| r.path == path)
+            .cloned()
+            .collect()
+    }
+}
+
+impl Drop for MockRuntime {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+fn record(shared: &Shared, path: &str, headers: HeaderMap, body: Bytes) {
+    shared.seen.lock().expect("seen lock").push(MockRequest {
+        path: path.to_owned(),
+        headers,
+        body,
+    });
+    shared.arrived.notify_waiters();
+}
+
+async fn stop(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    record(&shared, "/stopruntimesession", headers, body);
+    StatusCode::OK
+}
+
+async fn invoke(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    record(&shared, "/invocations", headers, body);
+    let reply = shared.script.lock().expect("script lock").pop_front();
+    match reply.unwrap_or(MockReply::Json(Value::from("ok"))) {
+        MockReply::Json(v) => {
+            ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
+        }
+        MockReply::Sse(frames) => sse(frames, stream::empty().boxed()),
+        MockReply::SseThenBreak(frames) => sse(
+            frames,
+            stream::once(async { Err(std::io::Error::other("the mock breaks the stream")) })
+                .boxed(),
+        ),
+        MockReply::SseThenStall(frames) => sse(frames, stream::pending().boxed()),
+        MockReply::JsonThenStall(head) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            Body::from_stream(
+                stream::once(async move { Ok::<_, std::io::Error>(Bytes::from(head)) })
+                    .chain(stream::pending()),
+            ),
+        )
+            .into_response(),
+        MockReply::Status {
+            status,
+            retry_after,
+            message,
+        } => {
+            let mut resp = (
+                StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                [(header::CONTENT_TYPE, "application/json")],
+                serde_json::json!({ "message": message }).to_string(),
+            )
+                .into_response();
+            if let Some(secs) = retry_after {
+                resp.headers_mut().insert(
+                    header::RETRY_AFTER,
+                    secs.to_string().parse().expect("digits"),
+                );
+            }
+            resp
+        }
+        MockReply::Stall => std::future::pending().await,
+    }
+}
+
+/// An event-stream response: one `data:` frame per value, then `tail`.
+fn sse(frames: Vec<Value>, tail: BoxStream<'static, Result<Bytes, std::io::Error>>) -> Response {
+    let head = stream::iter(
+        frames
+            .into_iter()
+            .map(|v| Ok::<_, std::io::Error>(Bytes::from(format!("data: {v}\n\n")))),
+    );
+    (
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        Body::from_stream(head.chain(tail)),
+    )
+        .into_response()
+}
