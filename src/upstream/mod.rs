@@ -2,10 +2,14 @@
 //! and turn its reply into A2A task events. One folder per runtime kind, beside what
 //! every kind shares:
 //!
-//! - [`agentcore`]: the Amazon Bedrock AgentCore Runtime kind, [`AgentCoreExecutor`]
-//!   with its [`AgentCoreSettings`]. The wire contract it follows is
-//!   `shared/docs/agentcore-runtime.md` ("the runtime contract", sections cited as §n);
-//!   what upstream agents can rely on is `docs/upstream-contract.md`.
+//! - [`runtime`]: the [`Runtime`] trait a kind implements, and [`RuntimeExecutor`], the
+//!   one executor over any kind (session turns ([`turns`]) and leases, credentials,
+//!   retries, reply into task events, failure reasons, metrics).
+//! - [`agentcore`]: the Amazon Bedrock AgentCore Runtime kind, [`AgentCore`];
+//!   [`AgentCoreExecutor`] is the executor over it, with its [`AgentCoreSettings`]. The
+//!   wire contract it follows is `shared/docs/agentcore-runtime.md` ("the runtime
+//!   contract", sections cited as §n); what upstream agents can rely on is
+//!   `docs/upstream-contract.md`.
 //! - [`http`]: the reqwest client and per-phase time limits, the retry policy and
 //!   `Retry-After`, bounded SSE decoding.
 //! - [`auth`]: authentication settings, the bearer-token cache (single flight) and the
@@ -30,10 +34,12 @@ mod meter;
 #[cfg(feature = "test-util")]
 pub mod mock;
 pub mod reply;
+pub mod runtime;
 pub mod text;
+pub mod turns;
 
 pub use agentcore::{
-    AgentCoreExecutor, AgentCoreSettings, QUEUED_STATUS_TEXT, SESSION_HEADER, identity_header_value,
+    AgentCore, AgentCoreExecutor, AgentCoreSettings, SESSION_HEADER, identity_header_value,
 };
 pub use auth::{
     AuthSettings, Credentials, NO_FORWARDABLE_TOKEN, OAuth2Settings, TokenCache, TokenEndpoint,
@@ -42,3 +48,4 @@ pub use auth::{
 pub use errors::{StatusError, TimeoutKind, UpstreamError};
 pub use http::HttpVersion;
 pub use meter::QUEUED as QUEUED_MESSAGES;
+pub use runtime::{QUEUED_STATUS_TEXT, Runtime, RuntimeExecutor};
