@@ -67,7 +67,8 @@ pub use sources::ENV_PREFIX;
 pub use store::{SqliteLocation, SqliteSynchronous, StoreConfig, StoreUrl, StoreUrlError};
 pub use telemetry::TelemetryConfig;
 pub use upstream::{
-    DEFAULT_CALLER_HEADER, DEFAULT_TENANT_HEADER, HttpVersion, UpstreamConfig, UpstreamKind,
+    AgentCoreUpstreamConfig, DEFAULT_CALLER_HEADER, DEFAULT_TENANT_HEADER, HttpVersion,
+    UpstreamConfig, UpstreamKind,
 };
 
 use error::Invalid;
@@ -276,7 +277,7 @@ impl Config {
         config.validate().map_err(|e| layers.invalid(e))?;
         config
             .upstream
-            .auth
+            .auth_mut()
             .load_secret_files()
             .map_err(|e| layers.invalid(e))?;
         config
@@ -308,7 +309,7 @@ impl Config {
         }
         self.store.validate()?;
         self.upstream.validate()?;
-        if self.upstream.auth.kind == AuthKind::Forward
+        if self.upstream.auth().kind == AuthKind::Forward
             && !self.server.auth.uses(ServerAuthKind::Jwt)
         {
             return Err(Invalid::because_of(

@@ -1,14 +1,14 @@
-//! The executor `[upstream]` describes: the one `match` on `upstream.kind` (today the
-//! AgentCore executor, with its readiness check "a token is obtainable"); and the conversion of the `[upstream]`
-//! section into the executor's own settings ([`agentcore_settings`]), so that
-//! `upstream` never reads the configuration.
+//! The executor `[upstream]` describes: the one `match` on the runtime kind (today the
+//! AgentCore executor, with its readiness check "a token is obtainable"); and the
+//! conversion of the `[upstream]` section into the executor's own settings
+//! ([`agentcore_settings`]), so that `upstream` never reads the configuration.
 
 use std::fmt;
 use std::sync::Arc;
 
 use super::AppError;
 use crate::config::{
-    AgentRuntimeArn, AuthKind, Config, HttpVersion as Cfg, UpstreamConfig, UpstreamKind,
+    AgentCoreUpstreamConfig, AgentRuntimeArn, AuthKind, Config, HttpVersion as Cfg, UpstreamConfig,
 };
 use crate::executor::AgentExecutor;
 use crate::server::ReadinessCheck;
@@ -25,10 +25,14 @@ use crate::upstream::{
 pub fn build_executor(
     config: &Config,
 ) -> Result<(Arc<dyn AgentExecutor>, Option<ReadinessCheck>), AppError> {
-    // One arm per runtime kind (`upstream.kind`).
-    match config.upstream.kind {
-        UpstreamKind::AgentCore => {
-            let executor = AgentCoreExecutor::new(agentcore_settings(&config.upstream)?)?;
+    // One arm per runtime kind (`upstream.kind`). A new kind adds: its folder under
+    // `src/upstream/` (an `impl Runtime` run by `RuntimeExecutor`, passing
+    // `upstream/conformance.rs` against the mock), its variant of `UpstreamConfig` (its own
+    // keys, `[upstream.auth]` shared) and this arm, which converts that variant into the
+    // kind's settings and builds its executor.
+    match &config.upstream {
+        UpstreamConfig::AgentCore(c) => {
+            let executor = AgentCoreExecutor::new(agentcore_settings(c)?)?;
             let probe = executor.clone();
             let ready: ReadinessCheck = Arc::new(move || {
                 let probe = probe.clone();
@@ -39,16 +43,16 @@ pub fn build_executor(
     }
 }
 
-/// Converts the loaded `[upstream]` section (secret files already read by the config
+/// Converts the loaded `[upstream]` section of kind `agentcore` (secret files already read by the config
 /// loader) into the AgentCore executor's settings. The URLs come from
-/// [`UpstreamConfig::invocation_url`] and `stop_session_url` (none when it cannot be
+/// [`AgentCoreUpstreamConfig::invocation_url`] and `stop_session_url` (none when it cannot be
 /// derived or `stop_session_on_cancel` is off); timeouts are whole seconds; retry
 /// delays keep their defaults.
 ///
 /// # Errors
 /// [`UpstreamError::Settings`] when no upstream is configured, a header name is
 /// invalid, or an OAuth / bearer key the loader should have required is missing.
-pub fn agentcore_settings(c: &UpstreamConfig) -> Result<AgentCoreSettings, UpstreamError> {
+pub fn agentcore_settings(c: &AgentCoreUpstreamConfig) -> Result<AgentCoreSettings, UpstreamError> {
     let settings_err = |e: &dyn fmt::Display| UpstreamError::Settings(e.to_string());
     let url = c.invocation_url().map_err(|e| settings_err(&e))?;
     let mut s = AgentCoreSettings::for_url(url.as_str());
@@ -203,7 +207,7 @@ mod tests {
             discovery_url = "https://idp.example.com/.well-known/openid-configuration"
             refresh_before_expiry_secs = 120
         "#;
-        let c: UpstreamConfig = toml::from_str(toml).unwrap();
+        let c: AgentCoreUpstreamConfig = toml::from_str(toml).unwrap();
         let s = agentcore_settings(&c).unwrap();
         assert!(
             s.invocation_url.starts_with(
@@ -238,7 +242,7 @@ mod tests {
             s.caller_header.as_ref().map(|h| h.as_str()),
             Some("x-amzn-bedrock-agentcore-runtime-custom-caller")
         );
-        let c: UpstreamConfig = toml::from_str(
+        let c: AgentCoreUpstreamConfig = toml::from_str(
             "url = \"http://h/invocations\"\ncaller_header = \"X-Who\"\ntenant_header = \"\"\n[auth]\nkind = \"forward\"",
         )
         .unwrap();
@@ -246,6 +250,6 @@ mod tests {
         assert_eq!(s.caller_header.as_ref().map(|h| h.as_str()), Some("x-who"));
         assert_eq!(s.tenant_header, None);
         assert!(matches!(s.auth, AuthSettings::Forward));
-        assert!(agentcore_settings(&UpstreamConfig::default()).is_err());
+        assert!(agentcore_settings(&AgentCoreUpstreamConfig::default()).is_err());
     }
 }

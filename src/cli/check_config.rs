@@ -12,7 +12,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::CliError;
-use crate::config::{Config, ConfigSources, SqliteSynchronous};
+use crate::config::{
+    AgentCoreUpstreamConfig, Config, ConfigSources, SqliteSynchronous, UpstreamConfig,
+};
 use crate::config::{LogUrl, masked};
 use crate::upstream::{AuthSettings, TokenEndpoint};
 
@@ -63,18 +65,18 @@ fn refusal(config: &Config) -> Option<CliError> {
     None
 }
 
-/// The derived values, one line each.
-async fn derived(config: &Config) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Ok(url) = config.upstream.invocation_url() {
+/// The lines an `agentcore` upstream derives: its invocation and stop-session URLs, and
+/// how it authenticates (the token endpoint, looked up when given by discovery).
+async fn agentcore_derived(upstream: &AgentCoreUpstreamConfig, out: &mut Vec<String>) {
+    if let Ok(url) = upstream.invocation_url() {
         out.push(format!("invocation URL: {}", masked(&url)));
     }
-    if config.upstream.stop_session_on_cancel
-        && let Ok(url) = config.upstream.stop_session_url()
+    if upstream.stop_session_on_cancel
+        && let Ok(url) = upstream.stop_session_url()
     {
         out.push(format!("stop-session URL: {}", masked(&url)));
     }
-    match crate::app::agentcore_settings(&config.upstream).map(|s| s.auth) {
+    match crate::app::agentcore_settings(upstream).map(|s| s.auth) {
         Ok(AuthSettings::OAuth2(o)) => out.push(match &o.endpoint {
             TokenEndpoint::Url(url) => format!("token endpoint: {} (configured)", LogUrl(url)),
             TokenEndpoint::Discovery(doc) => match discover(doc).await {
@@ -96,6 +98,15 @@ async fn derived(config: &Config) -> Vec<String> {
         }
         Ok(_) => out.push("upstream authentication: a static bearer token".to_owned()),
         Err(_) => {}
+    }
+}
+
+/// The derived values, one line each.
+async fn derived(config: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    // What each runtime kind derives; a new kind adds its arm.
+    match &config.upstream {
+        UpstreamConfig::AgentCore(c) => agentcore_derived(c, &mut out).await,
     }
     out.push(store_line(&config.store));
     out.push(format!(

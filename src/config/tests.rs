@@ -42,6 +42,13 @@ fn invalid_parts(err: &ConfigError) -> (&str, &ConfigOrigin) {
     }
 }
 
+/// The `[upstream]` section of kind `agentcore` (the only kind so far).
+fn agentcore(config: &Config) -> &AgentCoreUpstreamConfig {
+    match &config.upstream {
+        UpstreamConfig::AgentCore(c) => c,
+    }
+}
+
 #[test]
 fn defaults_load_with_no_sources() {
     let config = Config::load(ConfigSources::default()).unwrap();
@@ -60,14 +67,14 @@ fn defaults_load_with_no_sources() {
         StoreUrl::Sqlite(SqliteLocation::File(p)) if p == Path::new("a2a-gateway.db")
     ));
     assert_eq!(config.store.retention_days, 30);
-    assert_eq!(config.upstream.kind, UpstreamKind::AgentCore);
-    assert_eq!(config.upstream.qualifier, "DEFAULT");
-    assert_eq!(config.upstream.http_version, HttpVersion::Auto);
-    assert_eq!(config.upstream.request_timeout_secs, 900);
-    assert_eq!(config.upstream.max_stream_secs, 3600);
-    assert_eq!(config.upstream.auth.kind, AuthKind::None);
-    assert_eq!(config.upstream.auth.refresh_before_expiry_secs, 30);
-    assert!(config.upstream.stop_session_on_cancel);
+    assert_eq!(config.upstream.kind(), UpstreamKind::AgentCore);
+    assert_eq!(agentcore(&config).qualifier, "DEFAULT");
+    assert_eq!(agentcore(&config).http_version, HttpVersion::Auto);
+    assert_eq!(agentcore(&config).request_timeout_secs, 900);
+    assert_eq!(agentcore(&config).max_stream_secs, 3600);
+    assert_eq!(agentcore(&config).auth.kind, AuthKind::None);
+    assert_eq!(agentcore(&config).auth.refresh_before_expiry_secs, 30);
+    assert!(agentcore(&config).stop_session_on_cancel);
     assert_eq!(config.log.format, LogFormat::Pretty);
     assert_eq!(config.log.level, "info");
 }
@@ -182,8 +189,7 @@ fn fully_populated() -> Config {
             lease_secs: 7,
             instance_name: "gw-a".into(),
         },
-        upstream: UpstreamConfig {
-            kind: UpstreamKind::AgentCore,
+        upstream: UpstreamConfig::AgentCore(AgentCoreUpstreamConfig {
             agent_runtime_arn: Some(ARN.parse().unwrap()),
             qualifier: "q".into(),
             url: Some("http://127.0.0.1:1/invocations".parse().unwrap()),
@@ -215,7 +221,7 @@ fn fully_populated() -> Config {
                 token: secret(),
                 token_file: Some("f".into()),
             },
-        },
+        }),
         log: LogConfig {
             format: LogFormat::Json,
             level: "debug".into(),
@@ -320,7 +326,8 @@ fn env_beats_file_and_override_beats_env() {
     let config = Config::load(sources(Some(&path), &env)).unwrap();
     assert_eq!(config.server.listen.port(), 2222);
     assert_eq!(
-        config.upstream.max_retries, 7,
+        agentcore(&config).max_retries,
+        7,
         "file keys the env leaves alone stay"
     );
 
@@ -350,11 +357,12 @@ fn env_values_are_read_by_the_type_they_fill() {
         ],
     ))
     .unwrap();
-    assert_eq!(config.upstream.max_retries, 5);
-    assert!(config.upstream.include_message);
+    assert_eq!(agentcore(&config).max_retries, 5);
+    assert!(agentcore(&config).include_message);
     assert_eq!(config.log.format, LogFormat::Json);
     assert_eq!(
-        config.upstream.qualifier, "0123",
+        agentcore(&config).qualifier,
+        "0123",
         "digits stay text for text keys"
     );
     assert_eq!(config.agent.version, "1.0");
@@ -570,7 +578,7 @@ fn secrets_are_read_from_files() {
         ],
     ))
     .unwrap();
-    let secret = config.upstream.auth.client_secret.as_ref().unwrap();
+    let secret = agentcore(&config).auth.client_secret.as_ref().unwrap();
     assert_eq!(secret.expose_secret(), "s3cr3t value");
 
     let config = Config::load(sources(
@@ -585,7 +593,12 @@ fn secrets_are_read_from_files() {
     ))
     .unwrap();
     assert_eq!(
-        config.upstream.auth.token.as_ref().unwrap().expose_secret(),
+        agentcore(&config)
+            .auth
+            .token
+            .as_ref()
+            .unwrap()
+            .expose_secret(),
         "tok"
     );
 }
@@ -666,30 +679,30 @@ fn arn_derives_the_agentcore_urls() {
         &[("A2A_GATEWAY_UPSTREAM__AGENT_RUNTIME_ARN", ARN)],
     ))
     .unwrap();
-    let arn = config.upstream.agent_runtime_arn.as_ref().unwrap();
+    let arn = agentcore(&config).agent_runtime_arn.as_ref().unwrap();
     assert_eq!(arn.region(), "us-east-1");
     assert_eq!(arn.account_id(), "123456789012");
     assert_eq!(arn.runtime_id(), "my_agent-abc123");
     assert_eq!(
-        config.upstream.invocation_url().unwrap().as_str(),
+        agentcore(&config).invocation_url().unwrap().as_str(),
         "https://bedrock-agentcore.us-east-1.amazonaws.com/runtimes/arn%3Aaws%3Abedrock-agentcore%3Aus-east-1%3A123456789012%3Aruntime%2Fmy_agent-abc123/invocations?qualifier=DEFAULT"
     );
     assert_eq!(
-        config.upstream.stop_session_url().unwrap().as_str(),
+        agentcore(&config).stop_session_url().unwrap().as_str(),
         "https://bedrock-agentcore.us-east-1.amazonaws.com/runtimes/arn%3Aaws%3Abedrock-agentcore%3Aus-east-1%3A123456789012%3Aruntime%2Fmy_agent-abc123/stopruntimesession?qualifier=DEFAULT"
     );
 }
 
 #[test]
 fn arn_partitions_and_qualifier_encoding() {
-    let mut upstream = UpstreamConfig {
+    let mut upstream = AgentCoreUpstreamConfig {
         agent_runtime_arn: Some(
             "arn:aws-cn:bedrock-agentcore:cn-north-1:123456789012:runtime/a"
                 .parse()
                 .unwrap(),
         ),
         qualifier: "v 1&x".into(),
-        ..UpstreamConfig::default()
+        ..AgentCoreUpstreamConfig::default()
     };
     assert_eq!(
         upstream.invocation_url().unwrap().as_str(),
@@ -747,22 +760,22 @@ fn url_replaces_the_derived_one() {
     ))
     .unwrap();
     assert_eq!(
-        config.upstream.invocation_url().unwrap().as_str(),
+        agentcore(&config).invocation_url().unwrap().as_str(),
         "http://127.0.0.1:9000/invocations"
     );
     assert_eq!(
-        config.upstream.stop_session_url().unwrap().as_str(),
+        agentcore(&config).stop_session_url().unwrap().as_str(),
         "http://127.0.0.1:9000/stopruntimesession"
     );
 
     // An encoded ARN in a custom URL stays encoded once.
-    let upstream = UpstreamConfig {
+    let upstream = AgentCoreUpstreamConfig {
         url: Some(
             "https://vpce.example/runtimes/arn%3Aaws/invocations?qualifier=DEFAULT"
                 .parse()
                 .unwrap(),
         ),
-        ..UpstreamConfig::default()
+        ..AgentCoreUpstreamConfig::default()
     };
     assert_eq!(
         upstream.stop_session_url().unwrap().as_str(),
@@ -780,9 +793,9 @@ fn url_that_cannot_derive_stop_session_is_refused_unless_stop_is_off() {
     let config =
         Config::load(sources(None, &env).with_override("upstream.stop_session_on_cancel", false))
             .unwrap();
-    assert!(config.upstream.invocation_url().is_ok());
+    assert!(agentcore(&config).invocation_url().is_ok());
     assert!(matches!(
-        config.upstream.stop_session_url(),
+        agentcore(&config).stop_session_url(),
         Err(ConfigError::NoStopSessionUrl)
     ));
 }
@@ -790,7 +803,7 @@ fn url_that_cannot_derive_stop_session_is_refused_unless_stop_is_off() {
 #[test]
 fn no_upstream_is_allowed_at_load_but_not_for_a_url() {
     let config = Config::load(ConfigSources::default()).unwrap();
-    let err = config.upstream.invocation_url().unwrap_err();
+    let err = agentcore(&config).invocation_url().unwrap_err();
     assert!(matches!(err, ConfigError::NoUpstream));
     assert!(err.to_string().contains("upstream.agent_runtime_arn"));
 }
@@ -1245,7 +1258,7 @@ fn a_password_in_the_upstream_url_is_not_printed() {
     assert!(shown.contains("user:***@127.0.0.1"), "{shown}");
     // The real URL is still used.
     assert_eq!(
-        config.upstream.invocation_url().unwrap().password(),
+        agentcore(&config).invocation_url().unwrap().password(),
         Some("pa55word")
     );
 }
@@ -1421,11 +1434,9 @@ fn an_empty_environment_value_unsets_an_optional_key() {
         &[("A2A_GATEWAY_UPSTREAM__AGENT_RUNTIME_ARN", "")],
     ))
     .unwrap();
-    assert!(config.upstream.agent_runtime_arn.is_none());
+    assert!(agentcore(&config).agent_runtime_arn.is_none());
     assert!(
-        Config::load(sources(Some(&path), &[]))
-            .unwrap()
-            .upstream
+        agentcore(&Config::load(sources(Some(&path), &[])).unwrap())
             .agent_runtime_arn
             .is_some()
     );
@@ -1538,6 +1549,35 @@ fn forward_needs_the_jwt_scheme_and_identity_headers_are_checked() {
     }
     let (_dir, path) = file("[upstream]\ncaller_header = \"\"\ntenant_header = \"\"\n");
     let config = Config::load(sources(Some(&path), &[])).unwrap();
-    assert_eq!(config.upstream.caller_header, "");
-    assert_eq!(config.upstream.tenant_header, "");
+    assert_eq!(agentcore(&config).caller_header, "");
+    assert_eq!(agentcore(&config).tenant_header, "");
+}
+
+#[test]
+fn upstream_kind_defaults_to_agentcore_and_an_unknown_kind_is_named() {
+    // Absent, in the file, or from the environment: the one kind today.
+    let (_dir, path) = file("[upstream]\nmax_retries = 2\n");
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    assert_eq!(config.upstream.kind(), UpstreamKind::AgentCore);
+    assert_eq!(agentcore(&config).max_retries, 2);
+    let (_dir, path) = file("[upstream]\nmax_retries = 2\nkind = \"agentcore\"\n");
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    assert_eq!(agentcore(&config).max_retries, 2);
+    let env = [("A2A_GATEWAY_UPSTREAM__KIND", "agentcore")];
+    let config = Config::load(sources(None, &env)).unwrap();
+    assert_eq!(config.upstream.kind(), UpstreamKind::AgentCore);
+    // The effective config names its kind, and reads back.
+    let toml = config.redacted_toml();
+    assert!(toml.contains("kind = \"agentcore\""), "{toml}");
+
+    let (_dir, path) = file("[upstream]\nkind = \"a2a\"\n");
+    let err = Config::load(sources(Some(&path), &[])).unwrap_err();
+    let msg = err.to_string();
+    assert_eq!(invalid_parts(&err).0, "upstream.kind", "{msg}");
+    assert!(msg.contains("agentcore"), "{msg}");
+    // A key after `kind` still names itself and its line.
+    let (_dir, path) = file("[upstream]\nkind = \"agentcore\"\nmax_retries = \"3\"\n");
+    let err = Config::load(sources(Some(&path), &[])).unwrap_err();
+    assert_eq!(invalid_parts(&err).0, "upstream.max_retries");
+    assert!(err.to_string().contains("line 3"), "{err}");
 }

@@ -4,21 +4,132 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use reqwest::Url;
-use serde::{Deserialize, Serialize};
+use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::arn::AgentRuntimeArn;
 use super::auth::UpstreamAuthConfig;
 use super::error::{ConfigError, Invalid, nonzero};
 use super::serde_util::http_url_opt;
 
-/// `[upstream]`: where each A2A message is forwarded and how.
+/// `[upstream]`: the runtime each A2A message is forwarded to, one variant per runtime
+/// kind, tagged by the key `kind` (absent: `agentcore`, so configs written before the key
+/// existed keep loading). The `[upstream.auth]` section is shared by every kind.
+///
+/// Read with a hand-written `Deserialize` rather than serde's
+/// internally tagged derive: that derive buffers the table, and an error would then name
+/// `upstream` instead of the key (`upstream.max_retries`) and its line.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind")]
+pub enum UpstreamConfig {
+    /// `kind = "agentcore"`: Amazon Bedrock AgentCore Runtime, or anything speaking its
+    /// invocation contract (`docs/upstream-contract.md`).
+    #[serde(rename = "agentcore")]
+    AgentCore(AgentCoreUpstreamConfig),
+}
+
+impl Default for UpstreamConfig {
+    fn default() -> Self {
+        UpstreamConfig::AgentCore(AgentCoreUpstreamConfig::default())
+    }
+}
+
+impl UpstreamConfig {
+    /// The runtime kind (the `kind` key).
+    pub fn kind(&self) -> UpstreamKind {
+        match self {
+            UpstreamConfig::AgentCore(_) => UpstreamKind::AgentCore,
+        }
+    }
+
+    /// `[upstream.auth]`, shared by every kind.
+    pub fn auth(&self) -> &UpstreamAuthConfig {
+        match self {
+            UpstreamConfig::AgentCore(c) => &c.auth,
+        }
+    }
+
+    /// `[upstream.auth]`, mutable (the loader reads its `*_file` secrets into it).
+    pub fn auth_mut(&mut self) -> &mut UpstreamAuthConfig {
+        match self {
+            UpstreamConfig::AgentCore(c) => &mut c.auth,
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), Invalid> {
+        match self {
+            UpstreamConfig::AgentCore(c) => c.validate(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for UpstreamConfig {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(KindVisitor)
+    }
+}
+
+/// Reads the `[upstream]` table in one pass: the `kind` entry is taken out and every other
+/// entry goes, unbuffered, to the variant's derived `Deserialize`, so errors keep the
+/// key path the config loader reports. With one kind the variant's keys can be read before
+/// `kind` is seen (keys arrive sorted); a second kind makes the variant depend on `kind`.
+struct KindVisitor;
+
+impl<'de> Visitor<'de> for KindVisitor {
+    type Value = UpstreamConfig;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the [upstream] table")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<UpstreamConfig, A::Error> {
+        let mut kind = None;
+        let fields = AgentCoreUpstreamConfig::deserialize(de::value::MapAccessDeserializer::new(
+            WithoutKind {
+                map,
+                kind: &mut kind,
+            },
+        ))?;
+        match kind.unwrap_or_default() {
+            UpstreamKind::AgentCore => Ok(UpstreamConfig::AgentCore(fields)),
+        }
+    }
+}
+
+/// A map with its `kind` entry taken out into `kind`.
+struct WithoutKind<'k, A> {
+    map: A,
+    kind: &'k mut Option<UpstreamKind>,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutKind<'_, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        while let Some(key) = self.map.next_key::<String>()? {
+            if key == "kind" {
+                *self.kind = Some(self.map.next_value()?);
+                continue;
+            }
+            return seed.deserialize(key.into_deserializer()).map(Some);
+        }
+        Ok(None)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
+}
+
+/// `[upstream]` with `kind = "agentcore"`: where each A2A message is forwarded and how.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct UpstreamConfig {
-    /// Kind of runtime. Default and only value: `agentcore`.
-    pub kind: UpstreamKind,
+pub struct AgentCoreUpstreamConfig {
     /// The AgentCore runtime ARN; the invocation URL is derived from it (see
-    /// [`UpstreamConfig::invocation_url`]).
+    /// [`AgentCoreUpstreamConfig::invocation_url`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_runtime_arn: Option<AgentRuntimeArn>,
     /// Runtime endpoint qualifier sent as `?qualifier=`. Default `DEFAULT`.
@@ -129,10 +240,9 @@ fn check_identity_header(key: &str, name: &str, other: Option<&str>) -> Result<(
     Ok(())
 }
 
-impl Default for UpstreamConfig {
+impl Default for AgentCoreUpstreamConfig {
     fn default() -> Self {
-        UpstreamConfig {
-            kind: UpstreamKind::AgentCore,
+        AgentCoreUpstreamConfig {
             agent_runtime_arn: None,
             qualifier: "DEFAULT".to_owned(),
             url: None,
@@ -157,7 +267,7 @@ impl Default for UpstreamConfig {
     }
 }
 
-/// The kind of upstream runtime.
+/// The kind of upstream runtime (the value of `upstream.kind`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 pub enum UpstreamKind {
     /// Amazon Bedrock AgentCore Runtime (or anything speaking its invocation contract).
@@ -183,7 +293,7 @@ pub enum HttpVersion {
 const INVOCATIONS: &str = "invocations";
 const STOP_SESSION: &str = "stopruntimesession";
 
-impl UpstreamConfig {
+impl AgentCoreUpstreamConfig {
     /// The URL each message is POSTed to: `url` when set, else
     /// `https://bedrock-agentcore.{region}.amazonaws.com/runtimes/{percent-encoded ARN}/invocations?qualifier={qualifier}`.
     ///
@@ -193,7 +303,7 @@ impl UpstreamConfig {
         self.action_url(INVOCATIONS)
     }
 
-    /// The URL that stops a runtime session on cancel: as [`UpstreamConfig::invocation_url`]
+    /// The URL that stops a runtime session on cancel: as [`AgentCoreUpstreamConfig::invocation_url`]
     /// with `/stopruntimesession` in place of `/invocations` (for `url` too).
     pub fn stop_session_url(&self) -> Result<Url, ConfigError> {
         self.action_url(STOP_SESSION)
