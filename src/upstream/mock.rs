@@ -4,7 +4,9 @@
 //! It answers `POST /invocations` with the next scripted [`MockReply`] (a JSON reply, an
 //! SSE stream, a status, a stall, a reply that breaks or stalls after its first
 //! bytes) and `POST /stopruntimesession` with 200, and records every request it saw
-//! ([`MockRequest`]). With no reply scripted an invocation gets the JSON string `"ok"`.
+//! ([`MockRequest`]). With no reply scripted an invocation gets the answer set by
+//! [`MockRuntime::answer_with`] (a reply chosen from the request, say by its prompt), or
+//! else the JSON string `"ok"`.
 //! The server stops when the value is dropped.
 
 use std::collections::VecDeque;
@@ -78,11 +80,22 @@ impl MockRequest {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+
+    /// The `prompt` string of a JSON invocation body (`None` when the body is not JSON or
+    /// has no string `prompt`).
+    pub fn prompt(&self) -> Option<String> {
+        let body: Value = serde_json::from_slice(&self.body).ok()?;
+        body.get("prompt")?.as_str().map(str::to_owned)
+    }
 }
+
+/// The answer to an invocation the script does not cover.
+type Answer = Arc<dyn Fn(&MockRequest) -> MockReply + Send + Sync>;
 
 #[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<MockReply>>,
+    answer: Mutex<Option<Answer>>,
     seen: Mutex<Vec<MockRequest>>,
     /// Woken at every request.
     arrived: Notify,
@@ -142,6 +155,12 @@ impl MockRuntime {
             .extend(replies);
     }
 
+    /// Answers every invocation the script does not cover with `answer(request)` instead
+    /// of the JSON string `"ok"`: a runtime whose reply depends on what it is asked.
+    pub fn answer_with(&self, answer: impl Fn(&MockRequest) -> MockReply + Send + Sync + 'static) {
+        *self.shared.answer.lock().expect("answer lock") = Some(Arc::new(answer));
+    }
+
     /// The invocations seen so far.
     pub fn invocations(&self) -> Vec<MockRequest> {
         self.seen("/invocations")
@@ -181,13 +200,15 @@ impl Drop for MockRuntime {
     }
 }
 
-fn record(shared: &Shared, path: &str, headers: HeaderMap, body: Bytes) {
-    shared.seen.lock().expect("seen lock").push(MockRequest {
+fn record(shared: &Shared, path: &str, headers: HeaderMap, body: Bytes) -> MockRequest {
+    let request = MockRequest {
         path: path.to_owned(),
         headers,
         body,
-    });
+    };
+    shared.seen.lock().expect("seen lock").push(request.clone());
     shared.arrived.notify_waiters();
+    request
 }
 
 async fn stop(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> StatusCode {
@@ -196,9 +217,15 @@ async fn stop(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
 }
 
 async fn invoke(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    record(&shared, "/invocations", headers, body);
-    let reply = shared.script.lock().expect("script lock").pop_front();
-    match reply.unwrap_or(MockReply::Json(Value::from("ok"))) {
+    let request = record(&shared, "/invocations", headers, body);
+    let scripted = shared.script.lock().expect("script lock").pop_front();
+    let reply = scripted.unwrap_or_else(|| {
+        let answer = shared.answer.lock().expect("answer lock").clone();
+        answer.map_or(MockReply::Json(Value::from("ok")), |answer| {
+            answer(&request)
+        })
+    });
+    match reply {
         MockReply::Json(v) => {
             ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
         }
@@ -252,4 +279,35 @@ fn sse(frames: Vec<Value>, tail: BoxStream<'static, Result<Bytes, std::io::Error
         Body::from_stream(head.chain(tail)),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    async fn invoke(mock: &MockRuntime, prompt: &str) -> String {
+        reqwest::Client::new()
+            .post(mock.url())
+            .json(&json!({ "prompt": prompt }))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// The script goes first; then `answer_with` chooses from the request.
+    #[tokio::test]
+    async fn answer_with_replies_by_prompt_after_the_script() {
+        let mock = MockRuntime::start().await;
+        assert_eq!(invoke(&mock, "a").await, r#""ok""#);
+        mock.answer_with(|r| MockReply::Json(Value::from(r.prompt().unwrap_or_default())));
+        mock.script([MockReply::Json(json!("scripted"))]);
+        assert_eq!(invoke(&mock, "a").await, r#""scripted""#);
+        assert_eq!(invoke(&mock, "echo me").await, r#""echo me""#);
+        assert_eq!(mock.invocations()[2].prompt().as_deref(), Some("echo me"));
+    }
 }
