@@ -1,5 +1,5 @@
-//! Restart and recovery with the real binary: `a2a-gateway serve` in front of a fake
-//! upstream written here, one task completed and one streaming, the gateway killed
+//! Restart and recovery with the real binary: `a2a-gateway serve` in front of a
+//! [`MockRuntime`], one task completed and one streaming, the gateway killed
 //! with SIGKILL and started again on the same store. The completed task comes back
 //! intact from GetTask and ListTasks; the interrupted one is FAILED with
 //! "interrupted by a gateway restart"; every event the client saw before the kill is
@@ -24,10 +24,8 @@ use std::time::{Duration, Instant};
 use a2a_gateway::test_util::{
     GatewayBuilder, GatewayProcess, PgSchema, free_port, rpc_result, rpc_stream, user_message,
 };
+use a2a_gateway::upstream::mock::{MockReply, MockRuntime};
 use axum::Router;
-use axum::body::Body;
-use axum::http::header;
-use axum::response::Response;
 use axum::routing::post;
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
@@ -38,48 +36,21 @@ const WAIT: Duration = Duration::from_secs(20);
 /// SSE chunks the fake upstream sends for the streaming prompt before it stalls.
 const CHUNKS: usize = 4;
 
-// ---------------------------------------------------------------- fake upstream
+// ---------------------------------------------------------------- the upstream
 
-/// `/invocations`: `{"prompt": "quick"}` gets a JSON answer at once, `"ask"` a JSON
-/// `input_required` control object; any other prompt
-/// gets an SSE stream of [`CHUNKS`] text frames that then stalls (never ends).
-async fn invocations(body: axum::body::Bytes) -> Response {
-    let req: Value = serde_json::from_slice(&body).unwrap_or_default();
-    if req["prompt"] == "ask" {
-        return Response::builder()
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(
-                json!({"a2a_control": "input_required", "text": "which region?"}).to_string(),
-            ))
-            .unwrap();
-    }
-    if req["prompt"] == "quick" {
-        return Response::builder()
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(
-                json!({"result": "the quick answer"}).to_string(),
-            ))
-            .unwrap();
-    }
-    let frames = (0..CHUNKS).map(|i| {
-        Ok::<_, std::io::Error>(axum::body::Bytes::from(format!(
-            "data: {}\n\n",
-            json!(format!("part {i}; "))
-        )))
+/// A [`MockRuntime`] answering by prompt: `quick` gets a JSON answer at once, `ask` a
+/// JSON `input_required` control object; any other prompt gets an SSE stream of
+/// [`CHUNKS`] text frames that then stalls (never ends).
+async fn start_upstream() -> MockRuntime {
+    let upstream = MockRuntime::start().await;
+    upstream.answer_with(|request| match request.prompt().as_deref() {
+        Some("ask") => {
+            MockReply::Json(json!({"a2a_control": "input_required", "text": "which region?"}))
+        }
+        Some("quick") => MockReply::Json(json!({"result": "the quick answer"})),
+        _ => MockReply::SseThenStall((0..CHUNKS).map(|i| json!(format!("part {i}; "))).collect()),
     });
-    let stalled = futures::stream::iter(frames).chain(futures::stream::pending());
-    Response::builder()
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .body(Body::from_stream(stalled))
-        .unwrap()
-}
-
-async fn start_upstream() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = Router::new().route("/invocations", post(invocations));
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{addr}/invocations")
+    upstream
 }
 
 // ---------------------------------------------------------------- the gateway child
@@ -174,7 +145,7 @@ fn artifact_text(task: &Value) -> String {
 async fn kill_and_restart(store_url: &str, clustered: bool) {
     let dir = tempfile::tempdir().unwrap();
     let upstream = start_upstream().await;
-    let mut env = gateway_env(&upstream, store_url);
+    let mut env = gateway_env(&upstream.url(), store_url);
     if clustered {
         env.push(("A2A_GATEWAY_STORE__LEASE_SECS".into(), "2".into()));
     }
@@ -365,7 +336,7 @@ async fn a_second_serve_on_one_sqlite_file_is_refused_and_a_killed_ones_lock_is_
     let db = dir.path().join("t.db");
     let store_url = format!("sqlite://{}", db.display());
     let upstream = start_upstream().await;
-    let env = gateway_env(&upstream, &store_url);
+    let env = gateway_env(&upstream.url(), &store_url);
     let client = reqwest::Client::new();
 
     let mut first = serve(dir.path(), &env);
@@ -412,7 +383,7 @@ async fn serve_closes_an_unanswered_input_required_task_after_the_ttl() {
     let dir = tempfile::tempdir().unwrap();
     let upstream = start_upstream().await;
     let store_url = format!("sqlite://{}", dir.path().join("t.db").display());
-    let mut env = gateway_env(&upstream, &store_url);
+    let mut env = gateway_env(&upstream.url(), &store_url);
     env.push((
         "A2A_GATEWAY_STORE__INPUT_REQUIRED_TTL_SECS".into(),
         "1".into(),
@@ -518,7 +489,7 @@ async fn push_pending_at_sigkill(dir: &Path, store_url: &str) {
     let upstream = start_upstream().await;
     // The receiver's port, closed for now: every attempt is refused and retried.
     let port = free_port();
-    let mut env = gateway_env(&upstream, store_url);
+    let mut env = gateway_env(&upstream.url(), store_url);
     for (k, v) in [
         ("A2A_GATEWAY_PUSH__ALLOW_HTTP", "true"),
         ("A2A_GATEWAY_PUSH__ALLOW_CIDRS", "[\"127.0.0.1/32\"]"),
