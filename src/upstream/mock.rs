@@ -6,7 +6,8 @@
 //! bytes) and `POST /stopruntimesession` with 200, and records every request it saw
 //! ([`MockRequest`]). With no reply scripted an invocation gets the answer set by
 //! [`MockRuntime::answer_with`] (a reply chosen from the request, say by its prompt), or
-//! else the JSON string `"ok"`.
+//! else the JSON string `"ok"`. [`MockRuntime::hold`] keeps invocations waiting, after
+//! they are recorded and before their reply is chosen, until [`MockRuntime::release`].
 //! The server stops when the value is dropped.
 
 use std::collections::VecDeque;
@@ -22,7 +23,7 @@ use axum::routing::post;
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinHandle;
 
 /// What the mock answers to one invocation.
@@ -96,6 +97,8 @@ type Answer = Arc<dyn Fn(&MockRequest) -> MockReply + Send + Sync>;
 struct Shared {
     script: Mutex<VecDeque<MockReply>>,
     answer: Mutex<Option<Answer>>,
+    /// Set by `hold`: each invocation takes a permit before it answers.
+    gate: Mutex<Option<Arc<Semaphore>>>,
     seen: Mutex<Vec<MockRequest>>,
     /// Woken at every request.
     arrived: Notify,
@@ -161,6 +164,24 @@ impl MockRuntime {
         *self.shared.answer.lock().expect("answer lock") = Some(Arc::new(answer));
     }
 
+    /// From now on each invocation waits, once recorded and before its reply is chosen
+    /// (so a reply may still be scripted meanwhile), until [`MockRuntime::release`] lets
+    /// it go: a runtime that has not answered yet.
+    pub fn hold(&self) {
+        let mut gate = self.shared.gate.lock().expect("gate lock");
+        if gate.is_none() {
+            *gate = Some(Arc::new(Semaphore::new(0)));
+        }
+    }
+
+    /// Lets `n` held invocations (present or future) answer. No effect without
+    /// [`MockRuntime::hold`].
+    pub fn release(&self, n: usize) {
+        if let Some(gate) = &*self.shared.gate.lock().expect("gate lock") {
+            gate.add_permits(n);
+        }
+    }
+
     /// The invocations seen so far.
     pub fn invocations(&self) -> Vec<MockRequest> {
         self.seen("/invocations")
@@ -218,6 +239,13 @@ async fn stop(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
 
 async fn invoke(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let request = record(&shared, "/invocations", headers, body);
+    let gate = shared.gate.lock().expect("gate lock").clone();
+    if let Some(gate) = gate {
+        gate.acquire()
+            .await
+            .expect("the gate is never closed")
+            .forget();
+    }
     let scripted = shared.script.lock().expect("script lock").pop_front();
     let reply = scripted.unwrap_or_else(|| {
         let answer = shared.answer.lock().expect("answer lock").clone();
@@ -309,5 +337,23 @@ mod tests {
         assert_eq!(invoke(&mock, "a").await, r#""scripted""#);
         assert_eq!(invoke(&mock, "echo me").await, r#""echo me""#);
         assert_eq!(mock.invocations()[2].prompt().as_deref(), Some("echo me"));
+    }
+
+    /// A held invocation is recorded but unanswered until released, and takes the reply
+    /// scripted meanwhile.
+    #[tokio::test]
+    async fn a_held_invocation_answers_once_released() {
+        let mock = Arc::new(MockRuntime::start().await);
+        mock.hold();
+        let call = tokio::spawn({
+            let mock = mock.clone();
+            async move { invoke(&mock, "a").await }
+        });
+        mock.wait_invocations(1).await;
+        tokio::task::yield_now().await;
+        assert!(!call.is_finished());
+        mock.script([MockReply::Json(json!("late"))]);
+        mock.release(1);
+        assert_eq!(call.await.unwrap(), r#""late""#);
     }
 }
