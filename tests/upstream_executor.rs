@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use a2a_gateway::executor::{AgentExecutor, EventQueue};
 use a2a_gateway::protocol::{StreamResponse, TaskState};
+use a2a_gateway::upstream::mock::{MockReply, MockRuntime};
 use a2a_gateway::upstream::{
     AgentCoreExecutor, AgentCoreSettings, AuthSettings, OAuth2Settings, TokenEndpoint,
 };
@@ -1099,35 +1100,6 @@ async fn a_message_without_text_is_rejected_unless_include_message_is_on() {
     assert_eq!(up.count(), 1);
 }
 
-/// An upstream that hands each invocation to the test and answers only with what the
-/// test sends back: `(content type, body)`.
-type Answer = tokio::sync::oneshot::Sender<(&'static str, String)>;
-
-async fn answering_upstream() -> (String, tokio::sync::mpsc::UnboundedReceiver<Answer>) {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Answer>();
-    let app = Router::new().route(
-        "/invocations",
-        post(
-            move |State(tx): State<tokio::sync::mpsc::UnboundedSender<Answer>>| async move {
-                let (answer, wait) = tokio::sync::oneshot::channel();
-                let _ = tx.send(answer);
-                let (ct, body) = wait.await.unwrap_or(("application/json", "null".into()));
-                ([("content-type", ct)], body)
-            },
-        ),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/invocations", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        axum::serve(listener, app.with_state(tx)).await.unwrap();
-    });
-    (url, rx)
-}
-
-fn sse_body(frames: &[&str]) -> String {
-    frames.iter().map(|f| format!("data: {f}\n\n")).collect()
-}
-
 /// Runs `execute` in the background; returns the event receiver and the run.
 fn spawn_run(
     e: &AgentCoreExecutor,
@@ -1158,13 +1130,15 @@ async fn collect(
 
 #[tokio::test]
 async fn a_new_task_is_published_only_at_the_upstreams_first_output() {
-    let (url, mut calls) = answering_upstream().await;
-    let e = exec(settings(&url));
+    // The runtime answers only when the test lets it.
+    let up = MockRuntime::start().await;
+    up.hold();
+    let e = exec(settings(&up.url()));
 
     // Nothing is published while the upstream has not answered: the answer may still
     // be a Message.
     let (mut rx, run) = spawn_run(&e, ctx("hello"));
-    let answer = calls.recv().await.unwrap();
+    up.wait_invocations(1).await;
     assert!(
         matches!(
             rx.try_recv(),
@@ -1172,12 +1146,12 @@ async fn a_new_task_is_published_only_at_the_upstreams_first_output() {
         ),
         "no event before the upstream's first output"
     );
-    let body = sse_body(&[
-        r#"{"event": {"messageStart": {"role": "assistant"}}}"#,
-        r#"{"a2a_control": "message", "text": "Hi, no task needed."}"#,
-        r#""never read""#,
-    ]);
-    answer.send(("text/event-stream", body)).unwrap();
+    up.script([MockReply::Sse(vec![
+        json!({"event": {"messageStart": {"role": "assistant"}}}),
+        json!({"a2a_control": "message", "text": "Hi, no task needed."}),
+        json!("never read"),
+    ])]);
+    up.release(1);
     let events = collect(rx, run).await;
     let [StreamResponse::Message(m)] = events.as_slice() else {
         panic!("one Message, got {events:?}")
@@ -1188,11 +1162,10 @@ async fn a_new_task_is_published_only_at_the_upstreams_first_output() {
 
     // Any other first output publishes the Task first, then itself.
     let (mut rx, run) = spawn_run(&e, ctx("hello"));
-    let answer = calls.recv().await.unwrap();
+    up.wait_invocations(2).await;
     assert!(rx.try_recv().is_err());
-    answer
-        .send(("text/event-stream", sse_body(&[r#""Hello""#])))
-        .unwrap();
+    up.script([MockReply::Sse(vec![json!("Hello")])]);
+    up.release(1);
     let out = upstream_common::Outcome {
         events: collect(rx, run).await,
     };
@@ -1208,13 +1181,11 @@ async fn a_new_task_is_published_only_at_the_upstreams_first_output() {
 
     // A failure before any output still shows the whole lifecycle.
     let (rx, run) = spawn_run(&e, ctx("hello"));
-    let answer = calls.recv().await.unwrap();
-    answer
-        .send((
-            "text/event-stream",
-            sse_body(&[r#"{"a2a_control": "fail", "text": "no"}"#]),
-        ))
-        .unwrap();
+    up.wait_invocations(3).await;
+    up.script([MockReply::Sse(vec![
+        json!({"a2a_control": "fail", "text": "no"}),
+    ])]);
+    up.release(1);
     let out = upstream_common::Outcome {
         events: collect(rx, run).await,
     };
