@@ -3,7 +3,7 @@
 //!
 //! It answers `POST /invocations` with the next scripted [`MockReply`] (a JSON reply, an
 //! SSE stream, a status, a stall, a reply that breaks or stalls after its first
-//! bytes) and `POST /stopruntimesession` with 200, and records every request it saw
+//! bytes, a raw body) and `POST /stopruntimesession` with 200, and records every request it saw
 //! ([`MockRequest`]). With no reply scripted an invocation gets the answer set by
 //! [`MockRuntime::answer_with`] (a reply chosen from the request, say by its prompt), or
 //! else the JSON string `"ok"`. [`MockRuntime::hold`] keeps invocations waiting, after
@@ -49,6 +49,15 @@ pub enum MockReply {
         retry_after: Option<u64>,
         /// The error message in the body.
         message: String,
+    },
+    /// 200 with this `Content-Type` and exactly these body bytes, then the end: a body
+    /// the typed replies cannot write (an event stream cut mid-line, garbage declared as
+    /// JSON).
+    Raw {
+        /// The `Content-Type` header.
+        content_type: &'static str,
+        /// The whole body.
+        body: Bytes,
     },
     /// No answer at all: the headers never come.
     Stall,
@@ -182,6 +191,11 @@ impl MockRuntime {
         }
     }
 
+    /// Every request seen so far (invocations and StopRuntimeSession calls), in order.
+    pub fn requests(&self) -> Vec<MockRequest> {
+        self.shared.seen.lock().expect("seen lock").clone()
+    }
+
     /// The invocations seen so far.
     pub fn invocations(&self) -> Vec<MockRequest> {
         self.seen("/invocations")
@@ -260,8 +274,12 @@ async fn invoke(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         MockReply::Sse(frames) => sse(frames, stream::empty().boxed()),
         MockReply::SseThenBreak(frames) => sse(
             frames,
-            stream::once(async { Err(std::io::Error::other("the mock breaks the stream")) })
-                .boxed(),
+            // Pending once first, so that the server flushes the frames before the break.
+            stream::once(async {
+                tokio::task::yield_now().await;
+                Err(std::io::Error::other("the mock breaks the stream"))
+            })
+            .boxed(),
         ),
         MockReply::SseThenStall(frames) => sse(frames, stream::pending().boxed()),
         MockReply::JsonThenStall(head) => (
@@ -290,6 +308,9 @@ async fn invoke(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
                 );
             }
             resp
+        }
+        MockReply::Raw { content_type, body } => {
+            ([(header::CONTENT_TYPE, content_type)], body).into_response()
         }
         MockReply::Stall => std::future::pending().await,
     }
@@ -337,6 +358,41 @@ mod tests {
         assert_eq!(invoke(&mock, "a").await, r#""scripted""#);
         assert_eq!(invoke(&mock, "echo me").await, r#""echo me""#);
         assert_eq!(mock.invocations()[2].prompt().as_deref(), Some("echo me"));
+    }
+
+    /// `SseThenBreak` delivers its frames, then the body fails; `Raw` is sent as given.
+    #[tokio::test]
+    async fn a_broken_stream_delivers_its_frames_first_and_raw_is_verbatim() {
+        let mock = MockRuntime::start().await;
+        mock.script([
+            MockReply::SseThenBreak(vec![json!("part")]),
+            MockReply::Raw {
+                content_type: "application/json",
+                body: Bytes::from_static(b"\x01{not json"),
+            },
+        ]);
+        let mut resp = reqwest::Client::new()
+            .post(mock.url())
+            .send()
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        let end = loop {
+            match resp.chunk().await {
+                Ok(Some(c)) => got.extend_from_slice(&c),
+                other => break other,
+            }
+        };
+        assert_eq!(got, b"data: \"part\"\n\n");
+        assert!(end.is_err(), "{end:?}");
+        let resp = reqwest::Client::new()
+            .post(mock.url())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.headers()["content-type"], "application/json");
+        assert_eq!(resp.bytes().await.unwrap().as_ref(), b"\x01{not json");
+        assert_eq!(mock.requests().len(), 2);
     }
 
     /// A held invocation is recorded but unanswered until released, and takes the reply
