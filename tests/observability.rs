@@ -1,7 +1,6 @@
 //! Observability end to end (issue 13): a real `a2a-gateway serve` on 127.0.0.1:0, with
-//! OAuth2 against a fake token endpoint, in front of a scripted fake runtime
-//! (`upstream_common`), runs a mix of task outcomes: completed, failed by an upstream reset,
-//! an event stream cut mid-line, garbage declared as JSON and an invalid control object,
+//! OAuth2 against a fake token endpoint, in front of a `MockRuntime` answering by prompt,
+//! runs a mix of task outcomes: completed, failed by an upstream reset, an event stream cut mid-line, garbage declared as JSON and an invalid control object,
 //! canceled during a stream, input-required, and requests that fail. Then:
 //!
 //! - a real Prometheus (the Debian `prometheus` package; `.ci/run` installs it) scrapes the
@@ -29,6 +28,7 @@ use std::time::{Duration, Instant};
 use a2a_gateway::test_util::{
     ChildGuard, GatewayProcess, free_port, python_with, rpc_with, skip, user_message,
 };
+use a2a_gateway::upstream::mock::{MockReply, MockRuntime};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -56,43 +56,34 @@ fn start_gateway(dir: &Path, runtime_url: &str, token_url: &str) -> (GatewayProc
 }
 
 /// The fake runtime: what it answers depends on the prompt's first word.
-async fn runtime() -> RawServer {
-    raw_server(|_, req| {
-        let prompt = req.json()["prompt"].as_str().unwrap_or_default().to_owned();
-        let word = prompt.split_whitespace().next().unwrap_or_default();
-        match word {
-            "complete" => vec![Step::Write(sse_response(&["\"all \"", "\"done\""]))],
-            // A reply that starts, then the connection is reset.
-            "reset" => {
-                let mut out = sse_head();
-                out.extend(chunk(b"data: \"partial\"\n\n"));
-                vec![Step::Write(out), Step::Reset]
-            }
+async fn runtime() -> MockRuntime {
+    let up = MockRuntime::start().await;
+    up.answer_with(|req| {
+        let prompt = req.prompt().unwrap_or_default();
+        match prompt.split_whitespace().next().unwrap_or_default() {
+            "complete" => MockReply::Sse(vec![json!("all "), json!("done")]),
+            // A reply that starts, then the connection breaks.
+            "reset" => MockReply::SseThenBreak(vec![json!("partial")]),
             // The event stream ends in the middle of an event line.
-            "truncated" => {
-                let mut out = sse_head();
-                out.extend(chunk(b"data: \"Hel"));
-                out.extend(end_chunks());
-                vec![Step::Write(out)]
-            }
+            "truncated" => MockReply::Raw {
+                content_type: "text/event-stream; charset=utf-8",
+                body: "data: \"Hel".into(),
+            },
             // Garbage declared as JSON.
-            "garbage" => vec![Step::Write(json_response("\u{1}{{not json at all"))],
-            "control" => vec![Step::Write(sse_response(&[
-                r#"{"a2a_control": "no_such_kind", "text": "x"}"#,
-            ]))],
-            "input" => vec![Step::Write(sse_response(&[
-                r#"{"a2a_control": "input_required", "text": "Which one?"}"#,
-            ]))],
+            "garbage" => MockReply::Raw {
+                content_type: "application/json",
+                body: "\u{1}{not json at all".into(),
+            },
+            "control" => MockReply::Sse(vec![json!({"a2a_control": "no_such_kind", "text": "x"})]),
+            "input" => MockReply::Sse(vec![
+                json!({"a2a_control": "input_required", "text": "Which one?"}),
+            ]),
             // Streams one chunk, then waits until the gateway hangs up (canceled).
-            "hold" => {
-                let mut out = sse_head();
-                out.extend(chunk(b"data: \"working\"\n\n"));
-                vec![Step::Write(out), Step::AwaitClientClose]
-            }
-            _ => vec![Step::Write(response(500, &[], b"unscripted"))],
+            "hold" => MockReply::SseThenStall(vec![json!("working")]),
+            _ => MockReply::status(500),
         }
-    })
-    .await
+    });
+    up
 }
 
 async fn token_endpoint() -> RawServer {
@@ -389,7 +380,7 @@ async fn documented_queries_and_dashboard_on_a_real_gateway() {
     let up = runtime().await;
     let token = token_endpoint().await;
     let token_url = token.url.replace("/invocations", "/token");
-    let (gw, url) = start_gateway(dir.path(), &up.url, &token_url);
+    let (gw, url) = start_gateway(dir.path(), &up.url(), &token_url);
     let http = reqwest::Client::new();
 
     // Round 1: every series exists before Prometheus's first scrape.
@@ -708,7 +699,7 @@ async fn spans_reach_a_real_otlp_receiver() {
              client_secret = \"obs-secret-value\"\ntoken_url = \"{token_url}\"\n\n\
              [telemetry]\notlp_endpoint = \"http://127.0.0.1:{port}\"\nservice_name = \"obs-test\"\n",
             dir.path().display(),
-            up.url
+            up.url()
         ))
         // Export each batch within 100 ms instead of 5 s.
         .env("OTEL_BSP_SCHEDULE_DELAY", "100")
@@ -783,7 +774,10 @@ async fn spans_reach_a_real_otlp_receiver() {
         task_id.as_str()
     );
     // The runtime was called with the attempt span as its parent.
-    let sent = up.requests()[0].header("traceparent").unwrap().to_owned();
+    let sent = up.invocations()[0]
+        .header("traceparent")
+        .unwrap()
+        .to_owned();
     assert_eq!(
         sent,
         format!("00-{TRACE_ID}-{}-01", attempt["span_id"].as_str().unwrap()),
