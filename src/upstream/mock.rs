@@ -10,8 +10,9 @@
 //! they are recorded and before their reply is chosen, until [`MockRuntime::release`].
 //! The server stops when the value is dropped.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -111,6 +112,39 @@ struct Shared {
     seen: Mutex<Vec<MockRequest>>,
     /// Woken at every request.
     arrived: Notify,
+    /// Invocations in flight per runtime session (the session header's value).
+    in_flight: Mutex<HashMap<String, usize>>,
+    /// The most invocations of one session in flight at once.
+    most: AtomicUsize,
+}
+
+/// One invocation in flight, from its arrival until its handler ends (the reply's head is
+/// sent, or the client hung up).
+struct InFlight {
+    shared: Arc<Shared>,
+    session: String,
+}
+
+impl InFlight {
+    fn enter(shared: &Arc<Shared>, session: String) -> Self {
+        let mut map = shared.in_flight.lock().expect("in-flight lock");
+        let n = map.entry(session.clone()).or_default();
+        *n += 1;
+        shared.most.fetch_max(*n, Ordering::SeqCst);
+        InFlight {
+            shared: shared.clone(),
+            session,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut map = self.shared.in_flight.lock().expect("in-flight lock");
+        if let Some(n) = map.get_mut(&self.session) {
+            *n -= 1;
+        }
+    }
 }
 
 /// A scripted runtime listening on `127.0.0.1:0`. See the module docs.
@@ -196,6 +230,13 @@ impl MockRuntime {
         self.shared.seen.lock().expect("seen lock").clone()
     }
 
+    /// The most invocations of one runtime session (same session header) that were in
+    /// flight at once, each counted from its arrival until its reply's head is sent or the
+    /// client hangs up (a held invocation counts while it waits).
+    pub fn most_at_once(&self) -> usize {
+        self.shared.most.load(Ordering::SeqCst)
+    }
+
     /// The invocations seen so far.
     pub fn invocations(&self) -> Vec<MockRequest> {
         self.seen("/invocations")
@@ -252,6 +293,12 @@ async fn stop(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
 }
 
 async fn invoke(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    // In flight before it is recorded, so that a test seeing it arrive sees it counted.
+    let session = headers
+        .get(super::SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let _in_flight = InFlight::enter(&shared, session.to_owned());
     let request = record(&shared, "/invocations", headers, body);
     let gate = shared.gate.lock().expect("gate lock").clone();
     if let Some(gate) = gate {
@@ -411,5 +458,19 @@ mod tests {
         mock.script([MockReply::Json(json!("late"))]);
         mock.release(1);
         assert_eq!(call.await.unwrap(), r#""late""#);
+        // One session at a time so far; two held calls of one session make two.
+        assert_eq!(mock.most_at_once(), 1);
+        let calls: Vec<_> = (0..2)
+            .map(|_| {
+                let mock = mock.clone();
+                tokio::spawn(async move { invoke(&mock, "b").await })
+            })
+            .collect();
+        mock.wait_invocations(3).await;
+        assert_eq!(mock.most_at_once(), 2);
+        mock.release(2);
+        for call in calls {
+            call.await.unwrap();
+        }
     }
 }
