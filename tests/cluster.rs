@@ -32,6 +32,8 @@ use a2a_gateway::protocol::{
 };
 use a2a_gateway::store::PostgresTaskStore;
 use a2a_gateway::test_util::{PgSchema, free_port, skip};
+use a2a_gateway::upstream::SESSION_HEADER;
+use a2a_gateway::upstream::mock::{MockReply, MockRuntime};
 use a2a_gateway::{
     AgentExecutor, CallContext, EventQueue, HandlerConfig, RequestContext, RequestHandler,
     TaskUpdater,
@@ -616,97 +618,53 @@ async fn two_instances_send_every_push_delivery_once() {
 
 // ---------------------------------------------------------------------------
 // One invocation per runtime session across instances: two AgentCore executors (one
-// per instance, as in two processes) in front of a fake runtime on a real socket
+// per instance, as in two processes) in front of a MockRuntime on a real socket
 // that records how many invocations of each session are in flight at once.
 
-/// A fake AgentCore runtime: `POST /invocations` reports `(session, prompt)` on
-/// `arrived`, then holds the reply until a permit of `gate` (or the client drops
-/// the request); `POST /stopruntimesession` answers 200. Counts invocations in
-/// flight per session and the most seen at once for any one session.
-#[derive(Clone)]
-struct FakeRuntime {
-    url: String,
-    gate: Arc<Semaphore>,
-    in_flight: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
-    most: Arc<AtomicUsize>,
-    dropped: Arc<AtomicUsize>,
+/// A [`MockRuntime`] that holds every invocation until [`MockRuntime::release`] and then
+/// answers `"reply to {prompt}"`; it counts the most invocations of one session at once.
+async fn fake_runtime() -> (Arc<MockRuntime>, Arrivals) {
+    let rt = Arc::new(MockRuntime::start().await);
+    rt.hold();
+    rt.answer_with(|r| {
+        MockReply::Json(serde_json::json!(format!(
+            "reply to {}",
+            r.prompt().unwrap_or_default()
+        )))
+    });
+    let arrivals = Arrivals {
+        rt: rt.clone(),
+        read: 0,
+    };
+    (rt, arrivals)
 }
 
-struct InFlight {
-    rt: FakeRuntime,
-    session: String,
-    done: bool,
+/// The invocations of a [`MockRuntime`], read in arrival order.
+struct Arrivals {
+    rt: Arc<MockRuntime>,
+    read: usize,
 }
 
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        *self
-            .rt
-            .in_flight
-            .lock()
-            .unwrap()
-            .get_mut(&self.session)
-            .unwrap() -= 1;
-        if !self.done {
-            self.rt.dropped.fetch_add(1, Ordering::SeqCst);
-        }
+impl Arrivals {
+    /// The next invocation's `(session, prompt)`, waited for (bounded).
+    async fn next(&mut self) -> (String, String) {
+        within(self.rt.wait_invocations(self.read + 1)).await;
+        let r = self.rt.invocations()[self.read].clone();
+        self.read += 1;
+        (
+            r.header(SESSION_HEADER).unwrap().to_owned(),
+            r.prompt().unwrap(),
+        )
+    }
+
+    /// No invocation arrived beyond those read.
+    fn none_new(&self) -> bool {
+        self.rt.invocations().len() == self.read
     }
 }
 
-async fn fake_runtime() -> (FakeRuntime, mpsc::UnboundedReceiver<(String, String)>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let rt = FakeRuntime {
-        url: format!("http://{}/invocations", listener.local_addr().unwrap()),
-        gate: Arc::new(Semaphore::new(0)),
-        in_flight: Arc::default(),
-        most: Arc::default(),
-        dropped: Arc::default(),
-    };
-    let me = rt.clone();
-    let invoke = move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
-        let (rt, tx) = (me.clone(), tx.clone());
-        async move {
-            let session = headers["x-amzn-bedrock-agentcore-runtime-session-id"]
-                .to_str()
-                .unwrap()
-                .to_owned();
-            let prompt = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["prompt"]
-                .as_str()
-                .unwrap()
-                .to_owned();
-            let mut guard = {
-                let mut map = rt.in_flight.lock().unwrap();
-                let n = map.entry(session.clone()).or_default();
-                *n += 1;
-                rt.most.fetch_max(*n, Ordering::SeqCst);
-                InFlight {
-                    rt: rt.clone(),
-                    session: session.clone(),
-                    done: false,
-                }
-            };
-            let _ = tx.send((session, prompt.clone()));
-            rt.gate.acquire().await.unwrap().forget();
-            guard.done = true;
-            (
-                [("content-type", "application/json")],
-                serde_json::json!(format!("reply to {prompt}")).to_string(),
-            )
-        }
-    };
-    let app = axum::Router::new()
-        .route("/invocations", axum::routing::post(invoke))
-        .route(
-            "/stopruntimesession",
-            axum::routing::post(|| async { "{}" }),
-        );
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (rt, rx)
-}
-
-fn agentcore(rt: &FakeRuntime) -> Arc<dyn AgentExecutor> {
-    let mut s = a2a_gateway::upstream::AgentCoreSettings::for_url(&rt.url);
+fn agentcore(rt: &MockRuntime) -> Arc<dyn AgentExecutor> {
+    let mut s = a2a_gateway::upstream::AgentCoreSettings::for_url(rt.url());
     s.max_retries = 0;
     s.read_timeout = WAIT;
     Arc::new(a2a_gateway::upstream::AgentCoreExecutor::new(s).unwrap())
@@ -717,10 +675,6 @@ fn in_context(ctx: &str, text: &str) -> Message {
     let mut m = new_user_text_message(text);
     m.context_id = Some(ctx.into());
     m
-}
-
-async fn arrival(rx: &mut mpsc::UnboundedReceiver<(String, String)>) -> (String, String) {
-    within(rx.recv()).await.expect("an invocation arrived")
 }
 
 /// Waits until the task shows the "queued behind an earlier message" WORKING status.
@@ -764,13 +718,7 @@ async fn wait_no_session_leases(options: &PgConnectOptions) {
 /// cluster timings `opts`.
 async fn two_agentcore_instances<F, Fut>(test: &str, opts: ClusterOptions, body: F)
 where
-    F: FnOnce(
-            Instance,
-            Instance,
-            FakeRuntime,
-            mpsc::UnboundedReceiver<(String, String)>,
-            PgConnectOptions,
-        ) -> Fut
+    F: FnOnce(Instance, Instance, Arc<MockRuntime>, Arrivals, PgConnectOptions) -> Fut
         + Send
         + 'static,
     Fut: Future<Output = ()> + Send + 'static,
@@ -796,7 +744,7 @@ async fn tasks_of_one_context_on_two_instances_never_invoke_the_session_at_once(
         opts,
         |a, b, rt, mut arrived, options| async move {
             let one = send(&a.handler, in_context("ctx-shared", "one"), true).await;
-            let (session, prompt) = arrival(&mut arrived).await;
+            let (session, prompt) = arrived.next().await;
             assert_eq!(prompt, "one");
             assert_eq!(
                 session_leases(&options).await,
@@ -810,37 +758,30 @@ async fn tasks_of_one_context_on_two_instances_never_invoke_the_session_at_once(
             wait_queued(&a.handler, &three.id).await;
             tokio::time::sleep(Duration::from_millis(300)).await;
             assert!(
-                arrived.try_recv().is_err(),
+                arrived.none_new(),
                 "a second invocation of the session started"
             );
             // Each release lets exactly one more in, at once.
             let mut order = vec![prompt];
             for _ in 0..2 {
                 let released = std::time::Instant::now();
-                rt.gate.add_permits(1);
-                let (s, p) = arrival(&mut arrived).await;
+                rt.release(1);
+                let (s, p) = arrived.next().await;
                 let took = released.elapsed();
                 assert_eq!(s, session);
                 assert!(took < Duration::from_secs(5), "hand-over took {took:?}");
                 tokio::time::sleep(Duration::from_millis(200)).await;
-                assert!(
-                    arrived.try_recv().is_err(),
-                    "two invocations of the session at once"
-                );
+                assert!(arrived.none_new(), "two invocations of the session at once");
                 order.push(p);
             }
-            rt.gate.add_permits(1);
+            rt.release(1);
             for (h, t) in [(&b.handler, &one), (&a.handler, &two), (&b.handler, &three)] {
                 let done = wait_state(h, &t.id, TaskState::Completed).await;
                 assert_eq!(done.context_id, "ctx-shared");
             }
             order.sort();
             assert_eq!(order, ["one", "three", "two"]);
-            assert_eq!(
-                rt.most.load(Ordering::SeqCst),
-                1,
-                "the session ran twice at once"
-            );
+            assert_eq!(rt.most_at_once(), 1, "the session ran twice at once");
             wait_no_session_leases(&options).await;
             a.cluster.leave().await;
             b.cluster.leave().await;
@@ -857,7 +798,7 @@ async fn a_task_waiting_for_the_session_on_another_instance_can_be_canceled() {
         opts,
         |a, b, rt, mut arrived, options| async move {
             let one = send(&a.handler, in_context("ctx-c", "one"), true).await;
-            arrival(&mut arrived).await;
+            arrived.next().await;
             let two = send(&b.handler, in_context("ctx-c", "two"), true).await;
             wait_queued(&b.handler, &two.id).await;
             // Canceled through A while it waits on B.
@@ -880,10 +821,10 @@ async fn a_task_waiting_for_the_session_on_another_instance_can_be_canceled() {
             );
             // The first invocation still holds the session alone; when it ends, the
             // canceled task never reaches the runtime and nothing is left leased.
-            rt.gate.add_permits(2);
+            rt.release(2);
             wait_state(&b.handler, &one.id, TaskState::Completed).await;
             tokio::time::sleep(Duration::from_millis(700)).await;
-            assert!(arrived.try_recv().is_err(), "the canceled task was invoked");
+            assert!(arrived.none_new(), "the canceled task was invoked");
             assert_eq!(
                 get(&a.handler, &two.id).await.status.state,
                 TaskState::Canceled
@@ -891,9 +832,9 @@ async fn a_task_waiting_for_the_session_on_another_instance_can_be_canceled() {
             wait_no_session_leases(&options).await;
             // The session is free for the next task, on either instance.
             let three = send(&b.handler, in_context("ctx-c", "three"), true).await;
-            assert_eq!(arrival(&mut arrived).await.1, "three");
+            assert_eq!(arrived.next().await.1, "three");
             wait_state(&a.handler, &three.id, TaskState::Completed).await;
-            assert_eq!(rt.most.load(Ordering::SeqCst), 1);
+            assert_eq!(rt.most_at_once(), 1);
             a.cluster.leave().await;
             b.cluster.leave().await;
         },
@@ -909,12 +850,12 @@ async fn a_dead_instance_session_lease_is_taken_over_after_the_lease() {
         opts,
         |a, b, rt, mut arrived, options| async move {
             let one = send(&a.handler, in_context("ctx-d", "one"), true).await;
-            let (session, _) = arrival(&mut arrived).await;
+            let (session, _) = arrived.next().await;
             let two = send(&b.handler, in_context("ctx-d", "two"), true).await;
             wait_queued(&b.handler, &two.id).await;
             let halted = std::time::Instant::now();
             a.cluster.halt(); // A looks dead to B: no more heartbeats
-            let (s, p) = arrival(&mut arrived).await;
+            let (s, p) = arrived.next().await;
             let took = halted.elapsed();
             assert_eq!((s.as_str(), p.as_str()), (session.as_str(), "two"));
             assert!(
@@ -933,7 +874,7 @@ async fn a_dead_instance_session_lease_is_taken_over_after_the_lease() {
                 "{}",
                 status_text(&failed)
             );
-            rt.gate.add_permits(2);
+            rt.release(2);
             wait_state(&b.handler, &two.id, TaskState::Completed).await;
             b.cluster.leave().await;
             drop(a);
