@@ -1353,7 +1353,11 @@ fn check_config_refuses_a_store_serve_cannot_open_and_prints_what_it_derives() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("# derived: card interface: GRPC agents.example.com:443"),
+        stdout.contains("# derived: card interface: GRPC agents.example.com:443 (A2A 1.0)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# derived: card interface: JSONRPC https://agents.example.com/ (A2A 0.3)"),
         "{stdout}"
     );
     assert!(

@@ -1286,12 +1286,19 @@ fn the_card_declares_the_configured_bindings() {
             ("JSONRPC", "https://agents.example.com/"),
             ("HTTP+JSON", "https://agents.example.com/a2a/rest"),
             ("GRPC", "agents.example.com:443"),
+            ("JSONRPC", "https://agents.example.com/"),
         ]
     );
+    assert_eq!(card.supported_interfaces[3].protocol_version, "0.3");
     config.server.bindings = vec![Binding::Rest];
     let card = crate::app::agent_card(&config);
-    assert_eq!(card.supported_interfaces.len(), 1);
+    assert_eq!(
+        card.supported_interfaces.len(),
+        1,
+        "no JSON-RPC, no 0.3 interface"
+    );
     assert_eq!(card.supported_interfaces[0].protocol_binding, "HTTP+JSON");
+    assert!(crate::transport::compat03::response::card_fields(&card).is_empty());
 }
 
 /// A cross-key error names where the key itself was set, not the other key's default.
