@@ -32,6 +32,12 @@ async fn call(
         req = req.header(*k, *v);
     }
     if let Some(body) = body {
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        {
+            req = req.header("content-type", "application/json");
+        }
         req = req.body(body);
     }
     let resp = req.send().await.unwrap();

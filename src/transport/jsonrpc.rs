@@ -103,13 +103,13 @@ pub async fn handle(
         Ok(identity) => identity,
         Err(unauthorized) => return *unauthorized,
     };
-    if let Err(err) = operations::check_content_type(&headers) {
-        return error_response_with(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, &err);
-    }
     let bytes = match http_body::read(&headers, body, state.config.max_body_bytes).await {
         Ok(b) => b,
         Err((status, err)) => return error_response_with(status, None, &err),
     };
+    if let Err(err) = operations::check_content_type(&headers, &bytes) {
+        return error_response_with(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, &err);
+    }
     if let Err(too_many) = value_count::check_json(&bytes, MAX_REQUEST_VALUES) {
         let err = A2aError::InvalidParams(too_many.to_string());
         return error_response(jsonrpc::request_id(&bytes).as_ref(), &err);
