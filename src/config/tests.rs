@@ -126,6 +126,8 @@ fn fully_populated() -> Config {
                 default_tenant: Some("t".into()),
             },
             grpc_listen: Some("127.0.0.1:2".parse().unwrap()),
+            allowed_origins: vec!["https://app.a.example".into()],
+            allowed_hosts: vec!["gw.a.example".into()],
         },
         agent: AgentConfig {
             name: "n".into(),
@@ -982,6 +984,40 @@ fn sqlite_synchronous_defaults_to_full_and_refuses_unknown_values() {
     assert!(
         message.contains("store.sqlite_synchronous") && message.contains("full"),
         "{message}"
+    );
+}
+
+#[test]
+fn allowed_origins_and_hosts_are_checked_at_start() {
+    for (key, value) in [
+        ("allowed_origins", "[\"app.example.com\"]"),
+        ("allowed_origins", "[\"https://app.example.com/path\"]"),
+        ("allowed_origins", "[\"ftp://app.example.com\"]"),
+        ("allowed_hosts", "[\"gw.example.com:8080\"]"),
+        ("allowed_hosts", "[\"https://gw.example.com\"]"),
+        ("allowed_hosts", "[\"\"]"),
+    ] {
+        let (_dir, path) = file(&format!("[server]\n{key} = {value}\n"));
+        let (message, err) = load_err(sources(Some(&path), &[]));
+        assert_eq!(
+            invalid_parts(&err).0,
+            format!("server.{key}[0]"),
+            "{message}"
+        );
+    }
+    let mut server = ServerConfig::default();
+    assert_eq!(
+        server.host_names(),
+        Some(vec![]),
+        "loopback: loopback names only"
+    );
+    server.listen = "0.0.0.0:8080".parse().unwrap();
+    assert_eq!(server.host_names(), None, "no name known: no check");
+    server.allowed_hosts = vec!["gw.internal".into()];
+    server.public_url = Some("https://agents.example.com/".parse().unwrap());
+    assert_eq!(
+        server.host_names(),
+        Some(vec!["agents.example.com".into(), "gw.internal".into()])
     );
 }
 
