@@ -62,8 +62,16 @@ pub fn init_with(
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
 
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.level));
+    // reqwest logs each new connection's URL, user-info password included, at debug:
+    // its connector stays at info whatever the level, so no configured URL is printed
+    // unmasked (issue 43, item 6).
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(&config.level))
+        .add_directive(
+            "reqwest::connect=info"
+                .parse()
+                .expect("a valid static directive"),
+        );
     // Colour only on a terminal: redirected logs stay plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (writer, worker) = tracing_appender::non_blocking::NonBlockingBuilder::default()

@@ -10,7 +10,6 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
 use super::error::{Invalid, nonzero};
-use super::serde_util::REDACTED;
 
 /// `[store]`: the task store backend and its housekeeping.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -248,11 +247,10 @@ impl fmt::Display for StoreUrl {
                 write!(f, "sqlite://{}", path.display())
             }
             StoreUrl::Postgres(secret) => {
-                let mut url = Url::parse(secret.expose_secret()).map_err(|_| fmt::Error)?;
-                if url.password().is_some() {
-                    url.set_password(Some(REDACTED)).map_err(|_| fmt::Error)?;
-                }
-                f.write_str(url.as_str())
+                // The password hidden wherever it is given: in the user-info or as
+                // `?password=` (both are libpq forms).
+                let url = Url::parse(secret.expose_secret()).map_err(|_| fmt::Error)?;
+                f.write_str(&super::log_url::masked(&url))
             }
         }
     }

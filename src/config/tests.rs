@@ -988,6 +988,19 @@ fn sqlite_synchronous_defaults_to_full_and_refuses_unknown_values() {
 }
 
 #[test]
+fn a_store_password_given_as_a_query_parameter_is_masked_too() {
+    let url: StoreUrl = "postgres://gw@db.example.com/test?password=QPASS&sslmode=require"
+        .parse()
+        .unwrap();
+    let shown = url.to_string();
+    assert!(!shown.contains("QPASS"), "{shown}");
+    assert!(
+        shown.contains("password=***") && shown.contains("sslmode=require"),
+        "{shown}"
+    );
+}
+
+#[test]
 fn allowed_origins_and_hosts_are_checked_at_start() {
     for (key, value) in [
         ("allowed_origins", "[\"app.example.com\"]"),

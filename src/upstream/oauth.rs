@@ -227,7 +227,7 @@ impl OAuthClientCredentials {
         let fail = |what: &str, detail: String| {
             tracing::warn!(discovery_url = %LogUrl(url), reason = what, %detail, "OAuth discovery failed");
             TokenError::new(format!("the OAuth discovery document {what}"))
-                .with_detail(format!("{url}: {detail}"))
+                .with_detail(format!("{}: {detail}", LogUrl(url)))
         };
         let resp = self
             .http
@@ -329,7 +329,7 @@ impl OAuthClientCredentials {
             TokenError::new(format!(
                 "the upstream token endpoint failed ({status}): {what}"
             ))
-            .with_detail(format!("token endpoint {url}"))
+            .with_detail(format!("token endpoint {}", LogUrl(&url)))
         };
         match result {
             Ok(resp) => {
@@ -383,7 +383,7 @@ impl OAuthClientCredentials {
                 tracing::warn!(token_endpoint = %LogUrl(&url), error = %why, "token endpoint unreachable");
                 Err(
                     TokenError::new("the upstream token endpoint is unreachable")
-                        .with_detail(format!("token endpoint {url}: {why}")),
+                        .with_detail(format!("token endpoint {}: {why}", LogUrl(&url))),
                 )
             }
             Err(RequestTokenError::Parse(e, _body)) => {
