@@ -5,6 +5,7 @@
 //! (W3C `traceparent` continued into the upstream call), [`log_url`] (URLs with
 //! their secrets hidden, for log lines; the configuration's rule).
 
+pub mod log_fields;
 pub mod metrics;
 /// URLs with their secrets hidden, for log lines: the rule is the configuration's
 /// ([`crate::config::log_url`]), which hides them in its own output too.
@@ -93,7 +94,8 @@ pub fn init_with(
             .with_current_span(true)
             .with_span_list(false)
             .boxed(),
-        LogFormat::Pretty => fmt.compact().boxed(),
+        // Control characters escaped in every field (telemetry::log_fields).
+        LogFormat::Pretty => fmt.compact().fmt_fields(log_fields::Escaping).boxed(),
     };
     let (otel, guard) = match telemetry.otlp_endpoint.as_deref().map(str::trim) {
         Some(endpoint) if !endpoint.is_empty() => {
