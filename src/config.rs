@@ -284,6 +284,10 @@ impl Config {
             .auth
             .load_keys()
             .map_err(|e| layers.invalid(e))?;
+        config
+            .store
+            .load_password_file()
+            .map_err(|e| layers.invalid(e))?;
         Ok(config)
     }
 

@@ -183,6 +183,7 @@ fn fully_populated() -> Config {
             cluster: false,
             lease_secs: 7,
             instance_name: "gw-a".into(),
+            password_file: Some("/run/secrets/pg".into()),
         },
         upstream: UpstreamConfig {
             kind: UpstreamKind::AgentCore,
@@ -534,6 +535,12 @@ fn client_secret_and_its_file_together_are_refused() {
         "{origin:?}"
     );
     assert!(message.contains("not both"), "{message}");
+    assert!(
+        message.contains(
+            "upstream.auth.client_secret is set by environment variable A2A_GATEWAY_UPSTREAM__AUTH__CLIENT_SECRET"
+        ),
+        "the environment is named: {message}"
+    );
     assert!(!message.contains("hunter2"));
 }
 
@@ -985,6 +992,47 @@ fn sqlite_synchronous_defaults_to_full_and_refuses_unknown_values() {
         message.contains("store.sqlite_synchronous") && message.contains("full"),
         "{message}"
     );
+}
+
+#[test]
+fn the_postgres_password_can_come_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let pw = dir.path().join("pg-password");
+    std::fs::write(&pw, "s3cr3t-pg\n").unwrap();
+    let toml = format!(
+        "[store]\nurl = \"postgres://gw@db.example.com/test\"\n\
+         listen_url = \"postgres://gw@db-primary.example.com/test\"\n\
+         password_file = \"{}\"\n",
+        pw.display()
+    );
+    let (_d, path) = file(&toml);
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    for url in [Some(&config.store.url), config.store.listen_url.as_ref()] {
+        let Some(StoreUrl::Postgres(secret)) = url else {
+            panic!("postgres")
+        };
+        assert!(
+            secret
+                .expose_secret()
+                .starts_with("postgres://gw:s3cr3t-pg@"),
+            "the password is put into the URL"
+        );
+    }
+    assert!(!config.redacted_toml().contains("s3cr3t-pg"));
+
+    // Beside a password already in the URL (here from the environment): refused,
+    // naming both places.
+    let (message, err) = load_err(sources(
+        Some(&path),
+        &[(
+            "A2A_GATEWAY_STORE__URL",
+            "postgres://gw:other@db.example.com/test",
+        )],
+    ));
+    assert_eq!(invalid_parts(&err).0, "store.password_file", "{message}");
+    assert!(message.contains("not both"), "{message}");
+    assert!(message.contains("A2A_GATEWAY_STORE__URL"), "{message}");
+    assert!(!message.contains("other@"), "{message}");
 }
 
 #[test]
