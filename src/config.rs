@@ -323,6 +323,7 @@ impl Config {
             ));
         }
         self.push.validate()?;
+        self.telemetry.validate()?;
         self.log.validate()
     }
 }

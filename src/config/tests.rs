@@ -995,6 +995,36 @@ fn sqlite_synchronous_defaults_to_full_and_refuses_unknown_values() {
 }
 
 #[test]
+fn an_otlp_endpoint_with_credentials_is_refused_at_load_as_serve_refuses_it() {
+    for endpoint in [
+        "http://user:OTLPPASS@127.0.0.1:4318",
+        "http://user@127.0.0.1:4318",
+        "ftp://127.0.0.1:4318",
+        "not a url",
+    ] {
+        let (message, err) = load_err(sources(
+            None,
+            &[("A2A_GATEWAY_TELEMETRY__OTLP_ENDPOINT", endpoint)],
+        ));
+        assert_eq!(
+            invalid_parts(&err).0,
+            "telemetry.otlp_endpoint",
+            "{message}"
+        );
+        assert!(!message.contains("OTLPPASS"), "{message}");
+    }
+    let config = Config::load(sources(
+        None,
+        &[(
+            "A2A_GATEWAY_TELEMETRY__OTLP_ENDPOINT",
+            "http://127.0.0.1:4318",
+        )],
+    ))
+    .unwrap();
+    assert!(config.telemetry.otlp_endpoint.is_some());
+}
+
+#[test]
 fn the_postgres_password_can_come_from_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let pw = dir.path().join("pg-password");
