@@ -27,6 +27,7 @@ pub mod jsonrpc;
 pub mod operations;
 pub mod rest;
 pub mod sse;
+pub mod unread_body;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -150,6 +151,7 @@ pub fn a2a_routes(state: AppState) -> Router {
         .fallback(hint::unknown)
         .method_not_allowed_fallback(hint::wrong_method)
         .with_state(state)
+        .layer(axum::middleware::from_fn(unread_body::close_after_refusal))
         .layer(axum::middleware::from_fn_with_state(
             browser,
             browser_guard::guard,
