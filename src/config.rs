@@ -285,6 +285,10 @@ impl Config {
             .auth
             .load_keys()
             .map_err(|e| layers.invalid(e))?;
+        config
+            .store
+            .load_password_file()
+            .map_err(|e| layers.invalid(e))?;
         Ok(config)
     }
 
@@ -320,6 +324,7 @@ impl Config {
             ));
         }
         self.push.validate()?;
+        self.telemetry.validate()?;
         self.log.validate()
     }
 }

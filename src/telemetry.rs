@@ -5,6 +5,7 @@
 //! (W3C `traceparent` continued into the upstream call), [`log_url`] (URLs with
 //! their secrets hidden, for log lines; the configuration's rule).
 
+pub mod log_fields;
 pub mod metrics;
 /// URLs with their secrets hidden, for log lines: the rule is the configuration's
 /// ([`crate::config::log_url`]), which hides them in its own output too.
@@ -62,8 +63,16 @@ pub fn init_with(
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
 
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.level));
+    // reqwest logs each new connection's URL, user-info password included, at debug:
+    // its connector stays at info whatever the level, so no configured URL is printed
+    // unmasked (issue 43, item 6).
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(&config.level))
+        .add_directive(
+            "reqwest::connect=info"
+                .parse()
+                .expect("a valid static directive"),
+        );
     // Colour only on a terminal: redirected logs stay plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (writer, worker) = tracing_appender::non_blocking::NonBlockingBuilder::default()
@@ -85,7 +94,8 @@ pub fn init_with(
             .with_current_span(true)
             .with_span_list(false)
             .boxed(),
-        LogFormat::Pretty => fmt.compact().boxed(),
+        // Control characters escaped in every field (telemetry::log_fields).
+        LogFormat::Pretty => fmt.compact().fmt_fields(log_fields::Escaping).boxed(),
     };
     let (otel, guard) = match telemetry.otlp_endpoint.as_deref().map(str::trim) {
         Some(endpoint) if !endpoint.is_empty() => {

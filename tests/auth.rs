@@ -208,7 +208,12 @@ async fn no_or_wrong_key_gets_401_before_the_body_is_read() {
     let server = start().await;
     let get = json!({"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"id": "x"}});
 
-    assert_unauthorized_body(server.post(None, &get).await).await;
+    // The body was not read, so the HTTP/1.1 connection ends: the answer says so
+    // (issue 43, item 10), and a client does not reuse it.
+    let refused = server.post(None, &get).await;
+    assert_eq!(refused.version(), reqwest::Version::HTTP_11);
+    assert_eq!(refused.headers()["connection"], "close");
+    assert_unauthorized_body(refused).await;
     assert_unauthorized_body(server.post(Some("not-a-key"), &get).await).await;
     let resp = server
         .client

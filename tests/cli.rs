@@ -325,7 +325,7 @@ fn check_config_never_prints_a_secret() {
         "[upstream.auth]\nkind = \"oauth2\"\nclient_id = \"client-1\"\n\
          client_secret = \"s\"\n\
          token_url = \"https://auth.example.com/t?client_secret=token-query-5\"\n\
-         [telemetry]\notlp_endpoint = \"http://u:otlp-password-6@127.0.0.1:4318\"\n",
+         [telemetry]\notlp_endpoint = \"http://127.0.0.1:4318/?api_key=otlp-password-6\"\n",
         "https://user:url-password-7@runtime.example.com/invocations?sig=url-query-8",
     );
     let out = run(dir.path(), &["check-config", "--config", &file], &[]);
@@ -341,6 +341,27 @@ fn check_config_never_prints_a_secret() {
         assert!(
             !stdout.contains(secret) && !stderr.contains(secret),
             "{secret}: {stdout}\n{stderr}"
+        );
+    }
+
+    // An OTLP endpoint with credentials: serve refuses it, so check-config does too
+    // (issue 43, item 10), without printing them.
+    let file = write_config(
+        dir.path(),
+        "[telemetry]\notlp_endpoint = \"http://u:otlp-password-9@127.0.0.1:4318\"\n",
+        "https://runtime.example.com/invocations",
+    );
+    for command in ["check-config", "serve"] {
+        let out = run(dir.path(), &[command, "--config", &file], &[]);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{command}: {stdout}\n{stderr}");
+        assert!(
+            stderr.contains("telemetry.otlp_endpoint"),
+            "{command}: {stderr}"
+        );
+        assert!(
+            !stdout.contains("otlp-password-9") && !stderr.contains("otlp-password-9"),
+            "{command}: {stdout}\n{stderr}"
         );
     }
 }
@@ -1353,7 +1374,11 @@ fn check_config_refuses_a_store_serve_cannot_open_and_prints_what_it_derives() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("# derived: card interface: GRPC agents.example.com:443"),
+        stdout.contains("# derived: card interface: GRPC agents.example.com:443 (A2A 1.0)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# derived: card interface: JSONRPC https://agents.example.com/ (A2A 0.3)"),
         "{stdout}"
     );
     assert!(

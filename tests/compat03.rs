@@ -421,6 +421,76 @@ async fn the_card_carries_the_03_discovery_fields() {
     assert_eq!(card["supportsAuthenticatedExtendedCard"], false);
 }
 
+/// The A2A 0.3 fields a 1.0 card must not carry (the 1.0 schema allows no other
+/// properties).
+const V03_CARD_FIELDS: [&str; 6] = [
+    "url",
+    "preferredTransport",
+    "protocolVersion",
+    "additionalInterfaces",
+    "supportsAuthenticatedExtendedCard",
+    "security",
+];
+
+#[tokio::test]
+async fn a_card_request_declaring_1_0_gets_the_1_0_card_with_its_own_etag() {
+    let s = start(Arc::new(Echo)).await;
+    let url = format!("{}.well-known/agent-card.json", s.url);
+    let unversioned = s.client.get(&url).send().await.unwrap();
+    assert_eq!(unversioned.headers()["vary"], "A2A-Version");
+    let both_etag = unversioned.headers()["etag"].to_str().unwrap().to_owned();
+    let both: Value = unversioned.json().await.unwrap();
+    assert_eq!(both["url"], s.url, "no version: both shapes");
+
+    for req in [
+        s.client.get(&url).header("A2A-Version", "1.0"),
+        s.client.get(format!("{url}?A2A-Version=1.0")),
+    ] {
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["vary"], "A2A-Version");
+        let etag = resp.headers()["etag"].to_str().unwrap().to_owned();
+        assert_ne!(etag, both_etag, "each variant has its own ETag");
+        let card: Value = resp.json().await.unwrap();
+        for field in V03_CARD_FIELDS {
+            assert!(card.get(field).is_none(), "{field} in {card}");
+        }
+        // The 0.3 interface is declared in supportedInterfaces either way.
+        assert_eq!(card["supportedInterfaces"], both["supportedInterfaces"]);
+        // Revalidation is per variant.
+        let revalidate = |tag: &str| {
+            s.client
+                .get(&url)
+                .header("A2A-Version", "1.0")
+                .header("if-none-match", tag.to_owned())
+                .send()
+        };
+        assert_eq!(revalidate(&etag).await.unwrap().status(), 304);
+        assert_eq!(revalidate(&both_etag).await.unwrap().status(), 200);
+    }
+}
+
+#[tokio::test]
+async fn the_card_declares_its_03_interface() {
+    let s = start(Arc::new(Echo)).await;
+    let card: Value = get_json(&s.client, &format!("{}.well-known/agent-card.json", s.url)).await;
+    let interfaces = card["supportedInterfaces"].as_array().unwrap();
+    let v03: Vec<&Value> = interfaces
+        .iter()
+        .filter(|i| i["protocolVersion"] == "0.3")
+        .collect();
+    assert_eq!(
+        v03,
+        [&json!({"url": s.url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"})],
+        "{card}"
+    );
+    assert_eq!(
+        interfaces.last(),
+        Some(v03[0]),
+        "after the 1.0 interfaces, so 1.0 clients pick those"
+    );
+}
+
 #[tokio::test]
 async fn with_v03_card_fields_off_the_card_is_pure_1_0() {
     let s = start_with(

@@ -254,6 +254,7 @@ async fn version_header_and_content_type_and_body_limit() {
     let resp = s
         .client
         .post(format!("{}?A2A-Version=2.0", s.url))
+        .header("content-type", "application/json")
         .body(body.clone())
         .send()
         .await
@@ -265,6 +266,13 @@ async fn version_header_and_content_type_and_body_limit() {
     assert!(text.contains("Content-Type"));
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["error"]["code"], -32005, "{text}");
+    // No Content-Type at all is what a browser's cross-origin form post may send
+    // without a preflight: refused the same way (issue 43, item 5).
+    let (status, text) = s.raw(body.clone(), None).await;
+    assert_eq!(status, 415, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["error"]["code"], -32005, "{text}");
+    assert!(text.contains("no Content-Type"), "{text}");
     let (status, _) = s
         .raw(body.clone(), Some("application/json; charset=utf-8"))
         .await;

@@ -32,6 +32,12 @@ async fn call(
         req = req.header(*k, *v);
     }
     if let Some(body) = body {
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        {
+            req = req.header("content-type", "application/json");
+        }
         req = req.body(body);
     }
     let resp = req.send().await.unwrap();
@@ -68,6 +74,8 @@ async fn the_card_declares_each_served_binding_at_its_url() {
             ("JSONRPC".to_owned(), s.url.clone()),
             ("HTTP+JSON".to_owned(), format!("{}a2a/rest", s.url)),
             ("GRPC".to_owned(), host.to_owned()),
+            // A2A 0.3, served on JSON-RPC.
+            ("JSONRPC".to_owned(), s.url.clone()),
         ]
     );
     // The served card says the same.
@@ -387,7 +395,11 @@ async fn server_bindings_decide_what_is_served() {
         ..TransportConfig::default()
     })
     .await;
-    assert_eq!(only_rpc.card.supported_interfaces.len(), 1);
+    assert_eq!(
+        only_rpc.card.supported_interfaces.len(),
+        2,
+        "JSON-RPC for 1.0 and for 0.3"
+    );
     let resp = only_rpc
         .http
         .get(format!("{}a2a/rest/tasks", only_rpc.url))

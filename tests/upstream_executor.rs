@@ -867,6 +867,43 @@ async fn hundred_concurrent_sends_on_a_cold_cache_make_one_token_request() {
     );
 }
 
+/// Issue 43, item 3: a token that lives no longer than the 30 s refresh margin
+/// (`expires_in` 10, or 0) is used for the request that fetched it and never cached:
+/// each task fetches its own, and every task completes.
+#[tokio::test]
+async fn tokens_within_the_refresh_margin_serve_one_request_each() {
+    for expires_in in ["10", "0"] {
+        let tok = token_fake(&format!(
+            r#"{{"access_token": "tok-{{n}}", "token_type": "Bearer", "expires_in": {expires_in}}}"#
+        ))
+        .await;
+        let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
+        let mut s = settings(&up.url);
+        s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+        let e = exec(s);
+        for i in 0..3 {
+            let out = run(&e, ctx(&format!("m{i}"))).await;
+            assert_eq!(
+                out.final_state(),
+                TaskState::Completed,
+                "expires_in {expires_in}: {}",
+                out.reason()
+            );
+        }
+        assert_eq!(
+            tok.calls.load(Ordering::SeqCst),
+            3,
+            "expires_in {expires_in}"
+        );
+        let used: Vec<_> = up
+            .requests()
+            .iter()
+            .map(|r| r.header("authorization").unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(used, ["Bearer tok-1", "Bearer tok-2", "Bearer tok-3"]);
+    }
+}
+
 #[tokio::test]
 async fn discovery_document_is_fetched_once() {
     let tok =

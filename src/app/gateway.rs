@@ -16,6 +16,7 @@ use crate::push::PushService;
 use crate::server::{self, ReadinessCheck};
 use crate::store::TaskStore;
 use crate::transport::auth::Authenticator;
+use crate::transport::browser_guard::BrowserGuard;
 use crate::transport::{AppState, TransportConfig};
 
 /// A gateway ready to serve: its state (handler, card, limits) and router.
@@ -77,6 +78,11 @@ impl Gateway {
             grpc_own_listener: config.server.grpc_listen.is_some(),
             card_v03_fields: config.agent.v03_card_fields,
             request_message_timeout: config.server.header_timeout(),
+            browser: BrowserGuard::new(
+                &config.server.allowed_origins,
+                config.server.host_names(),
+                config.server.listen.ip().is_loopback(),
+            ),
         };
         transport.auth.start();
         let state = AppState::new(handler, card, transport);

@@ -119,9 +119,10 @@ async fn derived(config: &Config) -> Vec<String> {
     }
     for i in interfaces {
         out.push(format!(
-            "card interface: {} {}",
+            "card interface: {} {} (A2A {})",
             i.protocol_binding,
-            LogUrl(&i.url)
+            LogUrl(&i.url),
+            i.protocol_version
         ));
     }
     out

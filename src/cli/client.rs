@@ -231,7 +231,9 @@ fn card_1_0(mut card: Value) -> Value {
     card
 }
 
-/// The first JSON-RPC or HTTP+JSON interface of `card`, in the card's order.
+/// The first JSON-RPC or HTTP+JSON interface of `card`, in the card's order, that is
+/// not of an A2A 0.x version (the client speaks 1.0; the gateway's card also lists its
+/// 0.3 interface).
 ///
 /// # Errors
 /// The card offers neither (the message names what it offers).
@@ -240,6 +242,9 @@ pub fn pick(card: &AgentCard) -> Result<Endpoint, String> {
         let Ok(url) = Url::parse(&i.url) else {
             continue;
         };
+        if i.protocol_version.starts_with("0.") {
+            continue;
+        }
         match i.protocol_binding.as_str() {
             "JSONRPC" => return Ok(Endpoint::JsonRpc(url)),
             "HTTP+JSON" => return Ok(Endpoint::Rest(url)),

@@ -46,12 +46,6 @@ pub fn new_key() -> Result<(String, String), CliError> {
     Ok((key, hex))
 }
 
-/// `value` as one POSIX shell word in single quotes (a `'` inside becomes `'\''`), so
-/// the printed environment line can be pasted as it is whatever the caller name holds.
-fn shell_single_quoted(value: &str) -> String {
-    format!("'{}'", value.replace('\'', "'\\''"))
-}
-
 /// Runs a `keys` subcommand.
 pub(super) fn run(command: KeysCommand) -> Result<ExitCode, CliError> {
     let KeysCommand::New(args) = command;
@@ -80,7 +74,7 @@ pub(super) fn run(command: KeysCommand) -> Result<ExitCode, CliError> {
     let env_value = format!("[{{caller = {quoted}, sha256 = \"{hash}\"}}]");
     outln!(
         "# export A2A_GATEWAY_SERVER__AUTH__KEYS={}",
-        shell_single_quoted(&env_value)
+        super::shell::single_quoted(&env_value)
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -18,6 +18,7 @@ mod progress;
 mod push_status;
 mod send;
 mod serve;
+mod shell;
 mod tasks;
 
 use std::net::SocketAddr;

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::process::ExitCode;
 
 use super::client::{BindingChoice, Connection, Event, Events, printable};
+use super::shell::word;
 use crate::executor::{get_artifact_text, get_message_text};
 use crate::protocol::{StreamResponse, Task, TaskState, TaskStatus};
 use futures::StreamExt;
@@ -173,12 +174,13 @@ impl Progress {
         let cursor = self
             .last_event_id
             .as_ref()
-            .map(|id| format!(" --last-event-id {id}"))
+            .map(|id| format!(" --last-event-id {}", word(id)))
             .unwrap_or_default();
-        eprintln!("task id: {task}");
+        eprintln!("task id: {}", printable(task));
         eprintln!(
-            "resume with: a2a-gateway subscribe {}{task}{cursor}",
-            conn_flags(conn)
+            "resume with: a2a-gateway subscribe {}{}{cursor}",
+            conn_flags(conn),
+            word(task)
         );
     }
 
@@ -190,12 +192,18 @@ impl Progress {
             return ExitCode::SUCCESS;
         };
         let context = self.context_id.unwrap_or_default();
-        outln!("task id: {task_id}  context id: {context}");
+        outln!(
+            "task id: {}  context id: {}",
+            printable(&task_id),
+            printable(&context)
+        );
         match self.state {
             Some(TaskState::InputRequired | TaskState::AuthRequired) => {
                 outln!(
-                    "reply with: a2a-gateway send {}--task-id {task_id} --context-id {context} \"...\"",
-                    conn_flags(conn)
+                    "reply with: a2a-gateway send {}--task-id {} --context-id {} \"...\"",
+                    conn_flags(conn),
+                    word(&task_id),
+                    word(&context)
                 );
                 ExitCode::SUCCESS
             }
@@ -214,7 +222,7 @@ pub fn conn_flags(conn: &Connection) -> String {
         BindingChoice::Jsonrpc => "--binding jsonrpc ",
         BindingChoice::Rest => "--binding rest ",
     };
-    format!("--url {} {binding}", conn.url)
+    format!("--url {} {binding}", word(conn.url.as_str()))
 }
 
 /// `working`, `input-required`, …

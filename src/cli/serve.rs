@@ -66,7 +66,7 @@ pub(super) async fn serve_config(
     let scheme = if running.tls() { "https" } else { "http" };
     tracing::info!(
         listen = %local,
-        public_url = %config.server.public_url(),
+        public_url = %crate::config::masked(&config.server.public_url()),
         store = %config.store.url,
         instance = running.instance(),
         max_connections = running.max_connections(),

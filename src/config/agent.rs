@@ -43,10 +43,10 @@ pub struct AgentConfig {
     pub extensions: Vec<ExtensionConfig>,
     /// Also put the A2A 0.3 discovery fields (`url`, `preferredTransport`,
     /// `protocolVersion`, `additionalInterfaces`, `supportsAuthenticatedExtendedCard`,
-    /// 0.3 security-scheme shapes) on the public card, so 0.3 clients find the
-    /// gateway. Default `true`. A strict 1.0 card validator (the conformance kit's
-    /// schema allows no extra properties) refuses them: set `false` when no 0.3 client
-    /// calls (see `docs/conformance.md`).
+    /// 0.3 security-scheme shapes) on the public card served to requests without
+    /// `A2A-Version` (what 0.3 clients send), so 0.3 clients find the gateway; a
+    /// request declaring `A2A-Version: 1.0` gets the pure 1.0 card either way.
+    /// Default `true`; `false` leaves them out of every answer.
     pub v03_card_fields: bool,
     /// `[agent.extended]`: the extended agent card (spec §3.1.11) only authenticated
     /// callers get from GetExtendedAgentCard; `capabilities.extendedAgentCard` is then

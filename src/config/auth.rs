@@ -209,8 +209,9 @@ impl UpstreamAuthConfig {
 fn one_of(a: bool, b: bool, key_a: &str, key_b: &str) -> Result<(), Invalid> {
     match (a, b) {
         (true, false) | (false, true) => Ok(()),
-        (true, true) => Err(Invalid::new(
+        (true, true) => Err(Invalid::because_of(
             key_b,
+            key_a,
             format!("set either {key_a} or {key_b}, not both"),
         )),
         (false, false) => Err(Invalid::because_of(
@@ -222,7 +223,7 @@ fn one_of(a: bool, b: bool, key_a: &str, key_b: &str) -> Result<(), Invalid> {
 }
 
 /// Reads a secret from a file, without its trailing line break.
-fn read_secret(key: &str, path: &Path) -> Result<SecretString, Invalid> {
+pub(super) fn read_secret(key: &str, path: &Path) -> Result<SecretString, Invalid> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Invalid::new(key, format!("cannot read {}: {e}", path.display())))?;
     let secret = text.trim_end_matches(['\n', '\r']);

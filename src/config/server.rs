@@ -81,6 +81,15 @@ pub struct ServerConfig {
     /// share `listen`, told apart by `content-type: application/grpc`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grpc_listen: Option<SocketAddr>,
+    /// Web origins (`https://app.example.com`) whose pages may call the A2A routes from
+    /// a browser. A request with an `Origin` not listed here gets `403`; programs send
+    /// no `Origin`. Default none (see `docs/operations.md`, "Browsers").
+    pub allowed_origins: Vec<String>,
+    /// Host names (no port) besides `public_url`'s host that a request's `Host` may
+    /// give; on a loopback listener loopback names are always allowed. Another `Host`
+    /// gets `403` (DNS rebinding). Default none. Without `public_url` and with a
+    /// listener on a non-loopback address and none listed, `Host` is not checked.
+    pub allowed_hosts: Vec<String>,
 }
 
 /// One A2A protocol binding (spec §5), as named in `server.bindings`.
@@ -136,6 +145,8 @@ impl Default for ServerConfig {
             auth: ServerAuthConfig::default(),
             bindings: Binding::ALL.to_vec(),
             grpc_listen: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -234,6 +245,21 @@ impl ServerConfig {
         format!("{host}:{port}")
     }
 
+    /// The names a request's `Host` may give besides loopback ones (see
+    /// `allowed_hosts`): `public_url`'s host when it is set, then `allowed_hosts`.
+    /// `None` (no check) when the gateway cannot know its names: no `public_url`, no
+    /// `allowed_hosts` and a listener not on loopback.
+    pub fn host_names(&self) -> Option<Vec<String>> {
+        let mut names: Vec<String> = self
+            .public_url
+            .as_ref()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .into_iter()
+            .collect();
+        names.extend(self.allowed_hosts.iter().cloned());
+        (!names.is_empty() || self.listen.ip().is_loopback()).then_some(names)
+    }
+
     /// `sse_keepalive_secs` as a [`Duration`].
     pub fn sse_keepalive(&self) -> Duration {
         Duration::from_secs(self.sse_keepalive_secs)
@@ -269,6 +295,33 @@ impl ServerConfig {
             nonzero("server.max_connections", max as u64)?;
         }
         self.auth.validate()?;
+        for (i, origin) in self.allowed_origins.iter().enumerate() {
+            let ok = Url::parse(origin).is_ok_and(|u| {
+                matches!(u.scheme(), "http" | "https")
+                    && u.host_str().is_some()
+                    && u.path() == "/"
+                    && u.query().is_none()
+                    && u.username().is_empty()
+            });
+            if !ok {
+                return Err(Invalid::new(
+                    format!("server.allowed_origins[{i}]"),
+                    "must be an origin: http(s)://host[:port], no path",
+                ));
+            }
+        }
+        for (i, host) in self.allowed_hosts.iter().enumerate() {
+            let bracketed = host.starts_with('[') && host.ends_with(']');
+            let ok = !host.is_empty()
+                && !host.contains(['/', ' ', '@'])
+                && (bracketed || !host.contains(':'));
+            if !ok {
+                return Err(Invalid::new(
+                    format!("server.allowed_hosts[{i}]"),
+                    "must be a host name or address without scheme or port",
+                ));
+            }
+        }
         if let Some(url) = &self.public_url {
             validate_public_url(url)?;
         }

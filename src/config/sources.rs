@@ -157,14 +157,25 @@ impl Layers {
         let path = |key: &str| -> Vec<String> { key.split('.').map(str::to_owned).collect() };
         // Where the key itself was set; where the key it conflicts with was set only
         // when the key is not set at all (`tls_key_file` missing beside `tls_cert_file`).
+        let mut message = invalid.message;
         let origin = match self.origin_of(&path(&invalid.key)) {
             ConfigOrigin::Default => self.origin_of(&path(&invalid.origin_key)),
-            set => set,
+            set => {
+                // Both set (a secret and its `*_file`): say where the other one came
+                // from too, the environment often being the surprise.
+                if invalid.origin_key != invalid.key {
+                    let other = self.origin_of(&path(&invalid.origin_key));
+                    if other != ConfigOrigin::Default {
+                        message = format!("{message} ({} is set by {other})", invalid.origin_key);
+                    }
+                }
+                set
+            }
         };
         ConfigError::Invalid {
             key: invalid.key,
             origin,
-            message: invalid.message,
+            message,
         }
     }
 

@@ -10,7 +10,6 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
 use super::error::{Invalid, nonzero};
-use super::serde_util::REDACTED;
 
 /// `[store]`: the task store backend and its housekeeping.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -61,6 +60,11 @@ pub struct StoreConfig {
     /// WAL checkpoints, so a power loss or OS crash can roll back the last commits
     /// (a process crash still loses nothing). Ignored by other backends.
     pub sqlite_synchronous: SqliteSynchronous,
+    /// PostgreSQL only: a file holding the password (read at start, trailing newline
+    /// removed), put into `url` and `listen_url` where they hold none. Refused beside a
+    /// password already in `url` (user-info or `?password=`). Default unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password_file: Option<PathBuf>,
 }
 
 /// `store.sqlite_synchronous`: SQLite's `synchronous` setting for a database file, in
@@ -92,6 +96,7 @@ impl Default for StoreConfig {
             cluster: true,
             lease_secs: 30,
             instance_name: String::new(),
+            password_file: None,
         }
     }
 }
@@ -150,8 +155,56 @@ impl StoreConfig {
                 "must be a postgres:// URL (a direct connection to the store's database)",
             ));
         }
+        if self.password_file.is_some() {
+            let StoreUrl::Postgres(url) = &self.url else {
+                return Err(Invalid::because_of(
+                    "store.password_file",
+                    "store.url",
+                    "applies to a postgres:// store.url only",
+                ));
+            };
+            if has_password(url) {
+                return Err(Invalid::because_of(
+                    "store.password_file",
+                    "store.url",
+                    "set either a password in store.url or store.password_file, not both",
+                ));
+            }
+        }
         Ok(())
     }
+
+    /// Reads `password_file` into `url` (and `listen_url`) where they hold no password.
+    pub(crate) fn load_password_file(&mut self) -> Result<(), Invalid> {
+        let Some(path) = &self.password_file else {
+            return Ok(());
+        };
+        let password = super::auth::read_secret("store.password_file", path)?;
+        let with_password = |u: &StoreUrl| -> Result<StoreUrl, Invalid> {
+            let StoreUrl::Postgres(secret) = u else {
+                return Ok(u.clone());
+            };
+            if has_password(secret) {
+                return Ok(u.clone());
+            }
+            let mut url = Url::parse(secret.expose_secret())
+                .map_err(|e| Invalid::new("store.url", format!("not a URL: {e}")))?;
+            url.set_password(Some(password.expose_secret()))
+                .map_err(|()| Invalid::new("store.url", "cannot hold a password"))?;
+            Ok(StoreUrl::Postgres(SecretString::from(url.to_string())))
+        };
+        self.url = with_password(&self.url)?;
+        if let Some(listen) = &self.listen_url {
+            self.listen_url = Some(with_password(listen)?);
+        }
+        Ok(())
+    }
+}
+
+/// Whether a PostgreSQL URL holds a password: in the user-info or as `?password=`.
+fn has_password(url: &SecretString) -> bool {
+    Url::parse(url.expose_secret())
+        .is_ok_and(|u| u.password().is_some() || u.query_pairs().any(|(k, _)| k == "password"))
 }
 
 /// The parsed `store.url`.
@@ -248,11 +301,10 @@ impl fmt::Display for StoreUrl {
                 write!(f, "sqlite://{}", path.display())
             }
             StoreUrl::Postgres(secret) => {
-                let mut url = Url::parse(secret.expose_secret()).map_err(|_| fmt::Error)?;
-                if url.password().is_some() {
-                    url.set_password(Some(REDACTED)).map_err(|_| fmt::Error)?;
-                }
-                f.write_str(url.as_str())
+                // The password hidden wherever it is given: in the user-info or as
+                // `?password=` (both are libpq forms).
+                let url = Url::parse(secret.expose_secret()).map_err(|_| fmt::Error)?;
+                f.write_str(&super::log_url::masked(&url))
             }
         }
     }

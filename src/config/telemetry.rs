@@ -26,6 +26,32 @@ fn masked_opt<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok,
 }
 
 impl TelemetryConfig {
+    /// Refuses an `otlp_endpoint` that is not an http(s) URL, or holds credentials
+    /// (a user name or password: the exporter would send them in the clear to every
+    /// collector hop, and they would show wherever the URL is printed), as `serve`
+    /// does, so `check-config` refuses it too.
+    pub(crate) fn validate(&self) -> Result<(), super::error::Invalid> {
+        let Some(endpoint) = self.otlp_endpoint.as_deref().map(str::trim) else {
+            return Ok(());
+        };
+        if endpoint.is_empty() {
+            return Ok(());
+        }
+        let ok = reqwest::Url::parse(endpoint).is_ok_and(|u| {
+            matches!(u.scheme(), "http" | "https")
+                && u.username().is_empty()
+                && u.password().is_none()
+        });
+        if ok {
+            Ok(())
+        } else {
+            Err(super::error::Invalid::new(
+                "telemetry.otlp_endpoint",
+                "must be an http:// or https:// URL without credentials",
+            ))
+        }
+    }
+
     /// `service_name`, or `a2a-gateway`.
     pub fn service_name(&self) -> &str {
         self.service_name

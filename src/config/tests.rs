@@ -133,6 +133,8 @@ fn fully_populated() -> Config {
                 default_tenant: Some("t".into()),
             },
             grpc_listen: Some("127.0.0.1:2".parse().unwrap()),
+            allowed_origins: vec!["https://app.a.example".into()],
+            allowed_hosts: vec!["gw.a.example".into()],
         },
         agent: AgentConfig {
             name: "n".into(),
@@ -188,6 +190,7 @@ fn fully_populated() -> Config {
             cluster: false,
             lease_secs: 7,
             instance_name: "gw-a".into(),
+            password_file: Some("/run/secrets/pg".into()),
         },
         upstream: UpstreamConfig::AgentCore(AgentCoreUpstreamConfig {
             agent_runtime_arn: Some(ARN.parse().unwrap()),
@@ -540,6 +543,12 @@ fn client_secret_and_its_file_together_are_refused() {
         "{origin:?}"
     );
     assert!(message.contains("not both"), "{message}");
+    assert!(
+        message.contains(
+            "upstream.auth.client_secret is set by environment variable A2A_GATEWAY_UPSTREAM__AUTH__CLIENT_SECRET"
+        ),
+        "the environment is named: {message}"
+    );
     assert!(!message.contains("hunter2"));
 }
 
@@ -999,6 +1008,124 @@ fn sqlite_synchronous_defaults_to_full_and_refuses_unknown_values() {
 }
 
 #[test]
+fn an_otlp_endpoint_with_credentials_is_refused_at_load_as_serve_refuses_it() {
+    for endpoint in [
+        "http://user:OTLPPASS@127.0.0.1:4318",
+        "http://user@127.0.0.1:4318",
+        "ftp://127.0.0.1:4318",
+        "not a url",
+    ] {
+        let (message, err) = load_err(sources(
+            None,
+            &[("A2A_GATEWAY_TELEMETRY__OTLP_ENDPOINT", endpoint)],
+        ));
+        assert_eq!(
+            invalid_parts(&err).0,
+            "telemetry.otlp_endpoint",
+            "{message}"
+        );
+        assert!(!message.contains("OTLPPASS"), "{message}");
+    }
+    let config = Config::load(sources(
+        None,
+        &[(
+            "A2A_GATEWAY_TELEMETRY__OTLP_ENDPOINT",
+            "http://127.0.0.1:4318",
+        )],
+    ))
+    .unwrap();
+    assert!(config.telemetry.otlp_endpoint.is_some());
+}
+
+#[test]
+fn the_postgres_password_can_come_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let pw = dir.path().join("pg-password");
+    std::fs::write(&pw, "s3cr3t-pg\n").unwrap();
+    let toml = format!(
+        "[store]\nurl = \"postgres://gw@db.example.com/test\"\n\
+         listen_url = \"postgres://gw@db-primary.example.com/test\"\n\
+         password_file = \"{}\"\n",
+        pw.display()
+    );
+    let (_d, path) = file(&toml);
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    for url in [Some(&config.store.url), config.store.listen_url.as_ref()] {
+        let Some(StoreUrl::Postgres(secret)) = url else {
+            panic!("postgres")
+        };
+        assert!(
+            secret
+                .expose_secret()
+                .starts_with("postgres://gw:s3cr3t-pg@"),
+            "the password is put into the URL"
+        );
+    }
+    assert!(!config.redacted_toml().contains("s3cr3t-pg"));
+
+    // Beside a password already in the URL (here from the environment): refused,
+    // naming both places.
+    let (message, err) = load_err(sources(
+        Some(&path),
+        &[(
+            "A2A_GATEWAY_STORE__URL",
+            "postgres://gw:other@db.example.com/test",
+        )],
+    ));
+    assert_eq!(invalid_parts(&err).0, "store.password_file", "{message}");
+    assert!(message.contains("not both"), "{message}");
+    assert!(message.contains("A2A_GATEWAY_STORE__URL"), "{message}");
+    assert!(!message.contains("other@"), "{message}");
+}
+
+#[test]
+fn a_store_password_given_as_a_query_parameter_is_masked_too() {
+    let url: StoreUrl = "postgres://gw@db.example.com/test?password=QPASS&sslmode=require"
+        .parse()
+        .unwrap();
+    let shown = url.to_string();
+    assert!(!shown.contains("QPASS"), "{shown}");
+    assert!(
+        shown.contains("password=***") && shown.contains("sslmode=require"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn allowed_origins_and_hosts_are_checked_at_start() {
+    for (key, value) in [
+        ("allowed_origins", "[\"app.example.com\"]"),
+        ("allowed_origins", "[\"https://app.example.com/path\"]"),
+        ("allowed_origins", "[\"ftp://app.example.com\"]"),
+        ("allowed_hosts", "[\"gw.example.com:8080\"]"),
+        ("allowed_hosts", "[\"https://gw.example.com\"]"),
+        ("allowed_hosts", "[\"\"]"),
+    ] {
+        let (_dir, path) = file(&format!("[server]\n{key} = {value}\n"));
+        let (message, err) = load_err(sources(Some(&path), &[]));
+        assert_eq!(
+            invalid_parts(&err).0,
+            format!("server.{key}[0]"),
+            "{message}"
+        );
+    }
+    let mut server = ServerConfig::default();
+    assert_eq!(
+        server.host_names(),
+        Some(vec![]),
+        "loopback: loopback names only"
+    );
+    server.listen = "0.0.0.0:8080".parse().unwrap();
+    assert_eq!(server.host_names(), None, "no name known: no check");
+    server.allowed_hosts = vec!["gw.internal".into()];
+    server.public_url = Some("https://agents.example.com/".parse().unwrap());
+    assert_eq!(
+        server.host_names(),
+        Some(vec!["agents.example.com".into(), "gw.internal".into()])
+    );
+}
+
+#[test]
 fn public_url_derivation() {
     let mut server = ServerConfig {
         listen: "0.0.0.0:9000".parse().unwrap(),
@@ -1299,12 +1426,19 @@ fn the_card_declares_the_configured_bindings() {
             ("JSONRPC", "https://agents.example.com/"),
             ("HTTP+JSON", "https://agents.example.com/a2a/rest"),
             ("GRPC", "agents.example.com:443"),
+            ("JSONRPC", "https://agents.example.com/"),
         ]
     );
+    assert_eq!(card.supported_interfaces[3].protocol_version, "0.3");
     config.server.bindings = vec![Binding::Rest];
     let card = crate::app::agent_card(&config);
-    assert_eq!(card.supported_interfaces.len(), 1);
+    assert_eq!(
+        card.supported_interfaces.len(),
+        1,
+        "no JSON-RPC, no 0.3 interface"
+    );
     assert_eq!(card.supported_interfaces[0].protocol_binding, "HTTP+JSON");
+    assert!(crate::transport::compat03::response::card_fields(&card).is_empty());
 }
 
 /// A cross-key error names where the key itself was set, not the other key's default.

@@ -30,7 +30,7 @@ use reqwest::Url;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::config::JwtConfig;
+use crate::config::{JwtConfig, masked};
 use crate::telemetry::metrics::{JWKS_FETCHES, JWKS_KEYS, JWKS_LAST_SUCCESS, JWKS_STALE};
 
 /// Largest JWKS or discovery document read, in bytes.
@@ -337,34 +337,37 @@ impl Inner {
         }
     }
 
+    /// The JSON document at `url` and its `Cache-Control: max-age`. Errors name the URL
+    /// masked ([`masked`]: they reach the log and `/readyz`).
     async fn get_json(&self, url: &Url) -> Result<(Value, Option<Duration>), String> {
+        let shown = masked(url);
         let resp = self
             .http
             .get(url.clone())
             .header(reqwest::header::ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|e| format!("GET {url}: {}", without_url(&e)))?;
+            .map_err(|e| format!("GET {shown}: {}", without_url(&e)))?;
         let status = resp.status();
         if !status.is_success() {
-            return Err(format!("GET {url}: HTTP {}", status.as_u16()));
+            return Err(format!("GET {shown}: HTTP {}", status.as_u16()));
         }
         let max_age = cache_max_age(resp.headers());
         if resp
             .content_length()
             .is_some_and(|n| n > MAX_DOCUMENT_BYTES as u64)
         {
-            return Err(format!("GET {url}: the document exceeds 1 MiB"));
+            return Err(format!("GET {shown}: the document exceeds 1 MiB"));
         }
         let body = resp
             .bytes()
             .await
-            .map_err(|e| format!("GET {url}: {}", without_url(&e)))?;
+            .map_err(|e| format!("GET {shown}: {}", without_url(&e)))?;
         if body.len() > MAX_DOCUMENT_BYTES {
-            return Err(format!("GET {url}: the document exceeds 1 MiB"));
+            return Err(format!("GET {shown}: the document exceeds 1 MiB"));
         }
         let json = serde_json::from_slice(&body)
-            .map_err(|e| format!("GET {url}: not a JSON document: {e}"))?;
+            .map_err(|e| format!("GET {shown}: not a JSON document: {e}"))?;
         Ok((json, max_age))
     }
 
@@ -375,11 +378,12 @@ impl Inner {
         if let Some(u) = self.discovered.lock().ok().and_then(|d| d.clone()) {
             return Ok(u);
         }
-        let discovery = self
+        let discovery_url = self
             .discovery_url
             .as_ref()
             .ok_or_else(|| "no jwks_url nor discovery_url".to_owned())?;
-        let (doc, _) = self.get_json(discovery).await?;
+        let (doc, _) = self.get_json(discovery_url).await?;
+        let discovery = masked(discovery_url);
         let issuer = doc.get("issuer").and_then(Value::as_str).unwrap_or("");
         if issuer != self.issuer {
             return Err(format!(
@@ -408,6 +412,7 @@ impl Inner {
     async fn fetch_set(&self) -> Result<(KeySet, Duration), String> {
         let url = self.jwks_url().await?;
         let (doc, max_age) = self.get_json(&url).await?;
+        let url = masked(&url);
         let entries = doc
             .get("keys")
             .and_then(Value::as_array)

@@ -246,6 +246,53 @@ pub fn parse_request(body: &[u8]) -> Result<JsonRpcRequest, EnvelopeError> {
     Ok(JsonRpcRequest { id, method, params })
 }
 
+/// The `id` of a request body that will not be parsed whole (one refused for its
+/// size, [`crate::protocol::value_count`]), read without building any other member:
+/// the id when the body is a JSON object whose first `id` is a string of at most
+/// [`MAX_ID_BYTES`], a number or `null`; otherwise `None` (the error then carries
+/// `"id": null`).
+pub fn request_id(body: &[u8]) -> Option<RequestId> {
+    use serde::de::IgnoredAny;
+    struct IdOnly(Option<RequestId>);
+    impl<'de> serde::Deserialize<'de> for IdOnly {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct IdVisitor;
+            impl<'de> serde::de::Visitor<'de> for IdVisitor {
+                type Value = IdOnly;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a JSON-RPC request object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<IdOnly, A::Error> {
+                    let mut id = None;
+                    let mut seen = false;
+                    while let Some(key) = map.next_key::<Key>()? {
+                        if seen || !matches!(key, Key::Id) {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                        seen = true;
+                        // Borrowed text: nothing is built from an id that is no scalar.
+                        let raw = map.next_value::<&serde_json::value::RawValue>()?;
+                        id = (raw.get().len() <= MAX_ID_BYTES + 2)
+                            .then(|| serde_json::from_str::<Value>(raw.get()).ok())
+                            .flatten()
+                            .filter(|v| v.is_null() || v.is_number() || v.is_string())
+                            .map(RequestId);
+                    }
+                    Ok(IdOnly(id))
+                }
+            }
+            d.deserialize_map(IdVisitor)
+        }
+    }
+    serde_json::from_slice::<IdOnly>(body)
+        .ok()
+        .and_then(|IdOnly(id)| id)
+}
+
 /// A JSON-RPC error object (`{"code","message","data"}`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ErrorObject {
@@ -366,6 +413,23 @@ mod tests {
                 "{b:?}"
             );
         }
+    }
+
+    #[test]
+    fn request_id_reads_only_the_id() {
+        let id = |body: &str| request_id(body.as_bytes()).map(|r| r.0);
+        assert_eq!(
+            id(r#"{"params":{"k":[0,0,0]},"id":"a-1","method":"x"}"#),
+            Some(json!("a-1"))
+        );
+        assert_eq!(id(r#"{"jsonrpc":"2.0","id":7}"#), Some(json!(7)));
+        assert_eq!(id(r#"{"id":null}"#), Some(Value::Null));
+        assert_eq!(id(r#"{"id":[1,2]}"#), None, "not a valid id");
+        assert_eq!(id(r#"{"id":1,"id":2}"#), Some(json!(1)), "the first one");
+        let long = format!(r#"{{"id":"{}"}}"#, "x".repeat(MAX_ID_BYTES + 1));
+        assert_eq!(id(&long), None, "longer than an id may be");
+        assert_eq!(id("[1]"), None);
+        assert_eq!(id(r#"{"id":1,"#), None, "not JSON");
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! (`169.254/16` with the cloud metadata address `169.254.169.254`, `fe80::/10`), CGNAT
 //! `100.64/10`, unspecified, multicast, broadcast, the reserved and benchmarking IPv4
 //! ranges, and the IPv4-mapped, IPv4-compatible, NAT64 and 6to4 IPv6 forms of every
-//! refused IPv4 address. `[push] allow_cidrs` opens exact ranges.
+//! refused IPv4 address; and whatever the address inside them, Teredo (`2001::/32`),
+//! NAT64 local use (`64:ff9b:1::/48`), IPv4-translated SIIT (`::ffff:0:0:0/96`) and
+//! discard-only `100::/64`. `[push] allow_cidrs` opens exact ranges.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -63,6 +65,20 @@ fn v6_refusal(ip: Ipv6Addr) -> Option<String> {
     }
     if (s[0] & 0xffc0) == 0xfe80 || (s[0] & 0xffc0) == 0xfec0 {
         return Some("link-local".into());
+    }
+    // Forms that tunnel or translate to addresses this guard cannot see, or that
+    // discard: never a webhook.
+    if s[0] == 0x2001 && s[1] == 0 {
+        return Some("Teredo (2001::/32)".into());
+    }
+    if s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1 {
+        return Some("NAT64 local use (64:ff9b:1::/48)".into());
+    }
+    if s[..4] == [0; 4] && s[4] == 0xffff && s[5] == 0 {
+        return Some("IPv4-translated (SIIT, ::ffff:0:0:0/96)".into());
+    }
+    if s[0] == 0x0100 && s[1..4] == [0; 3] {
+        return Some("discard-only (100::/64)".into());
     }
     let low = Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7]));
     if s[..6] == [0; 6] {
@@ -224,6 +240,12 @@ mod tests {
             "::127.0.0.1",
             "64:ff9b::a00:1",
             "2002:7f00:1::",
+            // Issue 43, item 10: tunnels, translations and discard.
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "2001::1",
+            "64:ff9b:1::808:808",
+            "::ffff:0:808:808",
+            "100::1",
         ] {
             assert!(refused(&p, ip), "{ip} must be refused");
         }

@@ -2,35 +2,63 @@
 //! with `Cache-Control`, a content-hash `ETag` that honours `If-None-Match`, and
 //! `Last-Modified` (when the card was rendered: process start) that honours
 //! `If-Modified-Since` (RFC 9110 §13.1.3: only when `If-None-Match` is absent).
-//! The rendered card also carries the A2A 0.3 discovery fields (`url`,
-//! `preferredTransport`, `protocolVersion`, `additionalInterfaces`, derived from
-//! `supportedInterfaces` by [`super::compat03::response::card_fields`]) and its
-//! security schemes in both shapes ([`super::compat03::response::render_card`]), so a
-//! 0.3 client finds the JSON-RPC endpoint; 1.0 clients read `supportedInterfaces`.
+//!
+//! One URL, two generations of the card. A request that declares `A2A-Version: 1.0`
+//! (header, or `?A2A-Version=1.0`; any 1.0.x) gets the card exactly as the 1.0 schema
+//! has it. A request without a version (what A2A 0.3 clients send) gets the same card
+//! plus the 0.3 discovery fields (`url`, `preferredTransport`, `protocolVersion`,
+//! `additionalInterfaces`, derived from the card's 0.3 JSON-RPC interface by
+//! [`super::compat03::response::card_fields`]) and its security schemes in both
+//! shapes ([`super::compat03::response::render_card`]), so a 0.3 client finds the
+//! JSON-RPC endpoint; 1.0 clients read `supportedInterfaces` and ignore the rest.
+//! Both answers carry `Vary: A2A-Version`, and each variant has its own ETag.
 //!
 //! The extended card (`GET /extendedAgentCard` on HTTP+JSON, [`extended_response`]) gets the
 //! same validators and `Cache-Control: private` with `Vary: Authorization`: it is served
 //! to authenticated callers only, so no shared cache may keep it.
 
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::AppState;
+use super::operations::{self, ProtocolVersion};
 use crate::protocol::AgentCard;
 
 /// Seconds clients may cache the card.
 pub const CARD_MAX_AGE_SECS: u64 = 300;
 
-/// A card rendered to JSON with its ETag.
+/// One rendering of the card: its JSON and the quoted content-hash ETag of it.
+#[derive(Debug, Clone)]
+struct Rendered {
+    json: bytes::Bytes,
+    etag: String,
+}
+
+impl Rendered {
+    fn of(value: &serde_json::Value) -> Self {
+        let json = serde_json::to_vec(value).expect("a JSON value always serializes");
+        let digest = Sha256::digest(&json);
+        Self {
+            etag: format!("\"{}\"", hex16(&digest[..16])),
+            json: json.into(),
+        }
+    }
+}
+
+/// A card rendered to JSON in its two variants, each with its ETag (see the module
+/// docs).
 #[derive(Debug, Clone)]
 pub struct CardDocument {
     /// The card.
     pub card: AgentCard,
-    json: bytes::Bytes,
-    etag: String,
+    /// The answer to a request without `A2A-Version`: with the 0.3 fields, or the
+    /// 1.0 card when they are turned off.
+    unversioned: Rendered,
+    /// The answer to a request that declares `A2A-Version: 1.0`.
+    v1: Rendered,
     /// When it was rendered, whole seconds (HTTP dates have no fraction).
     modified: SystemTime,
     last_modified: String,
@@ -48,28 +76,35 @@ impl CardDocument {
         Self::render(card, when, true)
     }
 
-    /// Renders `card` with `Last-Modified` at `when` (truncated to whole seconds), with
-    /// the A2A 0.3 discovery fields added when `v03_fields` is true, as the pure 1.0
-    /// card otherwise.
+    /// Renders `card` with `Last-Modified` at `when` (truncated to whole seconds): the
+    /// 1.0 variant, and for requests without a version the A2A 0.3 discovery fields
+    /// added when `v03_fields` is true (the 1.0 card otherwise).
     pub fn render(card: AgentCard, when: SystemTime, v03_fields: bool) -> Self {
-        let value = if v03_fields {
-            super::compat03::response::render_card(&card)
+        let pure = serde_json::to_value(&card).expect("an AgentCard always serializes");
+        let v1 = Rendered::of(&pure);
+        let unversioned = if v03_fields {
+            let both = super::compat03::response::render_card(&card)
+                .expect("an AgentCard always serializes");
+            Rendered::of(&both)
         } else {
-            serde_json::to_value(&card)
-        }
-        .expect("an AgentCard always serializes");
-        let json = serde_json::to_vec(&value).expect("a JSON value always serializes");
-        let digest = Sha256::digest(&json);
-        let etag = format!("\"{}\"", hex16(&digest[..16]));
+            v1.clone()
+        };
         let secs = when.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let modified = UNIX_EPOCH + Duration::from_secs(secs);
         Self {
             card,
-            json: json.into(),
-            etag,
+            unversioned,
+            v1,
             modified,
             last_modified: httpdate::fmt_http_date(modified),
         }
+    }
+
+    /// The variant served to a request that declares `A2A-Version: 1.0` (`v1`) or
+    /// none: its JSON (a cheap clone) and quoted ETag.
+    pub fn variant(&self, v1: bool) -> (bytes::Bytes, &str) {
+        let r = if v1 { &self.v1 } else { &self.unversioned };
+        (r.json.clone(), &r.etag)
     }
 
     /// `Last-Modified` in IMF-fixdate (`Tue, 01 Dec 2026 13:31:22 GMT`).
@@ -77,9 +112,9 @@ impl CardDocument {
         &self.last_modified
     }
 
-    /// The quoted ETag.
+    /// The quoted ETag of the variant served to requests without `A2A-Version`.
     pub fn etag(&self) -> &str {
-        &self.etag
+        &self.unversioned.etag
     }
 }
 
@@ -99,14 +134,8 @@ fn matches_etag(headers: &HeaderMap, etag: &str) -> bool {
         })
 }
 
-/// Whether the card is unchanged for this request's validators: `If-None-Match`
-/// names its ETag, or, without `If-None-Match`, `If-Modified-Since` (an HTTP date; an
-/// unreadable one is ignored) is not before `Last-Modified`.
-fn not_modified(headers: &HeaderMap, doc: &CardDocument) -> bool {
-    unchanged(headers, doc.etag(), doc.modified)
-}
-
-/// [`not_modified`] for a document with `etag`, last modified at `modified`.
+/// Whether a document with `etag`, last modified at `modified`, is unchanged for the
+/// request's validators (see [`handle`]).
 fn unchanged(headers: &HeaderMap, etag: &str, modified: SystemTime) -> bool {
     if headers.contains_key(header::IF_NONE_MATCH) {
         return matches_etag(headers, etag);
@@ -156,38 +185,47 @@ pub fn extended_response(
     resp
 }
 
-/// Serves the card; `304 Not Modified` when the request's validators match (see
-/// [`not_modified`]).
-pub async fn handle(State(state): State<AppState>, headers: HeaderMap) -> Response {
+/// Serves the card variant the request's `A2A-Version` asks for (see the module docs);
+/// `304 Not Modified` when the request's validators match that variant: `If-None-Match`
+/// names its ETag, or, without `If-None-Match`, `If-Modified-Since` (an HTTP date; an
+/// unreadable one is ignored) is not before `Last-Modified`. A version the gateway does
+/// not speak gets the unversioned variant: the card is how a client learns what it
+/// may ask for.
+pub async fn handle(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
     let doc = &state.card;
-    let etag = HeaderValue::from_str(doc.etag()).expect("hex etag is a valid header");
-    let cache = HeaderValue::from_str(&format!("public, max-age={CARD_MAX_AGE_SECS}"))
-        .expect("valid header");
-    let modified =
-        HeaderValue::from_str(doc.last_modified()).expect("an HTTP date is a valid header");
-    if not_modified(&headers, doc) {
-        return (
-            StatusCode::NOT_MODIFIED,
-            [
-                (header::ETAG, etag),
-                (header::CACHE_CONTROL, cache),
-                (header::LAST_MODIFIED, modified),
-            ],
-        )
-            .into_response();
+    let requested = operations::requested_version(&headers, query.as_deref());
+    let v1 = matches!(
+        operations::negotiate_version(requested.as_deref()),
+        Ok(Some(ProtocolVersion::V1_0))
+    );
+    let (json, etag) = doc.variant(v1);
+    let validators = [
+        (
+            header::ETAG,
+            HeaderValue::from_str(etag).expect("hex etag is a valid header"),
+        ),
+        (
+            header::CACHE_CONTROL,
+            HeaderValue::from_str(&format!("public, max-age={CARD_MAX_AGE_SECS}"))
+                .expect("valid header"),
+        ),
+        (
+            header::LAST_MODIFIED,
+            HeaderValue::from_str(doc.last_modified()).expect("an HTTP date is a valid header"),
+        ),
+        (header::VARY, HeaderValue::from_static("A2A-Version")),
+    ];
+    if unchanged(&headers, etag, doc.modified) {
+        return (StatusCode::NOT_MODIFIED, validators).into_response();
     }
-    (
-        StatusCode::OK,
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            ),
-            (header::ETAG, etag),
-            (header::CACHE_CONTROL, cache),
-            (header::LAST_MODIFIED, modified),
-        ],
-        doc.json.clone(),
-    )
-        .into_response()
+    let mut resp = (StatusCode::OK, validators, json).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
 }

@@ -6,10 +6,18 @@
 //!   (`https://agents.example.com/a2a/rest`).
 //! - gRPC: `host:port` (the gRPC listener, or the public URL's host and port when gRPC
 //!   shares the HTTP port).
+//!
+//! When JSON-RPC is served, A2A 0.3 is served too (on JSON-RPC only, `docs/a2a-0.3.md`),
+//! so one more entry, last, declares it: `protocolBinding` `JSONRPC`,
+//! `protocolVersion` `0.3`, the JSON-RPC URL. A 1.0 client sees it, and picks the 1.0
+//! entries before it; the card's 0.3 discovery fields are derived from it.
 
 use reqwest::Url;
 
 use super::operations::PROTOCOL_VERSION;
+
+/// The `protocolVersion` of the card's A2A 0.3 interface.
+pub const V03_PROTOCOL_VERSION: &str = "0.3";
 use super::rest::REST_PATH;
 use crate::config::Binding;
 use crate::protocol::AgentInterface;
@@ -31,14 +39,15 @@ pub fn authority_of(public_url: &str) -> Option<String> {
 }
 
 /// One [`AgentInterface`] per binding in `bindings`, in order, for a gateway reachable at
-/// `public_url`. The gRPC entry names `grpc_authority` (`host:port`) when given, else the
-/// public URL's host and port; it is left out when neither is known.
+/// `public_url`, then the A2A 0.3 JSON-RPC interface when `bindings` has JSON-RPC. The
+/// gRPC entry names `grpc_authority` (`host:port`) when given, else the public URL's
+/// host and port; it is left out when neither is known.
 pub fn supported_interfaces(
     public_url: &str,
     bindings: &[Binding],
     grpc_authority: Option<&str>,
 ) -> Vec<AgentInterface> {
-    bindings
+    let mut interfaces: Vec<AgentInterface> = bindings
         .iter()
         .filter_map(|&binding| {
             let url = match binding {
@@ -55,7 +64,16 @@ pub fn supported_interfaces(
                 tenant: None,
             })
         })
-        .collect()
+        .collect();
+    if bindings.contains(&Binding::Jsonrpc) {
+        interfaces.push(AgentInterface {
+            url: public_url.to_owned(),
+            protocol_binding: Binding::Jsonrpc.protocol_binding().into(),
+            protocol_version: V03_PROTOCOL_VERSION.into(),
+            tenant: None,
+        });
+    }
+    interfaces
 }
 
 #[cfg(test)]
@@ -75,9 +93,11 @@ mod tests {
                 ("JSONRPC", "https://agents.example.com/"),
                 ("HTTP+JSON", "https://agents.example.com/a2a/rest"),
                 ("GRPC", "agents.example.com:443"),
+                ("JSONRPC", "https://agents.example.com/"),
             ]
         );
-        assert!(ifs.iter().all(|i| i.protocol_version == "1.0"));
+        let versions: Vec<&str> = ifs.iter().map(|i| i.protocol_version.as_str()).collect();
+        assert_eq!(versions, ["1.0", "1.0", "1.0", "0.3"]);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The JSON-RPC 2.0 binding (spec §9): `POST /` with one request object.
 //!
 //! Parsing is ours: invalid JSON → -32700; not a request object (batches included)
-//! → -32600; unknown method → -32601; params failing validation → -32602. The `id`
+//! → -32600; unknown method → -32601; params failing validation → -32602, as does a
+//! body of more than [`MAX_REQUEST_VALUES`] JSON values, counted before anything is
+//! parsed ([`value_count`]; the error echoes the `id` when one can be read). The `id`
 //! is echoed with its exact JSON type; a notification (no `id`) gets `204 No
 //! Content` and no body. JSON-RPC errors travel with HTTP 200 as the SDKs do; only
 //! a refused authentication (401), an unsupported `Content-Type` (415, -32005), an
@@ -38,6 +40,7 @@ use super::operations::{self, Operation, Outcome, ProtocolVersion};
 use super::{AppState, http_body, sse};
 use crate::error::A2aError;
 use crate::protocol::jsonrpc::{self, EnvelopeError, JsonRpcRequest, RequestId};
+use crate::protocol::value_count::{self, MAX_REQUEST_VALUES};
 use crate::telemetry::metrics::{REQUEST_DURATION, REQUESTS};
 
 pub use super::http_body::BODY_READ_TIMEOUT;
@@ -100,13 +103,17 @@ pub async fn handle(
         Ok(identity) => identity,
         Err(unauthorized) => return *unauthorized,
     };
-    if let Err(err) = operations::check_content_type(&headers) {
-        return error_response_with(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, &err);
-    }
     let bytes = match http_body::read(&headers, body, state.config.max_body_bytes).await {
         Ok(b) => b,
         Err((status, err)) => return error_response_with(status, None, &err),
     };
+    if let Err(err) = operations::check_content_type(&headers, &bytes) {
+        return error_response_with(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, &err);
+    }
+    if let Err(too_many) = value_count::check_json(&bytes, MAX_REQUEST_VALUES) {
+        let err = A2aError::InvalidParams(too_many.to_string());
+        return error_response(jsonrpc::request_id(&bytes).as_ref(), &err);
+    }
     let req = match jsonrpc::parse_request(&bytes) {
         Ok(r) => r,
         Err(EnvelopeError::Parse(e)) => {

@@ -17,6 +17,7 @@
 
 pub mod agent_card;
 pub mod auth;
+pub mod browser_guard;
 pub mod compat03;
 pub mod grpc;
 pub mod hint;
@@ -26,6 +27,7 @@ pub mod jsonrpc;
 pub mod operations;
 pub mod rest;
 pub mod sse;
+pub mod unread_body;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,6 +64,9 @@ pub struct TransportConfig {
     /// headers (`server.header_timeout_secs`); later, the call ends with
     /// `DEADLINE_EXCEEDED`. Default 30 s.
     pub request_message_timeout: Duration,
+    /// The `Origin` and `Host` rules of the A2A routes (`server.allowed_origins`,
+    /// `server.allowed_hosts`). Default: no origin allowed, no `Host` check.
+    pub browser: browser_guard::BrowserGuard,
 }
 
 impl TransportConfig {
@@ -81,6 +86,7 @@ impl Default for TransportConfig {
             grpc_own_listener: false,
             card_v03_fields: true,
             request_message_timeout: Duration::from_secs(30),
+            browser: browser_guard::BrowserGuard::default(),
         }
     }
 }
@@ -98,8 +104,9 @@ pub struct AppState {
     pub shutdown: CancellationToken,
 }
 
-/// The A2A routes of the enabled bindings (`state.config.bindings`), all authenticated
-/// as `state.config.auth` says: JSON-RPC at `POST /`, HTTP+JSON under
+/// The A2A routes of the enabled bindings (`state.config.bindings`), behind the
+/// `Origin` and `Host` rules of `state.config.browser` ([`browser_guard`]), all
+/// authenticated as `state.config.auth` says: JSON-RPC at `POST /`, HTTP+JSON under
 /// [`rest::REST_PATH`]; the public agent card at `/.well-known/agent-card.json`
 /// (also the pre-1.0 `/.well-known/agent.json`); with push notifications signed `v1a`,
 /// the signing keys at [`crate::push::JWKS_PATH`]. `GET /`, paths no route takes and
@@ -139,8 +146,14 @@ pub fn a2a_routes(state: AppState) -> Router {
     if bindings.contains(&Binding::Rest) {
         router = router.nest(rest::REST_PATH, rest::routes());
     }
+    let browser = Arc::new(state.config.browser.clone());
     router
         .fallback(hint::unknown)
         .method_not_allowed_fallback(hint::wrong_method)
         .with_state(state)
+        .layer(axum::middleware::from_fn(unread_body::close_after_refusal))
+        .layer(axum::middleware::from_fn_with_state(
+            browser,
+            browser_guard::guard,
+        ))
 }

@@ -250,15 +250,26 @@ pub fn negotiate_version(requested: Option<&str>) -> Result<Option<ProtocolVersi
     }
 }
 
-/// Accepts a request body's `Content-Type` when it is JSON (`application/json`,
-/// `application/a2a+json`, `application/json-rpc`, `text/json`, any parameters) or
-/// absent.
+/// Accepts a POST whose `Content-Type` is JSON (`application/json`,
+/// `application/a2a+json`, `application/json-rpc`, `text/json`, any parameters), or
+/// which has neither a `Content-Type` nor a `body` (a REST cancel may send nothing).
+///
+/// A body without a `Content-Type` is refused: a browser sends a cross-origin POST
+/// without a preflight only when its media type is one an HTML form can send, or
+/// none, so requiring JSON means no web page can make a visitor's browser send the
+/// gateway a message (see `docs/operations.md`, "Browsers").
 ///
 /// # Errors
-/// [`A2aError::ContentTypeNotSupported`] (-32005) naming the media type received.
-pub fn check_content_type(headers: &HeaderMap) -> Result<(), A2aError> {
+/// [`A2aError::ContentTypeNotSupported`] (-32005) naming the media type received, or
+/// saying that none was.
+pub fn check_content_type(headers: &HeaderMap, body: &[u8]) -> Result<(), A2aError> {
     let Some(ct) = headers.get(header::CONTENT_TYPE) else {
-        return Ok(());
+        if body.is_empty() {
+            return Ok(());
+        }
+        return Err(A2aError::ContentTypeNotSupported(
+            "the request has no Content-Type; send application/json or application/a2a+json".into(),
+        ));
     };
     let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
     let essence = ct.split(';').next().unwrap_or("").trim();
@@ -549,17 +560,29 @@ mod tests {
             h.insert(header::CONTENT_TYPE, ct.parse().unwrap());
             h
         };
-        assert!(check_content_type(&HeaderMap::new()).is_ok());
+        assert_eq!(
+            check_content_type(&HeaderMap::new(), b"{}")
+                .unwrap_err()
+                .jsonrpc_code(),
+            -32005,
+            "a body without Content-Type is refused"
+        );
+        assert!(
+            check_content_type(&HeaderMap::new(), b"").is_ok(),
+            "nothing sent"
+        );
         for ok in [
             "application/json",
             "application/json; charset=utf-8",
             "Application/A2A+JSON",
         ] {
-            assert!(check_content_type(&with(ok)).is_ok(), "{ok}");
+            assert!(check_content_type(&with(ok), b"{}").is_ok(), "{ok}");
         }
         for bad in ["text/plain", "application/xml", "multipart/form-data; b=1"] {
             assert_eq!(
-                check_content_type(&with(bad)).unwrap_err().jsonrpc_code(),
+                check_content_type(&with(bad), b"")
+                    .unwrap_err()
+                    .jsonrpc_code(),
                 -32005,
                 "{bad}"
             );

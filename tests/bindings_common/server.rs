@@ -313,12 +313,14 @@ pub async fn start_push(
 }
 
 impl Server {
-    /// A client for every interface the card declares, in the card's order (gRPC at the
-    /// card's `host:port`, h2c on the HTTP port).
+    /// A client for every A2A 1.0 interface the card declares, in the card's order (gRPC
+    /// at the card's `host:port`, h2c on the HTTP port); the 0.3 JSON-RPC entry is left
+    /// to `tests/compat03.rs`.
     pub fn bindings(&self) -> Vec<Box<dyn Binding>> {
         self.card
             .supported_interfaces
             .iter()
+            .filter(|i| i.protocol_version == "1.0")
             .map(|i| -> Box<dyn Binding> {
                 match i.protocol_binding.as_str() {
                     "JSONRPC" => Box::new(JsonRpc {

@@ -87,13 +87,15 @@ async def test_sdk_resolves_the_card(hello_world_url):
     assert card.name == "Hello World Agent"
     assert card.capabilities.streaming
     assert not card.capabilities.push_notifications
-    [rpc, rest, grpc] = card.supported_interfaces
+    [rpc, rest, grpc, rpc03] = card.supported_interfaces
     assert (rpc.protocol_binding, rpc.protocol_version) == ("JSONRPC", "1.0")
     assert rpc.url.rstrip("/") == hello_world_url
     assert (rest.protocol_binding, rest.protocol_version) == ("HTTP+JSON", "1.0")
     assert rest.url == hello_world_url + "/a2a/rest"
     assert (grpc.protocol_binding, grpc.protocol_version) == ("GRPC", "1.0")
     assert grpc.url == hello_world_url.removeprefix("http://")
+    assert (rpc03.protocol_binding, rpc03.protocol_version) == ("JSONRPC", "0.3")
+    assert rpc03.url == rpc.url
     assert [s.id for s in card.skills] == ["hello_world"]
 
 

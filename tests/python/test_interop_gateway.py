@@ -109,6 +109,7 @@ async def test_sdk_resolves_the_gateway_card(gateway_url):
         ("JSONRPC", "1.0", gateway_url + "/"),
         ("HTTP+JSON", "1.0", gateway_url + "/a2a/rest"),
         ("GRPC", "1.0", host),
+        ("JSONRPC", "0.3", gateway_url + "/"),
     ]
 
 

@@ -16,8 +16,9 @@
 #   GATEWAY_BIN   the gateway binary (default: target/release/a2a-gateway, else target/debug)
 #   GATEWAY_PORT, AGENT_PORT   loopback ports (default: 9999 and 9998)
 #   TCK_STREAMING_TIMEOUT      passed to both the agent and the kit (default 2.0)
-#   TCK_V03_CARD_FIELDS        agent.v03_card_fields for the run (default false: the kit's
-#                              card schema allows no A2A 0.3 fields)
+#   TCK_V03_CARD_FIELDS        agent.v03_card_fields for the run (default true, the
+#                              gateway's default; false leaves the A2A 0.3 card fields out
+#                              of the unversioned card too)
 # The gateway's log is written to $WORK/gateway.log, the agent's to $WORK/agent.log; $WORK
 # is a fresh temporary directory, printed at the start and removed at the end unless
 # KEEP_WORK=1.
@@ -79,9 +80,8 @@ listen = "127.0.0.1:$gateway_port"
 name = "a2a-gateway TCK agent"
 description = "The TCK agent (tests/tck/agent.py) behind a2a-gateway."
 version = "1.0.0"
-# The kit validates the card against a strict 1.0 schema (no extra properties); the
-# A2A 0.3 discovery fields are for 0.3 clients, which the kit is not.
-v03_card_fields = ${TCK_V03_CARD_FIELDS:-false}
+# The gateway's default unless TCK_V03_CARD_FIELDS says otherwise.
+v03_card_fields = ${TCK_V03_CARD_FIELDS:-true}
 
 [[agent.skills]]
 id = "tck"

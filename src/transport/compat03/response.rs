@@ -277,6 +277,11 @@ pub fn render_card(card: &AgentCard) -> Result<Value, serde_json::Error> {
     Ok(value)
 }
 
+/// Whether an interface's `protocolVersion` is 0.3 (`0.3`, `0.3.0`, …).
+fn is_v03(version: &str) -> bool {
+    version == "0.3" || version.starts_with("0.3.")
+}
+
 /// Adds the 0.3 fields of one 1.0 security scheme (`{"<kind>SecurityScheme": {…}}`)
 /// beside its wrapper: `type` and the inner fields (`location` as 0.3 `in`).
 fn merge_scheme_v03(scheme: &mut Map<String, Value>) {
@@ -303,13 +308,14 @@ fn merge_scheme_v03(scheme: &mut Map<String, Value>) {
 }
 
 /// The 0.3 discovery fields of `card`, derived from its `supportedInterfaces` so the
-/// two can never disagree: `url` is the first JSON-RPC interface (the only binding
-/// that serves 0.3), `preferredTransport` is `"JSONRPC"`, `protocolVersion` is
-/// `"0.3.0"`, `additionalInterfaces` lists every JSON-RPC interface as
-/// `{url, transport}` (REST and gRPC interfaces speak 1.0 only, so a 0.3 client must
-/// not pick them), `supportsAuthenticatedExtendedCard` mirrors
+/// two can never disagree: `url` is the first JSON-RPC interface of protocol version
+/// 0.3 (JSON-RPC is the only binding that serves 0.3), `preferredTransport` is
+/// `"JSONRPC"`, `protocolVersion` is `"0.3.0"`, `additionalInterfaces` lists every such
+/// interface as `{url, transport}` (REST and gRPC interfaces speak 1.0 only, so a 0.3
+/// client must not pick them), `supportsAuthenticatedExtendedCard` mirrors
 /// `capabilities.extendedAgentCard`, and `security` is `securityRequirements` in the
-/// 0.3 shape (`[{scheme: [scopes]}]`). Empty when the card has no JSON-RPC interface.
+/// 0.3 shape (`[{scheme: [scopes]}]`). Empty when the card declares no 0.3 JSON-RPC
+/// interface: the 0.3 fields appear only beside one.
 ///
 /// `securitySchemes` shares its key between the versions; [`render_card`] merges the
 /// 0.3 shape into each entry.
@@ -317,7 +323,7 @@ pub fn card_fields(card: &AgentCard) -> Map<String, Value> {
     let jsonrpc: Vec<_> = card
         .supported_interfaces
         .iter()
-        .filter(|i| i.protocol_binding == "JSONRPC")
+        .filter(|i| i.protocol_binding == "JSONRPC" && is_v03(&i.protocol_version))
         .collect();
     let mut out = Map::new();
     let Some(main) = jsonrpc.first() else {
@@ -595,8 +601,9 @@ mod tests {
         assert_eq!(f["additionalInterfaces"].as_array().unwrap().len(), 1);
         assert_eq!(f["security"], json!([{"apiKey": []}]));
 
+        // A 1.0 JSON-RPC interface alone does not carry the 0.3 fields.
         card.supported_interfaces
-            .retain(|i| i.protocol_binding != "JSONRPC");
+            .retain(|i| i.protocol_binding != "JSONRPC" || i.protocol_version == "1.0");
         assert!(card_fields(&card).is_empty());
     }
 

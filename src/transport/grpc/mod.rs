@@ -32,6 +32,7 @@
 
 pub mod codec;
 pub mod convert;
+pub mod field_count;
 pub mod json;
 pub mod page;
 pub mod proto;

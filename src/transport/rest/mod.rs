@@ -174,17 +174,18 @@ async fn handle(
         );
     }
     let bytes = if method == Method::POST {
-        if let Err(e) = operations::check_content_type(&headers) {
-            let resp = response::error_with(StatusCode::UNSUPPORTED_MEDIA_TYPE, media, &e);
-            return finish(&who, started, op, resp, e.reason(), None);
-        }
-        match http_body::read(&headers, body, state.config.max_body_bytes).await {
+        let bytes = match http_body::read(&headers, body, state.config.max_body_bytes).await {
             Ok(b) => b,
             Err((status, e)) => {
                 let resp = response::error_with(status, media, &e);
                 return finish(&who, started, op, resp, e.reason(), None);
             }
+        };
+        if let Err(e) = operations::check_content_type(&headers, &bytes) {
+            let resp = response::error_with(StatusCode::UNSUPPORTED_MEDIA_TYPE, media, &e);
+            return finish(&who, started, op, resp, e.reason(), None);
         }
+        bytes
     } else {
         Bytes::new()
     };

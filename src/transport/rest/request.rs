@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use super::query;
 use crate::error::A2aError;
+use crate::protocol::value_count::{self, MAX_REQUEST_VALUES};
 use crate::transport::operations::Operation;
 
 /// A route of the binding, relative to the interface URL and to an optional `/{tenant}`
@@ -119,6 +120,8 @@ fn body_object(body: &[u8]) -> Result<Map<String, Value>, A2aError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Map::new());
     }
+    value_count::check_json(body, MAX_REQUEST_VALUES)
+        .map_err(|e| A2aError::InvalidParams(e.to_string()))?;
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(A2aError::InvalidParams(
@@ -151,7 +154,7 @@ fn bind(msg: &mut Map<String, Value>, field: &str, value: &str) -> Result<(), A2
 ///
 /// # Errors
 /// `ParseError` for a body that is not JSON; `InvalidParams` for a body that is not an
-/// object, a field that contradicts the path, or a query parameter `op` does not take
+/// object or carries more than [`MAX_REQUEST_VALUES`] values, a field that contradicts the path, or a query parameter `op` does not take
 /// or of the wrong type ([`query::parse`]).
 pub fn message(
     op: Operation,

@@ -14,7 +14,7 @@
 //! | body | a JSON object of at most [`MAX_TOKEN_ANSWER_BYTES`] |
 //! | `access_token` | a non-empty string of visible ASCII (usable in an `Authorization` header) |
 //! | `token_type` | `Bearer`, in any case (§7.1, RFC 6750); required |
-//! | `expires_in` | a positive number, or a string holding one, of seconds (at most 7 days); missing or `null`: [`DEFAULT_TOKEN_LIFETIME`] (300 s) with a warning (the field is only RECOMMENDED); `0`, negative or anything else: an error |
+//! | `expires_in` | a number, or a string holding one, of seconds, `0` or more (at most 7 days believed; a lifetime within the refresh margin, `0` included, makes a token used for one request, [`super::token`]); missing or `null`: [`DEFAULT_TOKEN_LIFETIME`] (300 s) with a warning (the field is only RECOMMENDED); negative or anything else: an error |
 //!
 //! Failures become a [`TokenError`] whose reason names the status and a standard
 //! OAuth `error` code or the fault in the answer; the endpoint's URL and transport
@@ -113,7 +113,8 @@ pub fn check_answer(resp: &LenientTokenResponse) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Reads `expires_in`: `Ok(lifetime)` for a positive number (or numeric string),
+/// Reads `expires_in`: `Ok(lifetime)` for a number of seconds of 0 or more (or a numeric
+/// string),
 /// `Err(why)` otherwise (missing or `null` → the caller uses
 /// [`DEFAULT_TOKEN_LIFETIME`]; anything else fails the fetch).
 pub fn interpret_expires_in(v: Option<&Value>) -> Result<Duration, &'static str> {
@@ -126,8 +127,8 @@ pub fn interpret_expires_in(v: Option<&Value>) -> Result<Duration, &'static str>
             .map_err(|_| "a non-numeric string")?,
         Some(_) => return Err("not a number"),
     };
-    if !secs.is_finite() || secs <= 0.0 {
-        return Err("zero or negative");
+    if !secs.is_finite() || secs < 0.0 {
+        return Err("negative");
     }
     Ok(Duration::from_secs_f64(
         secs.min(MAX_TOKEN_LIFETIME.as_secs_f64()),
@@ -226,7 +227,7 @@ impl OAuthClientCredentials {
         let fail = |what: &str, detail: String| {
             tracing::warn!(discovery_url = %LogUrl(url), reason = what, %detail, "OAuth discovery failed");
             TokenError::new(format!("the OAuth discovery document {what}"))
-                .with_detail(format!("{url}: {detail}"))
+                .with_detail(format!("{}: {detail}", LogUrl(url)))
         };
         let resp = self
             .http
@@ -328,7 +329,7 @@ impl OAuthClientCredentials {
             TokenError::new(format!(
                 "the upstream token endpoint failed ({status}): {what}"
             ))
-            .with_detail(format!("token endpoint {url}"))
+            .with_detail(format!("token endpoint {}", LogUrl(&url)))
         };
         match result {
             Ok(resp) => {
@@ -348,7 +349,7 @@ impl OAuthClientCredentials {
                     }
                     Err(_) => {
                         return Err(at(
-                            "the token response's `expires_in` is not a positive number of seconds",
+                            "the token response's `expires_in` is not a number of seconds of 0 or more",
                         ));
                     }
                 };
@@ -382,7 +383,7 @@ impl OAuthClientCredentials {
                 tracing::warn!(token_endpoint = %LogUrl(&url), error = %why, "token endpoint unreachable");
                 Err(
                     TokenError::new("the upstream token endpoint is unreachable")
-                        .with_detail(format!("token endpoint {url}: {why}")),
+                        .with_detail(format!("token endpoint {}: {why}", LogUrl(&url))),
                 )
             }
             Err(RequestTokenError::Parse(e, _body)) => {
@@ -515,7 +516,7 @@ mod tests {
         assert_eq!(d(json!("3600")), Ok(Duration::from_secs(3600)));
         assert_eq!(d(json!(59.5)), Ok(Duration::from_millis(59_500)));
         assert_eq!(d(json!(10_000_000)), Ok(MAX_TOKEN_LIFETIME));
-        assert!(d(json!(0)).is_err());
+        assert_eq!(d(json!(0)), Ok(Duration::ZERO), "used once, not cached");
         assert!(d(json!(-5)).is_err());
         assert!(d(json!("soon")).is_err());
         assert!(d(json!({"a": 1})).is_err());

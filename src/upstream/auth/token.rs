@@ -3,6 +3,10 @@
 //!
 //! - A token is reused until `refresh_before` before it expires; its lifetime is
 //!   counted from the moment the fetch **started** (conservative).
+//! - A token whose whole lifetime is at most `refresh_before` (an `expires_in` of 10
+//!   with the default 30 s margin, or of 0) is never cached: it serves the request
+//!   that fetched it (and the callers that waited on that same fetch), and the next
+//!   request fetches again. One fetch per request, never a loop.
 //! - Single flight: any number of concurrent [`TokenCache::get`] calls on an empty or
 //!   stale cache cause exactly one [`TokenSource::fetch`]; the others wait for it.
 //! - A failed fetch starts a short backoff (1 s, doubling per consecutive failure, at
@@ -123,6 +127,12 @@ struct Failure {
 struct State {
     current: Option<Cached>,
     failure: Option<Failure>,
+    /// Fetches finished so far; a caller notes it on entry, so it can tell a fetch it
+    /// waited on from one that ended before it came.
+    fetches: u64,
+    /// The token of the last fetch when it was too short-lived to cache, with that
+    /// fetch's number: handed only to callers that entered before it ended.
+    one_shot: Option<(u64, SecretString)>,
 }
 
 /// A cached bearer token in front of a [`TokenSource`]. Share it with `Arc`.
@@ -145,9 +155,8 @@ impl fmt::Debug for TokenCache {
 
 impl TokenCache {
     /// A cache over `source` that refreshes `refresh_before` ahead of expiry. A token
-    /// whose whole lifetime is not longer than `refresh_before` is refreshed at half
-    /// its lifetime instead (so it is used at least once per fetch and the endpoint is
-    /// not called on every request).
+    /// whose whole lifetime is not longer than `refresh_before` is not cached (see the
+    /// module docs).
     pub fn new(source: Arc<dyn TokenSource>, refresh_before: Duration) -> Self {
         // Both outcomes exist from the first scrape (an error rate of 0 is not "no data").
         for outcome in ["ok", "error"] {
@@ -170,12 +179,16 @@ impl TokenCache {
     /// during the backoff that follows a failure), unless an unexpired older token
     /// can still be used.
     pub async fn get(&self) -> Result<SecretString, TokenError> {
+        let entered = self.state.lock().expect("token state lock").fetches;
         if let Some(t) = self.fresh(Instant::now()) {
             return Ok(t);
         }
         let _single_flight = self.fetch.lock().await;
         let now = Instant::now();
         if let Some(t) = self.fresh(now) {
+            return Ok(t);
+        }
+        if let Some(t) = self.one_shot_since(entered) {
             return Ok(t);
         }
         if let Some(err) = self.backing_off(now) {
@@ -193,20 +206,26 @@ impl TokenCache {
             .record(started.elapsed().as_secs_f64());
         match result {
             Ok(fetched) => {
-                let (refresh_at, expires_at) = match fetched.lifetime {
-                    None => (None, None),
-                    Some(life) => {
-                        let ahead = if life > self.refresh_before {
-                            life - self.refresh_before
-                        } else {
-                            life / 2
-                        };
-                        (Some(started + ahead), Some(started + life))
-                    }
-                };
                 let token = fetched.token.clone();
                 let mut st = self.state.lock().expect("token state lock");
                 st.failure = None;
+                st.fetches += 1;
+                st.one_shot = None;
+                let (refresh_at, expires_at) = match fetched.lifetime {
+                    None => (None, None),
+                    Some(life) if life <= self.refresh_before => {
+                        tracing::debug!(
+                            lifetime_ms = life.as_millis() as u64,
+                            "the token lives no longer than the refresh margin; used once, not cached"
+                        );
+                        st.one_shot = Some((st.fetches, fetched.token));
+                        return Ok(token);
+                    }
+                    Some(life) => (
+                        Some(started + (life - self.refresh_before)),
+                        Some(started + life),
+                    ),
+                };
                 st.current = Some(Cached {
                     token: fetched.token,
                     // A token without expiry is refreshed only when invalidated.
@@ -218,6 +237,8 @@ impl TokenCache {
             Err(error) => {
                 let now = Instant::now();
                 let mut st = self.state.lock().expect("token state lock");
+                st.fetches += 1;
+                st.one_shot = None;
                 let consecutive = st.failure.as_ref().map_or(0, |f| f.consecutive) + 1;
                 let backoff = FAILURE_BACKOFF_INITIAL
                     .saturating_mul(1u32 << (consecutive - 1).min(16))
@@ -243,12 +264,29 @@ impl TokenCache {
     pub fn invalidate(&self, rejected: &SecretString) {
         let mut st = self.state.lock().expect("token state lock");
         if st
+            .one_shot
+            .as_ref()
+            .is_some_and(|(_, t)| t.expose_secret() == rejected.expose_secret())
+        {
+            st.one_shot = None;
+        }
+        if st
             .current
             .as_ref()
             .is_some_and(|c| c.token.expose_secret() == rejected.expose_secret())
         {
             st.current = None;
         }
+    }
+
+    /// The uncached token of a fetch that ended after the caller entered (at
+    /// `entered` fetches): the fetch it waited on.
+    fn one_shot_since(&self, entered: u64) -> Option<SecretString> {
+        let st = self.state.lock().expect("token state lock");
+        st.one_shot
+            .as_ref()
+            .filter(|(fetch, _)| *fetch > entered)
+            .map(|(_, t)| t.clone())
     }
 
     fn fresh(&self, now: Instant) -> Option<SecretString> {
@@ -395,11 +433,39 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn short_lifetime_refreshes_at_half() {
-        let src = source(Some(Duration::from_secs(20)), false);
+    async fn a_lifetime_within_the_margin_serves_one_request_and_is_not_cached() {
+        for secs in [10, 30, 0] {
+            let src = source(Some(Duration::from_secs(secs)), false);
+            let cache = TokenCache::new(src.clone(), Duration::from_secs(30));
+            assert_eq!(cache.get().await.unwrap().expose_secret(), "tok-1");
+            // The next request, at once, fetches again: one fetch per request.
+            assert_eq!(cache.get().await.unwrap().expose_secret(), "tok-2");
+            assert_eq!(cache.get().await.unwrap().expose_secret(), "tok-3");
+            assert_eq!(src.calls.load(Ordering::SeqCst), 3, "expires_in {secs}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn concurrent_callers_share_one_fetch_of_a_short_lived_token() {
+        let src = source(Some(Duration::from_secs(10)), false);
+        let cache = Arc::new(TokenCache::new(src.clone(), Duration::from_secs(30)));
+        let gets = (0..50).map(|_| {
+            let c = cache.clone();
+            tokio::spawn(async move { c.get().await.map(|t| t.expose_secret().to_owned()) })
+        });
+        for r in futures::future::join_all(gets).await {
+            assert_eq!(r.unwrap().unwrap(), "tok-1");
+        }
+        assert_eq!(src.calls.load(Ordering::SeqCst), 1, "single flight holds");
+        // A request after that flight ended does not get its token.
+        assert_eq!(cache.get().await.unwrap().expose_secret(), "tok-2");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lifetime_just_over_the_margin_is_cached_until_the_margin() {
+        let src = source(Some(Duration::from_secs(31)), false);
         let cache = TokenCache::new(src.clone(), Duration::from_secs(30));
         cache.get().await.unwrap();
-        tokio::time::advance(Duration::from_secs(9)).await;
         cache.get().await.unwrap();
         assert_eq!(src.calls.load(Ordering::SeqCst), 1);
         tokio::time::advance(Duration::from_secs(1)).await;
