@@ -48,9 +48,12 @@ pub struct PushConfig {
     /// Longest delay between two attempts, in seconds (also caps `Retry-After`).
     /// Default 1800.
     pub max_backoff_secs: u64,
-    /// Deliveries in flight at once, over all webhooks. Default 64.
+    /// Deliveries in flight at once, over all webhooks; while deliveries of several
+    /// tenants (callers) wait, shared equally between them. Default 64.
     pub concurrency: usize,
-    /// Deliveries in flight at once to one host. Default 8.
+    /// Deliveries in flight at once to one host (host and port): the most, halved
+    /// (down to 1) by each attempt that times out or cannot connect and doubled back
+    /// by each answered one. Default 8.
     pub per_host_concurrency: usize,
     /// Consecutive given-up deliveries after which a config is disabled (it stays
     /// visible as such in `push-status`). Default 5.

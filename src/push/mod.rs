@@ -9,22 +9,24 @@
 //! - [`ssrf`]: the address policy and the HTTP client's guarded DNS resolver.
 //! - [`sign`]: `webhook-signature` (v1a Ed25519 with a JWKS, or v1 HMAC).
 //! - [`sender`]: claims, attempts, retries, give-ups, metrics.
+//! - `fair`: which due delivery may start now (global, per-host and per-caller slots).
 //! - [`PushService`]: the above assembled from `[push]`; the handler validates and
 //!   stores configs through it ([`PushService::check_config`]).
 //!
 //! [Standard Webhooks]: https://www.standardwebhooks.com/
 
+pub(crate) mod fair;
 pub mod sender;
 pub mod sign;
 pub mod ssrf;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{PushConfig, SignatureScheme};
@@ -82,7 +84,6 @@ pub struct PushService {
     /// poll (`[push] poll_interval_ms`) runs either way.
     armed: AtomicBool,
     pub(crate) store: Arc<dyn TaskStore>,
-    hosts: sender::HostPermits,
 }
 
 impl std::fmt::Debug for PushService {
@@ -193,7 +194,6 @@ impl PushService {
             wake: Notify::new(),
             armed: AtomicBool::new(armed),
             store,
-            hosts: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -226,20 +226,6 @@ impl PushService {
     /// Starts the sender loop; it ends after `stop` is cancelled.
     pub fn spawn(self: &Arc<Self>, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
         tokio::spawn(sender::run(self.clone(), stop))
-    }
-
-    pub(crate) fn host_permits(&self, host: &str) -> Arc<Semaphore> {
-        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(permits) = hosts.get(host) {
-            return permits.clone();
-        }
-        if hosts.len() > 10_000 {
-            hosts.retain(|_, s| Arc::strong_count(s) > 1);
-        }
-        hosts
-            .entry(host.to_owned())
-            .or_insert_with(|| Arc::new(Semaphore::new(self.config.per_host_concurrency)))
-            .clone()
     }
 
     /// Checks a config a client registers and turns it into what the store keeps: the

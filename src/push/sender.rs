@@ -1,9 +1,10 @@
 //! The sender: claims due deliveries from the outbox (a written claim with a lease on
 //! PostgreSQL, an in-memory one on the memory and SQLite stores, see the sender loop
-//! `run`) and POSTs them, at most `[push] concurrency` at once and
-//! `per_host_concurrency` to one host, one at a time per (task, config) (only queue
-//! heads are claimed), and settles each attempt in the store (delivered, retried later,
-//! given up, or config disabled).
+//! `run`) and POSTs them, at most `[push] concurrency` at once, shared fairly between
+//! tenants and callers, and `per_host_concurrency` to one host (fewer while it does not
+//! answer; see the `fair` module), one at a time per (task, config) (only queue heads are
+//! claimed), and settles each attempt in the store (delivered, retried later, given
+//! up, or config disabled).
 //!
 //! Outcomes of an attempt: 2xx delivered; 410 Gone disables the config; 408, 429, 5xx,
 //! connection errors and timeouts are retried with exponential backoff and jitter
@@ -12,16 +13,17 @@
 //! (the SSRF guard) fail the delivery at once. Every give-up is logged once (task and
 //! config ids, never secrets) and counted.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng as _;
 use reqwest::StatusCode;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::PushService;
+use super::fair::{Shares, Slot, Slots, Start, host_of, interleave};
 use crate::store::push::{Claimed, DeliveryKey, Settle};
 use crate::telemetry::metrics::{
     PUSH_ATTEMPTS, PUSH_CONFIGS_DISABLED, PUSH_DELIVERIES, PUSH_DELIVERY_LATENCY,
@@ -30,6 +32,12 @@ use crate::telemetry::metrics::{
 
 /// The longest claim batch.
 const CLAIM_BATCH: usize = 64;
+
+/// The most due rows one read goes past (rows whose host or caller has no room).
+const MAX_READ_PAST: usize = 4096;
+
+/// Reads in a row that start nothing before the loop waits for a wake-up.
+const MAX_ROUNDS: usize = 8;
 
 fn now_ms() -> i64 {
     crate::protocol::time::now().timestamp_millis()
@@ -42,6 +50,9 @@ pub(crate) enum Attempt {
     Delivered,
     /// Worth another try (after at least this long, when the receiver said so).
     Retryable(String, Option<Duration>),
+    /// The host did not answer (timed out, or the connection failed): worth another
+    /// try, and counted against the host ([`Slot::report`]).
+    Unreachable(String),
     /// Not worth another try.
     Failed(String),
     /// 410 Gone.
@@ -161,6 +172,8 @@ pub(crate) async fn attempt(
             let (text, refused) = describe(&e);
             if refused {
                 Attempt::Failed(text)
+            } else if e.is_timeout() || e.is_connect() {
+                Attempt::Unreachable(text)
             } else {
                 Attempt::Retryable(text, None)
             }
@@ -181,6 +194,7 @@ pub(crate) fn settlement(svc: &PushService, c: &Claimed, attempt: Attempt, now: 
             error: "HTTP 410 Gone: the receiver asked to stop".into(),
         },
         Attempt::Failed(e) => give_up(e),
+        Attempt::Unreachable(e) => settlement(svc, c, Attempt::Retryable(e, None), now),
         Attempt::Retryable(e, after) => {
             let attempts = c.attempts + 1;
             let delay = backoff(
@@ -204,38 +218,34 @@ pub(crate) fn settlement(svc: &PushService, c: &Claimed, attempt: Attempt, now: 
 }
 
 /// A finished attempt on its way to the settler, which stores it with others in one
-/// write transaction and only then frees its key and its permit (so the next event of
+/// write transaction and only then frees its key and its slot (so the next event of
 /// its (task, config) is claimed only after this one is settled).
 struct Done {
     key: DeliveryKey,
     attempts: u32,
     outcome: Settle,
-    _permit: OwnedSemaphorePermit,
+    _slot: Slot,
 }
 
 /// The longest settlement batch (one write transaction).
 const SETTLE_BATCH: usize = 256;
 
-/// Makes the attempt of one claimed delivery (holding a permit of its host for the
-/// request only) and hands its outcome to the settler.
-async fn deliver(
-    svc: Arc<PushService>,
-    mut c: Claimed,
-    permit: OwnedSemaphorePermit,
-    done: Settler,
-) {
+/// Makes the attempt of one claimed delivery (in `slot`, taken by the claim loop),
+/// tells the slot whether the host answered, and hands the outcome to the settler.
+async fn deliver(svc: Arc<PushService>, mut c: Claimed, slot: Slot, done: Settler) {
     let result = match (c.config.enabled, c.event.take()) {
         (false, _) => Attempt::Failed("the config is disabled".into()),
         (true, None) => Attempt::Failed("the event is gone (its task was purged)".into()),
         (true, Some(body)) => match reqwest::Url::parse(&c.config.url) {
             Err(e) => Attempt::Failed(format!("bad URL: {e}")),
-            Ok(url) => {
-                let host_permits = svc.host_permits(url.host_str().unwrap_or_default());
-                let _host = host_permits.acquire_owned().await;
-                attempt(&svc, &c, url, body).await
-            }
+            Ok(url) => attempt(&svc, &c, url, body).await,
         },
     };
+    match result {
+        Attempt::Unreachable(_) => slot.report(false),
+        Attempt::Delivered | Attempt::Retryable(..) | Attempt::Gone => slot.report(true),
+        Attempt::Failed(_) => {}
+    }
     let now = now_ms();
     if result == Attempt::Delivered {
         let ms = (now - c.created_ms).max(0) as f64 / 1000.0;
@@ -268,7 +278,7 @@ async fn deliver(
         key: c.key,
         attempts: c.attempts,
         outcome,
-        _permit: permit,
+        _slot: slot,
     });
 }
 
@@ -333,7 +343,7 @@ async fn settle_loop(
                 let _ = freed.send(keys);
             });
         }
-        batch.clear(); // frees the permits
+        batch.clear(); // frees the slots
         svc.wake.notify_one();
     }
 }
@@ -369,7 +379,7 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
         );
         return;
     }
-    let permits = Arc::new(Semaphore::new(svc.config.concurrency));
+    let slots = Slots::new(svc.config.concurrency, svc.config.per_host_concurrency);
     // Keys in flight in this process, from their claim to their stored settlement (a
     // claim taken over after its lease while the first attempt still waits is not
     // started twice; in-memory claims skip them).
@@ -381,6 +391,10 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
     let poll = Duration::from_millis(svc.config.poll_interval_ms);
     let lease_ms = i64::try_from(svc.config.lease_secs * 1000).unwrap_or(i64::MAX / 4);
     let mut gauge_at = std::time::Instant::now();
+    // Due rows read past in the last pass because their host or caller had no room:
+    // read that many more next time (on a local store they stay first in the due
+    // order), so that the rows behind them are seen.
+    let mut extra = 0usize;
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
@@ -391,26 +405,30 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
             gauge_at = std::time::Instant::now();
             update_gauge(&svc).await;
         }
+        let mut rounds = 0usize;
         loop {
             while let Ok(keys) = freed.try_recv() {
                 for k in keys {
                     in_flight.remove(&k);
                 }
             }
-            let free = permits.available_permits().min(CLAIM_BATCH);
+            let free = slots.free().min(CLAIM_BATCH);
             if free == 0 {
                 break; // a settled batch wakes the loop
             }
+            rounds += 1;
             let now = now_ms();
-            let read = if local {
+            let (read, limit) = if local {
                 // In-flight heads are still due in the store: read past them.
-                store.due_heads(now, free + in_flight.len()).await
+                let limit = free + extra + in_flight.len();
+                (store.due_heads(now, limit).await, limit)
             } else {
-                match store.any_due(now).await {
+                let read = match store.any_due(now).await {
                     Ok(true) => store.claim(now, lease_ms, free).await,
                     Ok(false) => Ok(Vec::new()),
                     Err(e) => Err(e),
-                }
+                };
+                (read, free)
             };
             let claimed = match read {
                 Ok(c) => c,
@@ -419,19 +437,51 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
                     break;
                 }
             };
-            let mut started = 0;
-            for c in claimed {
-                if in_flight.contains(&c.key) {
+            let full_read = claimed.len() >= limit;
+            let waiting: Vec<Claimed> = claimed
+                .into_iter()
+                .filter(|c| !in_flight.contains(&c.key))
+                .collect();
+            let shares = Shares::of(&waiting);
+            let (mut started, mut no_room, mut full) = (0usize, Vec::new(), false);
+            for c in interleave(waiting) {
+                if full {
+                    no_room.push(c.key);
                     continue;
                 }
-                let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    break; // claimed but not started: taken again (after the lease)
-                };
-                in_flight.insert(c.key.clone());
-                started += 1;
-                tokio::spawn(deliver(svc.clone(), c, permit, done.clone()));
+                match slots.try_start(&shares, &c.key.scope, &host_of(&c.config.url)) {
+                    Start::Go(slot) => {
+                        in_flight.insert(c.key.clone());
+                        started += 1;
+                        tokio::spawn(deliver(svc.clone(), c, slot, done.clone()));
+                    }
+                    Start::NoRoom => no_room.push(c.key),
+                    Start::Full => {
+                        full = true;
+                        no_room.push(c.key);
+                    }
+                }
             }
-            if started < free {
+            if !local && !no_room.is_empty() {
+                // Claimed but not started: due again at once (behind older rows),
+                // rather than after the lease.
+                if let Err(e) = store.unclaim(&no_room, now + lease_ms, now).await {
+                    tracing::warn!(error = %e, "push claims could not be released; they are taken again after their lease");
+                }
+            }
+            extra = if local {
+                no_room.len().min(MAX_READ_PAST)
+            } else {
+                0
+            };
+            // Read again while there may be more due rows and slots for them: at once
+            // when this pass started something, a few times when it only read past
+            // rows without room (each time further on a local store; on a shared
+            // one the released rows now sort last).
+            if full
+                || !full_read
+                || (started == 0 && (rounds >= MAX_ROUNDS || (local && extra >= MAX_READ_PAST)))
+            {
                 break;
             }
         }
@@ -456,9 +506,6 @@ async fn update_gauge(svc: &PushService) {
         metrics::gauge!(PUSH_OLDEST_PENDING).set(age);
     }
 }
-
-/// Per-host permits.
-pub(crate) type HostPermits = Mutex<HashMap<String, Arc<Semaphore>>>;
 
 #[cfg(test)]
 mod tests {

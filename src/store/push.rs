@@ -211,6 +211,24 @@ pub trait PushStore: Send + Sync {
         limit: usize,
     ) -> Result<Vec<Claimed>, StoreError>;
 
+    /// Gives back claims of [`claim`](Self::claim) whose attempts were not started
+    /// (their host or caller had no room): each of `keys` still reserved until
+    /// `claimed_until` (the claim's lease end; a claim another instance has taken over
+    /// since is left alone) is due again at `now_ms`, without counting an attempt.
+    /// Default: nothing is written, and the claims end with their lease.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure.
+    async fn unclaim(
+        &self,
+        keys: &[DeliveryKey],
+        claimed_until: i64,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let _ = (keys, claimed_until, now_ms);
+        Ok(())
+    }
+
     /// Whether no other process can use this store (the memory store; SQLite, whose
     /// file only one process may open), so the sender may keep its claims in memory:
     /// it reads the due heads with [`due_heads`](Self::due_heads) instead of writing a

@@ -22,6 +22,7 @@ pub async fn run_all(store: &dyn TaskStore) {
     configs_are_scoped_paged_and_replaced(push).await;
     outbox_follows_appends_in_order(store, push).await;
     leases_retries_and_give_ups(store, push).await;
+    unclaimed_heads_are_due_again_at_once(store, push).await;
     delete_drops_pending_deliveries(store, push).await;
     settle_many_settles_each_in_order(store, push).await;
     due_heads_are_read_without_a_claim(store, push).await;
@@ -350,6 +351,33 @@ async fn leases_retries_and_give_ups(store: &dyn TaskStore, push: &dyn PushStore
     );
     assert!(claim(push, &scope, far_future() + 1, 1).await.is_empty());
     push.delete_config(&scope, &task, "c").await.unwrap();
+}
+
+/// A claim given back with `unclaim` is due again at the given time (no attempt
+/// counted); one another instance has taken over since (a later lease) is left alone.
+async fn unclaimed_heads_are_due_again_at_once(store: &dyn TaskStore, push: &dyn PushStore) {
+    let (scope, task) = task_with_configs(store, push, &["a", "b"], TaskState::Working).await;
+    let now = time::now().timestamp_millis() + 1;
+    let first = claim(push, &scope, now, 10_000).await;
+    assert_eq!(first.len(), 2);
+    // Both leases ended and another instance claimed both again, until now + 30_001;
+    // it gives back a's claim, and the first instance's late give-back of b's (its old
+    // lease end) changes nothing.
+    let taken = claim(push, &scope, now + 10_001, 20_000).await;
+    assert_eq!(taken.len(), 2, "both leases ended");
+    push.unclaim(&[first[0].key.clone()], now + 10_001 + 20_000, now + 10_002)
+        .await
+        .unwrap();
+    push.unclaim(&[first[1].key.clone()], now + 10_000, now + 10_002)
+        .await
+        .unwrap();
+    let again = claim(push, &scope, now + 10_002, 10_000).await;
+    assert_eq!(again.len(), 1, "only the released claim is due: {again:?}");
+    assert_eq!(again[0].key, first[0].key);
+    assert_eq!(again[0].attempts, 0, "no attempt counted");
+    for id in ["a", "b"] {
+        assert!(push.delete_config(&scope, &task, id).await.unwrap());
+    }
 }
 
 async fn delete_drops_pending_deliveries(store: &dyn TaskStore, push: &dyn PushStore) {

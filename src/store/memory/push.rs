@@ -215,6 +215,23 @@ impl PushStore for MemoryPush {
         Ok(out)
     }
 
+    async fn unclaim(
+        &self,
+        keys: &[DeliveryKey],
+        claimed_until: i64,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let mut st = self.lock();
+        for k in keys {
+            if let Some(row) = st.outbox.get_mut(k)
+                && row.next_ms == claimed_until
+            {
+                row.next_ms = now_ms;
+            }
+        }
+        Ok(())
+    }
+
     fn single_process(&self) -> bool {
         true
     }

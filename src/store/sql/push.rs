@@ -369,6 +369,37 @@ macro_rules! sql_push {
                 Ok(rows.iter().map(claimed_at).collect())
             }
 
+            async fn unclaim(
+                &self,
+                keys: &[DeliveryKey],
+                claimed_until: i64,
+                now_ms: i64,
+            ) -> Result<(), StoreError> {
+                if keys.is_empty() {
+                    return Ok(());
+                }
+                let mut tx = self.begin().await?;
+                for key in keys {
+                    sqlx::query(
+                        "UPDATE a2a_push_outbox SET next_ms = $6, claim = NULL \
+                         WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
+                           AND config_id = $4 AND seq = $5 AND next_ms = $7",
+                    )
+                    .bind(&key.scope.tenant)
+                    .bind(&key.scope.owner)
+                    .bind(&key.task_id)
+                    .bind(&key.config_id)
+                    .bind(i64::try_from(key.seq).unwrap_or(i64::MAX))
+                    .bind(now_ms)
+                    .bind(claimed_until)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                }
+                tx.commit().await.map_err(db)?;
+                Ok(())
+            }
+
             fn single_process(&self) -> bool {
                 $single
             }
