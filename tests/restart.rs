@@ -41,7 +41,8 @@ const CHUNKS: usize = 4;
 // ---------------------------------------------------------------- fake upstream
 
 /// `/invocations`: `{"prompt": "quick"}` gets a JSON answer at once, `"ask"` a JSON
-/// `input_required` control object; any other prompt
+/// `input_required` control object, `"chunks"` an SSE stream of [`CHUNKS`] text frames
+/// that then ends; any other prompt
 /// gets an SSE stream of [`CHUNKS`] text frames that then stalls (never ends).
 async fn invocations(body: axum::body::Bytes) -> Response {
     let req: Value = serde_json::from_slice(&body).unwrap_or_default();
@@ -67,6 +68,12 @@ async fn invocations(body: axum::body::Bytes) -> Response {
             json!(format!("part {i}; "))
         )))
     });
+    if req["prompt"] == "chunks" {
+        return Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .body(Body::from_stream(futures::stream::iter(frames)))
+            .unwrap();
+    }
     let stalled = futures::stream::iter(frames).chain(futures::stream::pending());
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
@@ -608,4 +615,178 @@ async fn push_pending_at_sigkill(dir: &Path, store_url: &str) {
     // The restarted gateway's task is the same (the store kept it).
     let got = rpc_result(&client, &gw.url, "GetTask", json!({"id": task_id})).await;
     assert_eq!(got["status"]["state"], "TASK_STATE_COMPLETED");
+}
+
+/// A webhook receiver on `listener` that answers coalesced artifact updates (more than
+/// one part) 503 while `fail` holds, and takes 300 ms over a single-part one (so the
+/// chunks after it are all pending when it is answered), 200 otherwise: every call's
+/// `webhook-id`, body and answer, in arrival order.
+type Calls = Arc<Mutex<Vec<(String, Value, u16)>>>;
+
+fn start_failing_receiver(
+    listener: tokio::net::TcpListener,
+    fail: Arc<std::sync::atomic::AtomicBool>,
+) -> Calls {
+    let calls: Calls = Arc::default();
+    let seen = calls.clone();
+    let app = Router::new().route(
+        "/hook",
+        post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let (seen, fail) = (seen.clone(), fail.clone());
+                async move {
+                    let id = headers["webhook-id"].to_str().unwrap().to_owned();
+                    let body: Value = serde_json::from_slice(&body).unwrap();
+                    let parts = body["artifactUpdate"]["artifact"]["parts"]
+                        .as_array()
+                        .map_or(0, Vec::len);
+                    let failing = fail.load(std::sync::atomic::Ordering::SeqCst);
+                    if parts == 1 && failing {
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                    }
+                    let status = if parts > 1 && failing { 503 } else { 200 };
+                    seen.lock().unwrap().push((id, body, status));
+                    axum::http::StatusCode::from_u16(status).unwrap()
+                }
+            },
+        ),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    calls
+}
+
+/// The text of an artifact as a receiver that drops duplicates by `webhook-id` and
+/// appends parts (spec append rule) rebuilds it from 2xx-answered `calls`.
+fn reassembled(calls: &[(String, Value, u16)]) -> String {
+    let mut ids = std::collections::HashSet::new();
+    let mut text = String::new();
+    for (id, body, status) in calls {
+        if *status != 200 || !ids.insert(id.clone()) {
+            continue;
+        }
+        let Some(u) = body.get("artifactUpdate") else {
+            continue;
+        };
+        if u["append"] != true {
+            text.clear();
+        }
+        for p in u["artifact"]["parts"].as_array().unwrap() {
+            text.push_str(p["text"].as_str().unwrap_or_default());
+        }
+    }
+    text
+}
+
+/// Issue 44: a coalesced range attempted before a SIGKILL is sent again after the
+/// restart as exactly that range (same `webhook-id`, same body), although the
+/// restarted gateway would choose a longer one now (`max_coalesce_events` 2, then 256).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_coalesced_range_in_flight_at_sigkill_is_resent_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_url = format!("sqlite://{}", dir.path().join("gw.db").display());
+    coalesced_range_at_sigkill(dir.path(), &store_url).await;
+}
+
+/// The same on PostgreSQL (skipped without `A2A_GATEWAY_TEST_POSTGRES_URL`, refused
+/// under `CI=true`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_coalesced_range_in_flight_at_sigkill_is_resent_whole() {
+    PgSchema::run("postgres_coalesced_range_at_sigkill", async |schema| {
+        let dir = tempfile::tempdir().unwrap();
+        coalesced_range_at_sigkill(dir.path(), &schema.url()).await
+    })
+    .await;
+}
+
+async fn coalesced_range_at_sigkill(dir: &Path, store_url: &str) {
+    let upstream = start_upstream().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let calls = start_failing_receiver(listener, fail.clone());
+    let mut env = gateway_env(&upstream, store_url);
+    for (k, v) in [
+        ("A2A_GATEWAY_PUSH__ALLOW_HTTP", "true"),
+        ("A2A_GATEWAY_PUSH__ALLOW_CIDRS", "[\"127.0.0.1/32\"]"),
+        ("A2A_GATEWAY_PUSH__INITIAL_BACKOFF_MS", "100"),
+        ("A2A_GATEWAY_PUSH__MAX_BACKOFF_SECS", "1"),
+        ("A2A_GATEWAY_PUSH__MAX_ATTEMPTS", "100"),
+        ("A2A_GATEWAY_PUSH__TIMEOUT_SECS", "1"),
+        ("A2A_GATEWAY_PUSH__LEASE_SECS", "2"),
+    ] {
+        env.push((k.into(), v.into()));
+    }
+    let mut first_env = env.clone();
+    first_env.push(("A2A_GATEWAY_PUSH__MAX_COALESCE_EVENTS".into(), "2".into()));
+    let mut gw = serve(dir, &first_env);
+    let client = reqwest::Client::new();
+    let result = rpc_result(
+        &client,
+        &gw.url,
+        "SendMessage",
+        json!({"message": message("chunks")["message"], "configuration": {"taskPushNotificationConfig": {
+            "id": "hook", "url": format!("http://127.0.0.1:{port}/hook")}}}),
+    )
+    .await;
+    assert_eq!(
+        result["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{result}"
+    );
+    // The first coalesced POST (a range of 2) is refused.
+    let deadline = Instant::now() + WAIT;
+    let attempted = loop {
+        let first = calls
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(_, _, status)| *status == 503)
+            .cloned();
+        if let Some(first) = first {
+            break first;
+        }
+        assert!(Instant::now() < deadline, "no artifact POST\n{}", gw.logs());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let parts = attempted.1["artifactUpdate"]["artifact"]["parts"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(
+        parts, 2,
+        "a coalesced range of max_coalesce_events: {attempted:?}"
+    );
+    gw.kill();
+    let before = calls.lock().unwrap().len();
+    fail.store(false, std::sync::atomic::Ordering::SeqCst);
+    let gw = serve(dir, &env);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let done = calls.lock().unwrap().iter().any(|(_, b, s)| {
+            *s == 200 && b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        });
+        if done {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not delivered after the restart\n{}",
+            gw.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let calls = calls.lock().unwrap().clone();
+    let resent = calls[before..]
+        .iter()
+        .find(|(_, b, _)| b.get("artifactUpdate").is_some())
+        .unwrap();
+    assert!(
+        calls[..before]
+            .iter()
+            .all(|(id, _, status)| *status == 503 || *id != attempted.0),
+        "the range was not delivered before the kill"
+    );
+    assert_eq!(resent.0, attempted.0, "the same webhook-id");
+    assert_eq!(resent.1, attempted.1, "the same range, not a longer one");
+    let expected: String = (0..CHUNKS).map(|i| format!("part {i}; ")).collect();
+    assert_eq!(reassembled(&calls), expected, "every chunk once, in order");
 }

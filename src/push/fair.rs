@@ -304,6 +304,7 @@ mod tests {
             event: None,
             attempts: 0,
             created_ms: 0,
+            range_end: None,
         }
     }
 

@@ -9,12 +9,14 @@
 //! - [`ssrf`]: the address policy and the HTTP client's guarded DNS resolver.
 //! - [`sign`]: `webhook-signature` (v1a Ed25519 with a JWKS, or v1 HMAC).
 //! - [`sender`]: claims, attempts, retries, give-ups, metrics.
+//! - `coalesce`: consecutive chunks of one artifact pending for a webhook, as one POST.
 //! - `fair`: which due delivery may start now (global, per-host and per-caller slots).
 //! - [`PushService`]: the above assembled from `[push]`; the handler validates and
 //!   stores configs through it ([`PushService::check_config`]).
 //!
 //! [Standard Webhooks]: https://www.standardwebhooks.com/
 
+pub(crate) mod coalesce;
 pub(crate) mod fair;
 pub mod sender;
 pub mod sign;
@@ -52,6 +54,13 @@ pub const MAX_SECRET_BYTES: usize = 4096;
 /// The `webhook-id` of a delivery: the same on every attempt of one event to one config
 /// (and across restarts and instances), different for any other pair.
 pub fn webhook_id(key: &DeliveryKey) -> String {
+    range_webhook_id(key, key.seq)
+}
+
+/// The `webhook-id` of a coalesced POST of the events `key.seq..=last` to one config:
+/// [`webhook_id`] of the head when `last` is the head itself; otherwise it also names
+/// `last`, so one range has one id on every attempt and any other range another.
+pub fn range_webhook_id(key: &DeliveryKey, last: u64) -> String {
     use sha2::Digest as _;
     let mut h = sha2::Sha256::new();
     for part in [
@@ -64,6 +73,10 @@ pub fn webhook_id(key: &DeliveryKey) -> String {
         h.update(part);
     }
     h.update(key.seq.to_be_bytes());
+    if last != key.seq {
+        h.update(b"..");
+        h.update(last.to_be_bytes());
+    }
     let digest = h.finalize();
     let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
     format!("msg_{hex}")

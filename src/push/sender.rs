@@ -135,17 +135,19 @@ fn describe(e: &reqwest::Error) -> (String, bool) {
 }
 
 /// Makes one attempt of `c` to `url` (its config's URL, parsed once by the caller)
-/// with `body` (its event's stored JSON, moved into the request without a copy).
+/// with `body` (its event's stored JSON, or the coalesced body of the events up to
+/// `last`, moved into the request without a copy).
 pub(crate) async fn attempt(
     svc: &PushService,
     c: &Claimed,
     url: reqwest::Url,
     body: String,
+    last: u64,
 ) -> Attempt {
     if let Err(why) = svc.policy.check_url(&url) {
         return Attempt::Failed(format!("refused: {why}"));
     }
-    let id = super::webhook_id(&c.key);
+    let id = super::range_webhook_id(&c.key, last);
     let ts = now_ms() / 1000;
     let signature = svc.signer.sign(&id, ts, body.as_bytes());
     let mut req = svc
@@ -236,9 +238,12 @@ async fn deliver(svc: Arc<PushService>, mut c: Claimed, slot: Slot, done: Settle
     let result = match (c.config.enabled, c.event.take()) {
         (false, _) => Attempt::Failed("the config is disabled".into()),
         (true, None) => Attempt::Failed("the event is gone (its task was purged)".into()),
-        (true, Some(body)) => match reqwest::Url::parse(&c.config.url) {
+        (true, Some(head)) => match reqwest::Url::parse(&c.config.url) {
             Err(e) => Attempt::Failed(format!("bad URL: {e}")),
-            Ok(url) => attempt(&svc, &c, url, body).await,
+            Ok(url) => match coalesced(&svc, &c, head).await {
+                Ok((body, last)) => attempt(&svc, &c, url, body, last).await,
+                Err(e) => Attempt::Retryable(e, None),
+            },
         },
     };
     match result {
@@ -280,6 +285,84 @@ async fn deliver(svc: Arc<PushService>, mut c: Claimed, slot: Slot, done: Settle
         outcome,
         _slot: slot,
     });
+}
+
+/// The body of the POST of head `c` (whose event is `head`) and the last event it
+/// carries: the head alone, or its coalesced range (see the `coalesce` module). A
+/// range fixed earlier (a retry, a restart, another instance) is sent exactly; a new
+/// one is fixed in the store before it is sent, also when it is the head alone (a
+/// head that could lead a range), so that no later attempt sends a different range
+/// under another `webhook-id`.
+///
+/// # Errors
+/// A message (the attempt is retried) when the store cannot be read or written, or a
+/// fixed range is no longer whole.
+async fn coalesced(svc: &PushService, c: &Claimed, head: String) -> Result<(String, u64), String> {
+    let seq = c.key.seq;
+    let mut fixed = c.range_end;
+    if fixed.is_some_and(|end| end <= seq)
+        || (fixed.is_none() && (!svc.config.coalesce || !super::coalesce::may_lead(&head)))
+    {
+        return Ok((head, seq));
+    }
+    let Some(store) = svc.store.push_store() else {
+        return Ok((head, seq));
+    };
+    let limits = super::coalesce::Limits {
+        max_events: svc.config.max_coalesce_events,
+        max_bytes: svc.config.max_coalesce_bytes,
+    };
+    // At most twice: a range another instance fixed meanwhile is read again.
+    for _ in 0..2 {
+        let want = match fixed {
+            Some(end) => usize::try_from(end - seq).unwrap_or(usize::MAX),
+            None => limits.max_events.saturating_sub(1),
+        };
+        let more = store
+            .pending_after(&c.key, want)
+            .await
+            .map_err(|e| format!("reading the events to coalesce: {e}"))?;
+        let mut seqs = vec![seq];
+        let mut events = vec![head.clone()];
+        for (s, event) in more {
+            if fixed.is_some_and(|end| s > end) {
+                break;
+            }
+            let Some(event) = event else { break };
+            seqs.push(s);
+            events.push(event);
+        }
+        let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+        let n = match fixed {
+            Some(end) => {
+                if seqs.last() != Some(&end) {
+                    return Err("the coalesced range is no longer whole".into());
+                }
+                seqs.len()
+            }
+            None => super::coalesce::range_len(&refs, limits),
+        };
+        let last = seqs[n - 1];
+        if fixed.is_none() {
+            let stored = store
+                .fix_range(&c.key, last)
+                .await
+                .map_err(|e| format!("fixing the coalesced range: {e}"))?;
+            if stored != last {
+                if stored <= seq {
+                    return Ok((head, seq));
+                }
+                fixed = Some(stored);
+                continue;
+            }
+        }
+        if n == 1 {
+            return Ok((head, seq));
+        }
+        let body = super::coalesce::merge(&refs[..n])?;
+        return Ok((body, last));
+    }
+    Err("the coalesced range changed while it was read".into())
 }
 
 /// Where finished attempts go (see [`settle_loop`]).
