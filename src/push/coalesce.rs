@@ -48,7 +48,9 @@ fn rest(u: &serde_json::Map<String, Value>) -> Value {
 /// Whether `event` may start a coalesced range (an artifact update that is not its
 /// artifact's last chunk): a cheap look before the pending events are read.
 pub(crate) fn may_lead(event: &str) -> bool {
-    update(event).is_some_and(|u| u.get("lastChunk").and_then(Value::as_bool) != Some(true))
+    // The stored form is compact: anything else is not parsed at all.
+    event.starts_with("{\"artifactUpdate\"")
+        && update(event).is_some_and(|u| u.get("lastChunk").and_then(Value::as_bool) != Some(true))
 }
 
 /// How many of `events` (a queue's pending events from its head, in order; at least
@@ -171,6 +173,12 @@ mod tests {
             assert_eq!(range_len(&[&a1, &second], WIDE), 1, "{why}");
         }
         assert_eq!(range_len(&[&status, &a1], WIDE), 1, "a status is alone");
+        assert!(may_lead(&a1));
+        assert!(!may_lead(&status));
+        assert!(
+            !may_lead(&chunk("a", "9", true, true)),
+            "a last chunk ends its run"
+        );
         let run: Vec<String> = (0..10)
             .map(|i| chunk("a", &i.to_string(), true, false))
             .collect();
