@@ -34,7 +34,7 @@ use crate::telemetry::metrics::{
 const CLAIM_BATCH: usize = 64;
 
 /// The most due rows one read goes past (rows whose host or caller has no room).
-const MAX_READ_PAST: usize = 4096;
+const MAX_READ_PAST: usize = 1024;
 
 /// Reads in a row that start nothing before the loop waits for a wake-up.
 const MAX_ROUNDS: usize = 8;
@@ -474,10 +474,6 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
     let poll = Duration::from_millis(svc.config.poll_interval_ms);
     let lease_ms = i64::try_from(svc.config.lease_secs * 1000).unwrap_or(i64::MAX / 4);
     let mut gauge_at = std::time::Instant::now();
-    // Due rows read past in the last pass because their host or caller had no room:
-    // read that many more next time (on a local store they stay first in the due
-    // order), so that the rows behind them are seen.
-    let mut extra = 0usize;
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
@@ -489,6 +485,10 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
             update_gauge(&svc).await;
         }
         let mut rounds = 0usize;
+        // Due rows read past in this pass because their host or caller had no room:
+        // when a read starts nothing, the next reads that many more (on a local store
+        // they stay first in the due order), so that the rows behind them are seen.
+        let mut extra = 0usize;
         loop {
             while let Ok(keys) = freed.try_recv() {
                 for k in keys {
@@ -552,20 +552,21 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
                     tracing::warn!(error = %e, "push claims could not be released; they are taken again after their lease");
                 }
             }
-            extra = if local {
-                no_room.len().min(MAX_READ_PAST)
-            } else {
-                0
-            };
             // Read again while there may be more due rows and slots for them: at once
-            // when this pass started something, a few times when it only read past
-            // rows without room (each time further on a local store; on a shared
-            // one the released rows now sort last).
-            if full
-                || !full_read
-                || (started == 0 && (rounds >= MAX_ROUNDS || (local && extra >= MAX_READ_PAST)))
-            {
+            // when every row read was started; when some had no room, only if nothing
+            // started (a settlement wakes the loop again), a few times, each time
+            // further on a local store (on a shared one the released rows now sort
+            // last).
+            if full || !full_read {
                 break;
+            }
+            if !no_room.is_empty() {
+                if started > 0 || rounds >= MAX_ROUNDS || extra >= MAX_READ_PAST {
+                    break;
+                }
+                if local {
+                    extra = (extra + no_room.len()).min(MAX_READ_PAST);
+                }
             }
         }
     }
