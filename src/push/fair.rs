@@ -3,8 +3,8 @@
 //!
 //! The claim loop asks [`Slots::try_start`] for every due delivery it read and starts
 //! the attempt only when all three budgets have room; nothing ever waits holding a slot
-//! (a delivery whose host or caller has no room stays pending in the outbox and is
-//! looked at again on the next pass):
+//! (a delivery whose host or caller has no room is held in memory, see the `ready`
+//! module, or left pending in the outbox, and is looked at again on the next pass):
 //!
 //! - **Global**: at most `[push] concurrency` attempts in flight.
 //! - **Host** (the URL's host and port): at most `per_host_concurrency` attempts, fewer
@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::scope::Scope;
+#[cfg(test)]
 use crate::store::push::Claimed;
 
 /// Hosts whose state is kept at most (beyond this, hosts with nothing in flight are
@@ -64,12 +65,18 @@ pub(crate) struct Shares {
 
 impl Shares {
     /// The shares of the waiting deliveries `rows`.
+    #[cfg(test)]
     pub(crate) fn of(rows: &[Claimed]) -> Self {
+        Self::of_scopes(rows.iter().map(|c| &c.key.scope))
+    }
+
+    /// The shares of waiting deliveries of the callers `scopes` (one per delivery).
+    pub(crate) fn of_scopes<'a>(scopes: impl IntoIterator<Item = &'a Scope>) -> Self {
         let mut callers: HashMap<String, Vec<&str>> = HashMap::new();
-        for c in rows {
-            let owners = callers.entry(c.key.scope.tenant.clone()).or_default();
-            if !owners.contains(&c.key.scope.owner.as_str()) {
-                owners.push(&c.key.scope.owner);
+        for scope in scopes {
+            let owners = callers.entry(scope.tenant.clone()).or_default();
+            if !owners.contains(&scope.owner.as_str()) {
+                owners.push(&scope.owner);
             }
         }
         Shares {
@@ -174,6 +181,11 @@ impl Slots {
 }
 
 impl Slot {
+    /// The host budget this slot counts against (see [`host_of`]).
+    pub(crate) fn host(&self) -> &str {
+        &self.host
+    }
+
     /// Records whether the host answered the attempt (any HTTP status) or not (timed
     /// out, could not connect), growing or shrinking its limit.
     pub(crate) fn report(&self, answered: bool) {
@@ -229,19 +241,18 @@ pub(crate) fn host_of(url: &str) -> String {
 /// A caller of a tenant seen by [`interleave`], and how many of its rows so far.
 type Seen<'a> = (&'a str, usize);
 
-/// `rows` (oldest due first) in the order to start them: round-robin over tenants (in
-/// the order they first appear), each tenant's turn going round-robin over its callers,
-/// each caller's rows in their order.
-pub(crate) fn interleave(rows: Vec<Claimed>) -> Vec<Claimed> {
+/// `rows` (oldest due first; `scope` gives each one's caller) in the order to start
+/// them: round-robin over tenants (in the order they first appear), each tenant's turn
+/// going round-robin over its callers, each caller's rows in their order.
+pub(crate) fn interleave<T>(rows: Vec<T>, scope: impl Fn(&T) -> &Scope) -> Vec<T> {
     // (tenant index, caller index in its tenant, the row's index among its caller's).
     let mut at = Vec::with_capacity(rows.len());
     let mut tenants: HashMap<&str, (usize, Vec<Seen<'_>>)> = HashMap::new();
     for c in &rows {
         let n = tenants.len();
-        let (t, owners) = tenants
-            .entry(c.key.scope.tenant.as_str())
-            .or_insert((n, Vec::new()));
-        let owner = c.key.scope.owner.as_str();
+        let s = scope(c);
+        let (t, owners) = tenants.entry(s.tenant.as_str()).or_insert((n, Vec::new()));
+        let owner = s.owner.as_str();
         let ci = match owners.iter().position(|(o, _)| *o == owner) {
             Some(i) => i,
             None => {
@@ -269,7 +280,7 @@ pub(crate) fn interleave(rows: Vec<Claimed>) -> Vec<Claimed> {
         }
     }
     order.sort_unstable();
-    let mut rows: Vec<Option<Claimed>> = rows.into_iter().map(Some).collect();
+    let mut rows: Vec<Option<T>> = rows.into_iter().map(Some).collect();
     order
         .into_iter()
         .filter_map(|(_, _, i)| rows[i].take())
@@ -325,7 +336,10 @@ mod tests {
             row("b", "z", 5),
             row("b", "z", 6),
         ];
-        let seqs: Vec<u64> = interleave(rows).iter().map(|c| c.key.seq).collect();
+        let seqs: Vec<u64> = interleave(rows, |c| &c.key.scope)
+            .iter()
+            .map(|c| c.key.seq)
+            .collect();
         // Tenant a's own turns: x1 y3 x2 x4; tenant b's: z5 z6; alternated a, b.
         assert_eq!(seqs, vec![1, 5, 3, 6, 2, 4]);
     }

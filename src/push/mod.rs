@@ -18,6 +18,7 @@
 
 pub(crate) mod coalesce;
 pub(crate) mod fair;
+pub(crate) mod ready;
 pub mod sender;
 pub mod sign;
 pub mod ssrf;

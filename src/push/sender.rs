@@ -19,11 +19,12 @@ use std::time::Duration;
 
 use rand::Rng as _;
 use reqwest::StatusCode;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::PushService;
 use super::fair::{Shares, Slot, Slots, Start, host_of, interleave};
+use super::ready::{Held, Ready};
 use crate::store::push::{Claimed, DeliveryKey, Settle};
 use crate::telemetry::metrics::{
     PUSH_ATTEMPTS, PUSH_CONFIGS_DISABLED, PUSH_DELIVERIES, PUSH_DELIVERY_LATENCY,
@@ -226,7 +227,7 @@ struct Done {
     key: DeliveryKey,
     attempts: u32,
     outcome: Settle,
-    _slot: Slot,
+    slot: Slot,
 }
 
 /// The longest settlement batch (one write transaction).
@@ -283,7 +284,7 @@ async fn deliver(svc: Arc<PushService>, mut c: Claimed, slot: Slot, done: Settle
         key: c.key,
         attempts: c.attempts,
         outcome,
-        _slot: slot,
+        slot,
     });
 }
 
@@ -368,22 +369,25 @@ async fn coalesced(svc: &PushService, c: &Claimed, head: String) -> Result<(Stri
 /// Where finished attempts go (see [`settle_loop`]).
 type Settler = mpsc::UnboundedSender<Done>;
 
-/// Keys whose settlement is stored (or given up on), on their way back to the claim
-/// loop, which takes them out of its in-flight set before its next read of the outbox.
-type Freed = mpsc::UnboundedSender<Vec<DeliveryKey>>;
+/// Keys whose settlement is stored (or given up on), each with its host, on their way
+/// back to the claim loop, which takes them out of its in-flight set before its next
+/// read of the outbox.
+type Freed = mpsc::UnboundedSender<Vec<(DeliveryKey, String)>>;
 
 /// Stores finished attempts in batches: whatever has finished while the previous batch
 /// was written goes into the next write transaction ([`PushStore::settle_many`]).
-/// Then the batch's keys go back to the claim loop (`freed`), their permits are freed
-/// and the claim loop is woken. When a batch cannot be stored, its keys go back only
-/// after `hold` (the lease): their rows are still due, and an at once retry would send
-/// them again and again while the database fails. Ends when every [`Settler`] is gone.
+/// Then the batch's slots are freed, its keys go back to the claim loop (`freed`) and
+/// the claim loop is woken (`settled`). When a batch cannot be stored, its keys go back
+/// only after `hold` (the lease): their rows are still due, and an at once retry would
+/// send them again and again while the database fails. Ends when every [`Settler`] is
+/// gone.
 ///
 /// [`PushStore::settle_many`]: crate::store::PushStore::settle_many
 async fn settle_loop(
     svc: Arc<PushService>,
     mut rx: mpsc::UnboundedReceiver<Done>,
     freed: Freed,
+    settled: Arc<Notify>,
     hold: Duration,
 ) {
     let mut batch = Vec::with_capacity(SETTLE_BATCH);
@@ -416,18 +420,60 @@ async fn settle_loop(
                 }
             }
         }
-        let keys: Vec<DeliveryKey> = batch.iter().map(|d| d.key.clone()).collect();
+        let keys: Vec<(DeliveryKey, String)> = batch
+            .iter()
+            .map(|d| (d.key.clone(), d.slot.host().to_owned()))
+            .collect();
+        batch.clear(); // frees the slots
         if stored {
             let _ = freed.send(keys);
         } else {
             let freed = freed.clone();
+            let settled = settled.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(hold).await;
                 let _ = freed.send(keys);
+                settled.notify_one();
             });
         }
-        batch.clear(); // frees the slots
-        svc.wake.notify_one();
+        settled.notify_one();
+    }
+}
+
+/// What woke the claim loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// New events were queued, or the poll interval passed: read the outbox.
+    Read,
+    /// Attempts were settled: start held heads, and read the outbox only for a host
+    /// that freed a slot and has none held.
+    Settled,
+}
+
+/// Gives back heads the claim loop will not start now: out of the in-flight set and,
+/// on a store with written claims, due again at `now` rather than after their lease.
+async fn give_back(
+    store: &dyn crate::store::PushStore,
+    local: bool,
+    in_flight: &mut HashSet<DeliveryKey>,
+    heads: Vec<Held>,
+    now: i64,
+) {
+    let mut by_lease: Vec<(i64, Vec<DeliveryKey>)> = Vec::new();
+    for h in heads {
+        in_flight.remove(&h.claimed.key);
+        match by_lease.iter_mut().find(|(u, _)| *u == h.claimed_until) {
+            Some((_, keys)) => keys.push(h.claimed.key),
+            None => by_lease.push((h.claimed_until, vec![h.claimed.key])),
+        }
+    }
+    if local {
+        return;
+    }
+    for (until, keys) in by_lease {
+        if let Err(e) = store.unclaim(&keys, until, now).await {
+            tracing::warn!(error = %e, "push claims could not be released; they are taken again after their lease");
+        }
     }
 }
 
@@ -438,7 +484,7 @@ async fn settle_loop(
 /// reserves the heads for `lease_secs` ([`PushStore::claim`]). On a store only this
 /// process uses ([`PushStore::single_process`]: memory, SQLite) nothing is written:
 /// the loop reads the due heads ([`PushStore::due_heads`]) and skips those in its
-/// in-flight set, which holds every key from its start to its stored settlement. That
+/// in-flight set, which holds every key from its read to its stored settlement. That
 /// is as safe as the written claim: no other process can read the outbox, so the set
 /// is the whole truth about what is in flight; a key leaves it only after its
 /// settlement is committed, and the next read starts after that (the loop drains the
@@ -446,6 +492,13 @@ async fn settle_loop(
 /// event n+1 of a queue is read as its head only once n is settled. After a crash
 /// the set is gone with the process and every unsettled row is due again, so a
 /// restart sends it (at least once, as with a lease, only sooner).
+///
+/// Heads read whose host or caller has no room are held in memory (see the `ready`
+/// module; their keys stay in the in-flight set) and started as slots free, before
+/// the outbox is read again: a settlement reads the outbox only when it freed a slot
+/// of a host with nothing held, and otherwise new events and the poll interval do.
+/// Reading past due rows that could be neither started nor held happens at most once
+/// per poll interval.
 ///
 /// [`PushStore::claim`]: crate::store::PushStore::claim
 /// [`PushStore::single_process`]: crate::store::PushStore::single_process
@@ -463,112 +516,172 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
         return;
     }
     let slots = Slots::new(svc.config.concurrency, svc.config.per_host_concurrency);
-    // Keys in flight in this process, from their claim to their stored settlement (a
-    // claim taken over after its lease while the first attempt still waits is not
-    // started twice; in-memory claims skip them).
+    let mut ready = Ready::new(
+        svc.config.concurrency.saturating_mul(2),
+        svc.config.concurrency,
+    );
+    // Keys read or claimed by this process, from then to their stored settlement (or
+    // their give-back): started, or held in `ready` (a claim taken over after its
+    // lease while the first attempt still waits is not started twice; in-memory
+    // claims skip them).
     let mut in_flight: HashSet<DeliveryKey> = HashSet::new();
     let (done, rx) = mpsc::unbounded_channel();
     let (freed_tx, mut freed) = mpsc::unbounded_channel();
+    let settled = Arc::new(Notify::new());
     let lease = Duration::from_secs(svc.config.lease_secs);
-    let settler = tokio::spawn(settle_loop(svc.clone(), rx, freed_tx, lease));
+    let settler = tokio::spawn(settle_loop(
+        svc.clone(),
+        rx,
+        freed_tx,
+        settled.clone(),
+        lease,
+    ));
     let poll = Duration::from_millis(svc.config.poll_interval_ms);
     let lease_ms = i64::try_from(svc.config.lease_secs * 1000).unwrap_or(i64::MAX / 4);
+    let timeout_ms = i64::try_from(svc.config.timeout_secs * 1000).unwrap_or(i64::MAX / 4);
     let mut gauge_at = std::time::Instant::now();
+    let mut read_at = tokio::time::Instant::now();
+    let mut past_at: Option<tokio::time::Instant> = None;
     loop {
-        tokio::select! {
+        let wake = tokio::select! {
             _ = stop.cancelled() => break,
-            _ = svc.wake.notified() => {}
-            _ = tokio::time::sleep(poll) => {}
-        }
+            _ = svc.wake.notified() => Wake::Read,
+            _ = settled.notified() => Wake::Settled,
+            _ = tokio::time::sleep(poll) => Wake::Read,
+        };
         if gauge_at.elapsed() >= Duration::from_secs(5) {
             gauge_at = std::time::Instant::now();
             update_gauge(&svc).await;
         }
+        let mut must_read = wake == Wake::Read || read_at.elapsed() >= poll;
         let mut rounds = 0usize;
-        // Due rows read past in this pass because their host or caller had no room:
-        // when a read starts nothing, the next reads that many more (on a local store
-        // they stay first in the due order), so that the rows behind them are seen.
+        // Due rows read past in this pass because they could be neither started nor
+        // held: when a read starts nothing, the next reads that many more (on a local
+        // store they stay first in the due order), so that the rows behind them are
+        // seen.
         let mut extra = 0usize;
+        // Whether this pass reads past such rows (at most one pass per poll interval).
+        let mut passing = false;
         loop {
             while let Ok(keys) = freed.try_recv() {
-                for k in keys {
+                for (k, host) in keys {
                     in_flight.remove(&k);
+                    must_read |= !ready.holds(&host);
                 }
+            }
+            let now = now_ms();
+            let expired = ready.expired(now);
+            if !expired.is_empty() {
+                give_back(store, local, &mut in_flight, expired, now).await;
             }
             let free = slots.free().min(CLAIM_BATCH);
             if free == 0 {
                 break; // a settled batch wakes the loop
             }
-            rounds += 1;
-            let now = now_ms();
-            let (read, limit) = if local {
-                // In-flight heads are still due in the store: read past them.
-                let limit = free + extra + in_flight.len();
-                (store.due_heads(now, limit).await, limit)
-            } else {
-                let read = match store.any_due(now).await {
-                    Ok(true) => store.claim(now, lease_ms, free).await,
-                    Ok(false) => Ok(Vec::new()),
-                    Err(e) => Err(e),
+            let mut waiting = ready.take_all();
+            let mut full_read = false;
+            if must_read {
+                rounds += 1;
+                read_at = tokio::time::Instant::now();
+                let (read, limit) = if local {
+                    // Started and held heads are still due in the store: read past them.
+                    let limit = free + extra + in_flight.len();
+                    (store.due_heads(now, limit).await, limit)
+                } else {
+                    let read = match store.any_due(now).await {
+                        Ok(true) => store.claim(now, lease_ms, free).await,
+                        Ok(false) => Ok(Vec::new()),
+                        Err(e) => Err(e),
+                    };
+                    (read, free)
                 };
-                (read, free)
-            };
-            let claimed = match read {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(error = %e, "push outbox claim failed; retrying");
-                    break;
+                match read {
+                    Ok(claimed) => {
+                        full_read = claimed.len() >= limit;
+                        let (claimed_until, until_ms) = if local {
+                            (i64::MAX, i64::MAX)
+                        } else {
+                            (now + lease_ms, now + lease_ms - timeout_ms - 1000)
+                        };
+                        waiting.extend(claimed.into_iter().filter_map(|c| {
+                            (!in_flight.contains(&c.key)).then(|| Held {
+                                host: host_of(&c.config.url),
+                                claimed: c,
+                                claimed_until,
+                                until_ms,
+                            })
+                        }));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "push outbox claim failed; retrying");
+                        must_read = false;
+                    }
                 }
-            };
-            let full_read = claimed.len() >= limit;
-            let waiting: Vec<Claimed> = claimed
-                .into_iter()
-                .filter(|c| !in_flight.contains(&c.key))
-                .collect();
-            let shares = Shares::of(&waiting);
+            }
+            let shares = Shares::of_scopes(waiting.iter().map(|h| &h.claimed.key.scope));
             let (mut started, mut no_room, mut full) = (0usize, Vec::new(), false);
-            for c in interleave(waiting) {
+            for h in interleave(waiting, |h| &h.claimed.key.scope) {
                 if full {
-                    no_room.push(c.key);
+                    no_room.push(h);
                     continue;
                 }
-                match slots.try_start(&shares, &c.key.scope, &host_of(&c.config.url)) {
+                match slots.try_start(&shares, &h.claimed.key.scope, &h.host) {
                     Start::Go(slot) => {
-                        in_flight.insert(c.key.clone());
+                        in_flight.insert(h.claimed.key.clone());
                         started += 1;
-                        tokio::spawn(deliver(svc.clone(), c, slot, done.clone()));
+                        tokio::spawn(deliver(svc.clone(), h.claimed, slot, done.clone()));
                     }
-                    Start::NoRoom => no_room.push(c.key),
+                    Start::NoRoom => no_room.push(h),
                     Start::Full => {
                         full = true;
-                        no_room.push(c.key);
+                        no_room.push(h);
                     }
                 }
             }
-            if !local && !no_room.is_empty() {
-                // Claimed but not started: due again at once (behind older rows),
-                // rather than after the lease.
-                if let Err(e) = store.unclaim(&no_room, now + lease_ms, now).await {
-                    tracing::warn!(error = %e, "push claims could not be released; they are taken again after their lease");
+            // Not started: held while there is room, else given back (on a shared
+            // store due again at once, behind older rows, rather than after the lease).
+            let mut left = Vec::new();
+            for h in no_room {
+                let key = h.claimed.key.clone();
+                match ready.hold(h) {
+                    None => {
+                        in_flight.insert(key);
+                    }
+                    Some(h) => left.push(h),
                 }
+            }
+            let past = left.len();
+            if !left.is_empty() {
+                give_back(store, local, &mut in_flight, left, now).await;
             }
             // Read again while there may be more due rows and slots for them: at once
-            // when every row read was started; when some had no room, only if nothing
-            // started (a settlement wakes the loop again), a few times, each time
+            // when every row read was started or held; when some could be neither,
+            // only if nothing started (a settlement wakes the loop again) and no other
+            // pass read past rows within the poll interval, a few times, each time
             // further on a local store (on a shared one the released rows now sort
             // last).
-            if full || !full_read {
+            if !must_read || full || !full_read {
                 break;
             }
-            if !no_room.is_empty() {
-                if started > 0 || rounds >= MAX_ROUNDS || extra >= MAX_READ_PAST {
+            if past > 0 {
+                let recent = !passing && past_at.is_some_and(|t| t.elapsed() < poll);
+                if started > 0 || recent || rounds >= MAX_ROUNDS || extra >= MAX_READ_PAST {
                     break;
                 }
+                if !passing {
+                    passing = true;
+                    past_at = Some(tokio::time::Instant::now());
+                }
                 if local {
-                    extra = (extra + no_room.len()).min(MAX_READ_PAST);
+                    extra = (extra + past).min(MAX_READ_PAST);
                 }
             }
         }
+    }
+    // Held heads are not started any more: on a shared store others may take them now.
+    let held = ready.take_all();
+    if !held.is_empty() {
+        give_back(store, local, &mut in_flight, held, now_ms()).await;
     }
     // Let attempts in flight end (each by its timeout) and be settled.
     drop(done);
