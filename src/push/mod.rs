@@ -26,7 +26,7 @@ pub mod ssrf;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -97,6 +97,9 @@ pub struct PushService {
     /// ask for push does not read the outbox after every commit. The sender's own
     /// poll (`[push] poll_interval_ms`) runs either way.
     armed: AtomicBool,
+    /// How many configs this process has deleted (see [`forget`](Self::forget)): the
+    /// sender drops the heads it holds in memory when this moved since it read them.
+    pub(crate) forgotten: AtomicU64,
     pub(crate) store: Arc<dyn TaskStore>,
 }
 
@@ -207,8 +210,17 @@ impl PushService {
             client,
             wake: Notify::new(),
             armed: AtomicBool::new(armed),
+            forgotten: AtomicU64::new(0),
             store,
         }))
+    }
+
+    /// Records that a config was deleted (after the delete is stored): the sender
+    /// starts none of the heads it read before and holds in memory without reading
+    /// them again, so nothing is sent for the config once the delete returns (an
+    /// attempt already started may still complete).
+    pub fn forget(&self) {
+        self.forgotten.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Wakes the sender (new events were stored, and with them any outbox rows),

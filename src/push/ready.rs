@@ -26,6 +26,9 @@ pub(crate) struct Held {
     pub(crate) claimed_until: i64,
     /// The last moment an attempt may start and still end within the claim.
     pub(crate) until_ms: i64,
+    /// `PushService::forgotten` when it was read: a held head read before a config
+    /// was deleted is read again rather than started.
+    pub(crate) generation: u64,
 }
 
 /// Held heads per host, in the order they were read, at most `max` in all and
@@ -82,13 +85,15 @@ impl Ready {
         self.hosts.drain().flat_map(|(_, q)| q).collect()
     }
 
-    /// Takes out the heads whose `until_ms` is before `now_ms`: they may no longer
-    /// start within their claim.
-    pub(crate) fn expired(&mut self, now_ms: i64) -> Vec<Held> {
+    /// Takes out the heads whose `until_ms` is before `now_ms` (they may no longer
+    /// start within their claim) or whose `generation` is before `generation` (a
+    /// config was deleted since they were read).
+    pub(crate) fn expired(&mut self, now_ms: i64, generation: u64) -> Vec<Held> {
         let mut out = Vec::new();
         for q in self.hosts.values_mut() {
-            let (keep, gone): (VecDeque<Held>, VecDeque<Held>) =
-                q.drain(..).partition(|h| h.until_ms >= now_ms);
+            let (keep, gone): (VecDeque<Held>, VecDeque<Held>) = q
+                .drain(..)
+                .partition(|h| h.until_ms >= now_ms && h.generation >= generation);
             *q = keep;
             out.extend(gone);
         }
@@ -133,6 +138,7 @@ mod tests {
             host: host.into(),
             claimed_until: i64::MAX,
             until_ms,
+            generation: 0,
         }
     }
 
@@ -156,15 +162,17 @@ mod tests {
     }
 
     #[test]
-    fn gives_out_the_heads_whose_time_is_over() {
+    fn gives_out_the_heads_whose_time_is_over_or_read_before_a_delete() {
         let mut r = Ready::new(10, 10);
         assert!(r.hold(held("a", 1, 5)).is_none());
         assert!(r.hold(held("a", 2, 20)).is_none());
         assert!(r.hold(held("b", 3, 5)).is_none());
-        let mut gone: Vec<u64> = r.expired(10).iter().map(|h| h.claimed.key.seq).collect();
+        let mut gone: Vec<u64> = r.expired(10, 0).iter().map(|h| h.claimed.key.seq).collect();
         gone.sort_unstable();
         assert_eq!(gone, vec![1, 3]);
         assert_eq!(r.len(), 1);
         assert!(r.holds("a") && !r.holds("b"));
+        assert_eq!(r.expired(10, 1).len(), 1, "read before a delete");
+        assert_eq!(r.len(), 0);
     }
 }

@@ -15,6 +15,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rand::Rng as _;
@@ -542,6 +543,8 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
     let mut gauge_at = std::time::Instant::now();
     let mut read_at = tokio::time::Instant::now();
     let mut past_at: Option<tokio::time::Instant> = None;
+    // A read this pass had to make but could not (no slot was free).
+    let mut owed = false;
     loop {
         let wake = tokio::select! {
             _ = stop.cancelled() => break,
@@ -553,7 +556,8 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
             gauge_at = std::time::Instant::now();
             update_gauge(&svc).await;
         }
-        let mut must_read = wake == Wake::Read || read_at.elapsed() >= poll;
+        let mut must_read = owed || wake == Wake::Read || read_at.elapsed() >= poll;
+        owed = false;
         let mut rounds = 0usize;
         // Due rows read past in this pass because they could be neither started nor
         // held: when a read starts nothing, the next reads that many more (on a local
@@ -570,13 +574,17 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
                 }
             }
             let now = now_ms();
-            let expired = ready.expired(now);
+            let generation = svc.forgotten.load(Ordering::Acquire);
+            let expired = ready.expired(now, generation);
             if !expired.is_empty() {
                 give_back(store, local, &mut in_flight, expired, now).await;
+                must_read = true;
             }
             let free = slots.free().min(CLAIM_BATCH);
             if free == 0 {
-                break; // a settled batch wakes the loop
+                // A settled batch wakes the loop, and then reads if this pass had to.
+                owed = must_read && rounds == 0;
+                break;
             }
             let mut waiting = ready.take_all();
             let mut full_read = false;
@@ -609,6 +617,7 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
                                 claimed: c,
                                 claimed_until,
                                 until_ms,
+                                generation,
                             })
                         }));
                     }
