@@ -474,6 +474,46 @@ async fn send_as(s: &Server, tenant: &str, text: &str, url: &str) {
     assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
 }
 
+/// A delivery the sender read while its host was busy, and holds in memory without
+/// a slot, is not sent once its config's delete returns: the host (one attempt at a
+/// time) answers the first task's first POST only after 2 s, the second task's config
+/// is deleted meanwhile, and when the host frees nothing reaches `/held`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_held_for_a_busy_host_is_not_sent_after_its_configs_delete() {
+    let mut cfg = test_push_config();
+    cfg.per_host_concurrency = 1;
+    let (s, _) = start(cfg).await;
+    s.hooks.replies.lock().unwrap().push_back(Reply {
+        delay: Duration::from_secs(2),
+        ..Default::default()
+    });
+    send(&s, "echo a", &format!("{}/first", s.hooks.url), true).await;
+    // The first POST now waits in the receiver; the second task's head is read with
+    // no room on the host (several poll intervals).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let task = send(&s, "echo b", &format!("{}/held", s.hooks.url), true).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let id = task["id"].as_str().unwrap();
+    let resp = s
+        .http
+        .delete(format!(
+            "{}/tasks/{id}/pushNotificationConfigs/hook",
+            s.rest_url()
+        ))
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(
+        s.hooks.calls_to("/first").is_empty(),
+        "the host was still busy at the delete"
+    );
+    wait_all(&s.hooks, "/first", 4).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(s.hooks.calls_to("/held").is_empty());
+}
+
 /// A host that accepts connections and never answers; counts the connections it holds.
 async fn dead_host() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
