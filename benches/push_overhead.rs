@@ -31,6 +31,7 @@ use serde_json::Value;
 
 mod common;
 use common::percentile;
+use common::thread_cpu::Cpu;
 
 /// A 2-worker runtime whose threads (and blocking threads) are named `name`.
 fn runtime(name: &str) -> tokio::runtime::Runtime {
@@ -40,61 +41,6 @@ fn runtime(name: &str) -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("tokio runtime")
-}
-
-/// CPU seconds (user + system) used so far by this process's threads, by role: the
-/// threads named `client`, `receiver`, and the rest (the gateway's runtime, the SQLite
-/// connection threads, the store's writer).
-#[derive(Debug, Clone, Copy, Default)]
-struct Cpu {
-    gateway: f64,
-    receiver: f64,
-    client: f64,
-}
-
-impl Cpu {
-    fn now() -> Self {
-        // USER_HZ is 100 on Linux.
-        const TICK: f64 = 0.01;
-        let mut cpu = Cpu::default();
-        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-            return cpu;
-        };
-        for t in tasks.flatten() {
-            let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
-                continue;
-            };
-            // pid (comm) state ... : fields after the comm's closing parenthesis.
-            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-                continue;
-            };
-            let comm = &stat[open + 1..close];
-            let rest: Vec<&str> = stat[close + 2..].split(' ').collect();
-            let ticks = |i: usize| {
-                rest.get(i)
-                    .and_then(|v| v.parse::<f64>().ok())
-                    .unwrap_or(0.0)
-            };
-            // utime and stime are fields 14 and 15 (1-based), 11 and 12 after the comm.
-            let secs = (ticks(11) + ticks(12)) * TICK;
-            if comm.starts_with("client") {
-                cpu.client += secs;
-            } else if comm.starts_with("receiver") {
-                cpu.receiver += secs;
-            } else {
-                cpu.gateway += secs;
-            }
-        }
-        cpu
-    }
-
-    fn since(self, before: Cpu) -> Cpu {
-        Cpu {
-            gateway: self.gateway - before.gateway,
-            receiver: self.receiver - before.receiver,
-            client: self.client - before.client,
-        }
-    }
 }
 
 /// What the receiver saw: per `webhook-id`, the first arrival's delay after the event's

@@ -459,3 +459,122 @@ async fn a_redirect_to_a_private_address_is_not_followed() {
     assert_eq!(calls[0].answered, 302);
     assert_eq!(delivered(&calls), echo_events()[1..]);
 }
+
+/// SendMessage on HTTP+JSON under `tenant`, with an inline config posting to `url`.
+async fn send_as(s: &Server, tenant: &str, text: &str, url: &str) {
+    let resp = s
+        .http
+        .post(format!("{}/{tenant}/message:send", s.rest_url()))
+        .header("a2a-version", "1.0")
+        .json(&json!({"message": message(text), "configuration": {
+            "taskPushNotificationConfig": {"id": "hook", "url": url}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+}
+
+/// A delivery the sender read while its host was busy, and holds in memory without
+/// a slot, is not sent once its config's delete returns: the host (one attempt at a
+/// time) answers the first task's first POST only after 2 s, the second task's config
+/// is deleted meanwhile, and when the host frees nothing reaches `/held`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_held_for_a_busy_host_is_not_sent_after_its_configs_delete() {
+    let mut cfg = test_push_config();
+    cfg.per_host_concurrency = 1;
+    let (s, _) = start(cfg).await;
+    s.hooks.replies.lock().unwrap().push_back(Reply {
+        delay: Duration::from_secs(2),
+        ..Default::default()
+    });
+    send(&s, "echo a", &format!("{}/first", s.hooks.url), true).await;
+    // The first POST now waits in the receiver; the second task's head is read with
+    // no room on the host (several poll intervals).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let task = send(&s, "echo b", &format!("{}/held", s.hooks.url), true).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let id = task["id"].as_str().unwrap();
+    let resp = s
+        .http
+        .delete(format!(
+            "{}/tasks/{id}/pushNotificationConfigs/hook",
+            s.rest_url()
+        ))
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(
+        s.hooks.calls_to("/first").is_empty(),
+        "the host was still busy at the delete"
+    );
+    wait_all(&s.hooks, "/first", 4).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(s.hooks.calls_to("/held").is_empty());
+}
+
+/// A host that accepts connections and never answers; counts the connections it holds.
+async fn dead_host() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let held = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = held.clone();
+    tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            open.push(socket);
+        }
+    });
+    (url, held)
+}
+
+/// The outside review's reproduction, scaled to the test: one tenant's 24 webhooks on a
+/// host that never answers (more than the sender's 16 slots) must not delay another
+/// tenant's deliveries. Every event of the other tenant arrives while the dead host's
+/// first attempts still hang (none has timed out: their timeout, 60 s, is beyond the
+/// receiver's 20 s wait), so none of them waited for a dead attempt to end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_dead_webhooks_do_not_delay_another_tenants_deliveries() {
+    let mut cfg = test_push_config();
+    cfg.concurrency = 16;
+    cfg.per_host_concurrency = 8;
+    cfg.timeout_secs = 60;
+    cfg.lease_secs = 120;
+    let (s, store) = start(cfg).await;
+    let (dead, held) = dead_host().await;
+    for i in 0..24 {
+        send_as(
+            &s,
+            "noisy",
+            &format!("echo {i}"),
+            &format!("{dead}/hook/{i}"),
+        )
+        .await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while held.load(std::sync::atomic::Ordering::SeqCst) < 8 {
+        assert!(Instant::now() < deadline, "the dead host was never tried");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    send_as(&s, "quiet", "echo hi", &format!("{}/quiet", s.hooks.url)).await;
+    let calls = wait_all(&s.hooks, "/quiet", 4).await;
+    assert_eq!(delivered(&calls), echo_events());
+    let push = store.push_store().unwrap();
+    let status = push.status(None, 1000).await.unwrap();
+    assert_eq!(
+        status.pending_total,
+        24 * 4,
+        "every noisy event still pending"
+    );
+    assert!(
+        status.pending.iter().all(|p| p.attempts == 0),
+        "no dead attempt had ended: {status:?}"
+    );
+    assert_eq!(
+        held.load(std::sync::atomic::Ordering::SeqCst),
+        8,
+        "the dead host holds its 8 slots, no more"
+    );
+}

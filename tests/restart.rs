@@ -7,7 +7,9 @@
 //! again on PostgreSQL, where the restarted instance does not guess: the killed
 //! instance's lease lapses and the task is FAILED naming it. A second `serve` on the SQLite file of a running one is
 //! refused. And `serve` closing an unanswered INPUT_REQUIRED task after
-//! `input_required_ttl_secs`.
+//! `input_required_ttl_secs`. Push: deliveries pending at SIGKILL are sent after the
+//! restart, a coalesced range in flight at SIGKILL is sent again exactly (SQLite and
+//! PostgreSQL), and two instances on one PostgreSQL never send overlapping ranges.
 //!
 //! PostgreSQL reads `A2A_GATEWAY_TEST_POSTGRES_URL` and runs in a schema of its own
 //! (dropped afterwards). Without the variable the test is skipped with a note, except
@@ -39,16 +41,23 @@ const CHUNKS: usize = 4;
 // ---------------------------------------------------------------- the upstream
 
 /// A [`MockRuntime`] answering by prompt: `quick` gets a JSON answer at once, `ask` a
-/// JSON `input_required` control object; any other prompt gets an SSE stream of
+/// JSON `input_required` control object, `chunks` an SSE stream of [`CHUNKS`] text frames
+/// that then ends (`chunks N`: N frames); any other prompt gets an SSE stream of
 /// [`CHUNKS`] text frames that then stalls (never ends).
 async fn start_upstream() -> MockRuntime {
     let upstream = MockRuntime::start().await;
-    upstream.answer_with(|request| match request.prompt().as_deref() {
+    let frames = |n: usize| (0..n).map(|i| json!(format!("part {i}; "))).collect();
+    upstream.answer_with(move |request| match request.prompt().as_deref() {
         Some("ask") => {
             MockReply::Json(json!({"a2a_control": "input_required", "text": "which region?"}))
         }
         Some("quick") => MockReply::Json(json!({"result": "the quick answer"})),
-        _ => MockReply::SseThenStall((0..CHUNKS).map(|i| json!(format!("part {i}; "))).collect()),
+        Some(p) if p.starts_with("chunks") => MockReply::Sse(frames(
+            p.strip_prefix("chunks ")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(CHUNKS),
+        )),
+        _ => MockReply::SseThenStall(frames(CHUNKS)),
     });
     upstream
 }
@@ -579,4 +588,315 @@ async fn push_pending_at_sigkill(dir: &Path, store_url: &str) {
     // The restarted gateway's task is the same (the store kept it).
     let got = rpc_result(&client, &gw.url, "GetTask", json!({"id": task_id})).await;
     assert_eq!(got["status"]["state"], "TASK_STATE_COMPLETED");
+}
+
+/// A webhook receiver on `listener` that answers coalesced artifact updates (more than
+/// one part) 503 while `fail` holds, and takes 300 ms over a single-part one (so the
+/// chunks after it are all pending when it is answered), 200 otherwise: every call's
+/// `webhook-id`, body and answer, in arrival order.
+type Calls = Arc<Mutex<Vec<(String, Value, u16)>>>;
+
+fn start_failing_receiver(
+    listener: tokio::net::TcpListener,
+    fail: Arc<std::sync::atomic::AtomicBool>,
+) -> Calls {
+    let calls: Calls = Arc::default();
+    let seen = calls.clone();
+    let app = Router::new().route(
+        "/hook",
+        post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let (seen, fail) = (seen.clone(), fail.clone());
+                async move {
+                    let id = headers["webhook-id"].to_str().unwrap().to_owned();
+                    let body: Value = serde_json::from_slice(&body).unwrap();
+                    let parts = body["artifactUpdate"]["artifact"]["parts"]
+                        .as_array()
+                        .map_or(0, Vec::len);
+                    let failing = fail.load(std::sync::atomic::Ordering::SeqCst);
+                    if parts == 1 && failing {
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                    }
+                    let status = if parts > 1 && failing { 503 } else { 200 };
+                    seen.lock().unwrap().push((id, body, status));
+                    axum::http::StatusCode::from_u16(status).unwrap()
+                }
+            },
+        ),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    calls
+}
+
+/// The text of an artifact as a receiver that drops duplicates by `webhook-id` and
+/// appends parts (spec append rule) rebuilds it from 2xx-answered `calls`.
+fn reassembled(calls: &[(String, Value, u16)]) -> String {
+    let mut ids = std::collections::HashSet::new();
+    let mut text = String::new();
+    for (id, body, status) in calls {
+        if *status != 200 || !ids.insert(id.clone()) {
+            continue;
+        }
+        let Some(u) = body.get("artifactUpdate") else {
+            continue;
+        };
+        if u["append"] != true {
+            text.clear();
+        }
+        for p in u["artifact"]["parts"].as_array().unwrap() {
+            text.push_str(p["text"].as_str().unwrap_or_default());
+        }
+    }
+    text
+}
+
+/// Issue 44: a coalesced range attempted before a SIGKILL is sent again after the
+/// restart as exactly that range (same `webhook-id`, same body), although the
+/// restarted gateway would choose a longer one now (`max_coalesce_events` 2, then 256).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_coalesced_range_in_flight_at_sigkill_is_resent_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_url = format!("sqlite://{}", dir.path().join("gw.db").display());
+    coalesced_range_at_sigkill(dir.path(), &store_url).await;
+}
+
+/// The same on PostgreSQL (skipped without `A2A_GATEWAY_TEST_POSTGRES_URL`, refused
+/// under `CI=true`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_coalesced_range_in_flight_at_sigkill_is_resent_whole() {
+    PgSchema::run("postgres_coalesced_range_at_sigkill", async |schema| {
+        let dir = tempfile::tempdir().unwrap();
+        coalesced_range_at_sigkill(dir.path(), &schema.url()).await
+    })
+    .await;
+}
+
+async fn coalesced_range_at_sigkill(dir: &Path, store_url: &str) {
+    let upstream = start_upstream().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let calls = start_failing_receiver(listener, fail.clone());
+    let mut env = gateway_env(&upstream.url(), store_url);
+    for (k, v) in [
+        ("A2A_GATEWAY_PUSH__ALLOW_HTTP", "true"),
+        ("A2A_GATEWAY_PUSH__ALLOW_CIDRS", "[\"127.0.0.1/32\"]"),
+        ("A2A_GATEWAY_PUSH__INITIAL_BACKOFF_MS", "100"),
+        ("A2A_GATEWAY_PUSH__MAX_BACKOFF_SECS", "1"),
+        ("A2A_GATEWAY_PUSH__MAX_ATTEMPTS", "100"),
+        ("A2A_GATEWAY_PUSH__TIMEOUT_SECS", "1"),
+        ("A2A_GATEWAY_PUSH__LEASE_SECS", "2"),
+    ] {
+        env.push((k.into(), v.into()));
+    }
+    let mut first_env = env.clone();
+    first_env.push(("A2A_GATEWAY_PUSH__MAX_COALESCE_EVENTS".into(), "2".into()));
+    let mut gw = serve(dir, &first_env);
+    let client = reqwest::Client::new();
+    let result = rpc_result(
+        &client,
+        &gw.url,
+        "SendMessage",
+        json!({"message": message("chunks")["message"], "configuration": {"taskPushNotificationConfig": {
+            "id": "hook", "url": format!("http://127.0.0.1:{port}/hook")}}}),
+    )
+    .await;
+    assert_eq!(
+        result["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{result}"
+    );
+    // The first coalesced POST (a range of 2) is refused.
+    let deadline = Instant::now() + WAIT;
+    let attempted = loop {
+        let first = calls
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(_, _, status)| *status == 503)
+            .cloned();
+        if let Some(first) = first {
+            break first;
+        }
+        assert!(Instant::now() < deadline, "no artifact POST\n{}", gw.logs());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let parts = attempted.1["artifactUpdate"]["artifact"]["parts"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(
+        parts, 2,
+        "a coalesced range of max_coalesce_events: {attempted:?}"
+    );
+    gw.kill();
+    let before = calls.lock().unwrap().len();
+    fail.store(false, std::sync::atomic::Ordering::SeqCst);
+    let gw = serve(dir, &env);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let done = calls.lock().unwrap().iter().any(|(_, b, s)| {
+            *s == 200 && b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        });
+        if done {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not delivered after the restart\n{}",
+            gw.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let calls = calls.lock().unwrap().clone();
+    let resent = calls[before..]
+        .iter()
+        .find(|(_, b, _)| b.get("artifactUpdate").is_some())
+        .unwrap();
+    assert!(
+        calls[..before]
+            .iter()
+            .all(|(id, _, status)| *status == 503 || *id != attempted.0),
+        "the range was not delivered before the kill"
+    );
+    assert_eq!(resent.0, attempted.0, "the same webhook-id");
+    assert_eq!(resent.1, attempted.1, "the same range, not a longer one");
+    let expected: String = (0..CHUNKS).map(|i| format!("part {i}; ")).collect();
+    assert_eq!(reassembled(&calls), expected, "every chunk once, in order");
+}
+
+/// Issue 44: two instances on one PostgreSQL share webhooks' deliveries (each claims
+/// the heads it finds due; every third artifact POST is refused, so heads are retried,
+/// by either instance): every `webhook-id` always carries the same body, no chunk is
+/// in two different ranges, and each artifact reassembles exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_two_instances_never_send_overlapping_ranges() {
+    PgSchema::run("postgres_two_instances_coalesce", async |schema| {
+        two_instances_coalesce(&schema.url()).await
+    })
+    .await;
+}
+
+async fn two_instances_coalesce(store_url: &str) {
+    const TASKS: usize = 6;
+    const FRAMES: usize = 60;
+    let upstream = start_upstream().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // (path, webhook-id, body, status) of every call, in arrival order.
+    type PathCalls = Arc<Mutex<Vec<(String, String, Value, u16)>>>;
+    let calls: PathCalls = Arc::default();
+    let seen = calls.clone();
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let app = Router::new().fallback(
+        move |uri: axum::http::Uri, headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+            let (seen, count) = (seen.clone(), count.clone());
+            async move {
+                let id = headers["webhook-id"].to_str().unwrap().to_owned();
+                let body: Value = serde_json::from_slice(&body).unwrap();
+                let mut status = 200;
+                if body.get("artifactUpdate").is_some() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    if count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 3 == 2 {
+                        status = 503;
+                    }
+                }
+                seen.lock()
+                    .unwrap()
+                    .push((uri.path().to_owned(), id, body, status));
+                axum::http::StatusCode::from_u16(status).unwrap()
+            }
+        },
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let mut env = gateway_env(&upstream.url(), store_url);
+    for (k, v) in [
+        ("A2A_GATEWAY_PUSH__ALLOW_HTTP", "true"),
+        ("A2A_GATEWAY_PUSH__ALLOW_CIDRS", "[\"127.0.0.1/32\"]"),
+        ("A2A_GATEWAY_PUSH__INITIAL_BACKOFF_MS", "50"),
+        ("A2A_GATEWAY_PUSH__MAX_BACKOFF_SECS", "1"),
+        ("A2A_GATEWAY_PUSH__MAX_ATTEMPTS", "100"),
+        ("A2A_GATEWAY_PUSH__TIMEOUT_SECS", "1"),
+        ("A2A_GATEWAY_PUSH__LEASE_SECS", "2"),
+        ("A2A_GATEWAY_PUSH__POLL_INTERVAL_MS", "20"),
+        ("A2A_GATEWAY_PUSH__MAX_COALESCE_EVENTS", "8"),
+    ] {
+        env.push((k.into(), v.into()));
+    }
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let gws = [serve(dir_a.path(), &env), serve(dir_b.path(), &env)];
+    let client = reqwest::Client::new();
+    let sends = (0..TASKS).map(|i| {
+        let (client, url) = (client.clone(), gws[i % 2].url.clone());
+        async move {
+            rpc_result(
+                &client,
+                &url,
+                "SendMessage",
+                json!({"message": message(&format!("chunks {FRAMES}"))["message"],
+                    "configuration": {"taskPushNotificationConfig": {
+                    "id": "hook", "url": format!("http://127.0.0.1:{port}/hook/{i}")}}}),
+            )
+            .await
+        }
+    });
+    for result in futures::future::join_all(sends).await {
+        assert_eq!(
+            result["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "{result}"
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let done = calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, _, b, s)| {
+                *s == 200 && b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+            })
+            .count();
+        if done == TASKS {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{done} of {TASKS} delivered\n{}\n{}",
+            gws[0].logs(),
+            gws[1].logs()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let calls = calls.lock().unwrap().clone();
+    let expected: String = (0..FRAMES).map(|i| format!("part {i}; ")).collect();
+    let mut coalesced = 0;
+    for i in 0..TASKS {
+        let path = format!("/hook/{i}");
+        let mine: Vec<(String, Value, u16)> = calls
+            .iter()
+            .filter(|(p, ..)| *p == path)
+            .map(|(_, id, b, s)| (id.clone(), b.clone(), *s))
+            .collect();
+        let mut bodies: std::collections::HashMap<&str, &Value> = Default::default();
+        let mut parts_seen = std::collections::HashMap::new();
+        for (id, body, _) in &mine {
+            if let Some(earlier) = bodies.insert(id, body) {
+                assert_eq!(earlier, body, "{path}: {id} carried two bodies");
+                continue;
+            }
+            if let Some(parts) = body["artifactUpdate"]["artifact"]["parts"].as_array() {
+                coalesced += usize::from(parts.len() > 1);
+                for p in parts {
+                    let text = p["text"].as_str().unwrap_or_default().to_owned();
+                    if !text.is_empty() {
+                        assert!(
+                            parts_seen.insert(text.clone(), id.clone()).is_none(),
+                            "{path}: {text:?} in two ranges"
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(reassembled(&mine), expected, "{path}");
+    }
+    assert!(coalesced > 0, "some POSTs were coalesced");
 }

@@ -3,6 +3,8 @@
 //! child process.
 #![allow(dead_code)]
 
+pub mod thread_cpu;
+
 use std::path::Path;
 use std::time::Duration;
 

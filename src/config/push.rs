@@ -48,9 +48,12 @@ pub struct PushConfig {
     /// Longest delay between two attempts, in seconds (also caps `Retry-After`).
     /// Default 1800.
     pub max_backoff_secs: u64,
-    /// Deliveries in flight at once, over all webhooks. Default 64.
+    /// Deliveries in flight at once, over all webhooks; while deliveries of several
+    /// tenants (callers) wait, shared equally between them. Default 64.
     pub concurrency: usize,
-    /// Deliveries in flight at once to one host. Default 8.
+    /// Deliveries in flight at once to one host (host and port): the most, halved
+    /// (down to 1) by each attempt that times out or cannot connect and doubled back
+    /// by each answered one. Default 8.
     pub per_host_concurrency: usize,
     /// Consecutive given-up deliveries after which a config is disabled (it stays
     /// visible as such in `push-status`). Default 5.
@@ -64,6 +67,16 @@ pub struct PushConfig {
     /// Milliseconds between two looks for due deliveries when nothing wakes the sender
     /// (retries, other instances' events). Default 500.
     pub poll_interval_ms: u64,
+    /// Send consecutive artifact-update events of one artifact that are pending for one
+    /// webhook as one POST (one `artifactUpdate` with all their parts, in order), so a
+    /// slow receiver gets few large POSTs instead of a backlog of one per chunk; only
+    /// what is already pending is coalesced (nothing waits for more). Default true.
+    pub coalesce: bool,
+    /// Events in one coalesced POST at most. Default 256.
+    pub max_coalesce_events: usize,
+    /// Bytes of event JSON in one coalesced POST at most (a single larger event is
+    /// still sent alone). Default 1048576 (1 MiB).
+    pub max_coalesce_bytes: usize,
     /// Signature scheme: `"v1a"` (Ed25519, default) or `"v1"` (HMAC-SHA256).
     pub signature: SignatureScheme,
     /// The Ed25519 signing key (PKCS#8 PEM, or `whsk_` followed by the base64 32-byte
@@ -92,6 +105,9 @@ impl Default for PushConfig {
             disable_after_failures: 5,
             lease_secs: 60,
             poll_interval_ms: 500,
+            coalesce: true,
+            max_coalesce_events: 256,
+            max_coalesce_bytes: 1 << 20,
             signature: SignatureScheme::V1a,
             signing_key_file: None,
             extra_signing_key_files: Vec::new(),
@@ -117,6 +133,8 @@ impl PushConfig {
             self.disable_after_failures.into(),
         )?;
         nonzero("push.poll_interval_ms", self.poll_interval_ms)?;
+        nonzero("push.max_coalesce_events", self.max_coalesce_events as u64)?;
+        nonzero("push.max_coalesce_bytes", self.max_coalesce_bytes as u64)?;
         if self.lease_secs <= self.timeout_secs {
             return Err(Invalid::new(
                 "push.lease_secs",

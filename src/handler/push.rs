@@ -226,6 +226,9 @@ impl RequestHandler {
             .delete_config(&scope, &req.task_id, &req.id)
             .await
             .map_err(A2aError::internal)?;
+        if let Ok((svc, _)) = self.push_service() {
+            svc.forget();
+        }
         Ok(())
     }
 }

@@ -9,22 +9,27 @@
 //! - [`ssrf`]: the address policy and the HTTP client's guarded DNS resolver.
 //! - [`sign`]: `webhook-signature` (v1a Ed25519 with a JWKS, or v1 HMAC).
 //! - [`sender`]: claims, attempts, retries, give-ups, metrics.
+//! - `coalesce`: consecutive chunks of one artifact pending for a webhook, as one POST.
+//! - `fair`: which due delivery may start now (global, per-host and per-caller slots).
 //! - [`PushService`]: the above assembled from `[push]`; the handler validates and
 //!   stores configs through it ([`PushService::check_config`]).
 //!
 //! [Standard Webhooks]: https://www.standardwebhooks.com/
 
+pub(crate) mod coalesce;
+pub(crate) mod fair;
+pub(crate) mod ready;
 pub mod sender;
 pub mod sign;
 pub mod ssrf;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{PushConfig, SignatureScheme};
@@ -50,6 +55,13 @@ pub const MAX_SECRET_BYTES: usize = 4096;
 /// The `webhook-id` of a delivery: the same on every attempt of one event to one config
 /// (and across restarts and instances), different for any other pair.
 pub fn webhook_id(key: &DeliveryKey) -> String {
+    range_webhook_id(key, key.seq)
+}
+
+/// The `webhook-id` of a coalesced POST of the events `key.seq..=last` to one config:
+/// [`webhook_id`] of the head when `last` is the head itself; otherwise it also names
+/// `last`, so one range has one id on every attempt and any other range another.
+pub fn range_webhook_id(key: &DeliveryKey, last: u64) -> String {
     use sha2::Digest as _;
     let mut h = sha2::Sha256::new();
     for part in [
@@ -62,6 +74,10 @@ pub fn webhook_id(key: &DeliveryKey) -> String {
         h.update(part);
     }
     h.update(key.seq.to_be_bytes());
+    if last != key.seq {
+        h.update(b"..");
+        h.update(last.to_be_bytes());
+    }
     let digest = h.finalize();
     let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
     format!("msg_{hex}")
@@ -81,8 +97,10 @@ pub struct PushService {
     /// ask for push does not read the outbox after every commit. The sender's own
     /// poll (`[push] poll_interval_ms`) runs either way.
     armed: AtomicBool,
+    /// How many configs this process has deleted (see [`forget`](Self::forget)): the
+    /// sender drops the heads it holds in memory when this moved since it read them.
+    pub(crate) forgotten: AtomicU64,
     pub(crate) store: Arc<dyn TaskStore>,
-    hosts: sender::HostPermits,
 }
 
 impl std::fmt::Debug for PushService {
@@ -192,9 +210,17 @@ impl PushService {
             client,
             wake: Notify::new(),
             armed: AtomicBool::new(armed),
+            forgotten: AtomicU64::new(0),
             store,
-            hosts: Mutex::new(HashMap::new()),
         }))
+    }
+
+    /// Records that a config was deleted (after the delete is stored): the sender
+    /// starts none of the heads it read before and holds in memory without reading
+    /// them again, so nothing is sent for the config once the delete returns (an
+    /// attempt already started may still complete).
+    pub fn forget(&self) {
+        self.forgotten.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Wakes the sender (new events were stored, and with them any outbox rows),
@@ -226,20 +252,6 @@ impl PushService {
     /// Starts the sender loop; it ends after `stop` is cancelled.
     pub fn spawn(self: &Arc<Self>, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
         tokio::spawn(sender::run(self.clone(), stop))
-    }
-
-    pub(crate) fn host_permits(&self, host: &str) -> Arc<Semaphore> {
-        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(permits) = hosts.get(host) {
-            return permits.clone();
-        }
-        if hosts.len() > 10_000 {
-            hosts.retain(|_, s| Arc::strong_count(s) > 1);
-        }
-        hosts
-            .entry(host.to_owned())
-            .or_insert_with(|| Arc::new(Semaphore::new(self.config.per_host_concurrency)))
-            .clone()
     }
 
     /// Checks a config a client registers and turns it into what the store keeps: the

@@ -1,9 +1,10 @@
 //! The sender: claims due deliveries from the outbox (a written claim with a lease on
 //! PostgreSQL, an in-memory one on the memory and SQLite stores, see the sender loop
-//! `run`) and POSTs them, at most `[push] concurrency` at once and
-//! `per_host_concurrency` to one host, one at a time per (task, config) (only queue
-//! heads are claimed), and settles each attempt in the store (delivered, retried later,
-//! given up, or config disabled).
+//! `run`) and POSTs them, at most `[push] concurrency` at once, shared fairly between
+//! tenants and callers, and `per_host_concurrency` to one host (fewer while it does not
+//! answer; see the `fair` module), one at a time per (task, config) (only queue heads are
+//! claimed), and settles each attempt in the store (delivered, retried later, given
+//! up, or config disabled).
 //!
 //! Outcomes of an attempt: 2xx delivered; 410 Gone disables the config; 408, 429, 5xx,
 //! connection errors and timeouts are retried with exponential backoff and jitter
@@ -12,16 +13,19 @@
 //! (the SSRF guard) fail the delivery at once. Every give-up is logged once (task and
 //! config ids, never secrets) and counted.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rand::Rng as _;
 use reqwest::StatusCode;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::PushService;
+use super::fair::{Shares, Slot, Slots, Start, host_of, interleave};
+use super::ready::{Held, Ready};
 use crate::store::push::{Claimed, DeliveryKey, Settle};
 use crate::telemetry::metrics::{
     PUSH_ATTEMPTS, PUSH_CONFIGS_DISABLED, PUSH_DELIVERIES, PUSH_DELIVERY_LATENCY,
@@ -30,6 +34,12 @@ use crate::telemetry::metrics::{
 
 /// The longest claim batch.
 const CLAIM_BATCH: usize = 64;
+
+/// The most due rows one read goes past (rows whose host or caller has no room).
+const MAX_READ_PAST: usize = 1024;
+
+/// Reads in a row that start nothing before the loop waits for a wake-up.
+const MAX_ROUNDS: usize = 8;
 
 fn now_ms() -> i64 {
     crate::protocol::time::now().timestamp_millis()
@@ -42,6 +52,9 @@ pub(crate) enum Attempt {
     Delivered,
     /// Worth another try (after at least this long, when the receiver said so).
     Retryable(String, Option<Duration>),
+    /// The host did not answer (timed out, or the connection failed): worth another
+    /// try, and counted against the host ([`Slot::report`]).
+    Unreachable(String),
     /// Not worth another try.
     Failed(String),
     /// 410 Gone.
@@ -124,17 +137,19 @@ fn describe(e: &reqwest::Error) -> (String, bool) {
 }
 
 /// Makes one attempt of `c` to `url` (its config's URL, parsed once by the caller)
-/// with `body` (its event's stored JSON, moved into the request without a copy).
+/// with `body` (its event's stored JSON, or the coalesced body of the events up to
+/// `last`, moved into the request without a copy).
 pub(crate) async fn attempt(
     svc: &PushService,
     c: &Claimed,
     url: reqwest::Url,
     body: String,
+    last: u64,
 ) -> Attempt {
     if let Err(why) = svc.policy.check_url(&url) {
         return Attempt::Failed(format!("refused: {why}"));
     }
-    let id = super::webhook_id(&c.key);
+    let id = super::range_webhook_id(&c.key, last);
     let ts = now_ms() / 1000;
     let signature = svc.signer.sign(&id, ts, body.as_bytes());
     let mut req = svc
@@ -161,6 +176,8 @@ pub(crate) async fn attempt(
             let (text, refused) = describe(&e);
             if refused {
                 Attempt::Failed(text)
+            } else if e.is_timeout() || e.is_connect() {
+                Attempt::Unreachable(text)
             } else {
                 Attempt::Retryable(text, None)
             }
@@ -181,6 +198,7 @@ pub(crate) fn settlement(svc: &PushService, c: &Claimed, attempt: Attempt, now: 
             error: "HTTP 410 Gone: the receiver asked to stop".into(),
         },
         Attempt::Failed(e) => give_up(e),
+        Attempt::Unreachable(e) => settlement(svc, c, Attempt::Retryable(e, None), now),
         Attempt::Retryable(e, after) => {
             let attempts = c.attempts + 1;
             let delay = backoff(
@@ -204,38 +222,37 @@ pub(crate) fn settlement(svc: &PushService, c: &Claimed, attempt: Attempt, now: 
 }
 
 /// A finished attempt on its way to the settler, which stores it with others in one
-/// write transaction and only then frees its key and its permit (so the next event of
+/// write transaction and only then frees its key and its slot (so the next event of
 /// its (task, config) is claimed only after this one is settled).
 struct Done {
     key: DeliveryKey,
     attempts: u32,
     outcome: Settle,
-    _permit: OwnedSemaphorePermit,
+    slot: Slot,
 }
 
 /// The longest settlement batch (one write transaction).
 const SETTLE_BATCH: usize = 256;
 
-/// Makes the attempt of one claimed delivery (holding a permit of its host for the
-/// request only) and hands its outcome to the settler.
-async fn deliver(
-    svc: Arc<PushService>,
-    mut c: Claimed,
-    permit: OwnedSemaphorePermit,
-    done: Settler,
-) {
+/// Makes the attempt of one claimed delivery (in `slot`, taken by the claim loop),
+/// tells the slot whether the host answered, and hands the outcome to the settler.
+async fn deliver(svc: Arc<PushService>, mut c: Claimed, slot: Slot, done: Settler) {
     let result = match (c.config.enabled, c.event.take()) {
         (false, _) => Attempt::Failed("the config is disabled".into()),
         (true, None) => Attempt::Failed("the event is gone (its task was purged)".into()),
-        (true, Some(body)) => match reqwest::Url::parse(&c.config.url) {
+        (true, Some(head)) => match reqwest::Url::parse(&c.config.url) {
             Err(e) => Attempt::Failed(format!("bad URL: {e}")),
-            Ok(url) => {
-                let host_permits = svc.host_permits(url.host_str().unwrap_or_default());
-                let _host = host_permits.acquire_owned().await;
-                attempt(&svc, &c, url, body).await
-            }
+            Ok(url) => match coalesced(&svc, &c, head).await {
+                Ok((body, last)) => attempt(&svc, &c, url, body, last).await,
+                Err(e) => Attempt::Retryable(e, None),
+            },
         },
     };
+    match result {
+        Attempt::Unreachable(_) => slot.report(false),
+        Attempt::Delivered | Attempt::Retryable(..) | Attempt::Gone => slot.report(true),
+        Attempt::Failed(_) => {}
+    }
     let now = now_ms();
     if result == Attempt::Delivered {
         let ms = (now - c.created_ms).max(0) as f64 / 1000.0;
@@ -268,29 +285,110 @@ async fn deliver(
         key: c.key,
         attempts: c.attempts,
         outcome,
-        _permit: permit,
+        slot,
     });
+}
+
+/// The body of the POST of head `c` (whose event is `head`) and the last event it
+/// carries: the head alone, or its coalesced range (see the `coalesce` module). A
+/// range fixed earlier (a retry, a restart, another instance) is sent exactly; a new
+/// one is fixed in the store before it is sent, also when it is the head alone (a
+/// head that could lead a range), so that no later attempt sends a different range
+/// under another `webhook-id`.
+///
+/// # Errors
+/// A message (the attempt is retried) when the store cannot be read or written, or a
+/// fixed range is no longer whole.
+async fn coalesced(svc: &PushService, c: &Claimed, head: String) -> Result<(String, u64), String> {
+    let seq = c.key.seq;
+    let mut fixed = c.range_end;
+    if fixed.is_some_and(|end| end <= seq)
+        || (fixed.is_none() && (!svc.config.coalesce || !super::coalesce::may_lead(&head)))
+    {
+        return Ok((head, seq));
+    }
+    let Some(store) = svc.store.push_store() else {
+        return Ok((head, seq));
+    };
+    let limits = super::coalesce::Limits {
+        max_events: svc.config.max_coalesce_events,
+        max_bytes: svc.config.max_coalesce_bytes,
+    };
+    // At most twice: a range another instance fixed meanwhile is read again.
+    for _ in 0..2 {
+        let want = match fixed {
+            Some(end) => usize::try_from(end - seq).unwrap_or(usize::MAX),
+            None => limits.max_events.saturating_sub(1),
+        };
+        let more = store
+            .pending_after(&c.key, want)
+            .await
+            .map_err(|e| format!("reading the events to coalesce: {e}"))?;
+        let mut seqs = vec![seq];
+        let mut events = vec![head.clone()];
+        for (s, event) in more {
+            if fixed.is_some_and(|end| s > end) {
+                break;
+            }
+            let Some(event) = event else { break };
+            seqs.push(s);
+            events.push(event);
+        }
+        let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+        let n = match fixed {
+            Some(end) => {
+                if seqs.last() != Some(&end) {
+                    return Err("the coalesced range is no longer whole".into());
+                }
+                seqs.len()
+            }
+            None => super::coalesce::range_len(&refs, limits),
+        };
+        let last = seqs[n - 1];
+        if fixed.is_none() {
+            let stored = store
+                .fix_range(&c.key, last)
+                .await
+                .map_err(|e| format!("fixing the coalesced range: {e}"))?;
+            if stored != last {
+                if stored <= seq {
+                    return Ok((head, seq));
+                }
+                fixed = Some(stored);
+                continue;
+            }
+        }
+        if n == 1 {
+            return Ok((head, seq));
+        }
+        let body = super::coalesce::merge(&refs[..n])?;
+        return Ok((body, last));
+    }
+    Err("the coalesced range changed while it was read".into())
 }
 
 /// Where finished attempts go (see [`settle_loop`]).
 type Settler = mpsc::UnboundedSender<Done>;
 
-/// Keys whose settlement is stored (or given up on), on their way back to the claim
-/// loop, which takes them out of its in-flight set before its next read of the outbox.
-type Freed = mpsc::UnboundedSender<Vec<DeliveryKey>>;
+/// Keys whose settlement is stored (or given up on), each with its host, on their way
+/// back to the claim loop, which takes them out of its in-flight set before its next
+/// read of the outbox.
+type Freed = mpsc::UnboundedSender<Vec<(DeliveryKey, String)>>;
 
 /// Stores finished attempts in batches: whatever has finished while the previous batch
 /// was written goes into the next write transaction ([`PushStore::settle_many`]).
-/// Then the batch's keys go back to the claim loop (`freed`), their permits are freed
-/// and the claim loop is woken. When a batch cannot be stored, its keys go back only
-/// after `hold` (the lease): their rows are still due, and an at once retry would send
-/// them again and again while the database fails. Ends when every [`Settler`] is gone.
+/// Then the batch's slots are freed, its keys go back to the claim loop (`freed`) and
+/// the claim loop is woken (`settled`). When a batch cannot be stored, its keys go back
+/// only after `hold` (the lease): their rows are still due, and an at once retry would
+/// send them again and again while the database fails. Ends when every [`Settler`] is
+/// gone.
 ///
 /// [`PushStore::settle_many`]: crate::store::PushStore::settle_many
 async fn settle_loop(
     svc: Arc<PushService>,
     mut rx: mpsc::UnboundedReceiver<Done>,
     freed: Freed,
+    settled: Arc<Notify>,
     hold: Duration,
 ) {
     let mut batch = Vec::with_capacity(SETTLE_BATCH);
@@ -323,18 +421,60 @@ async fn settle_loop(
                 }
             }
         }
-        let keys: Vec<DeliveryKey> = batch.iter().map(|d| d.key.clone()).collect();
+        let keys: Vec<(DeliveryKey, String)> = batch
+            .iter()
+            .map(|d| (d.key.clone(), d.slot.host().to_owned()))
+            .collect();
+        batch.clear(); // frees the slots
         if stored {
             let _ = freed.send(keys);
         } else {
             let freed = freed.clone();
+            let settled = settled.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(hold).await;
                 let _ = freed.send(keys);
+                settled.notify_one();
             });
         }
-        batch.clear(); // frees the permits
-        svc.wake.notify_one();
+        settled.notify_one();
+    }
+}
+
+/// What woke the claim loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// New events were queued, or the poll interval passed: read the outbox.
+    Read,
+    /// Attempts were settled: start held heads, and read the outbox only for a host
+    /// that freed a slot and has none held.
+    Settled,
+}
+
+/// Gives back heads the claim loop will not start now: out of the in-flight set and,
+/// on a store with written claims, due again at `now` rather than after their lease.
+async fn give_back(
+    store: &dyn crate::store::PushStore,
+    local: bool,
+    in_flight: &mut HashSet<DeliveryKey>,
+    heads: Vec<Held>,
+    now: i64,
+) {
+    let mut by_lease: Vec<(i64, Vec<DeliveryKey>)> = Vec::new();
+    for h in heads {
+        in_flight.remove(&h.claimed.key);
+        match by_lease.iter_mut().find(|(u, _)| *u == h.claimed_until) {
+            Some((_, keys)) => keys.push(h.claimed.key),
+            None => by_lease.push((h.claimed_until, vec![h.claimed.key])),
+        }
+    }
+    if local {
+        return;
+    }
+    for (until, keys) in by_lease {
+        if let Err(e) = store.unclaim(&keys, until, now).await {
+            tracing::warn!(error = %e, "push claims could not be released; they are taken again after their lease");
+        }
     }
 }
 
@@ -345,7 +485,7 @@ async fn settle_loop(
 /// reserves the heads for `lease_secs` ([`PushStore::claim`]). On a store only this
 /// process uses ([`PushStore::single_process`]: memory, SQLite) nothing is written:
 /// the loop reads the due heads ([`PushStore::due_heads`]) and skips those in its
-/// in-flight set, which holds every key from its start to its stored settlement. That
+/// in-flight set, which holds every key from its read to its stored settlement. That
 /// is as safe as the written claim: no other process can read the outbox, so the set
 /// is the whole truth about what is in flight; a key leaves it only after its
 /// settlement is committed, and the next read starts after that (the loop drains the
@@ -353,6 +493,13 @@ async fn settle_loop(
 /// event n+1 of a queue is read as its head only once n is settled. After a crash
 /// the set is gone with the process and every unsettled row is due again, so a
 /// restart sends it (at least once, as with a lease, only sooner).
+///
+/// Heads read whose host or caller has no room are held in memory (see the `ready`
+/// module; their keys stay in the in-flight set) and started as slots free, before
+/// the outbox is read again: a settlement reads the outbox only when it freed a slot
+/// of a host with nothing held, and otherwise new events and the poll interval do.
+/// Reading past due rows that could be neither started nor held happens at most once
+/// per poll interval.
 ///
 /// [`PushStore::claim`]: crate::store::PushStore::claim
 /// [`PushStore::single_process`]: crate::store::PushStore::single_process
@@ -369,72 +516,181 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
         );
         return;
     }
-    let permits = Arc::new(Semaphore::new(svc.config.concurrency));
-    // Keys in flight in this process, from their claim to their stored settlement (a
-    // claim taken over after its lease while the first attempt still waits is not
-    // started twice; in-memory claims skip them).
+    let slots = Slots::new(svc.config.concurrency, svc.config.per_host_concurrency);
+    let mut ready = Ready::new(
+        svc.config.concurrency.saturating_mul(2),
+        svc.config.concurrency,
+    );
+    // Keys read or claimed by this process, from then to their stored settlement (or
+    // their give-back): started, or held in `ready` (a claim taken over after its
+    // lease while the first attempt still waits is not started twice; in-memory
+    // claims skip them).
     let mut in_flight: HashSet<DeliveryKey> = HashSet::new();
     let (done, rx) = mpsc::unbounded_channel();
     let (freed_tx, mut freed) = mpsc::unbounded_channel();
+    let settled = Arc::new(Notify::new());
     let lease = Duration::from_secs(svc.config.lease_secs);
-    let settler = tokio::spawn(settle_loop(svc.clone(), rx, freed_tx, lease));
+    let settler = tokio::spawn(settle_loop(
+        svc.clone(),
+        rx,
+        freed_tx,
+        settled.clone(),
+        lease,
+    ));
     let poll = Duration::from_millis(svc.config.poll_interval_ms);
     let lease_ms = i64::try_from(svc.config.lease_secs * 1000).unwrap_or(i64::MAX / 4);
+    let timeout_ms = i64::try_from(svc.config.timeout_secs * 1000).unwrap_or(i64::MAX / 4);
     let mut gauge_at = std::time::Instant::now();
+    let mut read_at = tokio::time::Instant::now();
+    let mut past_at: Option<tokio::time::Instant> = None;
+    // A read this pass had to make but could not (no slot was free).
+    let mut owed = false;
     loop {
-        tokio::select! {
+        let wake = tokio::select! {
             _ = stop.cancelled() => break,
-            _ = svc.wake.notified() => {}
-            _ = tokio::time::sleep(poll) => {}
-        }
+            _ = svc.wake.notified() => Wake::Read,
+            _ = settled.notified() => Wake::Settled,
+            _ = tokio::time::sleep(poll) => Wake::Read,
+        };
         if gauge_at.elapsed() >= Duration::from_secs(5) {
             gauge_at = std::time::Instant::now();
             update_gauge(&svc).await;
         }
+        let mut must_read = owed || wake == Wake::Read || read_at.elapsed() >= poll;
+        owed = false;
+        let mut rounds = 0usize;
+        // Due rows read past in this pass because they could be neither started nor
+        // held: when a read starts nothing, the next reads that many more (on a local
+        // store they stay first in the due order), so that the rows behind them are
+        // seen.
+        let mut extra = 0usize;
+        // Whether this pass reads past such rows (at most one pass per poll interval).
+        let mut passing = false;
         loop {
             while let Ok(keys) = freed.try_recv() {
-                for k in keys {
+                for (k, host) in keys {
                     in_flight.remove(&k);
+                    must_read |= !ready.holds(&host);
                 }
-            }
-            let free = permits.available_permits().min(CLAIM_BATCH);
-            if free == 0 {
-                break; // a settled batch wakes the loop
             }
             let now = now_ms();
-            let read = if local {
-                // In-flight heads are still due in the store: read past them.
-                store.due_heads(now, free + in_flight.len()).await
-            } else {
-                match store.any_due(now).await {
-                    Ok(true) => store.claim(now, lease_ms, free).await,
-                    Ok(false) => Ok(Vec::new()),
-                    Err(e) => Err(e),
-                }
-            };
-            let claimed = match read {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(error = %e, "push outbox claim failed; retrying");
-                    break;
-                }
-            };
-            let mut started = 0;
-            for c in claimed {
-                if in_flight.contains(&c.key) {
-                    continue;
-                }
-                let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    break; // claimed but not started: taken again (after the lease)
-                };
-                in_flight.insert(c.key.clone());
-                started += 1;
-                tokio::spawn(deliver(svc.clone(), c, permit, done.clone()));
+            let generation = svc.forgotten.load(Ordering::Acquire);
+            let expired = ready.expired(now, generation);
+            if !expired.is_empty() {
+                give_back(store, local, &mut in_flight, expired, now).await;
+                must_read = true;
             }
-            if started < free {
+            let free = slots.free().min(CLAIM_BATCH);
+            if free == 0 {
+                // A settled batch wakes the loop, and then reads if this pass had to.
+                owed = must_read && rounds == 0;
                 break;
             }
+            let mut waiting = ready.take_all();
+            let mut full_read = false;
+            if must_read {
+                rounds += 1;
+                read_at = tokio::time::Instant::now();
+                let (read, limit) = if local {
+                    // Started and held heads are still due in the store: read past them.
+                    let limit = free + extra + in_flight.len();
+                    (store.due_heads(now, limit).await, limit)
+                } else {
+                    let read = match store.any_due(now).await {
+                        Ok(true) => store.claim(now, lease_ms, free).await,
+                        Ok(false) => Ok(Vec::new()),
+                        Err(e) => Err(e),
+                    };
+                    (read, free)
+                };
+                match read {
+                    Ok(claimed) => {
+                        full_read = claimed.len() >= limit;
+                        let (claimed_until, until_ms) = if local {
+                            (i64::MAX, i64::MAX)
+                        } else {
+                            (now + lease_ms, now + lease_ms - timeout_ms - 1000)
+                        };
+                        waiting.extend(claimed.into_iter().filter_map(|c| {
+                            (!in_flight.contains(&c.key)).then(|| Held {
+                                host: host_of(&c.config.url),
+                                claimed: c,
+                                claimed_until,
+                                until_ms,
+                                generation,
+                            })
+                        }));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "push outbox claim failed; retrying");
+                        must_read = false;
+                    }
+                }
+            }
+            let shares = Shares::of_scopes(waiting.iter().map(|h| &h.claimed.key.scope));
+            let (mut started, mut no_room, mut full) = (0usize, Vec::new(), false);
+            for h in interleave(waiting, |h| &h.claimed.key.scope) {
+                if full {
+                    no_room.push(h);
+                    continue;
+                }
+                match slots.try_start(&shares, &h.claimed.key.scope, &h.host) {
+                    Start::Go(slot) => {
+                        in_flight.insert(h.claimed.key.clone());
+                        started += 1;
+                        tokio::spawn(deliver(svc.clone(), h.claimed, slot, done.clone()));
+                    }
+                    Start::NoRoom => no_room.push(h),
+                    Start::Full => {
+                        full = true;
+                        no_room.push(h);
+                    }
+                }
+            }
+            // Not started: held while there is room, else given back (on a shared
+            // store due again at once, behind older rows, rather than after the lease).
+            let mut left = Vec::new();
+            for h in no_room {
+                let key = h.claimed.key.clone();
+                match ready.hold(h) {
+                    None => {
+                        in_flight.insert(key);
+                    }
+                    Some(h) => left.push(h),
+                }
+            }
+            let past = left.len();
+            if !left.is_empty() {
+                give_back(store, local, &mut in_flight, left, now).await;
+            }
+            // Read again while there may be more due rows and slots for them: at once
+            // when every row read was started or held; when some could be neither,
+            // only if nothing started (a settlement wakes the loop again) and no other
+            // pass read past rows within the poll interval, a few times, each time
+            // further on a local store (on a shared one the released rows now sort
+            // last).
+            if !must_read || full || !full_read {
+                break;
+            }
+            if past > 0 {
+                let recent = !passing && past_at.is_some_and(|t| t.elapsed() < poll);
+                if started > 0 || recent || rounds >= MAX_ROUNDS || extra >= MAX_READ_PAST {
+                    break;
+                }
+                if !passing {
+                    passing = true;
+                    past_at = Some(tokio::time::Instant::now());
+                }
+                if local {
+                    extra = (extra + past).min(MAX_READ_PAST);
+                }
+            }
         }
+    }
+    // Held heads are not started any more: on a shared store others may take them now.
+    let held = ready.take_all();
+    if !held.is_empty() {
+        give_back(store, local, &mut in_flight, held, now_ms()).await;
     }
     // Let attempts in flight end (each by its timeout) and be settled.
     drop(done);
@@ -456,9 +712,6 @@ async fn update_gauge(svc: &PushService) {
         metrics::gauge!(PUSH_OLDEST_PENDING).set(age);
     }
 }
-
-/// Per-host permits.
-pub(crate) type HostPermits = Mutex<HashMap<String, Arc<Semaphore>>>;
 
 #[cfg(test)]
 mod tests {

@@ -86,9 +86,15 @@ pub struct Claimed {
     pub attempts: u32,
     /// When the event was stored, milliseconds since the Unix epoch.
     pub created_ms: i64,
+    /// The last event `seq` of the coalesced range this head is sent with, once fixed
+    /// ([`PushStore::fix_range`]); `None`: not fixed (the head alone, or a range still
+    /// to choose).
+    pub range_end: Option<u64>,
 }
 
-/// How an attempt ended, for [`PushStore::settle`].
+/// How an attempt ended, for [`PushStore::settle`]. A delivered or given-up head
+/// takes the rest of its fixed range ([`Claimed::range_end`]) with it; a retried one
+/// keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Settle {
     /// 2xx: the delivery is removed; the config's failure run is reset.
@@ -210,6 +216,51 @@ pub trait PushStore: Send + Sync {
         lease_ms: i64,
         limit: usize,
     ) -> Result<Vec<Claimed>, StoreError>;
+
+    /// Gives back claims of [`claim`](Self::claim) whose attempts were not started
+    /// (their host or caller had no room): each of `keys` still reserved until
+    /// `claimed_until` (the claim's lease end; a claim another instance has taken over
+    /// since is left alone) is due again at `now_ms`, without counting an attempt.
+    /// Default: nothing is written, and the claims end with their lease.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure.
+    async fn unclaim(
+        &self,
+        keys: &[DeliveryKey],
+        claimed_until: i64,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let _ = (keys, claimed_until, now_ms);
+        Ok(())
+    }
+
+    /// Up to `limit` deliveries pending after `head` in its (task, config) queue, in
+    /// `seq` order, each with its event's stored JSON (`None` when the event is gone):
+    /// what a coalesced POST may add to the head. Default: none (no coalescing).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure.
+    async fn pending_after(
+        &self,
+        head: &DeliveryKey,
+        limit: usize,
+    ) -> Result<Vec<(u64, Option<String>)>, StoreError> {
+        let _ = (head, limit);
+        Ok(Vec::new())
+    }
+
+    /// Fixes the coalesced range of `head` to end at event `last` (durably, before its
+    /// first attempt), unless one is fixed already; answers the fixed end (the earlier
+    /// one when there was one; `head.seq` when the head is gone). Default: `head.seq`
+    /// (no coalescing).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] on database failure.
+    async fn fix_range(&self, head: &DeliveryKey, last: u64) -> Result<u64, StoreError> {
+        let _ = last;
+        Ok(head.seq)
+    }
 
     /// Whether no other process can use this store (the memory store; SQLite, whose
     /// file only one process may open), so the sender may keep its claims in memory:

@@ -31,6 +31,7 @@ use super::rest::Rest;
 /// - `data N`: one artifact of one data part `{"v": [0, 0, ...]}` (N zeros), then
 ///   COMPLETED;
 /// - `big N M`: N chunks of one artifact, each a text of M `x`s, then INPUT_REQUIRED.
+/// - `chunks N`: N chunks of one artifact, chunk i the text `i;`, then COMPLETED.
 pub struct Scripted {
     /// Released once per `gated` task (a permit is kept when nobody waits yet).
     pub gate: Arc<Notify>,
@@ -83,6 +84,15 @@ impl AgentExecutor for Scripted {
                         .await?;
                 }
                 u.requires_input(Some(u.new_agent_text("more?"))).await?
+            }
+            "chunks" => {
+                let n: usize = rest.parse().unwrap_or(0);
+                for i in 0..n {
+                    let part = Part::text(format!("{i};"));
+                    u.add_artifact(vec![part], Some("chunks".into()), None, i > 0, i + 1 == n)
+                        .await?;
+                }
+                u.complete(None).await?;
             }
             "ask" => {
                 u.requires_input(Some(u.new_agent_text("which one?")))

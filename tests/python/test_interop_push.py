@@ -13,7 +13,11 @@ receiver would, with libraries that know nothing of the gateway:
 It drops duplicates by ``webhook-id`` (it answers the first call on each webhook 503
 after keeping its event, so the gateway retries and that event arrives twice) and the tests assert that every task event
 arrives once, in the order the SDK's stream saw it, verified, with the config's token and
-credentials, while GetTaskPushNotificationConfig answers them redacted.
+credentials, while GetTaskPushNotificationConfig answers them redacted. Consecutive
+chunks of one artifact that are pending together arrive coalesced (``[push] coalesce``,
+on by default: one ``artifactUpdate`` with their parts in order), so the events are
+compared with the stream's after the receiver's own folding of appended chunks
+(``folded``), and the artifact it reassembles must be the streamed one exactly.
 
 Skipped (with the reason in pytest's summary) only while the built `a2a-gateway` binary
 has no `serve` subcommand.
@@ -110,6 +114,10 @@ class Receiver:
         self.seen: dict[str, set[str]] = {}
         self.duplicates: dict[str, int] = {}
         self.refused: list[str] = []
+        # Paths whose first artifactUpdate call is answered 503 (after it was kept),
+        # and every call to them as (webhook-id, body, status answered).
+        self.fail_first_artifact: set[str] = set()
+        self.calls: dict[str, list[tuple[str, bytes, int]]] = {}
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -138,17 +146,24 @@ class Receiver:
             return 401
         with self.lock:
             first_call = path not in self.seen
+            status = 503 if first_call else 200
+            if path in self.fail_first_artifact and "artifactUpdate" in json.loads(body):
+                self.fail_first_artifact.discard(path)
+                status = 503
+            calls = self.calls.setdefault(path, [])
+            calls.append((headers["webhook-id"], body, status))
             seen = self.seen.setdefault(path, set())
             webhook_id = headers["webhook-id"]
             if webhook_id in seen:
                 self.duplicates[path] = self.duplicates.get(path, 0) + 1
+                calls[-1] = (webhook_id, body, 200)
                 return 200
             seen.add(webhook_id)
             self.events.setdefault(path, []).append(json.loads(body))
             self.headers.setdefault(path, []).append(headers)
         # The first call on a webhook is kept but answered 503 (as when a receiver fails
         # after its work), so the gateway sends it again: a duplicate to drop.
-        return 503 if first_call else 200
+        return status
 
     def url(self, name: str) -> tuple[str, str]:
         path = f"/hooks/{name}-{uuid.uuid4().hex[:8]}"
@@ -186,6 +201,22 @@ def summary(events: list[dict]) -> list[tuple[str, str, str]]:
             p.get("text", "") for p in body.get("artifact", {}).get("parts", [])
         )
         out.append((kind, state_of(event), text))
+    return out
+
+
+def folded(events: list[dict]) -> list[tuple[str, str, str]]:
+    """`summary` after folding each artifactUpdate that appends to the artifact of the
+    one before it into that one, as a receiver following the append rule does."""
+    out: list[tuple[str, str, str]] = []
+    last_artifact = None
+    for event, (kind, state, text) in zip(events, summary(events)):
+        (_, body), = event.items()
+        artifact = body.get("artifact", {}).get("artifactId") if kind == "artifactUpdate" else None
+        if artifact is not None and artifact == last_artifact and body.get("append"):
+            out[-1] = (kind, state, out[-1][2] + text)
+        else:
+            out.append((kind, state, text))
+        last_artifact = artifact
     return out
 
 
@@ -290,7 +321,7 @@ async def test_inline_config_of_send_message_pushes_every_event(push_gateway, ma
     )
     streamed = await collect(client, request)
     pushed = await receiver.until_settled(path)
-    assert summary(pushed) == summary(streamed)
+    assert folded(pushed) == folded(streamed)
     assert summary(pushed)[0] == ("task", "TASK_STATE_SUBMITTED", "")
     assert summary(pushed)[-1] == ("statusUpdate", "TASK_STATE_COMPLETED", "")
     assert "".join(text for _, _, text in summary(pushed)) == "one two three"
@@ -326,7 +357,41 @@ async def test_created_config_pushes_later_events_and_get_redacts(push_gateway, 
     pushed = await receiver.until_settled(path)
     # Only the events stored after the config: the INPUT_REQUIRED task is not pushed.
     assert [s for s in summary(pushed) if s[1] == "TASK_STATE_INPUT_REQUIRED"] == []
-    assert summary(pushed) == [s for s in summary(streamed) if s[0] != "task"]
+    assert folded(pushed) == [s for s in folded(streamed) if s[0] != "task"]
     assert summary(pushed)[-1] == ("statusUpdate", "TASK_STATE_COMPLETED", "")
     assert "".join(text for _, _, text in summary(pushed)) == "one two three"
     check_calls(receiver, path, token, credentials, asked.id)
+
+
+async def test_a_retried_coalesced_post_keeps_its_webhook_id_and_body(push_gateway, make_client):
+    """The receiver answers the first artifact POST 503 (after keeping it): the gateway
+    sends that POST again with the same webhook-id and body (the range it fixed before
+    its first attempt), chunks pending together arrive in fewer POSTs than the stream
+    had chunks, and deduplication by webhook-id leaves the artifact exactly as streamed."""
+    base, receiver = push_gateway
+    client = await make_client(base, streaming=True)
+    path, url = receiver.url("coalesced")
+    with receiver.lock:
+        receiver.fail_first_artifact.add(path)
+    token, credentials = secrets.token_hex(8), secrets.token_hex(8)
+    request = SendMessageRequest(
+        message=user_message("async"),
+        configuration=SendMessageConfiguration(
+            task_push_notification_config=push_config(url, token, credentials)
+        ),
+    )
+    streamed = await collect(client, request)
+    pushed = await receiver.until_settled(path)
+    assert folded(pushed) == folded(streamed)
+    assert "".join(text for _, _, text in summary(pushed)) == "one two three"
+    with receiver.lock:
+        calls = list(receiver.calls[path])
+    artifact_calls = [c for c in calls if "artifactUpdate" in json.loads(c[1])]
+    failed = [c for c in artifact_calls if c[2] == 503]
+    assert len(failed) == 1, artifact_calls
+    retried = [c for c in artifact_calls if c[0] == failed[0][0] and c[2] == 200]
+    assert retried and retried[0][1] == failed[0][1], "the same range, byte for byte"
+    streamed_chunks = [e for e in streamed if "artifactUpdate" in e]
+    pushed_chunks = [e for e in pushed if "artifactUpdate" in e]
+    assert len(pushed_chunks) < len(streamed_chunks), (summary(pushed), summary(streamed))
+    check_calls(receiver, path, token, credentials, streamed[0]["task"]["id"])

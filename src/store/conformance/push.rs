@@ -22,6 +22,8 @@ pub async fn run_all(store: &dyn TaskStore) {
     configs_are_scoped_paged_and_replaced(push).await;
     outbox_follows_appends_in_order(store, push).await;
     leases_retries_and_give_ups(store, push).await;
+    unclaimed_heads_are_due_again_at_once(store, push).await;
+    coalesced_ranges_are_fixed_once_and_settled_whole(store, push).await;
     delete_drops_pending_deliveries(store, push).await;
     settle_many_settles_each_in_order(store, push).await;
     due_heads_are_read_without_a_claim(store, push).await;
@@ -350,6 +352,88 @@ async fn leases_retries_and_give_ups(store: &dyn TaskStore, push: &dyn PushStore
     );
     assert!(claim(push, &scope, far_future() + 1, 1).await.is_empty());
     push.delete_config(&scope, &task, "c").await.unwrap();
+}
+
+/// A claim given back with `unclaim` is due again at the given time (no attempt
+/// counted); one another instance has taken over since (a later lease) is left alone.
+async fn unclaimed_heads_are_due_again_at_once(store: &dyn TaskStore, push: &dyn PushStore) {
+    let (scope, task) = task_with_configs(store, push, &["a", "b"], TaskState::Working).await;
+    let now = time::now().timestamp_millis() + 1;
+    let first = claim(push, &scope, now, 10_000).await;
+    assert_eq!(first.len(), 2);
+    // Both leases ended and another instance claimed both again, until now + 30_001;
+    // it gives back a's claim, and the first instance's late give-back of b's (its old
+    // lease end) changes nothing.
+    let taken = claim(push, &scope, now + 10_001, 20_000).await;
+    assert_eq!(taken.len(), 2, "both leases ended");
+    push.unclaim(&[first[0].key.clone()], now + 10_001 + 20_000, now + 10_002)
+        .await
+        .unwrap();
+    push.unclaim(&[first[1].key.clone()], now + 10_000, now + 10_002)
+        .await
+        .unwrap();
+    let again = claim(push, &scope, now + 10_002, 10_000).await;
+    assert_eq!(again.len(), 1, "only the released claim is due: {again:?}");
+    assert_eq!(again[0].key, first[0].key);
+    assert_eq!(again[0].attempts, 0, "no attempt counted");
+    for id in ["a", "b"] {
+        assert!(push.delete_config(&scope, &task, id).await.unwrap());
+    }
+}
+
+/// The events after a head are read with their text (folded log rows too); a range
+/// fixed for a head stays fixed (a second fix answers the first), is seen by every
+/// later claim, survives a retry, and goes whole with the head's delivery.
+async fn coalesced_ranges_are_fixed_once_and_settled_whole(
+    store: &dyn TaskStore,
+    push: &dyn PushStore,
+) {
+    let scope = Scope::new(format!("tenant-{}", new_id()), "alice");
+    let task = new_id();
+    push.put_config(&scope, &config(&task, "c")).await.unwrap();
+    let appended = vec![
+        StreamResponse::Task(task_at(&task, "ctx", time::now())),
+        chunk(&task, "ctx", "one, ", false, false),
+        chunk(&task, "ctx", "two, ", true, false),
+        chunk(&task, "ctx", "three, ", true, false),
+        chunk(&task, "ctx", "four", true, true),
+    ];
+    store
+        .append_all(&scope, &task, &events(1, appended.clone()))
+        .await
+        .unwrap();
+    let now = time::now().timestamp_millis() + 1;
+    let first = claim(push, &scope, now, 10_000).await.remove(0);
+    push.settle(&first.key, &Settle::Delivered).await.unwrap();
+    let head = claim(push, &scope, now, 10_000).await.remove(0);
+    assert_eq!((head.key.seq, head.range_end), (2, None));
+    let after = push.pending_after(&head.key, 2).await.unwrap();
+    let seqs: Vec<u64> = after.iter().map(|(s, _)| *s).collect();
+    assert_eq!(seqs, [3, 4], "the next ones, at most the limit");
+    for (seq, text) in &after {
+        let ev: StreamResponse = serde_json::from_str(text.as_deref().unwrap()).unwrap();
+        assert_eq!(ev, appended[*seq as usize - 1]);
+    }
+    assert_eq!(push.fix_range(&head.key, 4).await.unwrap(), 4);
+    assert_eq!(push.fix_range(&head.key, 5).await.unwrap(), 4, "fixed once");
+    // A retry keeps the range; the next claim (after a restart, or on another
+    // instance after the lease) sees it.
+    let retry = Settle::Retry {
+        next_ms: now + 1,
+        error: "HTTP 503".into(),
+    };
+    push.settle(&head.key, &retry).await.unwrap();
+    let again = claim(push, &scope, now + 1, 10_000).await.remove(0);
+    assert_eq!((again.key.seq, again.range_end), (2, Some(4)));
+    push.settle(&again.key, &Settle::Delivered).await.unwrap();
+    let next = claim(push, &scope, now + 2, 10_000).await;
+    assert_eq!(next.len(), 1);
+    assert_eq!(
+        (next[0].key.seq, next[0].range_end),
+        (5, None),
+        "2..=4 went with the head"
+    );
+    assert!(push.delete_config(&scope, &task, "c").await.unwrap());
 }
 
 async fn delete_drops_pending_deliveries(store: &dyn TaskStore, push: &dyn PushStore) {

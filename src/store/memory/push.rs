@@ -21,6 +21,7 @@ struct Row {
     created_ms: i64,
     next_ms: i64,
     last_error: Option<String>,
+    range_end: Option<u64>,
 }
 
 #[derive(Default)]
@@ -48,6 +49,23 @@ impl std::fmt::Debug for MemoryPush {
 /// messages appended as history.
 pub(crate) fn deliverable(event: &StreamResponse) -> bool {
     !matches!(event, StreamResponse::Message(_))
+}
+
+/// The keys of up to `limit` rows after `head` in its (task, config) queue, in order.
+fn queue_after(st: &State, head: &DeliveryKey, limit: usize) -> Vec<DeliveryKey> {
+    let from = DeliveryKey {
+        seq: head.seq.saturating_add(1),
+        ..head.clone()
+    };
+    st.outbox
+        .range(from..)
+        .map(|(k, _)| k)
+        .take_while(|k| {
+            k.scope == head.scope && k.task_id == head.task_id && k.config_id == head.config_id
+        })
+        .take(limit)
+        .cloned()
+        .collect()
 }
 
 impl MemoryPush {
@@ -87,6 +105,7 @@ impl MemoryPush {
                         created_ms: now,
                         next_ms: now,
                         last_error: None,
+                        range_end: None,
                     },
                 );
             }
@@ -208,11 +227,52 @@ impl PushStore for MemoryPush {
                 event: serde_json::to_string(&row.event.event).ok(),
                 attempts: row.attempts,
                 created_ms: row.created_ms,
+                range_end: row.range_end,
                 key: k,
                 config,
             });
         }
         Ok(out)
+    }
+
+    async fn pending_after(
+        &self,
+        head: &DeliveryKey,
+        limit: usize,
+    ) -> Result<Vec<(u64, Option<String>)>, StoreError> {
+        let st = self.lock();
+        Ok(queue_after(&st, head, limit)
+            .into_iter()
+            .map(|k| {
+                let event = serde_json::to_string(&st.outbox[&k].event.event).ok();
+                (k.seq, event)
+            })
+            .collect())
+    }
+
+    async fn fix_range(&self, head: &DeliveryKey, last: u64) -> Result<u64, StoreError> {
+        let mut st = self.lock();
+        Ok(match st.outbox.get_mut(head) {
+            Some(row) => *row.range_end.get_or_insert(last),
+            None => head.seq,
+        })
+    }
+
+    async fn unclaim(
+        &self,
+        keys: &[DeliveryKey],
+        claimed_until: i64,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let mut st = self.lock();
+        for k in keys {
+            if let Some(row) = st.outbox.get_mut(k)
+                && row.next_ms == claimed_until
+            {
+                row.next_ms = now_ms;
+            }
+        }
+        Ok(())
     }
 
     fn single_process(&self) -> bool {
@@ -257,6 +317,7 @@ impl PushStore for MemoryPush {
                 event: serde_json::to_string(&row.event.event).ok(),
                 attempts: row.attempts,
                 created_ms: row.created_ms,
+                range_end: row.range_end,
                 key: k.clone(),
                 config: config.clone(),
             });
@@ -283,6 +344,18 @@ impl PushStore for MemoryPush {
             key.config_id.clone(),
         );
         let mut settled = Settled::default();
+        if matches!(outcome, Settle::Delivered | Settle::GiveUp { .. })
+            && let Some(end) = st.outbox[key].range_end
+        {
+            // The rest of the head's coalesced range went (or was given up) with it.
+            let rest: Vec<DeliveryKey> = queue_after(&st, key, usize::MAX)
+                .into_iter()
+                .take_while(|k| k.seq <= end)
+                .collect();
+            for k in rest {
+                st.outbox.remove(&k);
+            }
+        }
         match outcome {
             Settle::Delivered => {
                 st.outbox.remove(key);

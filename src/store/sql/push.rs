@@ -38,7 +38,7 @@ macro_rules! claimed_columns {
     () => {
         "SELECT o.tenant, o.owner, o.config_id, o.seq, o.attempts, o.created_ms, \
            c.task_id, c.id, c.url, c.token, c.auth_scheme, c.auth_credentials, \
-           c.enabled, c.failures, c.last_error, c.created_ms, e.event, e.seq \
+           c.enabled, c.failures, c.last_error, c.created_ms, e.event, e.seq, o.range_end \
          FROM a2a_push_outbox o \
          JOIN a2a_push_configs c ON c.tenant = o.tenant AND c.owner = o.owner \
            AND c.task_id = o.task_id AND c.id = o.config_id \
@@ -84,14 +84,12 @@ macro_rules! sql_push {
             }
         }
 
-        fn claimed_at(r: &<$db as sqlx::Database>::Row) -> Claimed {
-            let config = config_at(r, 6);
-            let seq = u64::try_from(r.get::<i64, _>(3)).unwrap_or(0);
-            // The event's own text, taken out of the row that holds it; `None` (the
-            // event is gone, as after a purge) when no row holds it.
-            let event = r
-                .get::<Option<&str>, _>(16)
-                .zip(r.get::<Option<i64>, _>(17))
+        /// The text of event `seq`, taken out of the log row read at columns `at` (its
+        /// text) and `at + 1` (its number); `None` (the event is gone, as after a purge)
+        /// when no row holds it.
+        fn event_at(r: &<$db as sqlx::Database>::Row, at: usize, seq: u64) -> Option<String> {
+            r.get::<Option<&str>, _>(at)
+                .zip(r.get::<Option<i64>, _>(at + 1))
                 .and_then(|(text, row_seq)| {
                     let events = $crate::store::sql::row_events(
                         u64::try_from(row_seq).unwrap_or(0),
@@ -99,7 +97,13 @@ macro_rules! sql_push {
                     );
                     events.ok()?.into_iter().find(|(s, _)| *s == seq)
                 })
-                .map(|(_, json)| json.to_owned());
+                .map(|(_, json)| json.to_owned())
+        }
+
+        fn claimed_at(r: &<$db as sqlx::Database>::Row) -> Claimed {
+            let config = config_at(r, 6);
+            let seq = u64::try_from(r.get::<i64, _>(3)).unwrap_or(0);
+            let event = event_at(r, 16, seq);
             Claimed {
                 key: DeliveryKey {
                     scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
@@ -109,6 +113,9 @@ macro_rules! sql_push {
                 },
                 attempts: u32::try_from(r.get::<i64, _>(4)).unwrap_or(u32::MAX),
                 created_ms: r.get(5),
+                range_end: r
+                    .get::<Option<i64>, _>(18)
+                    .and_then(|e| u64::try_from(e).ok()),
                 event,
                 config,
             }
@@ -161,6 +168,24 @@ macro_rules! sql_push {
                     .map_err(db)?;
                 }
                 _ => {
+                    if matches!(outcome, Settle::Delivered | Settle::GiveUp { .. }) {
+                        // The rest of the head's coalesced range goes with it.
+                        sqlx::query(
+                            "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 \
+                               AND task_id = $3 AND config_id = $4 AND seq > $5 \
+                               AND seq <= (SELECT h.range_end FROM a2a_push_outbox h \
+                                 WHERE h.tenant = $1 AND h.owner = $2 AND h.task_id = $3 \
+                                   AND h.config_id = $4 AND h.seq = $5)",
+                        )
+                        .bind(&key.scope.tenant)
+                        .bind(&key.scope.owner)
+                        .bind(&key.task_id)
+                        .bind(&key.config_id)
+                        .bind(seq)
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(db)?;
+                    }
                     let gone = sqlx::query(
                         "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 \
                            AND task_id = $3 AND config_id = $4 AND seq = $5",
@@ -367,6 +392,93 @@ macro_rules! sql_push {
                 .await
                 .map_err(db)?;
                 Ok(rows.iter().map(claimed_at).collect())
+            }
+
+            async fn pending_after(
+                &self,
+                head: &DeliveryKey,
+                limit: usize,
+            ) -> Result<Vec<(u64, Option<String>)>, StoreError> {
+                let rows = sqlx::query(
+                    "SELECT o.seq, e.event, e.seq FROM a2a_push_outbox o \
+                     LEFT JOIN a2a_task_events e ON e.tenant = o.tenant AND e.owner = o.owner \
+                       AND e.task_id = o.task_id \
+                       AND e.seq = (SELECT min(x.seq) FROM a2a_task_events x \
+                                    WHERE x.tenant = o.tenant AND x.owner = o.owner \
+                                      AND x.task_id = o.task_id AND x.seq >= o.seq) \
+                     WHERE o.tenant = $1 AND o.owner = $2 AND o.task_id = $3 \
+                       AND o.config_id = $4 AND o.seq > $5 \
+                     ORDER BY o.seq LIMIT $6 + 0",
+                )
+                .bind(&head.scope.tenant)
+                .bind(&head.scope.owner)
+                .bind(&head.task_id)
+                .bind(&head.config_id)
+                .bind(i64::try_from(head.seq).unwrap_or(i64::MAX))
+                .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                .fetch_all(self.reader())
+                .await
+                .map_err(db)?;
+                Ok(rows
+                    .iter()
+                    .map(|r| {
+                        let seq = u64::try_from(r.get::<i64, _>(0)).unwrap_or(0);
+                        (seq, event_at(r, 1, seq))
+                    })
+                    .collect())
+            }
+
+            async fn fix_range(&self, head: &DeliveryKey, last: u64) -> Result<u64, StoreError> {
+                let row = sqlx::query(
+                    "UPDATE a2a_push_outbox SET range_end = COALESCE(range_end, $6) \
+                     WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND config_id = $4 \
+                       AND seq = $5 \
+                     RETURNING range_end",
+                )
+                .bind(&head.scope.tenant)
+                .bind(&head.scope.owner)
+                .bind(&head.task_id)
+                .bind(&head.config_id)
+                .bind(i64::try_from(head.seq).unwrap_or(i64::MAX))
+                .bind(i64::try_from(last).unwrap_or(i64::MAX))
+                .fetch_optional(self.writer())
+                .await
+                .map_err(db)?;
+                Ok(row
+                    .and_then(|r| r.get::<Option<i64>, _>(0))
+                    .and_then(|e| u64::try_from(e).ok())
+                    .unwrap_or(head.seq))
+            }
+
+            async fn unclaim(
+                &self,
+                keys: &[DeliveryKey],
+                claimed_until: i64,
+                now_ms: i64,
+            ) -> Result<(), StoreError> {
+                if keys.is_empty() {
+                    return Ok(());
+                }
+                let mut tx = self.begin().await?;
+                for key in keys {
+                    sqlx::query(
+                        "UPDATE a2a_push_outbox SET next_ms = $6, claim = NULL \
+                         WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
+                           AND config_id = $4 AND seq = $5 AND next_ms = $7",
+                    )
+                    .bind(&key.scope.tenant)
+                    .bind(&key.scope.owner)
+                    .bind(&key.task_id)
+                    .bind(&key.config_id)
+                    .bind(i64::try_from(key.seq).unwrap_or(i64::MAX))
+                    .bind(now_ms)
+                    .bind(claimed_until)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                }
+                tx.commit().await.map_err(db)?;
+                Ok(())
             }
 
             fn single_process(&self) -> bool {
