@@ -288,11 +288,13 @@ pub(crate) fn interleave<T>(rows: Vec<T>, scope: impl Fn(&T) -> &Scope) -> Vec<T
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::store::push::{DeliveryKey, StoredPushConfig};
 
-    fn row(tenant: &str, owner: &str, seq: u64) -> Claimed {
+    /// A claimed delivery of `(tenant, owner)`, task `t{seq}`, config `c`, to
+    /// `https://receiver.example/` (also the fixture of `ready.rs`'s tests).
+    pub(in crate::push) fn row(tenant: &str, owner: &str, seq: u64) -> Claimed {
         Claimed {
             key: DeliveryKey {
                 scope: Scope::new(tenant, owner),

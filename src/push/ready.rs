@@ -106,35 +106,10 @@ impl Ready {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scope::Scope;
-    use crate::store::push::{DeliveryKey, StoredPushConfig};
 
     fn held(host: &str, seq: u64, until_ms: i64) -> Held {
         Held {
-            claimed: Claimed {
-                key: DeliveryKey {
-                    scope: Scope::new("t", "o"),
-                    task_id: format!("t{seq}"),
-                    config_id: "c".into(),
-                    seq,
-                },
-                config: StoredPushConfig {
-                    task_id: format!("t{seq}"),
-                    id: "c".into(),
-                    url: "https://receiver.example/".into(),
-                    token: None,
-                    auth_scheme: None,
-                    auth_credentials: None,
-                    enabled: true,
-                    failures: 0,
-                    last_error: None,
-                    created_ms: 0,
-                },
-                event: None,
-                attempts: 0,
-                created_ms: 0,
-                range_end: None,
-            },
+            claimed: crate::push::fair::tests::row("t", "o", seq),
             host: host.into(),
             claimed_until: i64::MAX,
             until_ms,
