@@ -91,8 +91,12 @@ impl Shares {
 pub(crate) enum Start {
     /// Start the attempt; the slot is released when dropped.
     Go(Slot),
-    /// The host or the caller has no room: leave this delivery pending.
+    /// The caller (its tenant's or its own share) has no room: leave this delivery
+    /// pending.
     NoRoom,
+    /// The host has no room: leave this delivery, and every other one to this host in
+    /// this pass, pending.
+    HostBusy,
     /// No global slot is free: stop this pass.
     Full,
 }
@@ -145,7 +149,7 @@ impl Slots {
             limit: self.host_max,
         });
         if h.busy >= h.limit {
-            return Start::NoRoom;
+            return Start::HostBusy;
         }
         let Ok(global) = self.global.clone().try_acquire_owned() else {
             return Start::Full;
@@ -355,7 +359,7 @@ pub(super) mod tests {
         let _two = go(slots.try_start(&shares, &alice, "dead:443"));
         assert!(matches!(
             slots.try_start(&shares, &alice, "dead:443"),
-            Start::NoRoom
+            Start::HostBusy
         ));
         assert_eq!(slots.free(), 2, "a refused start holds no global slot");
         let _three = go(slots.try_start(&shares, &alice, "alive:443"));
@@ -375,7 +379,7 @@ pub(super) mod tests {
         let _held = go(slots.try_start(&shares, &s, "dead:443"));
         assert!(matches!(
             slots.try_start(&shares, &s, "dead:443"),
-            Start::NoRoom
+            Start::HostBusy
         ));
         drop(_held);
         for expected in [2, 4, 8, 8] {

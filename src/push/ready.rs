@@ -70,7 +70,11 @@ impl Ready {
         if self.len >= self.max {
             return Some(h);
         }
-        let q = self.hosts.entry(h.host.clone()).or_default();
+        // Looked up first: the host's name is cloned only for a new queue.
+        let q = match self.hosts.get_mut(&h.host) {
+            Some(q) => q,
+            None => self.hosts.entry(h.host.clone()).or_default(),
+        };
         if q.len() >= self.max_per_host {
             return Some(h);
         }

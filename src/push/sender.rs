@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use super::PushService;
 use super::fair::{Shares, Slot, Slots, Start, host_of, interleave};
 use super::ready::{Held, Ready};
+use crate::scope::Scope;
 use crate::store::push::{Claimed, DeliveryKey, Settle};
 use crate::telemetry::metrics::{
     PUSH_ATTEMPTS, PUSH_CONFIGS_DISABLED, PUSH_DELIVERIES, PUSH_DELIVERY_LATENCY,
@@ -629,8 +630,15 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
             }
             let shares = Shares::of_scopes(waiting.iter().map(|h| &h.claimed.key.scope));
             let (mut started, mut no_room, mut full) = (0usize, Vec::new(), false);
+            // Hosts and callers that had no room in this pass: their other heads are
+            // not asked again (a busy host may have many heads held).
+            let mut busy_hosts: HashSet<String> = HashSet::new();
+            let mut busy_callers: HashSet<Scope> = HashSet::new();
             for h in interleave(waiting, |h| &h.claimed.key.scope) {
-                if full {
+                if full
+                    || busy_hosts.contains(&h.host)
+                    || busy_callers.contains(&h.claimed.key.scope)
+                {
                     no_room.push(h);
                     continue;
                 }
@@ -640,7 +648,14 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
                         started += 1;
                         tokio::spawn(deliver(svc.clone(), h.claimed, slot, done.clone()));
                     }
-                    Start::NoRoom => no_room.push(h),
+                    Start::HostBusy => {
+                        busy_hosts.insert(h.host.clone());
+                        no_room.push(h);
+                    }
+                    Start::NoRoom => {
+                        busy_callers.insert(h.claimed.key.scope.clone());
+                        no_room.push(h);
+                    }
                     Start::Full => {
                         full = true;
                         no_room.push(h);

@@ -139,13 +139,48 @@ macro_rules! sql_push {
             .rows_affected())
         }
 
+        /// Configs reset by one statement of [`reset_failures`] at most (4 parameters
+        /// each).
+        const RESET_CHUNK: usize = 128;
+
+        /// Ends the failure run of the configs of `keys` (delivered deliveries) inside
+        /// the caller's transaction; only configs with a run are written.
+        async fn reset_failures(
+            conn: &mut <$db as sqlx::Database>::Connection,
+            keys: &[&DeliveryKey],
+        ) -> Result<(), StoreError> {
+            if keys.is_empty() {
+                return Ok(());
+            }
+            let rows: Vec<String> = (0..keys.len())
+                .map(|i| format!("(${}, ${}, ${}, ${})", 4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4))
+                .collect();
+            let sql = format!(
+                "UPDATE a2a_push_configs SET failures = 0 WHERE failures <> 0 \
+                 AND (tenant, owner, task_id, id) IN (VALUES {})",
+                rows.join(", ")
+            );
+            // Only placeholders are formatted in; every value is bound.
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for key in keys {
+                q = q
+                    .bind(&key.scope.tenant)
+                    .bind(&key.scope.owner)
+                    .bind(&key.task_id)
+                    .bind(&key.config_id);
+            }
+            q.execute(&mut *conn).await.map_err(db)?;
+            Ok(())
+        }
+
         /// One settlement (see [`PushStore::settle`]) inside the caller's transaction; a
         /// delivery that is gone is left alone (nothing is written for it).
         async fn settle_in(
             conn: &mut <$db as sqlx::Database>::Connection,
             key: &DeliveryKey,
             outcome: &Settle,
-        ) -> Result<Settled, StoreError> {
+            reset_one: bool,
+        ) -> Result<(Settled, bool), StoreError> {
             let seq = i64::try_from(key.seq).unwrap_or(i64::MAX);
             let mut settled = Settled::default();
             match outcome {
@@ -168,41 +203,34 @@ macro_rules! sql_push {
                     .map_err(db)?;
                 }
                 _ => {
-                    if matches!(outcome, Settle::Delivered | Settle::GiveUp { .. }) {
-                        // The rest of the head's coalesced range goes with it.
-                        sqlx::query(
-                            "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 \
-                               AND task_id = $3 AND config_id = $4 AND seq > $5 \
-                               AND seq <= (SELECT h.range_end FROM a2a_push_outbox h \
-                                 WHERE h.tenant = $1 AND h.owner = $2 AND h.task_id = $3 \
-                                   AND h.config_id = $4 AND h.seq = $5)",
-                        )
-                        .bind(&key.scope.tenant)
-                        .bind(&key.scope.owner)
-                        .bind(&key.task_id)
-                        .bind(&key.config_id)
-                        .bind(seq)
-                        .execute(&mut *conn)
-                        .await
-                        .map_err(db)?;
-                    }
+                    // The head, with the rest of its coalesced range when it is
+                    // delivered or given up (a disabled config drops every row below).
+                    let range = matches!(outcome, Settle::Delivered | Settle::GiveUp { .. });
                     let gone = sqlx::query(
                         "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 \
-                           AND task_id = $3 AND config_id = $4 AND seq = $5",
+                           AND task_id = $3 AND config_id = $4 AND seq >= $5 \
+                           AND seq <= CASE WHEN $6 THEN COALESCE((SELECT h.range_end \
+                             FROM a2a_push_outbox h WHERE h.tenant = $1 AND h.owner = $2 \
+                               AND h.task_id = $3 AND h.config_id = $4 AND h.seq = $5), $5) \
+                             ELSE $5 END",
                     )
                     .bind(&key.scope.tenant)
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id)
                     .bind(seq)
+                    .bind(range)
                     .execute(&mut *conn)
                     .await
                     .map_err(db)?
                     .rows_affected();
                     if gone == 0 {
-                        return Ok(settled);
+                        return Ok((settled, false));
                     }
                     if *outcome == Settle::Delivered {
+                        if !reset_one {
+                            return Ok((settled, true));
+                        }
                         // The failure run ends; the row is written only when there was one.
                         sqlx::query(
                             "UPDATE a2a_push_configs SET failures = 0 \
@@ -216,7 +244,7 @@ macro_rules! sql_push {
                         .execute(&mut *conn)
                         .await
                         .map_err(db)?;
-                        return Ok(settled);
+                        return Ok((settled, true));
                     }
                     let (error, disable_after, now) = match outcome {
                         Settle::GiveUp {
@@ -252,7 +280,7 @@ macro_rules! sql_push {
                     }
                 }
             }
-            Ok(settled)
+            Ok((settled, true))
         }
 
         #[async_trait::async_trait]
@@ -538,7 +566,7 @@ macro_rules! sql_push {
                 outcome: &Settle,
             ) -> Result<Settled, StoreError> {
                 let mut tx = self.begin().await?;
-                let settled = settle_in(&mut tx, key, outcome).await?;
+                let (settled, _) = settle_in(&mut tx, key, outcome, true).await?;
                 tx.commit().await.map_err(db)?;
                 Ok(settled)
             }
@@ -552,8 +580,19 @@ macro_rules! sql_push {
                 }
                 let mut tx = self.begin().await?;
                 let mut out = Vec::with_capacity(items.len());
+                let mut delivered = Vec::new();
                 for (key, outcome) in items {
-                    out.push(settle_in(&mut tx, key, outcome).await?);
+                    let (settled, found) = settle_in(&mut tx, key, outcome, false).await?;
+                    out.push(settled);
+                    if found && **outcome == Settle::Delivered {
+                        delivered.push(*key);
+                    }
+                }
+                // The failure runs the batch's deliveries end, in one statement per
+                // RESET_CHUNK (a batch holds at most one delivery per (task, config),
+                // so no later item of it reads what this writes).
+                for chunk in delivered.chunks(RESET_CHUNK) {
+                    reset_failures(&mut tx, chunk).await?;
                 }
                 tx.commit().await.map_err(db)?;
                 Ok(out)
