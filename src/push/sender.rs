@@ -593,9 +593,10 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
                 rounds += 1;
                 read_at = tokio::time::Instant::now();
                 let (read, limit) = if local {
-                    // Started and held heads are still due in the store: read past them.
-                    let limit = free + extra + in_flight.len();
-                    (store.due_heads(now, limit).await, limit)
+                    // Started and held heads are still due in the store: the read
+                    // skips them.
+                    let limit = free + extra;
+                    (store.due_heads(now, limit, &in_flight).await, limit)
                 } else {
                     let read = match store.any_due(now).await {
                         Ok(true) => store.claim(now, lease_ms, free).await,

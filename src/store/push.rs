@@ -286,15 +286,21 @@ pub trait PushStore: Send + Sync {
     fn release_sender(&self) {}
 
     /// Up to `limit` due deliveries (`next_ms <= now_ms`), each the head of its (task,
-    /// config) queue, oldest due first, *without* reserving them: a read for a sender
-    /// that keeps its claims in memory (see [`single_process`](Self::single_process))
-    /// and skips the heads it already has in flight.
+    /// config) queue and not in `skip`, oldest due first, *without* reserving them: a
+    /// read for a sender that keeps its claims in memory (see
+    /// [`single_process`](Self::single_process)) and passes the heads it already has
+    /// in flight as `skip` (their configs and events are not read again).
     ///
     /// # Errors
     /// [`StoreError::Backend`] on database failure, or when the store does not answer
     /// this read (the default: its claims must be written).
-    async fn due_heads(&self, now_ms: i64, limit: usize) -> Result<Vec<Claimed>, StoreError> {
-        let _ = (now_ms, limit);
+    async fn due_heads(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        skip: &std::collections::HashSet<DeliveryKey>,
+    ) -> Result<Vec<Claimed>, StoreError> {
+        let _ = (now_ms, limit, skip);
         Err(StoreError::Backend(
             "this store's push claims are written (claim), not kept in memory".into(),
         ))

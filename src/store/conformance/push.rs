@@ -10,7 +10,7 @@ use crate::executor::{new_id, new_user_text_message};
 use crate::protocol::time;
 use crate::protocol::{StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent};
 use crate::scope::Scope;
-use crate::store::push::{Claimed, PushStore, Settle, StoredPushConfig};
+use crate::store::push::{Claimed, DeliveryKey, PushStore, Settle, StoredPushConfig};
 use crate::store::{StoredEvent, TaskStore};
 
 /// Runs every push case against `store` (which must keep push state).
@@ -425,7 +425,10 @@ async fn coalesced_ranges_are_fixed_once_and_settled_whole(
     push.settle(&head.key, &retry).await.unwrap();
     let again = claim(push, &scope, now + 1, 10_000).await.remove(0);
     assert_eq!((again.key.seq, again.range_end), (2, Some(4)));
-    push.settle(&again.key, &Settle::Delivered).await.unwrap();
+    // Delivered through the batched settlement (the sender's path).
+    push.settle_many(&[(&again.key, &Settle::Delivered)])
+        .await
+        .unwrap();
     let next = claim(push, &scope, now + 2, 10_000).await;
     assert_eq!(next.len(), 1);
     assert_eq!(
@@ -545,7 +548,7 @@ async fn settle_many_settles_each_in_order(store: &dyn TaskStore, push: &dyn Pus
 /// The heads of `scope` that [`PushStore::due_heads`] reads at `now`, as (config, seq).
 async fn heads(push: &dyn PushStore, scope: &Scope, now: i64) -> Vec<(String, u64)> {
     let mut got: Vec<(String, u64)> = push
-        .due_heads(now, 1000)
+        .due_heads(now, 1000, &Default::default())
         .await
         .unwrap()
         .into_iter()
@@ -563,7 +566,10 @@ async fn heads(push: &dyn PushStore, scope: &Scope, now: i64) -> Vec<(String, u6
 async fn due_heads_are_read_without_a_claim(store: &dyn TaskStore, push: &dyn PushStore) {
     let (scope, task) = task_with_configs(store, push, &["a", "b"], TaskState::Completed).await;
     let now = time::now().timestamp_millis() + 1;
-    let read = push.due_heads(now, 1000).await.unwrap();
+    let read = push
+        .due_heads(now, 1000, &Default::default())
+        .await
+        .unwrap();
     let a1 = read
         .iter()
         .find(|c| c.key.scope == scope && c.key.config_id == "a")
@@ -577,6 +583,20 @@ async fn due_heads_are_read_without_a_claim(store: &dyn TaskStore, push: &dyn Pu
     assert_eq!(heads(push, &scope, now).await, both);
     assert_eq!(heads(push, &scope, now).await, both, "nothing is reserved");
     let key_a = a1.key.clone();
+    let skip: std::collections::HashSet<DeliveryKey> = [key_a.clone()].into();
+    let past = push.due_heads(now, 1000, &skip).await.unwrap();
+    assert!(
+        past.iter().all(|c| c.key != key_a)
+            && past
+                .iter()
+                .any(|c| c.key.scope == scope && c.key.config_id == "b"),
+        "a skipped head is not read, the others are"
+    );
+    let one = push.due_heads(now, 1, &skip).await.unwrap();
+    assert!(
+        one.len() == 1 && one[0].key != key_a,
+        "the limit counts heads not skipped"
+    );
     let retry_at = now + 60_000;
     push.settle(
         &key_a,
@@ -602,7 +622,10 @@ async fn due_heads_are_read_without_a_claim(store: &dyn TaskStore, push: &dyn Pu
         heads(push, &scope, retry_at).await,
         [("a".to_owned(), 2), ("b".to_owned(), 1)]
     );
-    let limited = push.due_heads(retry_at, 1).await.unwrap();
+    let limited = push
+        .due_heads(retry_at, 1, &Default::default())
+        .await
+        .unwrap();
     assert_eq!(limited.len(), 1, "at most the limit");
     assert!(push.delete_config(&scope, &task, "a").await.unwrap());
     assert!(push.delete_config(&scope, &task, "b").await.unwrap());

@@ -288,7 +288,12 @@ impl PushStore for MemoryPush {
             .store(false, std::sync::atomic::Ordering::Release);
     }
 
-    async fn due_heads(&self, now_ms: i64, limit: usize) -> Result<Vec<Claimed>, StoreError> {
+    async fn due_heads(
+        &self,
+        now_ms: i64,
+        limit: usize,
+        skip: &std::collections::HashSet<DeliveryKey>,
+    ) -> Result<Vec<Claimed>, StoreError> {
         let st = self.lock();
         let mut heads: Vec<(i64, &DeliveryKey)> = Vec::new();
         let mut last: Option<(&Scope, &str, &str)> = None;
@@ -298,7 +303,7 @@ impl PushStore for MemoryPush {
                 continue;
             }
             last = Some(queue);
-            if row.next_ms <= now_ms {
+            if row.next_ms <= now_ms && !skip.contains(k) {
                 heads.push((row.next_ms, k));
             }
         }

@@ -141,7 +141,19 @@ macro_rules! sql_push {
 
         /// Configs reset by one statement of [`reset_failures`] at most (4 parameters
         /// each).
-        const RESET_CHUNK: usize = 128;
+        const BATCH_CHUNK: usize = 128;
+
+        /// `n` row values of `width` placeholders each: `($1, $2), ($3, $4)`.
+        fn placeholders(n: usize, width: usize) -> String {
+            (0..n)
+                .map(|i| {
+                    let cols: Vec<String> =
+                        (1..=width).map(|c| format!("${}", i * width + c)).collect();
+                    format!("({})", cols.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
 
         /// Ends the failure run of the configs of `keys` (delivered deliveries) inside
         /// the caller's transaction; only configs with a run are written.
@@ -152,13 +164,10 @@ macro_rules! sql_push {
             if keys.is_empty() {
                 return Ok(());
             }
-            let rows: Vec<String> = (0..keys.len())
-                .map(|i| format!("(${}, ${}, ${}, ${})", 4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4))
-                .collect();
             let sql = format!(
                 "UPDATE a2a_push_configs SET failures = 0 WHERE failures <> 0 \
                  AND (tenant, owner, task_id, id) IN (VALUES {})",
-                rows.join(", ")
+                placeholders(keys.len(), 4)
             );
             // Only placeholders are formatted in; every value is bound.
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
@@ -525,21 +534,58 @@ macro_rules! sql_push {
                 &self,
                 now_ms: i64,
                 limit: usize,
+                skip: &std::collections::HashSet<DeliveryKey>,
             ) -> Result<Vec<Claimed>, StoreError> {
-                let rows = sqlx::query(concat!(
-                    $crate::store::sql::push::claimed_columns!(),
-                    " WHERE o.next_ms <= $1 AND NOT EXISTS ( \
+                if limit == 0 {
+                    return Ok(Vec::new());
+                }
+                // First the keys alone (no config, no event text), past the skipped
+                // ones; then the rows of the keys wanted, in one statement.
+                let keys = sqlx::query(
+                    "SELECT o.tenant, o.owner, o.task_id, o.config_id, o.seq \
+                     FROM a2a_push_outbox o WHERE o.next_ms <= $1 AND NOT EXISTS ( \
                        SELECT 1 FROM a2a_push_outbox p \
                        WHERE p.tenant = o.tenant AND p.owner = o.owner \
                          AND p.task_id = o.task_id AND p.config_id = o.config_id \
                          AND p.seq < o.seq) \
-                     ORDER BY o.next_ms LIMIT $2 + 0"
-                ))
+                     ORDER BY o.next_ms LIMIT $2 + 0",
+                )
                 .bind(now_ms)
-                .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                .bind(i64::try_from(limit.saturating_add(skip.len())).unwrap_or(i64::MAX))
                 .fetch_all(self.reader())
                 .await
                 .map_err(db)?;
+                let wanted: Vec<DeliveryKey> = keys
+                    .iter()
+                    .map(|r| DeliveryKey {
+                        scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                        task_id: r.get(2),
+                        config_id: r.get(3),
+                        seq: u64::try_from(r.get::<i64, _>(4)).unwrap_or(0),
+                    })
+                    .filter(|k| !skip.contains(k))
+                    .take(limit)
+                    .collect();
+                if wanted.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let sql = format!(
+                    "{} WHERE (o.tenant, o.owner, o.task_id, o.config_id, o.seq) IN (VALUES {}) \
+                     ORDER BY o.next_ms",
+                    $crate::store::sql::push::claimed_columns!(),
+                    placeholders(wanted.len(), 5)
+                );
+                // Only placeholders are formatted in; every value is bound.
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                for k in &wanted {
+                    q = q
+                        .bind(&k.scope.tenant)
+                        .bind(&k.scope.owner)
+                        .bind(&k.task_id)
+                        .bind(&k.config_id)
+                        .bind(i64::try_from(k.seq).unwrap_or(i64::MAX));
+                }
+                let rows = q.fetch_all(self.reader()).await.map_err(db)?;
                 Ok(rows.iter().map(claimed_at).collect())
             }
 
@@ -589,9 +635,9 @@ macro_rules! sql_push {
                     }
                 }
                 // The failure runs the batch's deliveries end, in one statement per
-                // RESET_CHUNK (a batch holds at most one delivery per (task, config),
+                // BATCH_CHUNK (a batch holds at most one delivery per (task, config),
                 // so no later item of it reads what this writes).
-                for chunk in delivered.chunks(RESET_CHUNK) {
+                for chunk in delivered.chunks(BATCH_CHUNK) {
                     reset_failures(&mut tx, chunk).await?;
                 }
                 tx.commit().await.map_err(db)?;
