@@ -28,12 +28,17 @@ pub use settings::AgentCoreSettings;
 
 use crate::executor::{CallContext, RequestContext};
 use crate::upstream::auth::{self, CachedToken, Credentials, TokenSource};
-use crate::upstream::errors::UpstreamError;
+use crate::upstream::errors::{StatusError, UpstreamError};
 use crate::upstream::http::{HttpVersion, RetryPolicy, SendTimeouts, client};
 use crate::upstream::runtime::{Limits, Runtime, RuntimeExecutor, STOP_TIMEOUT};
 
 /// The request and response header carrying the runtime session id (contract §1.1).
 pub const SESSION_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-session-id";
+
+/// The request header naming the end user the call is for (contract §1.1, §8):
+/// AgentCore gives the agent that user's workload access token. Sent with
+/// `upstream.user_id = "caller"`, only accepted from SigV4 callers.
+pub const USER_ID_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-user-id";
 
 /// Why a message without text is refused when only text reaches the runtime.
 const NO_TEXT: &str = "this agent takes text: the message has no text part (files and data \
@@ -57,8 +62,9 @@ impl AgentCore {
     }
 
     /// Adds the caller and tenant headers (`upstream.caller_header` /
-    /// `tenant_header`), values percent-encoded ([`identity_header_value`]); the
-    /// tenant header is left out for the default tenant `""`.
+    /// `tenant_header`) and, with `user_id`, [`USER_ID_HEADER`], values
+    /// percent-encoded ([`identity_header_value`]); the tenant header is left out for
+    /// the default tenant `""`, the user id for an anonymous (empty) caller.
     fn identity_headers(
         &self,
         mut rb: reqwest::RequestBuilder,
@@ -71,6 +77,9 @@ impl AgentCore {
             && !caller.tenant.is_empty()
         {
             rb = rb.header(name.clone(), identity_header_value(&caller.tenant));
+        }
+        if self.settings.user_id && !caller.owner.is_empty() {
+            rb = rb.header(USER_ID_HEADER, identity_header_value(&caller.owner));
         }
         rb
     }
@@ -131,8 +140,9 @@ impl Runtime for AgentCore {
         self.settings.stop_session_on_cancel
     }
 
-    /// Calls StopRuntimeSession for `session` (contract §1.5). A 404 ("not found or
-    /// already terminated") counts as done; a 401 refetches the token once. With
+    /// Calls StopRuntimeSession for `session` (contract §1.5), authorized (bearer or
+    /// SigV4) as invocations are. A 404 ("not found or already terminated") counts as
+    /// done; a 401, or SigV4's expired credentials, refetches them once. With
     /// `upstream.auth.kind = "forward"` the token is `caller`'s (the canceling caller).
     async fn stop(
         &self,
@@ -146,34 +156,36 @@ impl Runtime for AgentCore {
         };
         let mut refetched = false;
         loop {
-            let token = credentials.token(caller).await?;
-            let mut rb = client
+            let rb = client
                 .post(&url)
                 .header(http::header::CONTENT_TYPE, "application/json")
                 .header(SESSION_HEADER, session)
                 .timeout(STOP_TIMEOUT);
-            rb = self.identity_headers(rb, caller);
-            if let Some(t) = &token {
-                rb = rb.bearer_auth(t.expose_secret());
-            }
-            let resp = rb
+            let mut request = self
+                .identity_headers(rb, caller)
                 .body("{}")
-                .send()
+                .build()
+                .map_err(|e| UpstreamError::from_send(&e, self.settings.connect_timeout))?;
+            let token = credentials.authorize(&mut request, caller).await?;
+            let resp = client
+                .execute(request)
                 .await
                 .map_err(|e| UpstreamError::from_send(&e, self.settings.connect_timeout))?;
             let status = resp.status().as_u16();
             if resp.status().is_success() || status == 404 {
                 return Ok(());
             }
-            if status == 401
-                && !refetched
-                && let Some(t) = &token
-                && credentials.on_unauthorized(t)
-            {
+            let headers = resp.headers().clone();
+            let error_type = StatusError::from_response(status, &headers, &[], None).error_type;
+            let cured = match &token {
+                Some(t) if status == 401 => credentials.on_unauthorized(t),
+                _ if status == 401 => false,
+                _ => credentials.on_rejected(status, error_type.as_deref()),
+            };
+            if cured && !refetched {
                 refetched = true;
                 continue;
             }
-            let headers = resp.headers().clone();
             let body = resp.bytes().await.unwrap_or_default();
             let tok = token.as_ref().map(|t| t.expose_secret());
             return Err(UpstreamError::status(
