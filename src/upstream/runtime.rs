@@ -202,7 +202,7 @@ impl<R: Runtime> RuntimeExecutor<R> {
             .credentials
             .ready()
             .await
-            .map_err(|e| format!("no upstream token: {}", e.reason()))
+            .map_err(|e| format!("no upstream credentials: {}", e.reason()))
     }
 
     /// Stops `session` now on behalf of `caller` ([`Runtime::stop`]).
