@@ -572,3 +572,24 @@ async fn readyz_reports_credentials_that_cannot_be_obtained() {
     );
     assert!(aws.calls().await.is_empty());
 }
+
+#[tokio::test]
+async fn a_clock_skew_answer_is_reported_as_such_and_not_retried() {
+    let Some(py) = python("a_clock_skew_answer_is_reported_as_such_and_not_retried") else {
+        return;
+    };
+    let key = format!("{AKID}:{SECRET}:{SESSION_TOKEN}");
+    // The double's clock is 20 minutes ahead of ours.
+    let aws = Aws::start(py, &["--key", &key, "--clock-offset", "1200"]);
+    let gw = aws.gateway("", "", "", &env_keys());
+    let task = send(&gw, "echo late", false).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
+    let reason = task["status"]["message"]["parts"][0]["text"].to_string();
+    assert!(
+        reason.contains("RequestExpired") && reason.contains("clock skew"),
+        "{reason}"
+    );
+    let calls = aws.calls().await;
+    assert_eq!(calls.len(), 1, "not retried: {calls:?}");
+    assert_eq!(calls[0]["error_type"], "RequestExpired");
+}
