@@ -593,3 +593,53 @@ async fn a_clock_skew_answer_is_reported_as_such_and_not_retried() {
     assert_eq!(calls.len(), 1, "not retried: {calls:?}");
     assert_eq!(calls[0]["error_type"], "RequestExpired");
 }
+
+#[tokio::test]
+async fn check_config_names_the_source_of_the_credentials_never_the_secret() {
+    let Some(py) = python("check_config_names_the_source_of_the_credentials_never_the_secret")
+    else {
+        return;
+    };
+    let aws = Aws::start(py, &[]);
+    let ecs = aws.double("container_credentials_double.py", &[]);
+    let config =
+        format!("[upstream]\nagent_runtime_arn = \"{ARN}\"\n[upstream.auth]\nkind = \"sigv4\"\n");
+    let run = |env: Vec<(&'static str, String)>| {
+        GatewayProcess::init(env!("CARGO_BIN_EXE_a2a-gateway"))
+            .arg("check-config")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_CONFIG_FILE", aws.path("no-config"))
+            .env("AWS_SHARED_CREDENTIALS_FILE", aws.path("no-credentials"))
+            .envs(env)
+            .config(config.clone())
+            .run()
+    };
+    let out = run(env_keys());
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("AWS SigV4, service bedrock-agentcore, region us-east-1"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the chain's EnvironmentVariable provider (access key AKIA…0001"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(SECRET) && !stdout.contains(SESSION_TOKEN));
+
+    let out = run(vec![(
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        format!("{}/credentials", ecs.url),
+    )]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(stdout.contains("EcsContainer provider"), "{stdout}");
+
+    // No source: said so, and check-config still succeeds (serve starts, not ready).
+    let out = run(vec![]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("upstream credentials: none found yet"),
+        "{stdout}"
+    );
+}

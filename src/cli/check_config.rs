@@ -96,6 +96,23 @@ async fn agentcore_derived(upstream: &AgentCoreUpstreamConfig, out: &mut Vec<Str
         Ok(AuthSettings::Forward) => {
             out.push("upstream authentication: the caller's own verified JWT (forward)".to_owned())
         }
+        Ok(AuthSettings::SigV4(s)) => {
+            out.push(format!(
+                "upstream authentication: AWS SigV4, service {}, region {}",
+                crate::upstream::auth::sigv4::SERVICE,
+                s.region
+            ));
+            out.push(
+                match crate::upstream::auth::sigv4::describe_source(&s).await {
+                    Ok(source) => format!("upstream credentials: {source}"),
+                    Err(e) => format!(
+                        "upstream credentials: none found yet: {} (`serve` starts anyway and is \
+                     not ready until the chain answers)",
+                        e.reason()
+                    ),
+                },
+            );
+        }
         Ok(_) => out.push("upstream authentication: a static bearer token".to_owned()),
         Err(_) => {}
     }

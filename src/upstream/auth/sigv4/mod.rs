@@ -80,6 +80,59 @@ impl SigV4 {
     }
 }
 
+/// Where the chain's credentials come from, for `check-config`: one fetch through the
+/// chain (and the assumed role) for `settings`, described by the provider that
+/// answered, the access key id shortened (`ASIA…WXYZ`), the account when the source
+/// tells it, and the expiry. Never a secret.
+///
+/// # Errors
+/// Why the chain found no credentials.
+pub async fn describe_source(settings: &SigV4Settings) -> Result<String, TokenError> {
+    let provider = chain::provider(settings).await?;
+    let cache = CredentialCache::new(provider, settings.refresh_before_expiry);
+    let c = cache.get().await?;
+    let key = c.access_key_id();
+    let short = match (
+        key.get(..4),
+        key.len().checked_sub(4).and_then(|n| key.get(n..)),
+    ) {
+        (Some(head), Some(tail)) if key.len() > 8 => format!("{head}…{tail}"),
+        _ => "…".to_owned(),
+    };
+    let mut out = format!(
+        "AWS credentials from the chain's {} provider (access key {short}",
+        provider_name(&c)
+    );
+    if let Some(account) = c.account_id() {
+        out.push_str(&format!(", account {}", account.as_str()));
+    }
+    match c.expiry() {
+        None => out.push_str(", no expiry)"),
+        Some(at) => {
+            let left = at
+                .duration_since(SystemTime::now())
+                .unwrap_or_default()
+                .as_secs();
+            out.push_str(&format!(", expiring in {left} s)"));
+        }
+    }
+    if let Some(role) = &settings.assume_role {
+        out.push_str(&format!(", then the role {} (AssumeRole)", role.role_arn));
+    }
+    Ok(out)
+}
+
+/// The name of the provider that made `c` (`Environment`, `ProfileFile`,
+/// `WebIdentityToken`, `EcsContainer`, `IMDSv2`, `AssumeRoleProvider`, ...).
+/// `aws-credential-types` shows it only in `Debug` (whose secret is redacted).
+fn provider_name(c: &aws_credential_types::Credentials) -> String {
+    let debug = format!("{c:?}");
+    debug
+        .split_once("provider_name: \"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map_or_else(|| "unnamed".to_owned(), |(name, _)| name.to_owned())
+}
+
 #[async_trait]
 impl Credentials for SigV4 {
     /// No bearer token: SigV4 signs instead ([`authorize`](Self::authorize)).
@@ -116,5 +169,14 @@ impl Credentials for SigV4 {
 
     async fn ready(&self) -> Result<(), TokenError> {
         self.cache().await?.get().await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_provider_name_is_read_from_debug() {
+        let c = aws_credential_types::Credentials::new("AKID", "s3cret", None, None, "Environment");
+        assert_eq!(super::provider_name(&c), "Environment");
     }
 }
