@@ -212,6 +212,19 @@ impl RuntimeExecutor<AgentCore> {
         Ok(Self::new_over(runtime, http, credentials))
     }
 
+    /// Like [`new`](Self::new), but authenticating with `credentials` whatever
+    /// `settings.auth` says (a test's or a bench's: SigV4 over a fixed provider, ...).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn with_credentials(
+        settings: AgentCoreSettings,
+        credentials: Arc<dyn Credentials>,
+    ) -> Result<Self, UpstreamError> {
+        let (runtime, http) = AgentCore::open(settings)?;
+        Ok(Self::new_over(runtime, http, credentials))
+    }
+
     /// Like [`new`](Self::new), but tokens come from `source` (cached with
     /// `refresh_before`, refetched once on a 401) whatever `settings.auth` says.
     ///
