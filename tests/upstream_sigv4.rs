@@ -11,8 +11,17 @@
 //! Python comes from `A2A_GATEWAY_TEST_PYTHON` (default `.venv/bin/python`) with
 //! `bedrock-agentcore` and `moto`; without them the tests are skipped, unless `CI=true`.
 
+mod upstream_common;
+
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use a2a_gateway::protocol::TaskState;
+use a2a_gateway::upstream::auth::{SigV4, SigV4Settings};
+use a2a_gateway::upstream::mock::MockRuntime;
+use a2a_gateway::upstream::{AgentCoreExecutor, AgentCoreSettings};
+use aws_credential_types::provider::SharedCredentialsProvider;
 
 use a2a_gateway::test_util::{
     GatewayProcess, PythonPeer, python_with, rpc, rpc_stream_with, rpc_with, skip, user_message,
@@ -641,5 +650,48 @@ async fn check_config_names_the_source_of_the_credentials_never_the_secret() {
     assert!(
         stdout.contains("upstream credentials: none found yet"),
         "{stdout}"
+    );
+}
+
+/// Without Python: the user id is the caller, percent-encoded and signed; a caller too
+/// long for AgentCore's 1024 characters is refused before any request.
+#[tokio::test]
+async fn the_user_id_is_the_percent_encoded_caller_signed_and_a_too_long_one_is_refused() {
+    let mock = MockRuntime::start().await;
+    let mut s = AgentCoreSettings::for_url(mock.url());
+    s.user_id = true;
+    let sigv4 = SigV4::with_provider(
+        SigV4Settings {
+            region: "us-east-1".into(),
+            assume_role: None,
+            refresh_before_expiry: Duration::from_secs(300),
+        },
+        SharedCredentialsProvider::new(aws_credential_types::Credentials::new(
+            AKID, SECRET, None, None, "test",
+        )),
+    );
+    let e = AgentCoreExecutor::with_credentials(s, Arc::new(sigv4)).unwrap();
+    let out = upstream_common::run(&e, upstream_common::ctx_in("ctx-1", "Zoë Q", "hello")).await;
+    assert_eq!(out.final_state(), TaskState::Completed, "{}", out.reason());
+    let req = mock.invocations().pop().unwrap();
+    assert_eq!(
+        req.header("x-amzn-bedrock-agentcore-runtime-user-id"),
+        Some("Zo%C3%AB%20Q")
+    );
+    let auth = req.header("authorization").unwrap_or_default();
+    assert!(
+        auth.starts_with("AWS4-HMAC-SHA256 Credential=AKIAENVEXAMPLE000001/")
+            && auth.contains("x-amzn-bedrock-agentcore-runtime-user-id"),
+        "{auth}"
+    );
+
+    let long = "é".repeat(200); // 400 bytes, 1200 characters percent-encoded
+    let out = upstream_common::run(&e, upstream_common::ctx_in("ctx-2", &long, "hello")).await;
+    assert_eq!(out.final_state(), TaskState::Rejected);
+    assert!(out.reason().contains("too long"), "{}", out.reason());
+    assert_eq!(
+        mock.invocations().len(),
+        1,
+        "nothing sent for the refused one"
     );
 }

@@ -40,6 +40,13 @@ pub const SESSION_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-session-id";
 /// `upstream.user_id = "caller"`, only accepted from SigV4 callers.
 pub const USER_ID_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-user-id";
 
+/// Longest `X-Amzn-Bedrock-AgentCore-Runtime-User-Id` AgentCore accepts (contract §1.1).
+const MAX_USER_ID: usize = 1024;
+
+/// Why a message is refused when its caller cannot be the runtime's user.
+const USER_ID_TOO_LONG: &str = "the caller's name is too long to be sent as the runtime's user \
+    (upstream.user_id = \"caller\"): at most 1024 characters once percent-encoded";
+
 /// Why a message without text is refused when only text reaches the runtime.
 const NO_TEXT: &str = "this agent takes text: the message has no text part (files and data \
                        parts reach the runtime only with upstream.include_message = true)";
@@ -100,6 +107,12 @@ impl Runtime for AgentCore {
     }
 
     fn refusal(&self, ctx: &RequestContext) -> Option<&'static str> {
+        // AgentCore takes a user id of at most 1024 characters (contract §1.1).
+        if self.settings.user_id
+            && identity_header_value(&ctx.call_context.owner).len() > MAX_USER_ID
+        {
+            return Some(USER_ID_TOO_LONG);
+        }
         // Only text reaches the runtime without `include_message`: a message of files or
         // data alone would arrive as an empty prompt.
         (!self.settings.include_message && ctx.user_input().trim().is_empty()).then_some(NO_TEXT)
