@@ -643,6 +643,31 @@ async fn check_config_names_the_source_of_the_credentials_never_the_secret() {
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(stdout.contains("EcsContainer provider"), "{stdout}");
 
+    // --probe: who STS says the credentials are (GetCallerIdentity, signed).
+    let sts = aws.double(
+        "sts_double.py",
+        &["--key", &format!("{AKID}:{SECRET}:{SESSION_TOKEN}")],
+    );
+    let mut env = env_keys();
+    env.push(("AWS_ENDPOINT_URL_STS", sts.url.clone()));
+    let out = GatewayProcess::init(env!("CARGO_BIN_EXE_a2a-gateway"))
+        .args(["check-config", "--probe"])
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_CONFIG_FILE", aws.path("no-config"))
+        .env("AWS_SHARED_CREDENTIALS_FILE", aws.path("no-credentials"))
+        .envs(env)
+        .config(config.clone())
+        .run();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        stdout.contains("upstream identity (sts:GetCallerIdentity): arn:aws:"),
+        "{stdout}"
+    );
+    let probed = calls(&sts).await;
+    assert_eq!(probed.len(), 1, "{probed:?}");
+    assert_eq!(probed[0]["action"], "GetCallerIdentity");
+    assert_eq!(probed[0]["verified"], true, "{probed:?}");
+
     // No source: said so, and check-config still succeeds (serve starts, not ready).
     let out = run(vec![]);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();

@@ -23,6 +23,17 @@ use crate::upstream::auth::{SigV4Settings, TokenError};
 /// # Errors
 /// A [`TokenError`] when the chain has no provider.
 pub async fn provider(settings: &SigV4Settings) -> Result<SharedCredentialsProvider, TokenError> {
+    Ok(load(settings).await?.1)
+}
+
+/// The SDK configuration the chain was loaded with (region, HTTP client, endpoints from
+/// the environment), and the provider [`provider`] returns.
+///
+/// # Errors
+/// As [`provider`].
+pub async fn load(
+    settings: &SigV4Settings,
+) -> Result<(aws_config::SdkConfig, SharedCredentialsProvider), TokenError> {
     let http = aws_smithy_http_client::Builder::new()
         .tls_provider(tls::Provider::Rustls(
             tls::rustls_provider::CryptoMode::Ring,
@@ -36,7 +47,7 @@ pub async fn provider(settings: &SigV4Settings) -> Result<SharedCredentialsProvi
     let base = sdk
         .credentials_provider()
         .ok_or_else(|| TokenError::new("the AWS credential chain has no provider"))?;
-    Ok(match &settings.assume_role {
+    let provider = match &settings.assume_role {
         None => base,
         Some(role) => {
             let mut b = AssumeRoleProvider::builder(role.role_arn.clone())
@@ -47,5 +58,31 @@ pub async fn provider(settings: &SigV4Settings) -> Result<SharedCredentialsProvi
             }
             SharedCredentialsProvider::new(b.build_from_provider(base).await)
         }
-    })
+    };
+    Ok((sdk, provider))
+}
+
+/// Who the chain's credentials are, asked of STS (`sts:GetCallerIdentity`, which needs no
+/// permission): `ARN (account ACCOUNT)`. For `check-config --probe`.
+///
+/// # Errors
+/// No credentials, or STS refused them (its error code and message, never a secret).
+pub async fn caller_identity(settings: &SigV4Settings) -> Result<String, TokenError> {
+    let (sdk, provider) = load(settings).await?;
+    let conf = aws_sdk_sts::config::Builder::from(&sdk)
+        .credentials_provider(provider)
+        .build();
+    let out = aws_sdk_sts::Client::from_conf(conf)
+        .get_caller_identity()
+        .send()
+        .await
+        .map_err(|e| {
+            let e = aws_sdk_sts::error::DisplayErrorContext(e);
+            TokenError::new(format!("sts:GetCallerIdentity failed: {e}"))
+        })?;
+    Ok(format!(
+        "{} (account {})",
+        out.arn().unwrap_or("unknown"),
+        out.account().unwrap_or("unknown")
+    ))
 }
