@@ -720,3 +720,65 @@ async fn the_user_id_is_the_percent_encoded_caller_signed_and_a_too_long_one_is_
         "nothing sent for the refused one"
     );
 }
+
+#[tokio::test]
+async fn a_failed_refresh_keeps_the_valid_credentials_logged_once_and_counted() {
+    let Some(py) = python("a_failed_refresh_keeps_the_valid_credentials_logged_once_and_counted")
+    else {
+        return;
+    };
+    let aws = Aws::start(py, &[]);
+    // Credentials valid 10 s (9 to 11 with whole-second expirations), refreshed 8 s
+    // early: the refresh point is at most 3 s after the fetch, the expiry 9 s at least.
+    let ecs = aws.double("container_credentials_double.py", &["--expires-in", "10"]);
+    let gw = aws.gateway(
+        "",
+        "",
+        "credentials_refresh_secs = 8",
+        &[(
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            format!("{}/credentials", ecs.url),
+        )],
+    );
+    assert_completed(&send(&gw, "echo first", false).await, "first");
+    // From now on the endpoint refuses (4xx: not retried by the chain).
+    control(&ecs, json!({"fail": 403, "fail_count": -1})).await;
+    // Past the refresh point, before the expiry: waiting for time to pass.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert_completed(&send(&gw, "echo second", false).await, "second");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_completed(&send(&gw, "echo third", false).await, "third");
+
+    let fetches = calls(&ecs).await;
+    assert!(fetches.len() >= 2, "a refresh was tried: {fetches:?}");
+    assert!(
+        fetches[1..].iter().all(|f| f["status"] == 403),
+        "{fetches:?}"
+    );
+    let calls = aws.calls().await;
+    assert_eq!(calls.len(), 3);
+    assert_all_verified(&calls);
+    let first_key = &calls[0]["access_key_id"];
+    assert!(
+        calls.iter().all(|c| &c["access_key_id"] == first_key),
+        "the cached credentials stayed in use: {calls:?}"
+    );
+    let logs = gw.logs();
+    assert_eq!(
+        logs.matches("refreshing the AWS credentials failed")
+            .count(),
+        1,
+        "logged once per spell of failures"
+    );
+    let metrics = reqwest::get(format!("{}metrics", gw.url))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let kept = metrics
+        .lines()
+        .find(|l| l.starts_with("a2a_upstream_credential_fetches_total{outcome=\"kept\"}"))
+        .unwrap_or_else(|| panic!("no kept count in /metrics:\n{metrics}"));
+    assert!(!kept.ends_with(" 0"), "{kept}");
+}
