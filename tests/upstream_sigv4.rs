@@ -158,6 +158,27 @@ async fn send(gw: &GatewayProcess, text: &str, key: bool) -> Value {
     reply["result"]["task"].clone()
 }
 
+/// A streamed SendStreamingMessage of `stream 2`: the double's two SSE chunks, completed.
+async fn streamed(gw: &GatewayProcess) {
+    let (_, events) = rpc_stream_with(
+        reqwest::Client::new().post(&gw.url),
+        "SendStreamingMessage",
+        json!({"message": user_message("stream 2")}),
+    )
+    .await;
+    let events: Vec<_> = events.collect().await;
+    assert_eq!(
+        events.last().and_then(|e| e.state()),
+        Some("TASK_STATE_COMPLETED"),
+        "{events:?}"
+    );
+    let text: String = events
+        .iter()
+        .filter_map(|e| e.result["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str())
+        .collect();
+    assert_eq!(text, "chunk-1 chunk-2 ");
+}
+
 fn text_of(task: &Value) -> String {
     task["artifacts"]
         .as_array()
@@ -403,7 +424,7 @@ async fn short_lived_credentials_are_refreshed_before_expiry_and_an_expired_toke
         )],
     );
     assert_completed(&send(&gw, "echo one", false).await, "one");
-    assert_completed(&send(&gw, "echo two", false).await, "two");
+    streamed(&gw).await;
     assert_eq!(calls(&ecs).await.len(), 1);
     // Past the refresh point (at most 3 s after the fetch), before the expiry (5 s at
     // least): waiting for time to pass, the assertion is on the fetch count.
@@ -467,6 +488,7 @@ async fn web_identity_through_sts() {
     );
     assert_completed(&send(&gw, "echo irsa", false).await, "irsa");
     assert_completed(&send(&gw, "echo again", false).await, "again");
+    streamed(&gw).await;
     let sts_calls = calls(&sts).await;
     assert_eq!(sts_calls.len(), 1, "{sts_calls:?}");
     assert_eq!(sts_calls[0]["action"], "AssumeRoleWithWebIdentity");
@@ -509,6 +531,7 @@ async fn a_shared_profile_role_chain_through_sts_then_assume_role_on_top() {
         ],
     );
     assert_completed(&send(&gw, "echo chained", false).await, "chained");
+    streamed(&gw).await;
     let sts_calls = calls(&sts).await;
     let roles: Vec<&str> = sts_calls
         .iter()
@@ -547,6 +570,7 @@ async fn imds_v2_credentials() {
         ],
     );
     assert_completed(&send(&gw, "echo from ec2", false).await, "from ec2");
+    streamed(&gw).await;
     assert_all_verified(&aws.calls().await);
 }
 
