@@ -18,6 +18,7 @@ echo "== gateway CPU per relayed chunk event, the serve binary as its own proces
 cargo bench --bench event_cpu 2>/dev/null
 echo "== JWT bearer authentication (cached keys) against none (issue 11)"
 cargo bench --bench auth_overhead 2>/dev/null
+cargo bench --bench sigv4_overhead 2>/dev/null
 echo "== store write cost"
 cargo bench --bench store_write -- --warm-up-time 1 --measurement-time 3 2>/dev/null | grep -E 'time:|stream profile|^store_write|^\|' || true
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

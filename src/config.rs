@@ -47,12 +47,16 @@ mod upstream;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_sigv4;
 
 pub use agent::{
     AgentConfig, AgentProviderConfig, ExtendedCardConfig, ExtensionConfig, SkillConfig,
 };
 pub use arn::{AgentRuntimeArn, ArnError};
-pub use auth::{AuthKind, UpstreamAuthConfig};
+pub use auth::{
+    AuthKind, DEFAULT_CREDENTIALS_REFRESH_SECS, DEFAULT_SESSION_NAME, UpstreamAuthConfig,
+};
 pub use caller_name::{MAX_CALLER_BYTES, caller_name_problem};
 pub use cidr::Cidr;
 pub use error::{ConfigError, ConfigOrigin};
@@ -68,7 +72,7 @@ pub use store::{SqliteLocation, SqliteSynchronous, StoreConfig, StoreUrl, StoreU
 pub use telemetry::TelemetryConfig;
 pub use upstream::{
     AgentCoreUpstreamConfig, DEFAULT_CALLER_HEADER, DEFAULT_TENANT_HEADER, HttpVersion,
-    UpstreamConfig, UpstreamKind,
+    USER_ID_HEADER, UpstreamConfig, UpstreamKind, UserId,
 };
 
 use error::Invalid;
@@ -321,6 +325,18 @@ impl Config {
                 "server.auth",
                 "\"forward\" passes the caller's verified JWT to the runtime: configure \
                  [server.auth] with the jwt scheme",
+            ));
+        }
+        if let UpstreamConfig::AgentCore(c) = &self.upstream
+            && c.user_id == UserId::Caller
+            && !self.server.auth.required()
+        {
+            return Err(Invalid::because_of(
+                "upstream.user_id",
+                "server.auth.kind",
+                "\"caller\" sends the verified caller as the runtime's user, and without \
+                 [server.auth] every caller is the same anonymous user: configure \
+                 [server.auth] (api_key or jwt)",
             ));
         }
         self.push.validate()?;

@@ -8,10 +8,12 @@ use std::sync::Arc;
 
 use super::AppError;
 use crate::config::{
-    AgentCoreUpstreamConfig, AgentRuntimeArn, AuthKind, Config, HttpVersion as Cfg, UpstreamConfig,
+    AgentCoreUpstreamConfig, AgentRuntimeArn, AuthKind, Config, DEFAULT_SESSION_NAME,
+    HttpVersion as Cfg, UpstreamConfig, UserId,
 };
 use crate::executor::AgentExecutor;
 use crate::server::ReadinessCheck;
+use crate::upstream::auth::{AssumeRoleSettings, SigV4Settings};
 use crate::upstream::{
     AgentCoreExecutor, AgentCoreSettings, AuthSettings, HttpVersion, OAuth2Settings, TokenEndpoint,
     UpstreamError,
@@ -89,6 +91,7 @@ pub fn agentcore_settings(c: &AgentCoreUpstreamConfig) -> Result<AgentCoreSettin
     };
     s.caller_header = header("caller_header", &c.caller_header)?;
     s.tenant_header = header("tenant_header", &c.tenant_header)?;
+    s.user_id = c.user_id == UserId::Caller;
     let a = &c.auth;
     let missing = |key: &str| UpstreamError::Settings(format!("upstream.auth.{key} is required"));
     s.auth = match a.kind {
@@ -108,6 +111,21 @@ pub fn agentcore_settings(c: &AgentCoreUpstreamConfig) -> Result<AgentCoreSettin
                 (None, None) => return Err(missing("token_url")),
             },
             refresh_before_expiry: a.refresh_before_expiry(),
+        }),
+        AuthKind::SigV4 => AuthSettings::SigV4(SigV4Settings {
+            region: c
+                .signing_region()
+                .ok_or_else(|| missing("region"))?
+                .to_owned(),
+            assume_role: a.assume_role_arn.as_ref().map(|arn| AssumeRoleSettings {
+                role_arn: arn.clone(),
+                external_id: a.external_id.clone(),
+                session_name: a
+                    .session_name
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_SESSION_NAME.to_owned()),
+            }),
+            refresh_before_expiry: a.credentials_refresh(),
         }),
     };
     Ok(s)

@@ -22,7 +22,7 @@ use crate::upstream::{AuthSettings, TokenEndpoint};
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Runs `check-config`.
-pub(super) async fn run(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
+pub(super) async fn run(file: Option<PathBuf>, probe: bool) -> Result<ExitCode, CliError> {
     let sources = ConfigSources::discover(file);
     let from = sources
         .file
@@ -41,7 +41,7 @@ pub(super) async fn run(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
         }
         None => {
             outln!();
-            for line in derived(&config).await {
+            for line in derived(&config, probe).await {
                 outln!("# derived: {line}");
             }
             Ok(ExitCode::SUCCESS)
@@ -66,8 +66,9 @@ fn refusal(config: &Config) -> Option<CliError> {
 }
 
 /// The lines an `agentcore` upstream derives: its invocation and stop-session URLs, and
-/// how it authenticates (the token endpoint, looked up when given by discovery).
-async fn agentcore_derived(upstream: &AgentCoreUpstreamConfig, out: &mut Vec<String>) {
+/// how it authenticates (the token endpoint, looked up when given by discovery; for
+/// SigV4 where the credentials come from and, with `probe`, who STS says they are).
+async fn agentcore_derived(upstream: &AgentCoreUpstreamConfig, probe: bool, out: &mut Vec<String>) {
     if let Ok(url) = upstream.invocation_url() {
         out.push(format!("invocation URL: {}", masked(&url)));
     }
@@ -96,17 +97,41 @@ async fn agentcore_derived(upstream: &AgentCoreUpstreamConfig, out: &mut Vec<Str
         Ok(AuthSettings::Forward) => {
             out.push("upstream authentication: the caller's own verified JWT (forward)".to_owned())
         }
+        Ok(AuthSettings::SigV4(s)) => {
+            out.push(format!(
+                "upstream authentication: AWS SigV4, service {}, region {}",
+                crate::upstream::auth::sigv4::SERVICE,
+                s.region
+            ));
+            out.push(
+                match crate::upstream::auth::sigv4::describe_source(&s).await {
+                    Ok(source) => format!("upstream credentials: {source}"),
+                    Err(e) => format!(
+                        "upstream credentials: none found yet: {} (`serve` starts anyway and is \
+                     not ready until the chain answers)",
+                        e.reason()
+                    ),
+                },
+            );
+            if probe {
+                let who = crate::upstream::auth::sigv4::chain::caller_identity(&s).await;
+                out.push(match who {
+                    Ok(who) => format!("upstream identity (sts:GetCallerIdentity): {who}"),
+                    Err(e) => format!("upstream identity: unknown, {}", e.reason()),
+                });
+            }
+        }
         Ok(_) => out.push("upstream authentication: a static bearer token".to_owned()),
         Err(_) => {}
     }
 }
 
 /// The derived values, one line each.
-async fn derived(config: &Config) -> Vec<String> {
+async fn derived(config: &Config, probe: bool) -> Vec<String> {
     let mut out = Vec::new();
     // What each runtime kind derives; a new kind adds its arm.
     match &config.upstream {
-        UpstreamConfig::AgentCore(c) => agentcore_derived(c, &mut out).await,
+        UpstreamConfig::AgentCore(c) => agentcore_derived(c, probe, &mut out).await,
     }
     out.push(store_line(&config.store));
     out.push(format!(

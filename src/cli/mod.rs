@@ -74,6 +74,11 @@ pub enum Command {
         /// TOML config file (same discovery as `serve`).
         #[arg(long, value_name = "PATH")]
         config: Option<PathBuf>,
+        /// Also ask the services who the gateway is to them: with
+        /// `upstream.auth.kind = "sigv4"`, `sts:GetCallerIdentity` with the chain's
+        /// credentials (the role and account they resolve to).
+        #[arg(long)]
+        probe: bool,
     },
     /// Send a message to an A2A agent and print the reply as it arrives.
     Send(SendArgs),
@@ -124,7 +129,7 @@ pub fn run(cli: Cli) -> ExitCode {
         match cli.command {
             Command::Serve { config, listen } => serve::run(config, listen).await,
             Command::Demo { listen, dir } => demo::run(listen, dir).await,
-            Command::CheckConfig { config } => check_config::run(config).await,
+            Command::CheckConfig { config, probe } => check_config::run(config, probe).await,
             Command::Send(args) => send::run(args).await,
             Command::Get(args) => tasks::get(args).await,
             Command::List(args) => tasks::list(args).await,

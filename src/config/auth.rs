@@ -7,7 +7,7 @@ use reqwest::Url;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
-use super::error::Invalid;
+use super::error::{Invalid, nonzero};
 use super::serde_util::{http_url_opt, secret_opt};
 
 /// `[upstream.auth]`: credentials for the upstream.
@@ -60,6 +60,25 @@ pub struct UpstreamAuthConfig {
     /// removed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
+    /// The SigV4 signing region (`sigv4`). Default: the region of
+    /// `upstream.agent_runtime_arn`; required when there is no ARN, and must equal the
+    /// ARN's when both are set. Never taken from the URL's host name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// An IAM role to assume (STS `AssumeRole`) with the credentials the standard AWS
+    /// chain finds (`sigv4`); requests are then signed as that role.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assume_role_arn: Option<String>,
+    /// The `ExternalId` sent with `AssumeRole` (`sigv4`, with `assume_role_arn`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub external_id: Option<String>,
+    /// The `RoleSessionName` sent with `AssumeRole` (`sigv4`, with `assume_role_arn`).
+    /// Default `a2a-gateway`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_name: Option<String>,
+    /// Cached AWS credentials are replaced this many seconds before they expire
+    /// (`sigv4`). Default 300 (5 minutes).
+    pub credentials_refresh_secs: u64,
 }
 
 impl Default for UpstreamAuthConfig {
@@ -75,6 +94,11 @@ impl Default for UpstreamAuthConfig {
             refresh_before_expiry_secs: 30,
             token: None,
             token_file: None,
+            region: None,
+            assume_role_arn: None,
+            external_id: None,
+            session_name: None,
+            credentials_refresh_secs: DEFAULT_CREDENTIALS_REFRESH_SECS,
         }
     }
 }
@@ -95,7 +119,19 @@ pub enum AuthKind {
     /// sent as `Authorization: Bearer`: for runtimes whose JWT authorizer trusts the same
     /// provider. A call without one (an API key) fails its task; an API key is never sent.
     Forward,
+    /// AWS Signature Version 4 (IAM inbound auth on the runtime), service
+    /// `bedrock-agentcore`, with credentials from the standard AWS chain (environment,
+    /// shared profile, web identity, ECS / EKS Pod Identity container endpoint, EC2
+    /// IMDSv2), optionally an assumed role on top.
+    #[serde(rename = "sigv4")]
+    SigV4,
 }
+
+/// Default of `upstream.auth.credentials_refresh_secs`.
+pub const DEFAULT_CREDENTIALS_REFRESH_SECS: u64 = 300;
+
+/// Default `RoleSessionName` of `upstream.auth.assume_role_arn`.
+pub const DEFAULT_SESSION_NAME: &str = "a2a-gateway";
 
 impl AuthKind {
     fn name(self) -> &'static str {
@@ -104,6 +140,7 @@ impl AuthKind {
             AuthKind::Bearer => "bearer",
             AuthKind::None => "none",
             AuthKind::Forward => "forward",
+            AuthKind::SigV4 => "sigv4",
         }
     }
 }
@@ -114,6 +151,11 @@ impl UpstreamAuthConfig {
     /// `refresh_before_expiry_secs` as a [`Duration`].
     pub fn refresh_before_expiry(&self) -> Duration {
         Duration::from_secs(self.refresh_before_expiry_secs)
+    }
+
+    /// `credentials_refresh_secs` as a [`Duration`].
+    pub fn credentials_refresh(&self) -> Duration {
+        Duration::from_secs(self.credentials_refresh_secs)
     }
 
     pub(crate) fn validate(&self) -> Result<(), Invalid> {
@@ -130,6 +172,12 @@ impl UpstreamAuthConfig {
             set(self.token.is_some(), "token"),
             set(self.token_file.is_some(), "token_file"),
         ];
+        let sigv4_keys = [
+            set(self.region.is_some(), "region"),
+            set(self.assume_role_arn.is_some(), "assume_role_arn"),
+            set(self.external_id.is_some(), "external_id"),
+            set(self.session_name.is_some(), "session_name"),
+        ];
         let foreign = |keys: &[Option<String>], belongs: &str| {
             keys.iter().flatten().next().map(|key| {
                 Invalid::new(
@@ -144,6 +192,9 @@ impl UpstreamAuthConfig {
         match self.kind {
             AuthKind::OAuth2 => {
                 if let Some(err) = foreign(&bearer_keys, "bearer") {
+                    return Err(err);
+                }
+                if let Some(err) = foreign(&sigv4_keys, "sigv4") {
                     return Err(err);
                 }
                 if self
@@ -174,6 +225,9 @@ impl UpstreamAuthConfig {
                 if let Some(err) = foreign(&oauth_keys, "oauth2") {
                     return Err(err);
                 }
+                if let Some(err) = foreign(&sigv4_keys, "sigv4") {
+                    return Err(err);
+                }
                 one_of(
                     self.token.is_some(),
                     self.token_file.is_some(),
@@ -188,7 +242,75 @@ impl UpstreamAuthConfig {
                 if let Some(err) = foreign(&bearer_keys, "bearer") {
                     return Err(err);
                 }
+                if let Some(err) = foreign(&sigv4_keys, "sigv4") {
+                    return Err(err);
+                }
             }
+            AuthKind::SigV4 => {
+                if let Some(err) = foreign(&oauth_keys, "oauth2") {
+                    return Err(err);
+                }
+                if let Some(err) = foreign(&bearer_keys, "bearer") {
+                    return Err(err);
+                }
+                self.validate_sigv4()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The `sigv4` keys' own rules (the region against the ARN is checked by
+    /// [`AgentCoreUpstreamConfig`](super::AgentCoreUpstreamConfig), which knows the ARN).
+    fn validate_sigv4(&self) -> Result<(), Invalid> {
+        nonzero(
+            "upstream.auth.credentials_refresh_secs",
+            self.credentials_refresh_secs,
+        )?;
+        if let Some(region) = &self.region
+            && !is_region(region)
+        {
+            return Err(Invalid::new(
+                "upstream.auth.region",
+                format!("`{region}` is not an AWS region name (such as us-east-1)"),
+            ));
+        }
+        if let Some(arn) = &self.assume_role_arn
+            && !is_role_arn(arn)
+        {
+            return Err(Invalid::new(
+                "upstream.auth.assume_role_arn",
+                format!("`{arn}` is not an IAM role ARN (arn:PARTITION:iam::ACCOUNT:role/NAME)"),
+            ));
+        }
+        for (key, value) in [
+            ("external_id", &self.external_id),
+            ("session_name", &self.session_name),
+        ] {
+            if value.is_some() && self.assume_role_arn.is_none() {
+                return Err(Invalid::because_of(
+                    format!("upstream.auth.{key}"),
+                    "upstream.auth.assume_role_arn",
+                    "is only sent with AssumeRole: set upstream.auth.assume_role_arn too",
+                ));
+            }
+        }
+        // STS's own limits: RoleSessionName 2-64 of [\w+=,.@-], ExternalId 2-1224 of
+        // [\w+=,.@:/-].
+        if let Some(name) = &self.session_name
+            && !sts_value(name, 64, "+=,.@-")
+        {
+            return Err(Invalid::new(
+                "upstream.auth.session_name",
+                "must be 2-64 characters of letters, digits and +=,.@_-",
+            ));
+        }
+        if let Some(id) = &self.external_id
+            && !sts_value(id, 1224, "+=,.@:/-")
+        {
+            return Err(Invalid::new(
+                "upstream.auth.external_id",
+                "must be 2-1224 characters of letters, digits and +=,.@:/_-",
+            ));
         }
         Ok(())
     }
@@ -203,6 +325,31 @@ impl UpstreamAuthConfig {
         }
         Ok(())
     }
+}
+
+/// An AWS region name: lowercase letters, digits and `-`, such as `us-east-1`.
+fn is_region(s: &str) -> bool {
+    (4..=32).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes().any(|b| b == b'-')
+}
+
+/// `arn:PARTITION:iam::ACCOUNT:role/NAME`.
+fn is_role_arn(s: &str) -> bool {
+    let parts: Vec<&str> = s.splitn(6, ':').collect();
+    matches!(parts.as_slice(), ["arn", p, "iam", "", account, resource]
+        if !p.is_empty()
+            && account.len() == 12
+            && account.bytes().all(|b| b.is_ascii_digit())
+            && resource.strip_prefix("role/").is_some_and(|n| !n.is_empty()))
+}
+
+/// A value STS accepts: 2 to `max` characters of ASCII letters, digits, `_` and `extra`.
+fn sts_value(s: &str, max: usize, extra: &str) -> bool {
+    (2..=max).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || extra.as_bytes().contains(&b))
 }
 
 /// Exactly one of two alternative keys must be set (the kind asked for one of them).

@@ -9,17 +9,18 @@ use sha2::Digest;
 use super::*;
 
 const EXAMPLE: &str = include_str!("../../config.example.toml");
-const ARN: &str = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/my_agent-abc123";
+pub(super) const ARN: &str =
+    "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/my_agent-abc123";
 
 /// A TOML file in a fresh temporary directory (kept alive by the returned guard).
-fn file(contents: &str) -> (tempfile::TempDir, PathBuf) {
+pub(super) fn file(contents: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gateway.toml");
     std::fs::write(&path, contents).unwrap();
     (dir, path)
 }
 
-fn sources(file: Option<&Path>, env: &[(&str, &str)]) -> ConfigSources {
+pub(super) fn sources(file: Option<&Path>, env: &[(&str, &str)]) -> ConfigSources {
     ConfigSources {
         file: file.map(Path::to_owned),
         env: env
@@ -30,12 +31,12 @@ fn sources(file: Option<&Path>, env: &[(&str, &str)]) -> ConfigSources {
     }
 }
 
-fn load_err(sources: ConfigSources) -> (String, ConfigError) {
+pub(super) fn load_err(sources: ConfigSources) -> (String, ConfigError) {
     let err = Config::load(sources).expect_err("config should be refused");
     (err.to_string(), err)
 }
 
-fn invalid_parts(err: &ConfigError) -> (&str, &ConfigOrigin) {
+pub(super) fn invalid_parts(err: &ConfigError) -> (&str, &ConfigOrigin) {
     match err {
         ConfigError::Invalid { key, origin, .. } => (key, origin),
         other => panic!("expected ConfigError::Invalid, got {other:?}"),
@@ -43,7 +44,7 @@ fn invalid_parts(err: &ConfigError) -> (&str, &ConfigOrigin) {
 }
 
 /// The `[upstream]` section of kind `agentcore` (the only kind so far).
-fn agentcore(config: &Config) -> &AgentCoreUpstreamConfig {
+pub(super) fn agentcore(config: &Config) -> &AgentCoreUpstreamConfig {
     match &config.upstream {
         UpstreamConfig::AgentCore(c) => c,
     }
@@ -212,6 +213,7 @@ fn fully_populated() -> Config {
             stop_session_on_cancel: true,
             caller_header: "X-Caller".into(),
             tenant_header: "X-Tenant".into(),
+            user_id: crate::config::UserId::Caller,
             auth: UpstreamAuthConfig {
                 kind: AuthKind::OAuth2,
                 client_id: Some("c".into()),
@@ -223,6 +225,11 @@ fn fully_populated() -> Config {
                 refresh_before_expiry_secs: 1,
                 token: secret(),
                 token_file: Some("f".into()),
+                region: Some("us-east-1".into()),
+                assume_role_arn: Some("arn:aws:iam::123456789012:role/r".into()),
+                external_id: Some("x".into()),
+                session_name: Some("s".into()),
+                credentials_refresh_secs: 1,
             },
         }),
         log: LogConfig {

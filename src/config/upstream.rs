@@ -8,7 +8,7 @@ use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::arn::AgentRuntimeArn;
-use super::auth::UpstreamAuthConfig;
+use super::auth::{AuthKind, UpstreamAuthConfig};
 use super::error::{ConfigError, Invalid, nonzero};
 use super::serde_util::http_url_opt;
 
@@ -187,6 +187,13 @@ pub struct AgentCoreUpstreamConfig {
     /// Header carrying the tenant to the runtime (omitted for the default tenant `""`).
     /// Default `X-Amzn-Bedrock-AgentCore-Runtime-Custom-Tenant`; empty disables it.
     pub tenant_header: String,
+    /// Whether the verified caller is sent as the runtime's user,
+    /// `X-Amzn-Bedrock-AgentCore-Runtime-User-Id` (percent-encoded as `caller_header`
+    /// is): AgentCore then gives the agent that user's workload access token. Needs
+    /// `[server.auth]` and `upstream.auth.kind = "sigv4"` (the header is only accepted
+    /// from IAM callers allowed `bedrock-agentcore:InvokeAgentRuntimeForUser`).
+    /// Default `none`.
+    pub user_id: UserId,
     /// Credentials for the upstream.
     pub auth: UpstreamAuthConfig,
 }
@@ -211,6 +218,10 @@ const RESERVED_HEADERS: &[&str] = &[
     "transfer-encoding",
     "connection",
     SESSION_HEADER,
+    USER_ID_HEADER,
+    "x-amz-date",
+    "x-amz-security-token",
+    "x-amz-content-sha256",
 ];
 
 /// Checks a configured identity header name: empty (disabled) or a valid HTTP field
@@ -262,10 +273,25 @@ impl Default for AgentCoreUpstreamConfig {
             stop_session_on_cancel: true,
             caller_header: DEFAULT_CALLER_HEADER.to_owned(),
             tenant_header: DEFAULT_TENANT_HEADER.to_owned(),
+            user_id: UserId::None,
             auth: UpstreamAuthConfig::default(),
         }
     }
 }
+
+/// `upstream.user_id`: what the runtime is told about the end user of a request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UserId {
+    /// No `X-Amzn-Bedrock-AgentCore-Runtime-User-Id` header.
+    #[default]
+    None,
+    /// The verified caller (the task owner: the API key's caller or the JWT subject).
+    Caller,
+}
+
+/// The request header naming the runtime's user (`upstream.user_id = "caller"`).
+pub const USER_ID_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-user-id";
 
 /// The kind of upstream runtime (the value of `upstream.kind`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -394,7 +420,50 @@ impl AgentCoreUpstreamConfig {
                 .filter(|c| !c.is_empty())
                 .map(String::as_str),
         )?;
-        self.auth.validate()
+        self.auth.validate()?;
+        self.validate_sigv4()
+    }
+
+    /// The SigV4 region against the ARN, and `user_id = "caller"` against the auth kind.
+    fn validate_sigv4(&self) -> Result<(), Invalid> {
+        if self.user_id == UserId::Caller && self.auth.kind != AuthKind::SigV4 {
+            return Err(Invalid::because_of(
+                "upstream.user_id",
+                "upstream.auth.kind",
+                "\"caller\" sends X-Amzn-Bedrock-AgentCore-Runtime-User-Id, which AgentCore \
+                 accepts only from IAM (SigV4) callers allowed \
+                 bedrock-agentcore:InvokeAgentRuntimeForUser: set upstream.auth.kind = \"sigv4\"",
+            ));
+        }
+        if self.auth.kind != AuthKind::SigV4 {
+            return Ok(());
+        }
+        match (&self.agent_runtime_arn, &self.auth.region) {
+            (None, None) => Err(Invalid::because_of(
+                "upstream.auth.region",
+                "upstream.auth.kind",
+                "is required with upstream.auth.kind = \"sigv4\" when there is no \
+                 upstream.agent_runtime_arn to take the signing region from",
+            )),
+            (Some(arn), Some(region)) if arn.region() != region => Err(Invalid::new(
+                "upstream.auth.region",
+                format!(
+                    "`{region}` differs from the region of upstream.agent_runtime_arn (`{}`); \
+                     requests are signed for the runtime's region: leave upstream.auth.region unset",
+                    arn.region()
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The SigV4 signing region: `upstream.auth.region`, else the ARN's; `None` when
+    /// neither is set.
+    pub fn signing_region(&self) -> Option<&str> {
+        self.auth
+            .region
+            .as_deref()
+            .or_else(|| self.agent_runtime_arn.as_ref().map(AgentRuntimeArn::region))
     }
 }
 

@@ -29,6 +29,10 @@ pub const UPSTREAM_RESPONSES: &str = "a2a_upstream_responses_total";
 pub const UPSTREAM_RETRIES: &str = "a2a_upstream_retries_total";
 /// Token endpoint calls, by `outcome` (`ok`, `error`).
 pub const UPSTREAM_TOKEN_FETCHES: &str = "a2a_upstream_token_fetches_total";
+/// Fetches of AWS credentials through the chain (`upstream.auth.kind = "sigv4"`), by
+/// `outcome` (`ok`, `error`, `kept`: a refresh failed and the still-valid cached
+/// credentials stay in use).
+pub const UPSTREAM_CREDENTIAL_FETCHES: &str = "a2a_upstream_credential_fetches_total";
 /// Token endpoint call latency, by `outcome` (seconds).
 pub const UPSTREAM_TOKEN_FETCH_DURATION: &str = "a2a_upstream_token_fetch_duration_seconds";
 /// Upstream invocations that failed their task, by `category`.
@@ -156,6 +160,10 @@ pub const CATALOGUE: &[Metric] = &[
     ),
     counter(UPSTREAM_RETRIES, "Upstream retries by reason"),
     counter(UPSTREAM_TOKEN_FETCHES, "Token endpoint calls by outcome"),
+    counter(
+        UPSTREAM_CREDENTIAL_FETCHES,
+        "AWS credential fetches through the chain by outcome (ok, error, kept)",
+    ),
     histogram(
         UPSTREAM_TOKEN_FETCH_DURATION,
         "Token endpoint calls, by outcome",

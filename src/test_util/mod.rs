@@ -12,7 +12,8 @@
 //! - [`rpc`], [`rpc_with`], [`rpc_result`]: one JSON-RPC call over HTTP, its parsed reply;
 //!   [`rpc_stream`]: a streaming call, its events; [`get_json`]: a plain GET (the card).
 //! - [`user_message`], [`free_port`], [`ci`], [`skip`], [`python`], [`python_with`],
-//!   [`ChildGuard`], [`strip_ansi`], and the `/proc` readers in [`proc_stat`].
+//!   [`ChildGuard`], [`PythonPeer`] (a Python peer that prints its URL first, such as the
+//!   AWS doubles), [`strip_ansi`], and the `/proc` readers in [`proc_stat`].
 //!
 //! The rule for a peer a test needs (PostgreSQL, the Python venv, a program on `PATH`):
 //! without it the test is skipped with a note, unless `CI=true`, where it fails ([`skip`]).
@@ -24,6 +25,7 @@ mod http;
 mod message;
 mod net;
 mod output;
+mod peer;
 mod postgres;
 pub mod proc_stat;
 mod rpc;
@@ -36,6 +38,7 @@ pub use http::get_json;
 pub use message::user_message;
 pub use net::free_port;
 pub use output::strip_ansi;
+pub use peer::PythonPeer;
 pub use postgres::PgSchema;
 pub use rpc::{RPC_TIMEOUT, rpc, rpc_body, rpc_result, rpc_with};
 pub use stream::{StreamEvent, StreamEvents, rpc_stream, rpc_stream_with};

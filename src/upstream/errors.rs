@@ -165,6 +165,9 @@ impl StatusError {
     }
 
     fn hint(&self) -> Option<&'static str> {
+        if let Some(h) = self.aws_auth_hint() {
+            return Some(h);
+        }
         Some(match self.status {
             400 => "the runtime rejected the request as invalid",
             401 => "the runtime did not accept the bearer token",
@@ -184,6 +187,42 @@ impl StatusError {
 }
 
 impl StatusError {
+    /// What an AWS authentication refusal means (runtime contract §8), by its
+    /// exception name: clock skew, a signature mismatch, expired or unknown credentials,
+    /// the wrong inbound auth mode of the runtime.
+    fn aws_auth_hint(&self) -> Option<&'static str> {
+        let mismatch = self
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("Authorization method mismatch"));
+        Some(match self.error_type.as_deref()? {
+            "RequestExpired" => {
+                "clock skew: the request's signing time is more than 5 minutes from AWS's clock; sync this host's clock (NTP)"
+            }
+            "InvalidSignatureException"
+            | "SignatureDoesNotMatch"
+            | "IncompleteSignatureException" => {
+                "the SigV4 signature was refused: check that the signing region (the ARN's, or upstream.auth.region) is the runtime's, and that no proxy rewrites the request"
+            }
+            "ExpiredTokenException" | "ExpiredToken" => {
+                "the AWS credentials expired (refetched once); check the credential source"
+            }
+            "UnrecognizedClientException" | "InvalidClientTokenId" => {
+                "AWS does not know the access key: check the credential source (a rotated or wrong key)"
+            }
+            "MissingAuthenticationTokenException" => {
+                "the runtime got no credentials it recognises: check upstream.url and upstream.auth.kind"
+            }
+            "AccessDeniedException" if mismatch => {
+                "authorization method mismatch: the runtime accepts one inbound auth mode; an IAM runtime needs upstream.auth.kind = \"sigv4\", a JWT-authorizer runtime a bearer kind"
+            }
+            "AccessDeniedException" => {
+                "access denied: with SigV4 check the IAM policy (bedrock-agentcore:InvokeAgentRuntime, InvokeAgentRuntimeForUser with user_id, on the runtime and its runtime-endpoint/*) and the runtime's resource policy; with OAuth the authorizer's allowed clients and scopes"
+            }
+            _ => return None,
+        })
+    }
+
     /// The caller-facing form: status, exception name, hint and the runtime's
     /// request id; not the body's free text (that is in the `Display` form, for the
     /// log).
@@ -573,6 +612,31 @@ mod tests {
         let h = headers(&[("x-amzn-ErrorType", "ConflictException")]);
         assert!(!StatusError::from_response(409, &h, b"{}", None).is_retryable());
         assert!(!StatusError::from_response(400, &HeaderMap::new(), b"", None).is_retryable());
+    }
+
+    #[test]
+    fn aws_auth_refusals_read_as_what_they_mean() {
+        for (status, error_type, body, says) in [
+            (400, "RequestExpired", "Signature expired", "clock skew"),
+            (403, "InvalidSignatureException", "", "signing region"),
+            (403, "ExpiredTokenException", "", "expired"),
+            (403, "UnrecognizedClientException", "", "access key"),
+            (
+                403,
+                "AccessDeniedException",
+                r#"{"message": "Authorization method mismatch. The agent is configured for a different authorization method than what was used in your request (OAuth or SigV4)"}"#,
+                "upstream.auth.kind = \"sigv4\"",
+            ),
+            (403, "AccessDeniedException", "{}", "IAM policy"),
+        ] {
+            let h = headers(&[("x-amzn-ErrorType", error_type)]);
+            let e = StatusError::from_response(status, &h, body.as_bytes(), None);
+            assert!(
+                e.public_reason().contains(says),
+                "{error_type}: {}",
+                e.public_reason()
+            );
+        }
     }
 
     #[test]

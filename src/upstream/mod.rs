@@ -12,8 +12,9 @@
 //!   `docs/upstream-contract.md`.
 //! - [`http`]: the reqwest client and per-phase time limits, the retry policy and
 //!   `Retry-After`, bounded SSE decoding.
-//! - [`auth`]: authentication settings, the bearer-token cache (single flight) and the
-//!   OAuth client-credentials source.
+//! - [`auth`]: authentication settings, the bearer-token cache (single flight), the
+//!   OAuth client-credentials source, and AWS SigV4 with the standard credential chain;
+//!   every request is authenticated at one place, `Credentials::authorize`.
 //! - [`reply`]: JSON / SSE reply → [`reply::UpstreamEvent`]s, the control vocabulary,
 //!   and the sink into A2A task events.
 //! - [`errors`]: readable failure reasons; [`text`]: their small text helpers.
@@ -39,7 +40,8 @@ pub mod text;
 pub mod turns;
 
 pub use agentcore::{
-    AgentCore, AgentCoreExecutor, AgentCoreSettings, SESSION_HEADER, identity_header_value,
+    AgentCore, AgentCoreExecutor, AgentCoreSettings, SESSION_HEADER, USER_ID_HEADER,
+    identity_header_value,
 };
 pub use auth::{
     AuthSettings, Credentials, NO_FORWARDABLE_TOKEN, OAuth2Settings, TokenCache, TokenEndpoint,

@@ -202,7 +202,7 @@ impl<R: Runtime> RuntimeExecutor<R> {
             .credentials
             .ready()
             .await
-            .map_err(|e| format!("no upstream token: {}", e.reason()))
+            .map_err(|e| format!("no upstream credentials: {}", e.reason()))
     }
 
     /// Stops `session` now on behalf of `caller` ([`Runtime::stop`]).
@@ -242,23 +242,25 @@ impl<R: Runtime> Inner<R> {
                 attempt = retries + 1,
                 http.status_code = tracing::field::Empty
             );
-            let token: Option<SecretString> = self
-                .credentials
-                .token(caller)
-                .instrument(attempt.clone())
-                .await?;
             // With OTLP export the runtime's spans become children of this attempt's.
             let traceparent = crate::telemetry::otlp::traceparent_of(&attempt)
                 .unwrap_or_else(|| crate::telemetry::trace::attempt_traceparent(trace));
-            let mut rb = self
+            // Every header and the body are final before authorizing: a signature
+            // covers them (and is made again for each attempt).
+            let mut request = self
                 .runtime
                 .request(&self.http, session, caller)
-                .header("traceparent", &traceparent);
-            if let Some(t) = &token {
-                rb = rb.bearer_auth(t.expose_secret());
-            }
+                .header("traceparent", &traceparent)
+                .body(payload.clone())
+                .build()
+                .map_err(|e| UpstreamError::from_send(&e, limits.send.connect))?;
+            let token: Option<SecretString> = self
+                .credentials
+                .authorize(&mut request, caller)
+                .instrument(attempt.clone())
+                .await?;
             let started = Instant::now();
-            let sent = client::send(rb, payload.clone(), limits.send)
+            let sent = client::send_request(&self.http, request, payload.clone(), limits.send)
                 .instrument(attempt.clone())
                 .await;
             if let Ok(resp) = &sent {
@@ -298,11 +300,7 @@ impl<R: Runtime> Inner<R> {
                         traceparent = %traceparent,
                         "the runtime refused the invocation"
                     );
-                    if status == 401
-                        && !refetched
-                        && let Some(t) = &token
-                        && self.credentials.on_unauthorized(t)
-                    {
+                    if !refetched && self.refetch_cures(status, e.error_type.as_deref(), &token) {
                         refetched = true;
                         continue;
                     }
@@ -342,6 +340,23 @@ impl<R: Runtime> Inner<R> {
             tracing::warn!(retry = retries, delay_ms = delay.as_millis() as u64, reason = %e, "retrying the invocation");
             tokio::time::sleep(delay).await;
         }
+    }
+
+    /// Whether a refusal may be cured by one more attempt with fresh credentials (the
+    /// credentials drop what they blame): a 401 to a cached bearer token, or what
+    /// [`Credentials::on_rejected`] accepts (SigV4's expired or rotated keys).
+    fn refetch_cures(
+        &self,
+        status: u16,
+        error_type: Option<&str>,
+        token: &Option<SecretString>,
+    ) -> bool {
+        if status == 401 {
+            return token
+                .as_ref()
+                .is_some_and(|t| self.credentials.on_unauthorized(t));
+        }
+        self.credentials.on_rejected(status, error_type)
     }
 
     /// Says that this message waits for an earlier one of the same session (the task

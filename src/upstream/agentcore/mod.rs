@@ -28,12 +28,24 @@ pub use settings::AgentCoreSettings;
 
 use crate::executor::{CallContext, RequestContext};
 use crate::upstream::auth::{self, CachedToken, Credentials, TokenSource};
-use crate::upstream::errors::UpstreamError;
+use crate::upstream::errors::{StatusError, UpstreamError};
 use crate::upstream::http::{HttpVersion, RetryPolicy, SendTimeouts, client};
 use crate::upstream::runtime::{Limits, Runtime, RuntimeExecutor, STOP_TIMEOUT};
 
 /// The request and response header carrying the runtime session id (contract §1.1).
 pub const SESSION_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-session-id";
+
+/// The request header naming the end user the call is for (contract §1.1, §8):
+/// AgentCore gives the agent that user's workload access token. Sent with
+/// `upstream.user_id = "caller"`, only accepted from SigV4 callers.
+pub const USER_ID_HEADER: &str = "x-amzn-bedrock-agentcore-runtime-user-id";
+
+/// Longest `X-Amzn-Bedrock-AgentCore-Runtime-User-Id` AgentCore accepts (contract §1.1).
+const MAX_USER_ID: usize = 1024;
+
+/// Why a message is refused when its caller cannot be the runtime's user.
+const USER_ID_TOO_LONG: &str = "the caller's name is too long to be sent as the runtime's user \
+    (upstream.user_id = \"caller\"): at most 1024 characters once percent-encoded";
 
 /// Why a message without text is refused when only text reaches the runtime.
 const NO_TEXT: &str = "this agent takes text: the message has no text part (files and data \
@@ -57,8 +69,9 @@ impl AgentCore {
     }
 
     /// Adds the caller and tenant headers (`upstream.caller_header` /
-    /// `tenant_header`), values percent-encoded ([`identity_header_value`]); the
-    /// tenant header is left out for the default tenant `""`.
+    /// `tenant_header`) and, with `user_id`, [`USER_ID_HEADER`], values
+    /// percent-encoded ([`identity_header_value`]); the tenant header is left out for
+    /// the default tenant `""`, the user id for an anonymous (empty) caller.
     fn identity_headers(
         &self,
         mut rb: reqwest::RequestBuilder,
@@ -71,6 +84,9 @@ impl AgentCore {
             && !caller.tenant.is_empty()
         {
             rb = rb.header(name.clone(), identity_header_value(&caller.tenant));
+        }
+        if self.settings.user_id && !caller.owner.is_empty() {
+            rb = rb.header(USER_ID_HEADER, identity_header_value(&caller.owner));
         }
         rb
     }
@@ -91,6 +107,12 @@ impl Runtime for AgentCore {
     }
 
     fn refusal(&self, ctx: &RequestContext) -> Option<&'static str> {
+        // AgentCore takes a user id of at most 1024 characters (contract §1.1).
+        if self.settings.user_id
+            && identity_header_value(&ctx.call_context.owner).len() > MAX_USER_ID
+        {
+            return Some(USER_ID_TOO_LONG);
+        }
         // Only text reaches the runtime without `include_message`: a message of files or
         // data alone would arrive as an empty prompt.
         (!self.settings.include_message && ctx.user_input().trim().is_empty()).then_some(NO_TEXT)
@@ -131,8 +153,9 @@ impl Runtime for AgentCore {
         self.settings.stop_session_on_cancel
     }
 
-    /// Calls StopRuntimeSession for `session` (contract §1.5). A 404 ("not found or
-    /// already terminated") counts as done; a 401 refetches the token once. With
+    /// Calls StopRuntimeSession for `session` (contract §1.5), authorized (bearer or
+    /// SigV4) as invocations are. A 404 ("not found or already terminated") counts as
+    /// done; a 401, or SigV4's expired credentials, refetches them once. With
     /// `upstream.auth.kind = "forward"` the token is `caller`'s (the canceling caller).
     async fn stop(
         &self,
@@ -146,34 +169,36 @@ impl Runtime for AgentCore {
         };
         let mut refetched = false;
         loop {
-            let token = credentials.token(caller).await?;
-            let mut rb = client
+            let rb = client
                 .post(&url)
                 .header(http::header::CONTENT_TYPE, "application/json")
                 .header(SESSION_HEADER, session)
                 .timeout(STOP_TIMEOUT);
-            rb = self.identity_headers(rb, caller);
-            if let Some(t) = &token {
-                rb = rb.bearer_auth(t.expose_secret());
-            }
-            let resp = rb
+            let mut request = self
+                .identity_headers(rb, caller)
                 .body("{}")
-                .send()
+                .build()
+                .map_err(|e| UpstreamError::from_send(&e, self.settings.connect_timeout))?;
+            let token = credentials.authorize(&mut request, caller).await?;
+            let resp = client
+                .execute(request)
                 .await
                 .map_err(|e| UpstreamError::from_send(&e, self.settings.connect_timeout))?;
             let status = resp.status().as_u16();
             if resp.status().is_success() || status == 404 {
                 return Ok(());
             }
-            if status == 401
-                && !refetched
-                && let Some(t) = &token
-                && credentials.on_unauthorized(t)
-            {
+            let headers = resp.headers().clone();
+            let error_type = StatusError::from_response(status, &headers, &[], None).error_type;
+            let cured = match &token {
+                Some(t) if status == 401 => credentials.on_unauthorized(t),
+                _ if status == 401 => false,
+                _ => credentials.on_rejected(status, error_type.as_deref()),
+            };
+            if cured && !refetched {
                 refetched = true;
                 continue;
             }
-            let headers = resp.headers().clone();
             let body = resp.bytes().await.unwrap_or_default();
             let tok = token.as_ref().map(|t| t.expose_secret());
             return Err(UpstreamError::status(
@@ -197,6 +222,19 @@ impl RuntimeExecutor<AgentCore> {
         let credentials = auth::from_settings(&s.auth, || {
             client::build_client(HttpVersion::Auto, s.ca_file.as_deref(), s.connect_timeout)
         })?;
+        Ok(Self::new_over(runtime, http, credentials))
+    }
+
+    /// Like [`new`](Self::new), but authenticating with `credentials` whatever
+    /// `settings.auth` says (a test's or a bench's: SigV4 over a fixed provider, ...).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn with_credentials(
+        settings: AgentCoreSettings,
+        credentials: Arc<dyn Credentials>,
+    ) -> Result<Self, UpstreamError> {
+        let (runtime, http) = AgentCore::open(settings)?;
         Ok(Self::new_over(runtime, http, credentials))
     }
 

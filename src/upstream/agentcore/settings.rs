@@ -68,6 +68,10 @@ pub struct AgentCoreSettings {
     /// disables it. Default `x-amzn-bedrock-agentcore-runtime-custom-tenant` (the
     /// config's `tenant_header` default).
     pub tenant_header: Option<http::HeaderName>,
+    /// Send the verified caller (the task owner) as
+    /// `X-Amzn-Bedrock-AgentCore-Runtime-User-Id` (config `user_id = "caller"`).
+    /// Default false.
+    pub user_id: bool,
     /// Authentication.
     pub auth: AuthSettings,
 }
@@ -104,6 +108,7 @@ impl AgentCoreSettings {
             tenant_header: Some(http::HeaderName::from_static(
                 "x-amzn-bedrock-agentcore-runtime-custom-tenant",
             )),
+            user_id: false,
             auth: AuthSettings::None,
         }
     }

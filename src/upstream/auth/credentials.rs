@@ -1,17 +1,20 @@
 //! [`Credentials`]: how a request to the runtime is authenticated, whatever the kind of
 //! runtime: no `Authorization` header, a static bearer token, OAuth client-credentials
-//! tokens from a cache, or the caller's own verified JWT. Built from [`AuthSettings`]
-//! by [`from_settings`].
+//! tokens from a cache, the caller's own verified JWT, or an AWS SigV4 signature
+//! ([`SigV4`](super::sigv4::SigV4)). Built from the settings by
+//! [`from_settings`](super::build::from_settings).
+//!
+//! Every request to the runtime (each invocation attempt, StopRuntimeSession, any
+//! later call a kind makes) is authenticated at one place,
+//! [`Credentials::authorize`], on the built request whose headers and body are final.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 
-use super::oauth::OAuthClientCredentials;
-use super::settings::AuthSettings;
 use super::token::{StaticToken, TokenCache, TokenError, TokenSource};
 use crate::executor::CallContext;
 
@@ -21,14 +24,46 @@ pub const NO_FORWARDABLE_TOKEN: &str = "upstream.auth.kind = \"forward\" sends t
     verified JWT to the runtime, and this call has none (an API key is never forwarded): \
     call with a JWT bearer token";
 
-/// The bearer token of each request to the runtime, and what a 401 means for it.
+/// How each request to the runtime is authenticated, and what a refusal means for it.
 ///
-/// A request is sent with the token [`token`](Self::token) returns (none: no
-/// `Authorization` header). When the runtime answers 401, the sender asks
-/// [`on_unauthorized`](Self::on_unauthorized) once per request whether a second
-/// attempt with a fresh token may cure it; a second 401 fails the request.
+/// A sender builds the request with every header and the body final, then calls
+/// [`authorize`](Self::authorize) on it, per attempt (a retry authorizes again: a
+/// signature covers the time it was made). The default puts the bearer token
+/// [`token`](Self::token) returns in `Authorization` (none: no header). When the
+/// runtime answers 401, the sender asks [`on_unauthorized`](Self::on_unauthorized),
+/// and for any other refusal [`on_rejected`](Self::on_rejected), once per request
+/// whether a second attempt with fresh credentials may cure it; a second refusal fails
+/// the request.
 #[async_trait]
 pub trait Credentials: Send + Sync + fmt::Debug + 'static {
+    /// Authenticates `request` (built, every header and the body final, the body as
+    /// bytes) on behalf of `caller`. Returns the bearer token it sent, if any: the
+    /// sender redacts it from an error body and hands it to
+    /// [`on_unauthorized`](Self::on_unauthorized).
+    ///
+    /// The default sets `Authorization: Bearer` (marked sensitive) from
+    /// [`token`](Self::token).
+    ///
+    /// # Errors
+    /// [`TokenError`] when no credentials can be had, or the request cannot be signed.
+    async fn authorize(
+        &self,
+        request: &mut reqwest::Request,
+        caller: &CallContext,
+    ) -> Result<Option<SecretString>, TokenError> {
+        let token = self.token(caller).await?;
+        if let Some(t) = &token {
+            let mut value =
+                http::HeaderValue::from_str(&format!("Bearer {}", t.expose_secret()))
+                    .map_err(|_| TokenError::new("the bearer token is not a valid header value"))?;
+            value.set_sensitive(true);
+            request
+                .headers_mut()
+                .insert(http::header::AUTHORIZATION, value);
+        }
+        Ok(token)
+    }
+
     /// The bearer token for a request made on behalf of `caller`, or `None` for no
     /// `Authorization` header. The sender also uses it to redact a token the runtime
     /// echoes back in an error body.
@@ -43,6 +78,16 @@ pub trait Credentials: Send + Sync + fmt::Debug + 'static {
     /// The default: no (a static or the caller's own token stays what it is).
     fn on_unauthorized(&self, token: &SecretString) -> bool {
         let _ = token;
+        false
+    }
+
+    /// The runtime refused a request with `status` (not 401) and the AWS exception
+    /// `error_type` (`x-amzn-ErrorType`), before any reply byte: drops what it
+    /// blames and says whether one more attempt (authorized again) may succeed. The
+    /// default: no. SigV4 says yes to `ExpiredTokenException` and
+    /// `InvalidClientTokenId` (credentials expired or rotated).
+    fn on_rejected(&self, status: u16, error_type: Option<&str>) -> bool {
+        let _ = (status, error_type);
         false
     }
 
@@ -146,25 +191,4 @@ impl Credentials for ForwardCaller {
             None => Err(TokenError::new(NO_FORWARDABLE_TOKEN)),
         }
     }
-}
-
-/// The credentials `auth` describes. OAuth fetches its tokens with the client
-/// `token_http` makes (called only for OAuth), refreshing them
-/// `refresh_before_expiry` before they expire.
-///
-/// # Errors
-/// What `token_http` returns.
-pub fn from_settings<E>(
-    auth: &AuthSettings,
-    token_http: impl FnOnce() -> Result<reqwest::Client, E>,
-) -> Result<Arc<dyn Credentials>, E> {
-    Ok(match auth {
-        AuthSettings::None => Arc::new(NoCredentials),
-        AuthSettings::Forward => Arc::new(ForwardCaller),
-        AuthSettings::Bearer(t) => Arc::new(StaticBearer::new(t.clone())),
-        AuthSettings::OAuth2(o) => {
-            let source = Arc::new(OAuthClientCredentials::new(o, token_http()?));
-            Arc::new(CachedToken::new(source, o.refresh_before_expiry))
-        }
-    })
 }

@@ -46,6 +46,30 @@ impl fmt::Debug for OAuth2Settings {
     }
 }
 
+/// AWS Signature Version 4 settings (`kind = "sigv4"`, IAM inbound auth on the runtime;
+/// runtime contract §3 and §8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SigV4Settings {
+    /// The signing region: the runtime ARN's, or the configured one; never the URL's host.
+    pub region: String,
+    /// An IAM role assumed (STS `AssumeRole`) on top of the chain's credentials.
+    pub assume_role: Option<AssumeRoleSettings>,
+    /// Cached credentials are replaced this long before they expire (config
+    /// `credentials_refresh_secs`, default 300 s).
+    pub refresh_before_expiry: Duration,
+}
+
+/// STS `AssumeRole` on top of the AWS credential chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssumeRoleSettings {
+    /// The role's ARN (`arn:aws:iam::123456789012:role/NAME`).
+    pub role_arn: String,
+    /// The `ExternalId` the role's trust policy may require.
+    pub external_id: Option<String>,
+    /// The `RoleSessionName` (shows in CloudTrail).
+    pub session_name: String,
+}
+
 /// How the executor authenticates to the runtime (`[upstream.auth] kind`).
 #[derive(Clone)]
 pub enum AuthSettings {
@@ -60,6 +84,9 @@ pub enum AuthSettings {
     /// request (`kind = "forward"`). A call without one fails its task; a 401 fails it
     /// too (the runtime refused the caller's token).
     Forward,
+    /// Every request signed with AWS SigV4 (`kind = "sigv4"`), credentials from the
+    /// standard AWS chain, cached.
+    SigV4(SigV4Settings),
 }
 
 impl fmt::Debug for AuthSettings {
@@ -69,6 +96,7 @@ impl fmt::Debug for AuthSettings {
             Self::Bearer(_) => f.write_str("Bearer([redacted])"),
             Self::OAuth2(o) => f.debug_tuple("OAuth2").field(o).finish(),
             Self::Forward => f.write_str("Forward"),
+            Self::SigV4(s) => f.debug_tuple("SigV4").field(s).finish(),
         }
     }
 }

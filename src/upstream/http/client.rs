@@ -114,8 +114,25 @@ pub struct SendTimeouts {
     pub read: Duration,
 }
 
-/// Sends `request` (whose body is `body`, JSON) and waits for the reply headers,
-/// enforcing each phase's limit:
+/// Sends `request` (whose body is `body`, JSON) and waits for the reply headers, as
+/// [`send_request`] does.
+///
+/// # Errors
+/// As [`send_request`]; also [`UpstreamError::Send`] when the request cannot be built.
+pub async fn send(
+    request: reqwest::RequestBuilder,
+    body: Bytes,
+    timeouts: SendTimeouts,
+) -> Result<reqwest::Response, UpstreamError> {
+    let (client, request) = request.build_split();
+    let request = request.map_err(|e| UpstreamError::from_send(&e, timeouts.connect))?;
+    send_request(&client, request, body, timeouts).await
+}
+
+/// Sends the built `request` with `client`, its body being `body` (JSON; any body the
+/// request holds, such as the same bytes it was signed over, is replaced by a stream of
+/// `body` that reports progress), and waits for the reply headers, enforcing each
+/// phase's limit:
 /// 1. until the connection starts taking the body: `connect + pool`;
 /// 2. until the whole body was handed to the connection: `write`;
 /// 3. until the reply headers arrive: `read`.
@@ -125,8 +142,9 @@ pub struct SendTimeouts {
 ///
 /// # Errors
 /// [`UpstreamError::Timeout`] naming the phase, or the classified transport error.
-pub async fn send(
-    request: reqwest::RequestBuilder,
+pub async fn send_request(
+    client: &reqwest::Client,
+    mut request: reqwest::Request,
     body: Bytes,
     timeouts: SendTimeouts,
 ) -> Result<reqwest::Response, UpstreamError> {
@@ -137,10 +155,12 @@ pub async fn send(
         started: Some(started_tx),
         written: Some(written_tx),
     };
-    let request = request
-        .header(http::header::CONTENT_LENGTH, probe.body.len())
-        .body(reqwest::Body::wrap_stream(probe));
-    let fut = request.send();
+    request.headers_mut().insert(
+        http::header::CONTENT_LENGTH,
+        http::HeaderValue::from(probe.body.len()),
+    );
+    *request.body_mut() = Some(reqwest::Body::wrap_stream(probe));
+    let fut = client.execute(request);
     tokio::pin!(fut);
     let mut phase = TimeoutKind::Pool;
     let mut deadline = Instant::now() + timeouts.connect + timeouts.pool;

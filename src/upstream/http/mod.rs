@@ -6,5 +6,5 @@ pub mod client;
 pub mod retry;
 pub mod sse;
 
-pub use client::{HttpVersion, SendTimeouts, USER_AGENT, build_client, send};
+pub use client::{HttpVersion, SendTimeouts, USER_AGENT, build_client, send, send_request};
 pub use retry::{RetryPolicy, parse_retry_after};
