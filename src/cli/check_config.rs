@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use super::CliError;
 use crate::config::{
-    AgentCoreUpstreamConfig, Config, ConfigSources, SqliteSynchronous, UpstreamConfig,
+    A2aUpstreamConfig, AgentCoreUpstreamConfig, Config, ConfigSources, SqliteSynchronous,
+    UpstreamConfig,
 };
 use crate::config::{LogUrl, masked};
 use crate::upstream::{AuthSettings, TokenEndpoint};
@@ -101,12 +102,39 @@ async fn agentcore_derived(upstream: &AgentCoreUpstreamConfig, out: &mut Vec<Str
     }
 }
 
+/// The lines an `a2a` upstream derives: its card URL and, when the card can be read
+/// now, the endpoint, version and streaming the gateway will use (else why not:
+/// `serve` starts anyway and is not ready until it is read).
+async fn a2a_derived(upstream: &A2aUpstreamConfig, out: &mut Vec<String>) {
+    let Ok(settings) = crate::app::a2a_settings(upstream) else {
+        return;
+    };
+    out.push(format!("agent card URL: {}", LogUrl(&settings.card_url)));
+    let Ok(executor) = crate::upstream::a2a::A2aExecutor::new(settings) else {
+        return;
+    };
+    out.push(match executor.card().await {
+        Ok(card) => format!(
+            "agent: {:?}, JSON-RPC at {} (A2A {}), streaming {}",
+            card.name,
+            LogUrl(&card.endpoint),
+            card.wire.header(),
+            if card.streaming { "yes" } else { "no" }
+        ),
+        Err(e) => format!(
+            "agent card: not readable now: {} (`serve` starts anyway and is not ready until it is read)",
+            e.public_reason()
+        ),
+    });
+}
+
 /// The derived values, one line each.
 async fn derived(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
     // What each runtime kind derives; a new kind adds its arm.
     match &config.upstream {
         UpstreamConfig::AgentCore(c) => agentcore_derived(c, &mut out).await,
+        UpstreamConfig::A2a(c) => a2a_derived(c, &mut out).await,
     }
     out.push(store_line(&config.store));
     out.push(format!(

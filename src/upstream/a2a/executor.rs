@@ -1,0 +1,547 @@
+//! [`A2aExecutor`]: the `a2a` kind, an [`AgentExecutor`] of its own rather than a
+//! [`Runtime`](crate::upstream::Runtime): an A2A agent has a task model of its own
+//! (its task ids, follow-ups to the same task, resubscription and GetTask polling
+//! after a broken stream, cancel = its CancelTask, which may refuse), which the
+//! one-invocation-per-message shape of `Runtime` does not hold. It reuses what every
+//! kind shares: the HTTP client and retry policy, the bounded SSE decoder,
+//! [`Credentials`](crate::upstream::Credentials), readable failure reasons with a
+//! correlation id, and the failure metrics.
+//!
+//! Per message: the agent's card (read once; see [`A2aExecutor::card`]) says where,
+//! in which version and whether to stream. The message goes to the agent's task and
+//! context of this gateway task or context when there is one ([`Links`]); the agent's
+//! events become the gateway task's ([`Relay`]). A stream that ends before the task
+//! settles (terminal, interrupted) is resubscribed once, then GetTask is polled with
+//! backoff, for at most `resume_for`; only then the task fails, saying so. A blocking
+//! call answered with a task that has not settled is polled the same way.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::card::UpstreamCard;
+use super::client::{Reply, Rpc, RpcFailure, TASK_NOT_CANCELABLE, Target, VERSION_NOT_SUPPORTED};
+use super::links::{Links, context_key};
+use super::relay::{Relay, Step};
+use super::settings::A2aSettings;
+use super::wire::{Method, WireVersion};
+use crate::error::A2aError;
+use crate::executor::{
+    AgentExecutor, CallContext, EventQueue, ExecutorError, QueueClosed, RequestContext, TaskUpdater,
+};
+use crate::protocol::TaskState;
+use crate::upstream::auth;
+use crate::upstream::errors::UpstreamError;
+use crate::upstream::http::{HttpVersion, client};
+
+/// The executor of the `a2a` kind. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct A2aExecutor {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    settings: Arc<A2aSettings>,
+    rpc: Rpc,
+    /// The agent's card, once read (a failed read is tried again at the next need).
+    card: tokio::sync::OnceCell<Arc<UpstreamCard>>,
+    /// A 1.0 call was answered -32009: 0.3 from then on.
+    fell_back: AtomicBool,
+    links: Links,
+}
+
+/// Why a run ended without a settled task.
+enum Ended {
+    /// The stream ended or broke (the error, if any) before the task settled.
+    Unsettled(Option<UpstreamError>),
+    /// Done: settled.
+    Settled,
+}
+
+impl A2aExecutor {
+    /// Builds the executor: the HTTP client and the credentials `settings.auth`
+    /// describes. Does no network I/O (the card is read at the first need, or by
+    /// [`card`](Self::card)).
+    ///
+    /// # Errors
+    /// [`UpstreamError::Settings`] for an invalid URL or an unreadable `ca_file`.
+    pub fn new(settings: A2aSettings) -> Result<Self, UpstreamError> {
+        for url in [&settings.base_url, &settings.card_url] {
+            reqwest::Url::parse(url).map_err(|e| {
+                UpstreamError::Settings(format!("upstream.url `{url}` is not a valid URL: {e}"))
+            })?;
+        }
+        let http = client::build_client(
+            settings.http_version,
+            settings.ca_file.as_deref(),
+            settings.connect_timeout,
+        )?;
+        let credentials = auth::from_settings(&settings.auth, || {
+            client::build_client(
+                HttpVersion::Auto,
+                settings.ca_file.as_deref(),
+                settings.connect_timeout,
+            )
+        })?;
+        let settings = Arc::new(settings);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                rpc: Rpc::new(http, credentials, settings.clone()),
+                settings,
+                card: tokio::sync::OnceCell::new(),
+                fell_back: AtomicBool::new(false),
+                links: Links::default(),
+            }),
+        })
+    }
+
+    /// The settings in use.
+    pub fn settings(&self) -> &A2aSettings {
+        &self.inner.settings
+    }
+
+    /// The agent's card: read from `settings.card_url` the first time (on behalf of an
+    /// anonymous caller), then kept.
+    ///
+    /// # Errors
+    /// Why it could not be read (unreachable, not a card, no usable interface).
+    pub async fn card(&self) -> Result<Arc<UpstreamCard>, UpstreamError> {
+        let i = &self.inner;
+        i.card
+            .get_or_try_init(|| async {
+                let caller = CallContext::anonymous();
+                let version = match i.settings.protocol_version {
+                    super::VersionChoice::V0_3 => WireVersion::V0_3,
+                    _ => WireVersion::V1_0,
+                };
+                let raw = i
+                    .rpc
+                    .get_json(&i.settings.card_url, version, &caller)
+                    .await?;
+                let card = UpstreamCard::read(&raw, &i.settings).map_err(UpstreamError::A2a)?;
+                tracing::info!(
+                    upstream.endpoint = %crate::telemetry::log_url::LogUrl(&card.endpoint),
+                    upstream.version = card.wire.header(),
+                    upstream.streaming = card.streaming,
+                    "read the A2A agent's card"
+                );
+                Ok(Arc::new(card))
+            })
+            .await
+            .cloned()
+    }
+
+    /// Readiness: the agent's card is read, and a token is obtainable.
+    ///
+    /// # Errors
+    /// The reason, readable (never a secret).
+    pub async fn ready(&self) -> Result<(), String> {
+        self.card().await.map_err(|e| {
+            format!(
+                "the upstream A2A agent's card cannot be read: {}",
+                e.public_reason()
+            )
+        })?;
+        self.inner
+            .rpc
+            .credentials()
+            .ready()
+            .await
+            .map_err(|e| format!("no upstream token: {}", e.reason()))
+    }
+
+    fn version(&self, card: &UpstreamCard) -> WireVersion {
+        if self.inner.fell_back.load(Ordering::Relaxed) {
+            WireVersion::V0_3
+        } else {
+            card.wire
+        }
+    }
+
+    /// `f` with the version spoken; a 1.0 call answered -32009 is made again in 0.3
+    /// once, and 0.3 is spoken from then on.
+    async fn with_version<T, F, Fut>(
+        &self,
+        card: &UpstreamCard,
+        f: F,
+    ) -> Result<(T, WireVersion), RpcFailure>
+    where
+        F: Fn(WireVersion) -> Fut,
+        Fut: Future<Output = Result<T, RpcFailure>>,
+    {
+        let v = self.version(card);
+        match f(v).await {
+            Err(RpcFailure::Rpc { code, .. })
+                if code == VERSION_NOT_SUPPORTED && v == WireVersion::V1_0 =>
+            {
+                tracing::warn!(
+                    "the A2A agent refused A2A 1.0 (-32009); speaking 0.3 to it from now on"
+                );
+                self.inner.fell_back.store(true, Ordering::Relaxed);
+                f(WireVersion::V0_3).await.map(|t| (t, WireVersion::V0_3))
+            }
+            r => r.map(|t| (t, v)),
+        }
+    }
+
+    /// The run of one message; errors fail the task.
+    async fn run(
+        &self,
+        ctx: &RequestContext,
+        updater: &TaskUpdater,
+        relay: &mut Relay<'_>,
+    ) -> Result<(), RunError> {
+        let i = &self.inner;
+        let card = self.card().await?;
+        let caller = &ctx.call_context;
+        let key = context_key(&caller.tenant, &caller.owner, &ctx.context_id);
+        let session = crate::upstream::agentcore::session::session_id(
+            &caller.tenant,
+            &caller.owner,
+            &ctx.context_id,
+        );
+        let mut message = ctx.message.clone();
+        message.task_id = relay.upstream().map(|u| u.task_id.clone());
+        message.context_id = relay
+            .upstream()
+            .map(|u| u.context_id.clone())
+            .or_else(|| i.links.context(&key));
+        message.reference_task_ids = message
+            .reference_task_ids
+            .iter()
+            .filter_map(|t| i.links.task(t).map(|u| u.task_id))
+            .collect();
+        // Extensions (and their metadata) only where the agent declares them.
+        message.extensions.retain(|e| card.extensions.contains(e));
+        if message.extensions.is_empty() {
+            message.metadata = None;
+        }
+        let target = |v| Target {
+            endpoint: &card.endpoint,
+            version: v,
+            session: &session,
+            caller,
+        };
+        let link = |relay: &Relay<'_>| {
+            if let Some(u) = relay.upstream() {
+                i.links.link(&ctx.task_id, &key, u);
+            }
+        };
+        let ended = if card.streaming {
+            let (reply, v) = self
+                .with_version(&card, |v| {
+                    let params = v.send_params(&message);
+                    async move {
+                        i.rpc
+                            .stream(target(v), v.method(Method::Stream), &params)
+                            .await
+                    }
+                })
+                .await?;
+            self.consume(reply, v, relay, &link).await?
+        } else {
+            let (result, v) = self
+                .with_version(&card, |v| {
+                    let params = v.send_params(&message);
+                    async move { i.rpc.call(target(v), v.method(Method::Send), &params).await }
+                })
+                .await?;
+            let event = v.event(result).map_err(UpstreamError::A2a)?;
+            let step = relay.apply(event).await?;
+            link(relay);
+            if step == Step::Settled {
+                Ended::Settled
+            } else {
+                Ended::Unsettled(None)
+            }
+        };
+        if let Ended::Unsettled(why) = ended {
+            self.resume(&card, &session, caller, relay, why, card.streaming, &link)
+                .await?;
+        }
+        if relay.state().is_some_and(TaskState::is_terminal) {
+            i.links.forget(&ctx.task_id);
+        }
+        let _ = updater;
+        Ok(())
+    }
+
+    /// Relays a streaming answer until the task settles or the stream ends.
+    async fn consume(
+        &self,
+        reply: Reply,
+        v: WireVersion,
+        relay: &mut Relay<'_>,
+        link: &(dyn Fn(&Relay<'_>) + Sync),
+    ) -> Result<Ended, RunError> {
+        let deadline = Instant::now() + self.inner.settings.max_stream;
+        let mut events = match reply {
+            Reply::Whole(result) => {
+                let step = relay
+                    .apply(v.event(result).map_err(UpstreamError::A2a)?)
+                    .await?;
+                link(relay);
+                return Ok(if step == Step::Settled {
+                    Ended::Settled
+                } else {
+                    Ended::Unsettled(None)
+                });
+            }
+            Reply::Events(events) => events,
+        };
+        loop {
+            let next = match tokio::time::timeout_at(deadline, events.next()).await {
+                Ok(n) => n,
+                Err(_) => {
+                    return Ok(Ended::Unsettled(Some(UpstreamError::Timeout {
+                        kind: crate::upstream::TimeoutKind::Stream,
+                        after: self.inner.settings.max_stream,
+                    })));
+                }
+            };
+            match next {
+                None => return Ok(Ended::Unsettled(None)),
+                Some(Err(e)) => return Ok(Ended::Unsettled(Some(e))),
+                Some(Ok(result)) => {
+                    let step = relay
+                        .apply(v.event(result).map_err(UpstreamError::A2a)?)
+                        .await?;
+                    link(relay);
+                    if step == Step::Settled {
+                        return Ok(Ended::Settled);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The stream ended (or the blocking answer came) before the task settled:
+    /// resubscribe once (when the agent streams), then poll GetTask with backoff, for
+    /// at most `resume_for`.
+    #[allow(clippy::too_many_arguments)]
+    async fn resume(
+        &self,
+        card: &UpstreamCard,
+        session: &str,
+        caller: &CallContext,
+        relay: &mut Relay<'_>,
+        why: Option<UpstreamError>,
+        streaming: bool,
+        link: &(dyn Fn(&Relay<'_>) + Sync),
+    ) -> Result<(), RunError> {
+        let i = &self.inner;
+        let s = &i.settings;
+        let Some(up) = relay.upstream().cloned() else {
+            return Err(why
+                .unwrap_or_else(|| {
+                    UpstreamError::A2a("ended its answer before it named a task".into())
+                })
+                .into());
+        };
+        let why_text = why
+            .as_ref()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "it ended without a final state".into());
+        tracing::warn!(upstream.task_id = %up.task_id, reason = %why_text, "the A2A agent's answer ended before the task settled; getting the task back");
+        let deadline = Instant::now() + s.resume_for;
+        let v = self.version(card);
+        let target = Target {
+            endpoint: &card.endpoint,
+            version: v,
+            session,
+            caller,
+        };
+        let params = v.task_params(&up.task_id);
+        if streaming {
+            let resubscribed = tokio::time::timeout_at(
+                deadline,
+                i.rpc.stream(target, v.method(Method::Subscribe), &params),
+            )
+            .await;
+            match resubscribed {
+                Ok(Ok(reply)) => {
+                    metrics::counter!(crate::telemetry::metrics::UPSTREAM_RESUMES, "how" => "resubscribe")
+                        .increment(1);
+                    if let Ended::Settled = self.consume(reply, v, relay, link).await? {
+                        return Ok(());
+                    }
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(reason = %UpstreamError::from(e), "resubscribing to the A2A agent's task failed; polling it");
+                }
+                Err(_) => {}
+            }
+        }
+        let mut interval = s.poll_initial;
+        loop {
+            if Instant::now() >= deadline {
+                return Err(UpstreamError::A2a(format!(
+                    "did not settle its task within {} s after its answer ended ({why_text})",
+                    s.resume_for.as_secs()
+                ))
+                .into());
+            }
+            metrics::counter!(crate::telemetry::metrics::UPSTREAM_RESUMES, "how" => "poll")
+                .increment(1);
+            let got = tokio::time::timeout_at(
+                deadline,
+                i.rpc.call(target, v.method(Method::GetTask), &params),
+            )
+            .await;
+            match got {
+                Ok(Ok(result)) => {
+                    let task = v.task(result).map_err(UpstreamError::A2a)?;
+                    if relay.snapshot(task).await? == Step::Settled {
+                        return Ok(());
+                    }
+                }
+                Ok(Err(RpcFailure::Rpc { code, message })) => {
+                    return Err(UpstreamError::from(RpcFailure::Rpc { code, message }).into());
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(reason = %UpstreamError::from(e), "GetTask on the A2A agent failed; trying again");
+                }
+                Err(_) => continue,
+            }
+            tokio::time::sleep(interval.min(deadline.saturating_duration_since(Instant::now())))
+                .await;
+            interval = (interval * 2).min(s.poll_max);
+        }
+    }
+}
+
+/// A run's failure: the queue closed (the task ended elsewhere), or the agent failed.
+enum RunError {
+    Closed,
+    Upstream(UpstreamError),
+}
+
+impl From<QueueClosed> for RunError {
+    fn from(_: QueueClosed) -> Self {
+        Self::Closed
+    }
+}
+
+impl From<UpstreamError> for RunError {
+    fn from(e: UpstreamError) -> Self {
+        Self::Upstream(e)
+    }
+}
+
+impl From<RpcFailure> for RunError {
+    fn from(e: RpcFailure) -> Self {
+        Self::Upstream(e.into())
+    }
+}
+
+#[async_trait]
+impl AgentExecutor for A2aExecutor {
+    async fn execute(
+        &self,
+        context: RequestContext,
+        queue: EventQueue,
+    ) -> Result<(), ExecutorError> {
+        let span = tracing::info_span!(
+            "upstream",
+            task.id = %context.task_id,
+            context.id = %context.context_id,
+        );
+        crate::telemetry::otlp::adopt(&span, context.call_context.trace_parent.as_ref());
+        async {
+            let updater = TaskUpdater::from_context(&context, queue);
+            let upstream = self.inner.links.task(&context.task_id);
+            let mut relay = Relay::new(&context, &updater, upstream);
+            let started = Instant::now();
+            match self.run(&context, &updater, &mut relay).await {
+                Ok(()) => {
+                    tracing::info!(
+                        chunks = relay.chunks(),
+                        duration_ms = crate::telemetry::millis(started.elapsed()),
+                        "the A2A agent's answer is complete"
+                    );
+                    Ok(())
+                }
+                Err(RunError::Closed) => Ok(()),
+                Err(RunError::Upstream(e)) => {
+                    let _ = relay.start().await;
+                    crate::upstream::meter::failure(&e);
+                    context.set_failure_reason(e.category());
+                    let id = crate::telemetry::correlation_id();
+                    let reason = crate::telemetry::with_correlation(&e.public_reason(), &id);
+                    tracing::warn!(
+                        correlation_id = %id,
+                        %reason,
+                        detail = %e,
+                        upstream.url = %crate::telemetry::log_url::LogUrl(&self.inner.settings.base_url),
+                        "the task failed"
+                    );
+                    let _ = updater.failed(Some(updater.new_agent_text(reason))).await;
+                    self.inner.links.forget(&context.task_id);
+                    Ok(())
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// CancelTask on the agent's task (on the same runtime session). The agent's
+    /// refusal (-32002) is the caller's: the gateway task stays as it is. A task the
+    /// agent never named has nothing to cancel there.
+    async fn cancel(
+        &self,
+        context: RequestContext,
+        queue: EventQueue,
+    ) -> Result<(), ExecutorError> {
+        let _ = queue;
+        let Some(up) = self.inner.links.task(&context.task_id) else {
+            return Ok(());
+        };
+        let card = self.card().await.map_err(Box::new)?;
+        let caller = &context.call_context;
+        let session = crate::upstream::agentcore::session::session_id(
+            &caller.tenant,
+            &caller.owner,
+            &context.context_id,
+        );
+        let i = &self.inner;
+        let answer = self
+            .with_version(&card, |v| {
+                let params = v.task_params(&up.task_id);
+                let target = Target {
+                    endpoint: &card.endpoint,
+                    version: v,
+                    session: &session,
+                    caller,
+                };
+                async move { i.rpc.call(target, v.method(Method::Cancel), &params).await }
+            })
+            .await;
+        match answer {
+            Ok(_) => {
+                tracing::info!(task.id = %context.task_id, upstream.task_id = %up.task_id, "the A2A agent canceled its task");
+                Ok(())
+            }
+            Err(RpcFailure::Rpc { code, message }) if code == TASK_NOT_CANCELABLE => {
+                tracing::info!(task.id = %context.task_id, upstream.task_id = %up.task_id, %message, "the A2A agent refused to cancel its task");
+                Err(Box::new(A2aError::TaskNotCancelable {
+                    task_id: context.task_id.clone(),
+                    state: context
+                        .current_task
+                        .as_ref()
+                        .map_or(TaskState::Working, |t| t.status.state),
+                }))
+            }
+            Err(e) => {
+                let e = UpstreamError::from(e);
+                tracing::warn!(task.id = %context.task_id, reason = %e, "CancelTask on the A2A agent failed");
+                Err(Box::new(e))
+            }
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! [`Relay`]: the agent's events become the gateway task's events. Ids are rewritten
+//! to the gateway's (task and context; artifact ids are kept: they are unique within a
+//! task); a direct Message reply stays a direct Message reply; a status, an artifact
+//! chunk (`append`, `lastChunk`) or a whole task snapshot (the first event of a
+//! resubscription, a GetTask answer) is relayed once: the relay counts the parts of each
+//! artifact it relayed and sends only what a snapshot has beyond them.
+
+use std::collections::HashMap;
+
+use super::links::UpstreamTask;
+use crate::executor::{QueueClosed, RequestContext, TaskUpdater};
+use crate::protocol::{Message, StreamResponse, Task, TaskState};
+
+/// Where the task stands after an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// More is to come.
+    More,
+    /// The agent's task is terminal or interrupted, or the answer was a direct Message.
+    Settled,
+}
+
+/// Relays one run's events onto the gateway task.
+pub struct Relay<'a> {
+    updater: &'a TaskUpdater,
+    /// The gateway Task exists (a follow-up, or published by this run).
+    started: bool,
+    upstream: Option<UpstreamTask>,
+    /// Parts relayed per artifact id.
+    parts: HashMap<String, usize>,
+    state: Option<TaskState>,
+    chunks: u64,
+}
+
+impl<'a> Relay<'a> {
+    /// A relay for the run of `ctx`, publishing through `updater`; `upstream` is the
+    /// agent's task when this is a follow-up.
+    pub fn new(
+        ctx: &RequestContext,
+        updater: &'a TaskUpdater,
+        upstream: Option<UpstreamTask>,
+    ) -> Self {
+        // A follow-up: the agent's snapshots still hold the earlier turns' artifacts,
+        // which the gateway task has already.
+        let parts = ctx
+            .current_task
+            .as_ref()
+            .map(|t| {
+                t.artifacts()
+                    .iter()
+                    .map(|a| (a.artifact_id.clone(), a.parts.len()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self {
+            updater,
+            started: ctx.current_task.is_some(),
+            upstream,
+            parts,
+            state: ctx.current_task.as_ref().map(|t| t.status.state),
+            chunks: 0,
+        }
+    }
+
+    /// The agent's task, once known.
+    pub fn upstream(&self) -> Option<&UpstreamTask> {
+        self.upstream.as_ref()
+    }
+
+    /// The last state relayed.
+    pub fn state(&self) -> Option<TaskState> {
+        self.state
+    }
+
+    /// Artifact updates relayed.
+    pub fn chunks(&self) -> u64 {
+        self.chunks
+    }
+
+    /// Publishes the gateway Task (SUBMITTED) when it does not exist yet.
+    ///
+    /// # Errors
+    /// [`QueueClosed`].
+    pub async fn start(&mut self) -> Result<(), QueueClosed> {
+        if !self.started {
+            self.updater.submit().await?;
+            self.started = true;
+        }
+        Ok(())
+    }
+
+    fn learn(&mut self, task_id: &str, context_id: &str) {
+        if self.upstream.as_ref().is_none_or(|u| u.task_id != task_id) {
+            self.upstream = Some(UpstreamTask {
+                task_id: task_id.to_owned(),
+                context_id: context_id.to_owned(),
+            });
+        }
+    }
+
+    /// The agent's message as the gateway task's.
+    fn own(&self, mut m: Message) -> Message {
+        m.task_id = Some(self.updater.task_id().to_owned());
+        m.context_id = Some(self.updater.context_id().to_owned());
+        m
+    }
+
+    fn settled(state: TaskState) -> Step {
+        if state.is_terminal() || state.is_interrupted() {
+            Step::Settled
+        } else {
+            Step::More
+        }
+    }
+
+    async fn status(
+        &mut self,
+        state: TaskState,
+        message: Option<Message>,
+    ) -> Result<Step, QueueClosed> {
+        // The Task is published SUBMITTED already; the agent's own SUBMITTED adds nothing.
+        if state != TaskState::Submitted || message.is_some() {
+            let message = message.map(|m| self.own(m));
+            self.updater.update_status(state, message).await?;
+        }
+        self.state = Some(state);
+        Ok(Self::settled(state))
+    }
+
+    /// Relays one event of the agent.
+    ///
+    /// # Errors
+    /// [`QueueClosed`].
+    pub async fn apply(&mut self, event: StreamResponse) -> Result<Step, QueueClosed> {
+        match event {
+            StreamResponse::Message(m) => {
+                if !self.started {
+                    self.updater.reply_message(m.parts).await?;
+                    return Ok(Step::Settled);
+                }
+                let state = self.state.unwrap_or(TaskState::Working);
+                let m = self.own(m);
+                self.updater.update_status(state, Some(m)).await?;
+                Ok(Self::settled(state))
+            }
+            StreamResponse::Task(t) => self.snapshot(t).await,
+            StreamResponse::StatusUpdate(e) => {
+                self.learn(&e.task_id, &e.context_id);
+                self.start().await?;
+                if self.state == Some(e.status.state) && e.status.message.is_none() {
+                    return Ok(Self::settled(e.status.state));
+                }
+                self.status(e.status.state, e.status.message).await
+            }
+            StreamResponse::ArtifactUpdate(e) => {
+                self.learn(&e.task_id, &e.context_id);
+                self.start().await?;
+                let a = e.artifact;
+                let n = a.parts.len();
+                let have = self.parts.entry(a.artifact_id.clone()).or_default();
+                *have = if e.append { *have + n } else { n };
+                self.chunks += 1;
+                self.updater
+                    .add_artifact(a.parts, Some(a.artifact_id), a.name, e.append, e.last_chunk)
+                    .await?;
+                Ok(Step::More)
+            }
+        }
+    }
+
+    /// Relays what a snapshot of the agent's task has beyond what was relayed: its
+    /// state (when it changed) and the parts of each artifact not relayed yet.
+    ///
+    /// # Errors
+    /// [`QueueClosed`].
+    pub async fn snapshot(&mut self, task: Task) -> Result<Step, QueueClosed> {
+        self.learn(&task.id, &task.context_id);
+        self.start().await?;
+        let state = task.status.state;
+        let settled = Self::settled(state) == Step::Settled;
+        for a in task.artifacts.unwrap_or_default() {
+            let have = self.parts.get(&a.artifact_id).copied().unwrap_or(0);
+            if a.parts.len() > have {
+                let new: Vec<_> = a.parts.into_iter().skip(have).collect();
+                self.parts.insert(a.artifact_id.clone(), have + new.len());
+                self.chunks += 1;
+                self.updater
+                    .add_artifact(new, Some(a.artifact_id), a.name, have > 0, settled)
+                    .await?;
+            }
+        }
+        if self.state != Some(state) {
+            return self.status(state, task.status.message).await;
+        }
+        Ok(Self::settled(state))
+    }
+}
