@@ -1,0 +1,405 @@
+//! The `a2a` upstream kind end to end: `a2a-gateway serve` in front of the real A2A
+//! agents of `tests/a2a_agents` (built with the official SDKs: a2a-sdk 1.x speaking
+//! 1.0, a2a-sdk 0.3 speaking 0.3), called over the gateway's JSON-RPC binding. What the
+//! agent saw comes from its own call log (`GET /calls`).
+//!
+//! Needs `.venv` (a2a-sdk 1.x) and `.venv03` (a2a-sdk 0.3); without them each test is
+//! skipped with a note, unless `CI=true`, where it fails.
+
+use std::time::Duration;
+
+use a2a_gateway::test_util::{
+    A2aAgent, AgentKind, GatewayProcess, free_port, rpc, rpc_result, rpc_stream, skip, user_message,
+};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+/// The agent `kind` with `args`, or `None` (skipped) when its Python cannot run it.
+fn agent(test: &str, kind: AgentKind, args: &[&str]) -> Option<A2aAgent> {
+    let a = A2aAgent::start(kind, args);
+    if a.is_none() {
+        skip(
+            test,
+            "the upstream A2A agent did not start (.venv with a2a-sdk 1.x and .venv03 with a2a-sdk 0.3 are needed; see tests/a2a_agents/README.md)",
+        );
+    }
+    a
+}
+
+/// `serve` (memory store) in front of the A2A agent at `url`, with `extra` env.
+fn gateway(url: &str, extra: &[(&str, &str)]) -> GatewayProcess {
+    GatewayProcess::init(env!("CARGO_BIN_EXE_a2a-gateway"))
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .env("A2A_GATEWAY_STORE__URL", "memory:")
+        .env("A2A_GATEWAY_UPSTREAM__KIND", "a2a")
+        .env("A2A_GATEWAY_UPSTREAM__URL", url)
+        .env("A2A_GATEWAY_UPSTREAM__MAX_RETRIES", "1")
+        .envs(extra.iter().copied())
+        .start()
+}
+
+fn text_of(parts: &Value) -> String {
+    parts
+        .as_array()
+        .map(|ps| ps.iter().filter_map(|p| p["text"].as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// The text of every artifact of `task`, by artifact id.
+fn artifact_text(task: &Value, id: &str) -> String {
+    task["artifacts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| a["artifactId"] == id)
+        .map(|a| text_of(&a["parts"]))
+        .collect()
+}
+
+fn status_text(task: &Value) -> String {
+    text_of(&task["status"]["message"]["parts"])
+}
+
+async fn send(http: &reqwest::Client, gw: &GatewayProcess, message: Value) -> Value {
+    rpc_result(http, &gw.url, "SendMessage", json!({ "message": message })).await
+}
+
+async fn get_task(http: &reqwest::Client, gw: &GatewayProcess, id: &str) -> Value {
+    rpc_result(http, &gw.url, "GetTask", json!({ "id": id })).await
+}
+
+/// Blocking send, streamed send (each chunk once, in order), a direct Message reply, a
+/// failure with the agent's words, ask then follow-up (the agent saw one task both
+/// turns), for one agent.
+async fn basics(kind: AgentKind, test: &str, version: &str) {
+    let Some(agent) = agent(test, kind, &[]) else {
+        return;
+    };
+    let gw = gateway(&agent.url, &[]);
+    let http = reqwest::Client::new();
+
+    // The published card takes the agent's name and skills.
+    let card: Value =
+        a2a_gateway::test_util::get_json(&http, &format!("{}.well-known/agent-card.json", gw.url))
+            .await;
+    assert_ne!(card["name"], "a2a-gateway", "{card}");
+    assert!(
+        card["supportedInterfaces"][0]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with(gw.url.trim_end_matches('/'))
+    );
+
+    // Blocking.
+    let r = send(&http, &gw, user_message("hello there")).await;
+    let task = &r["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    assert_eq!(artifact_text(task, "echo"), "echo: hello there", "{r}");
+    let gw_task = task["id"].as_str().unwrap().to_owned();
+    let calls = agent.calls().await;
+    let last = calls.last().unwrap();
+    assert_eq!(last["headers"]["a2a-version"], version, "{last}");
+    assert_ne!(last["task_id"], gw_task.as_str(), "gateway ids are its own");
+
+    // Streamed: each chunk once, in order, then COMPLETED.
+    let mut events = rpc_stream(
+        &http,
+        &gw.url,
+        "SendStreamingMessage",
+        json!({ "message": user_message("stream 5 20") }),
+        None,
+    )
+    .await;
+    let mut chunks = Vec::new();
+    let mut last_state = String::new();
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(30), events.next())
+        .await
+        .unwrap()
+    {
+        if let Some(a) = ev.result.get("artifactUpdate") {
+            chunks.push(text_of(&a["artifact"]["parts"]));
+        }
+        if let Some(s) = ev.state() {
+            last_state = s.to_owned();
+        }
+    }
+    let want: Vec<String> = (1..=5).map(|i| format!("chunk {i}/5\n")).collect();
+    assert_eq!(chunks, want);
+    assert_eq!(last_state, "TASK_STATE_COMPLETED");
+
+    // A direct Message reply stays one.
+    let r = send(&http, &gw, user_message("message hi")).await;
+    assert!(r.get("message").is_some(), "{r}");
+    assert!(
+        text_of(&r["message"]["parts"]).contains("message: message hi"),
+        "{r}"
+    );
+
+    // The agent's failure, in its words.
+    let r = send(&http, &gw, user_message("fail please")).await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_FAILED", "{r}");
+    assert!(status_text(&r["task"]).contains("failed on purpose"), "{r}");
+
+    // Ask, then the follow-up reaches the same task and context of the agent.
+    let r = send(&http, &gw, user_message("ask")).await;
+    let task = &r["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{r}");
+    let (id, ctx) = (
+        task["id"].as_str().unwrap(),
+        task["contextId"].as_str().unwrap(),
+    );
+    let mut follow = user_message("42");
+    follow["taskId"] = id.into();
+    follow["contextId"] = ctx.into();
+    let r = send(&http, &gw, follow).await;
+    let task = &r["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    assert_eq!(task["id"], id);
+    let answer: Value = serde_json::from_str(&artifact_text(task, "answer")).unwrap();
+    assert_eq!(
+        answer["task_id"], answer["first_turn"]["task_id"],
+        "{answer}"
+    );
+    assert_eq!(
+        answer["context_id"], answer["first_turn"]["context_id"],
+        "{answer}"
+    );
+    assert_eq!(answer["answer"], "42");
+    assert_ne!(answer["task_id"], id, "gateway ids are its own");
+}
+
+#[tokio::test]
+async fn sdk1_agent_blocking_streamed_message_fail_ask() {
+    basics(
+        AgentKind::Sdk1,
+        "sdk1_agent_blocking_streamed_message_fail_ask",
+        "1.0",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn sdk03_agent_blocking_streamed_message_fail_ask() {
+    basics(
+        AgentKind::Sdk03,
+        "sdk03_agent_blocking_streamed_message_fail_ask",
+        "0.3",
+    )
+    .await;
+}
+
+/// Cancel reaches the agent's own cancel; the gateway task ends CANCELED.
+async fn cancel(kind: AgentKind, test: &str) {
+    let Some(agent) = agent(test, kind, &[]) else {
+        return;
+    };
+    let gw = gateway(&agent.url, &[]);
+    let http = reqwest::Client::new();
+    let mut events = rpc_stream(
+        &http,
+        &gw.url,
+        "SendStreamingMessage",
+        json!({ "message": user_message("slow") }),
+        None,
+    )
+    .await;
+    let mut task_id = None;
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(30), events.next())
+        .await
+        .unwrap()
+    {
+        if let Some(a) = ev.result.get("artifactUpdate") {
+            task_id = a["taskId"].as_str().map(str::to_owned);
+            break;
+        }
+    }
+    let task_id = task_id.expect("a first tick");
+    let r = rpc_result(&http, &gw.url, "CancelTask", json!({ "id": task_id })).await;
+    assert_eq!(r["status"]["state"], "TASK_STATE_CANCELED", "{r}");
+    let calls = agent.calls().await;
+    assert!(
+        calls.iter().any(|c| c["op"] == "cancel"),
+        "the agent's cancel ran: {calls:?}"
+    );
+    let t = get_task(&http, &gw, &task_id).await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_CANCELED", "{t}");
+}
+
+#[tokio::test]
+async fn sdk1_agent_cancel_runs_the_agents_cancel() {
+    cancel(AgentKind::Sdk1, "sdk1_agent_cancel_runs_the_agents_cancel").await;
+}
+
+#[tokio::test]
+async fn sdk03_agent_cancel_runs_the_agents_cancel() {
+    cancel(
+        AgentKind::Sdk03,
+        "sdk03_agent_cancel_runs_the_agents_cancel",
+    )
+    .await;
+}
+
+/// The agent's first stream of the task is cut after 2 chunks: the gateway gets the
+/// task back (resubscribing, or polling) and its client sees every chunk once.
+async fn broken_stream(kind: AgentKind, test: &str, mode: &str) {
+    let Some(agent) = agent(test, kind, &["--break-after", "2", "--break-mode", mode]) else {
+        return;
+    };
+    let gw = gateway(&agent.url, &[]);
+    let http = reqwest::Client::new();
+    let mut events = rpc_stream(
+        &http,
+        &gw.url,
+        "SendStreamingMessage",
+        json!({ "message": user_message("stream 6 100") }),
+        None,
+    )
+    .await;
+    let mut task_id = String::new();
+    let mut last_state = String::new();
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(60), events.next())
+        .await
+        .unwrap()
+    {
+        if let Some(t) = ev.result.get("task") {
+            task_id = t["id"].as_str().unwrap_or_default().to_owned();
+        }
+        if let Some(s) = ev.state() {
+            last_state = s.to_owned();
+        }
+    }
+    assert_eq!(last_state, "TASK_STATE_COMPLETED", "{}", gw.logs());
+    let t = get_task(&http, &gw, &task_id).await;
+    let want: String = (1..=6).map(|i| format!("chunk {i}/6\n")).collect();
+    assert_eq!(artifact_text(&t, "stream"), want, "{t}");
+    assert!(gw.logs().contains("getting the task back"), "{}", gw.logs());
+}
+
+#[tokio::test]
+async fn sdk1_agent_killed_stream_is_resumed() {
+    broken_stream(
+        AgentKind::Sdk1,
+        "sdk1_agent_killed_stream_is_resumed",
+        "abort",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn sdk1_agent_stream_ending_early_is_resumed() {
+    broken_stream(
+        AgentKind::Sdk1,
+        "sdk1_agent_stream_ending_early_is_resumed",
+        "eof",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn sdk03_agent_killed_stream_is_resumed() {
+    broken_stream(
+        AgentKind::Sdk03,
+        "sdk03_agent_killed_stream_is_resumed",
+        "abort",
+    )
+    .await;
+}
+
+/// An agent whose card says it does not stream: blocking calls (and polling) behind
+/// the gateway's streams.
+#[tokio::test]
+async fn non_streaming_agent_is_called_blocking() {
+    let test = "non_streaming_agent_is_called_blocking";
+    let Some(agent) = agent(test, AgentKind::Sdk1, &["--no-streaming"]) else {
+        return;
+    };
+    let gw = gateway(&agent.url, &[("A2A_GATEWAY_AGENT__NAME", "front")]);
+    let http = reqwest::Client::new();
+    let r = send(&http, &gw, user_message("stream 3 10")).await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    let want: String = (1..=3).map(|i| format!("chunk {i}/3\n")).collect();
+    assert_eq!(artifact_text(&r["task"], "stream"), want, "{r}");
+    // `[agent]` keeps what it sets.
+    let card: Value =
+        a2a_gateway::test_util::get_json(&http, &format!("{}.well-known/agent-card.json", gw.url))
+            .await;
+    assert_eq!(card["name"], "front");
+}
+
+/// Nothing listens at the agent's URL at start: `serve` starts, `/readyz` says why, a
+/// message fails with a readable reason and a correlation id.
+#[tokio::test]
+async fn upstream_down_at_start() {
+    let url = format!("http://127.0.0.1:{}/", free_port());
+    let gw = gateway(&url, &[("A2A_GATEWAY_UPSTREAM__CONNECT_TIMEOUT_SECS", "2")]);
+    let http = reqwest::Client::new();
+    let r = http.get(format!("{}readyz", gw.url)).send().await.unwrap();
+    assert_eq!(r.status(), 503);
+    let body = r.text().await.unwrap();
+    assert!(body.contains("card cannot be read"), "{body}");
+    let r = send(&http, &gw, user_message("hello")).await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_FAILED", "{r}");
+    let reason = status_text(&r["task"]);
+    assert!(reason.contains("could not connect"), "{reason}");
+    assert!(reason.contains("correlation id"), "{reason}");
+}
+
+/// A stand-in agent on 127.0.0.1:0 with a valid 1.0 card whose JSON-RPC endpoint
+/// answers `body` with `status`.
+async fn bad_agent(status: u16, body: &'static str) -> String {
+    use axum::routing::{get, post};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let card = json!({
+        "name": "bad", "description": "d", "version": "1",
+        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {"streaming": false}, "skills": [],
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+    });
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move || {
+                let card = card.clone();
+                async move { axum::Json(card) }
+            }),
+        )
+        .route(
+            "/",
+            post(move || async move { (axum::http::StatusCode::from_u16(status).unwrap(), body) }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+/// Garbage or a 404 from the agent: the task fails with a readable reason and a
+/// correlation id; never a 500.
+#[tokio::test]
+async fn bad_upstream_fails_the_task_readably() {
+    let http = reqwest::Client::new();
+    for (status, body, want) in [
+        (200, "<html>nope</html>", "not JSON"),
+        (404, "not here", "404"),
+        (
+            200,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"odd\":1}}",
+            "not an A2A event",
+        ),
+    ] {
+        let url = bad_agent(status, body).await;
+        let gw = gateway(&url, &[]);
+        let r = rpc(
+            &http,
+            &gw.url,
+            "SendMessage",
+            json!({ "message": user_message("hi") }),
+        )
+        .await;
+        let task = &r["result"]["task"];
+        assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{r}");
+        let reason = status_text(task);
+        assert!(reason.contains(want), "{status} {body}: {reason}");
+        assert!(reason.contains("correlation id"), "{reason}");
+    }
+}
