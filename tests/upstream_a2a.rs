@@ -327,6 +327,61 @@ async fn non_streaming_agent_is_called_blocking() {
     assert_eq!(card["name"], "front");
 }
 
+/// On SQLite: a task waiting for input survives a SIGKILL of the gateway, and the
+/// follow-up sent to the restarted gateway reaches the same task of the agent (the link
+/// is in the store, migration 0006); a task running when the gateway was killed is
+/// FAILED at the restart (the recovery of interrupted tasks; it is not resumed).
+#[tokio::test]
+async fn sqlite_sigkill_keeps_the_agent_task_link_and_fails_the_running_task() {
+    let test = "sqlite_sigkill_keeps_the_agent_task_link_and_fails_the_running_task";
+    let Some(agent) = agent(test, AgentKind::Sdk1, &[]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let env = [("A2A_GATEWAY_STORE__URL", store.as_str())];
+    let http = reqwest::Client::new();
+    let mut gw = gateway(&agent.url, &env);
+    let r = send(&http, &gw, user_message("ask")).await;
+    let asked = r["task"].clone();
+    assert_eq!(asked["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{r}");
+    let mut events = rpc_stream(
+        &http,
+        &gw.url,
+        "SendStreamingMessage",
+        json!({ "message": user_message("slow") }),
+        None,
+    )
+    .await;
+    let mut slow_id = String::new();
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(30), events.next())
+        .await
+        .unwrap()
+    {
+        if let Some(a) = ev.result.get("artifactUpdate") {
+            slow_id = a["taskId"].as_str().unwrap().to_owned();
+            break;
+        }
+    }
+    gw.kill();
+    drop(events);
+
+    let gw = gateway(&agent.url, &env);
+    let t = get_task(&http, &gw, &slow_id).await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_FAILED", "{t}");
+    let mut follow = user_message("after the restart");
+    follow["taskId"] = asked["id"].clone();
+    follow["contextId"] = asked["contextId"].clone();
+    let r = send(&http, &gw, follow).await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    let answer: Value = serde_json::from_str(&artifact_text(&r["task"], "answer")).unwrap();
+    assert_eq!(
+        answer["task_id"], answer["first_turn"]["task_id"],
+        "{answer}"
+    );
+    assert_eq!(answer["answer"], "after the restart");
+}
+
 /// Nothing listens at the agent's URL at start: `serve` starts, `/readyz` says why, a
 /// message fails with a readable reason and a correlation id.
 #[tokio::test]

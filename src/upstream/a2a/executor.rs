@@ -25,7 +25,7 @@ use tracing::Instrument;
 
 use super::card::UpstreamCard;
 use super::client::{Reply, Rpc, RpcFailure, TASK_NOT_CANCELABLE, Target, VERSION_NOT_SUPPORTED};
-use super::links::{Links, context_key};
+use super::links::Links;
 use super::relay::{Relay, Step};
 use super::settings::A2aSettings;
 use super::wire::{Method, WireVersion};
@@ -190,16 +190,11 @@ impl A2aExecutor {
     }
 
     /// The run of one message; errors fail the task.
-    async fn run(
-        &self,
-        ctx: &RequestContext,
-        updater: &TaskUpdater,
-        relay: &mut Relay<'_>,
-    ) -> Result<(), RunError> {
+    async fn run(&self, ctx: &RequestContext, relay: &mut Relay<'_>) -> Result<(), RunError> {
         let i = &self.inner;
         let card = self.card().await?;
         let caller = &ctx.call_context;
-        let key = context_key(&caller.tenant, &caller.owner, &ctx.context_id);
+        let scope = caller.scope();
         let session = crate::upstream::agentcore::session::session_id(
             &caller.tenant,
             &caller.owner,
@@ -210,12 +205,14 @@ impl A2aExecutor {
         message.context_id = relay
             .upstream()
             .map(|u| u.context_id.clone())
-            .or_else(|| i.links.context(&key));
-        message.reference_task_ids = message
-            .reference_task_ids
-            .iter()
-            .filter_map(|t| i.links.task(t).map(|u| u.task_id))
-            .collect();
+            .or_else(|| i.links.context(&scope, &ctx.context_id));
+        let mut references = Vec::new();
+        for t in &message.reference_task_ids {
+            if let Some(u) = i.links.task(&scope, t).await {
+                references.push(u.task_id);
+            }
+        }
+        message.reference_task_ids = references;
         // Extensions (and their metadata) only where the agent declares them.
         message.extensions.retain(|e| card.extensions.contains(e));
         if message.extensions.is_empty() {
@@ -227,10 +224,12 @@ impl A2aExecutor {
             session: &session,
             caller,
         };
-        let link = |relay: &Relay<'_>| {
-            if let Some(u) = relay.upstream() {
-                i.links.link(&ctx.task_id, &key, u);
-            }
+        let link = Recorder {
+            links: &i.links,
+            scope: &scope,
+            task_id: &ctx.task_id,
+            context_id: &ctx.context_id,
+            session: &session,
         };
         let ended = if card.streaming {
             let (reply, v) = self
@@ -253,7 +252,7 @@ impl A2aExecutor {
                 .await?;
             let event = v.event(result).map_err(UpstreamError::A2a)?;
             let step = relay.apply(event).await?;
-            link(relay);
+            link.record(relay).await;
             if step == Step::Settled {
                 Ended::Settled
             } else {
@@ -265,9 +264,8 @@ impl A2aExecutor {
                 .await?;
         }
         if relay.state().is_some_and(TaskState::is_terminal) {
-            i.links.forget(&ctx.task_id);
+            i.links.forget(&scope, &ctx.task_id);
         }
-        let _ = updater;
         Ok(())
     }
 
@@ -277,7 +275,7 @@ impl A2aExecutor {
         reply: Reply,
         v: WireVersion,
         relay: &mut Relay<'_>,
-        link: &(dyn Fn(&Relay<'_>) + Sync),
+        link: &Recorder<'_>,
     ) -> Result<Ended, RunError> {
         let deadline = Instant::now() + self.inner.settings.max_stream;
         let mut events = match reply {
@@ -285,7 +283,7 @@ impl A2aExecutor {
                 let step = relay
                     .apply(v.event(result).map_err(UpstreamError::A2a)?)
                     .await?;
-                link(relay);
+                link.record(relay).await;
                 return Ok(if step == Step::Settled {
                     Ended::Settled
                 } else {
@@ -311,7 +309,7 @@ impl A2aExecutor {
                     let step = relay
                         .apply(v.event(result).map_err(UpstreamError::A2a)?)
                         .await?;
-                    link(relay);
+                    link.record(relay).await;
                     if step == Step::Settled {
                         return Ok(Ended::Settled);
                     }
@@ -323,7 +321,7 @@ impl A2aExecutor {
     /// The stream ended (or the blocking answer came) before the task settled:
     /// resubscribe once (when the agent streams), then poll GetTask with backoff, for
     /// at most `resume_for`.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     async fn resume(
         &self,
         card: &UpstreamCard,
@@ -332,7 +330,7 @@ impl A2aExecutor {
         relay: &mut Relay<'_>,
         why: Option<UpstreamError>,
         streaming: bool,
-        link: &(dyn Fn(&Relay<'_>) + Sync),
+        link: &Recorder<'_>,
     ) -> Result<(), RunError> {
         let i = &self.inner;
         let s = &i.settings;
@@ -415,6 +413,25 @@ impl A2aExecutor {
     }
 }
 
+/// Records a run's link to the agent's task once the agent names it ([`Links::link`]).
+struct Recorder<'a> {
+    links: &'a Links,
+    scope: &'a crate::scope::Scope,
+    task_id: &'a str,
+    context_id: &'a str,
+    session: &'a str,
+}
+
+impl Recorder<'_> {
+    async fn record(&self, relay: &Relay<'_>) {
+        if let Some(u) = relay.upstream() {
+            self.links
+                .link(self.scope, self.task_id, self.context_id, u, self.session)
+                .await;
+        }
+    }
+}
+
 /// A run's failure: the queue closed (the task ended elsewhere), or the agent failed.
 enum RunError {
     Closed,
@@ -454,10 +471,15 @@ impl AgentExecutor for A2aExecutor {
         crate::telemetry::otlp::adopt(&span, context.call_context.trace_parent.as_ref());
         async {
             let updater = TaskUpdater::from_context(&context, queue);
-            let upstream = self.inner.links.task(&context.task_id);
+            let scope = context.call_context.scope();
+            let upstream = if context.current_task.is_some() {
+                self.inner.links.task(&scope, &context.task_id).await
+            } else {
+                None
+            };
             let mut relay = Relay::new(&context, &updater, upstream);
             let started = Instant::now();
-            match self.run(&context, &updater, &mut relay).await {
+            match self.run(&context, &mut relay).await {
                 Ok(()) => {
                     tracing::info!(
                         chunks = relay.chunks(),
@@ -481,13 +503,17 @@ impl AgentExecutor for A2aExecutor {
                         "the task failed"
                     );
                     let _ = updater.failed(Some(updater.new_agent_text(reason))).await;
-                    self.inner.links.forget(&context.task_id);
+                    self.inner.links.forget(&scope, &context.task_id);
                     Ok(())
                 }
             }
         }
         .instrument(span)
         .await
+    }
+
+    fn use_upstream_links(&self, links: Arc<dyn crate::executor::UpstreamLinks>) {
+        self.inner.links.use_durable(links);
     }
 
     /// CancelTask on the agent's task (on the same runtime session). The agent's
@@ -499,7 +525,8 @@ impl AgentExecutor for A2aExecutor {
         queue: EventQueue,
     ) -> Result<(), ExecutorError> {
         let _ = queue;
-        let Some(up) = self.inner.links.task(&context.task_id) else {
+        let scope = context.call_context.scope();
+        let Some(up) = self.inner.links.task(&scope, &context.task_id).await else {
             return Ok(());
         };
         let card = self.card().await.map_err(Box::new)?;
