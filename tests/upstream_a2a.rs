@@ -458,3 +458,132 @@ async fn bad_upstream_fails_the_task_readably() {
         assert!(reason.contains("correlation id"), "{reason}");
     }
 }
+
+/// A stand-in A2A agent that answers 1.0 calls -32009 (version not supported) and 0.3
+/// ones: `message/send` leaves the task INPUT_REQUIRED, `tasks/cancel` refuses
+/// (-32002). Returns its URL and the (method, `A2A-Version`) of each call.
+async fn refusing_agent() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+) {
+    use axum::routing::{get, post};
+    let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let card = json!({
+        "name": "refusing", "description": "d", "version": "1",
+        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {"streaming": false}, "skills": [],
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+    });
+    let seen = calls.clone();
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move || {
+                let card = card.clone();
+                async move { axum::Json(card) }
+            }),
+        )
+        .route(
+            "/",
+            post(move |headers: axum::http::HeaderMap, body: String| {
+                let seen = seen.clone();
+                async move {
+                    let req: Value = serde_json::from_str(&body).unwrap();
+                    let method = req["method"].as_str().unwrap_or("").to_owned();
+                    let version = headers
+                        .get("a2a-version")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_owned();
+                    seen.lock().unwrap().push((method.clone(), version));
+                    let id = req["id"].clone();
+                    let answer = match method.as_str() {
+                        "message/send" => json!({"jsonrpc": "2.0", "id": id, "result": {
+                            "kind": "task", "id": "agent-task", "contextId": "agent-ctx",
+                            "status": {"state": "input-required", "message": {"kind": "message",
+                                "role": "agent", "messageId": "m", "parts": [{"kind": "text", "text": "which one?"}]}}}}),
+                        "tasks/cancel" => json!({"jsonrpc": "2.0", "id": id, "error": {
+                            "code": -32002, "message": "Task cannot be canceled"}}),
+                        _ => json!({"jsonrpc": "2.0", "id": id, "error": {
+                            "code": -32009, "message": "A2A version 1.0 is not supported"}}),
+                    };
+                    axum::Json(answer)
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, calls)
+}
+
+/// A 1.0 call answered -32009 is made again in 0.3, and 0.3 is spoken from then on; an
+/// agent that refuses to cancel (-32002) leaves the gateway task as it is and the
+/// caller gets -32002.
+#[tokio::test]
+async fn version_fallback_and_a_refused_cancel() {
+    let (url, calls) = refusing_agent().await;
+    let gw = gateway(&url, &[]);
+    let http = reqwest::Client::new();
+    let r = send(&http, &gw, user_message("hello")).await;
+    let task = &r["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{r}");
+    assert_eq!(status_text(task), "which one?");
+    assert_ne!(task["id"], "agent-task");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let r = rpc(&http, &gw.url, "CancelTask", json!({ "id": id })).await;
+    assert_eq!(r["error"]["code"], -32002, "{r}");
+    let t = get_task(&http, &gw, &id).await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{t}");
+    let calls = calls.lock().unwrap().clone();
+    let pairs: Vec<(&str, &str)> = calls
+        .iter()
+        .map(|(m, v)| (m.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("SendMessage", "1.0"),
+            ("message/send", "0.3"),
+            ("tasks/cancel", "0.3"),
+        ]
+    );
+}
+
+/// bedrock-agentcore's A2A app (`build_a2a_app`) as an AgentCore A2A runtime (the ARN
+/// set, its URL overridden to the local app): 0.3 by default, every call in the runtime
+/// session of its context.
+#[tokio::test]
+async fn agentcore_a2a_app_is_spoken_0_3_in_the_context_session() {
+    let test = "agentcore_a2a_app_is_spoken_0_3_in_the_context_session";
+    let Some(agent) = agent(test, AgentKind::AgentCore, &[]) else {
+        return;
+    };
+    let gw = gateway(
+        &agent.url,
+        &[(
+            "A2A_GATEWAY_UPSTREAM__AGENT_RUNTIME_ARN",
+            "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/agent-1",
+        )],
+    );
+    let http = reqwest::Client::new();
+    let r = send(&http, &gw, user_message("ask")).await;
+    let task = &r["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{r}");
+    let mut follow = user_message("7");
+    follow["taskId"] = task["id"].clone();
+    follow["contextId"] = task["contextId"].clone();
+    let r = send(&http, &gw, follow).await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    let calls = agent.calls().await;
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let session = calls[0]["headers"]["x-amzn-bedrock-agentcore-runtime-session-id"].clone();
+    assert!(session.as_str().is_some_and(|s| s.len() >= 33), "{calls:?}");
+    for c in &calls {
+        assert_eq!(c["headers"]["a2a-version"], "0.3", "{c}");
+        assert_eq!(
+            c["headers"]["x-amzn-bedrock-agentcore-runtime-session-id"],
+            session
+        );
+    }
+}

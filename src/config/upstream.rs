@@ -384,16 +384,18 @@ impl A2aUpstreamConfig {
         Ok(card)
     }
 
-    /// Whether the agent is an AgentCore A2A runtime (`agent_runtime_arn` without `url`).
+    /// Whether the agent is an AgentCore A2A runtime (`agent_runtime_arn` is set; a
+    /// `url` beside it replaces the derived endpoint, as for `kind = "agentcore"`: a VPC
+    /// endpoint, a local runtime).
     pub fn is_agentcore(&self) -> bool {
-        self.connection.url.is_none() && self.connection.agent_runtime_arn.is_some()
+        self.connection.agent_runtime_arn.is_some()
     }
 
-    /// The StopRuntimeSession URL of an AgentCore A2A runtime (used on cancel when
-    /// `stop_session_on_cancel`); `None` for any other agent.
+    /// The StopRuntimeSession URL of an AgentCore A2A runtime given by its ARN alone
+    /// (used on cancel when `stop_session_on_cancel`); `None` for any other agent.
     pub fn stop_session_url(&self) -> Option<Url> {
         let c = &self.connection;
-        if !self.is_agentcore() || !c.stop_session_on_cancel {
+        if !self.is_agentcore() || c.url.is_some() || !c.stop_session_on_cancel {
             return None;
         }
         c.stop_session_url().ok()
