@@ -189,6 +189,50 @@ async fn sdk03_agent_blocking_streamed_message_fail_ask() {
     .await;
 }
 
+/// The official a2a-sdk 1.x client, on the gateway's JSON-RPC and HTTP+JSON bindings,
+/// in front of the a2a-sdk 0.3 agent: a streamed task (each chunk once, in order) and
+/// an ask / follow-up that reaches the agent's same task (1.0 client, 0.3 agent).
+#[tokio::test]
+async fn official_python_client_through_the_gateway_to_the_0_3_agent() {
+    let test = "official_python_client_through_the_gateway_to_the_0_3_agent";
+    let Some(agent) = agent(test, AgentKind::Sdk03, &[]) else {
+        return;
+    };
+    let gw = gateway(&agent.url, &[]);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/python/a2a_upstream_client.py"
+    );
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let out = tokio::process::Command::new(a2a_gateway::test_util::python())
+            .args([script, gw.url.as_str(), binding])
+            .output()
+            .await
+            .expect("run the Python client");
+        assert!(
+            out.status.success(),
+            "{binding}: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            gw.logs()
+        );
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let want: Vec<String> = (1..=4).map(|i| format!("chunk {i}/4\n")).collect();
+        assert_eq!(r["chunks"], json!(want), "{binding}: {r}");
+        assert_eq!(r["stream_state"], "TASK_STATE_COMPLETED", "{binding}: {r}");
+        assert_eq!(
+            r["ask_state"], "TASK_STATE_INPUT_REQUIRED",
+            "{binding}: {r}"
+        );
+        assert_eq!(r["follow_state"], "TASK_STATE_COMPLETED", "{binding}: {r}");
+        let answer = &r["answer"];
+        assert_eq!(answer["task_id"], answer["first_turn"]["task_id"], "{r}");
+        assert_ne!(
+            answer["task_id"], r["task_id"],
+            "gateway ids are its own: {r}"
+        );
+    }
+}
+
 /// Cancel reaches the agent's own cancel; the gateway task ends CANCELED.
 async fn cancel(kind: AgentKind, test: &str) {
     let Some(agent) = agent(test, kind, &[]) else {
