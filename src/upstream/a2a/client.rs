@@ -398,7 +398,13 @@ impl Rpc {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
         if !event_stream {
-            let body = self.read_whole(resp, status).await?;
+            let body =
+                tokio::time::timeout(self.settings.request_timeout, self.read_whole(resp, status))
+                    .await
+                    .map_err(|_| UpstreamError::Timeout {
+                        kind: TimeoutKind::Request,
+                        after: self.settings.request_timeout,
+                    })??;
             return rpc_result(&body).map(Reply::Whole);
         }
         let s = &self.settings;

@@ -71,6 +71,34 @@ impl A2aExecutor {
     /// # Errors
     /// [`UpstreamError::Settings`] for an invalid URL or an unreadable `ca_file`.
     pub fn new(settings: A2aSettings) -> Result<Self, UpstreamError> {
+        let credentials = auth::from_settings(&settings.auth, || {
+            client::build_client(
+                HttpVersion::Auto,
+                settings.ca_file.as_deref(),
+                settings.connect_timeout,
+            )
+        })?;
+        Self::build(settings, credentials)
+    }
+
+    /// Like [`new`](Self::new), but bearer tokens come from `source` (cached with
+    /// `refresh_before`, refetched once on a 401) whatever `settings.auth` says.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn with_token_source(
+        settings: A2aSettings,
+        source: Arc<dyn crate::upstream::TokenSource>,
+        refresh_before: std::time::Duration,
+    ) -> Result<Self, UpstreamError> {
+        let credentials = Arc::new(auth::CachedToken::new(source, refresh_before));
+        Self::build(settings, credentials)
+    }
+
+    fn build(
+        settings: A2aSettings,
+        credentials: Arc<dyn crate::upstream::Credentials>,
+    ) -> Result<Self, UpstreamError> {
         for url in [&settings.base_url, &settings.card_url] {
             reqwest::Url::parse(url).map_err(|e| {
                 UpstreamError::Settings(format!("upstream.url `{url}` is not a valid URL: {e}"))
@@ -81,13 +109,6 @@ impl A2aExecutor {
             settings.ca_file.as_deref(),
             settings.connect_timeout,
         )?;
-        let credentials = auth::from_settings(&settings.auth, || {
-            client::build_client(
-                HttpVersion::Auto,
-                settings.ca_file.as_deref(),
-                settings.connect_timeout,
-            )
-        })?;
         let settings = Arc::new(settings);
         Ok(Self {
             inner: Arc::new(Inner {
@@ -398,8 +419,14 @@ impl A2aExecutor {
                         return Ok(());
                     }
                 }
-                Ok(Err(RpcFailure::Rpc { code, message })) => {
-                    return Err(UpstreamError::from(RpcFailure::Rpc { code, message }).into());
+                Ok(Err(e @ RpcFailure::Rpc { .. })) => {
+                    return Err(UpstreamError::A2a(format!(
+                        "lost its task after its answer ended ({why_text}): GetTask {}",
+                        UpstreamError::from(e)
+                            .to_string()
+                            .trim_start_matches("the A2A agent ")
+                    ))
+                    .into());
                 }
                 Ok(Err(e)) => {
                     tracing::warn!(reason = %UpstreamError::from(e), "GetTask on the A2A agent failed; trying again");
