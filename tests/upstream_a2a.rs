@@ -474,7 +474,8 @@ async fn bad_agent(status: u16, body: &'static str) -> String {
 
 /// Garbage or a 404 from the agent: the task fails with a readable reason and a
 /// correlation id; never a 500.
-#[tokio::test]
+// Multi-threaded: the stand-in agent answers the card while `start` blocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_upstream_fails_the_task_readably() {
     let http = reqwest::Client::new();
     for (status, body, want) in [
@@ -564,7 +565,8 @@ async fn refusing_agent() -> (
 /// A 1.0 call answered -32009 is made again in 0.3, and 0.3 is spoken from then on; an
 /// agent that refuses to cancel (-32002) leaves the gateway task as it is and the
 /// caller gets -32002.
-#[tokio::test]
+// Multi-threaded: the stand-in agent answers the card while `start` blocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn version_fallback_and_a_refused_cancel() {
     let (url, calls) = refusing_agent().await;
     let gw = gateway(&url, &[]);
@@ -630,4 +632,64 @@ async fn agentcore_a2a_app_is_spoken_0_3_in_the_context_session() {
             session
         );
     }
+}
+
+/// An AgentCore A2A runtime busy with the session (HTTP 409, JSON-RPC -32054 "session
+/// operation in progress") is asked again after a short backoff.
+// Multi-threaded: the stand-in agent answers the card while `start` blocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agentcore_session_busy_is_retried() {
+    use axum::routing::{get, post};
+    let busy = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/invocations/", listener.local_addr().unwrap());
+    let card = json!({"name": "runtime", "description": "d", "version": "1", "url": url,
+        "protocolVersion": "0.3.0", "capabilities": {"streaming": false}, "skills": [],
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"]});
+    let calls = busy.clone();
+    let app = axum::Router::new()
+        .route(
+            "/invocations/.well-known/agent-card.json",
+            get(move || {
+                let card = card.clone();
+                async move { axum::Json(card) }
+            }),
+        )
+        .route(
+            "/invocations/",
+            post(move |body: String| {
+                let calls = calls.clone();
+                async move {
+                    let req: Value = serde_json::from_str(&body).unwrap();
+                    let id = req["id"].clone();
+                    if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                        return (
+                            axum::http::StatusCode::CONFLICT,
+                            axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": {
+                                "code": -32054, "message": "Session operation in progress, please retry"}})),
+                        );
+                    }
+                    (
+                        axum::http::StatusCode::OK,
+                        axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": {
+                            "kind": "task", "id": "t", "contextId": "c",
+                            "status": {"state": "completed"},
+                            "artifacts": [{"artifactId": "a", "parts": [{"kind": "text", "text": "done"}]}]}})),
+                    )
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let gw = gateway(
+        &url,
+        &[(
+            "A2A_GATEWAY_UPSTREAM__AGENT_RUNTIME_ARN",
+            "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/agent-1",
+        )],
+    );
+    let http = reqwest::Client::new();
+    let r = send(&http, &gw, user_message("hi")).await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    assert_eq!(artifact_text(&r["task"], "a"), "done");
+    assert_eq!(busy.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
