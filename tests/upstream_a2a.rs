@@ -693,3 +693,117 @@ async fn agentcore_session_busy_is_retried() {
     assert_eq!(artifact_text(&r["task"], "a"), "done");
     assert_eq!(busy.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
+
+/// The agent's card is read again once stale (here: `max-age=0`, no floor), revalidated
+/// with its ETag (304 keeps it), and a changed card is used from then on (streaming
+/// turned off: the next message is sent with the blocking SendMessage).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_card_is_refreshed_by_its_cache_headers() {
+    use a2a_gateway::executor::{
+        AgentExecutor, CallContext, EventQueue, RequestContext, new_user_text_message,
+    };
+    use a2a_gateway::upstream::a2a::{A2aExecutor, A2aSettings};
+    use axum::http::{HeaderMap, StatusCode, header};
+    use axum::response::IntoResponse;
+    use axum::routing::{get, post};
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Default)]
+    struct Seen {
+        /// (If-None-Match sent, answered 304).
+        cards: Vec<(Option<String>, bool)>,
+        methods: Vec<String>,
+        /// The card's generation: 1 streams, 2 does not.
+        generation: u32,
+    }
+    let seen = Arc::new(Mutex::new(Seen {
+        generation: 1,
+        ..Seen::default()
+    }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let (card_seen, rpc_seen, base) = (seen.clone(), seen.clone(), url.clone());
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move |headers: HeaderMap| {
+                let (seen, base) = (card_seen.clone(), base.clone());
+                async move {
+                    let mut seen = seen.lock().unwrap();
+                    let tag = format!("\"gen-{}\"", seen.generation);
+                    let asked = headers
+                        .get(header::IF_NONE_MATCH)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    let same = asked.as_deref() == Some(tag.as_str());
+                    seen.cards.push((asked, same));
+                    if same {
+                        return (StatusCode::NOT_MODIFIED, [(header::CACHE_CONTROL, "max-age=0".to_owned())])
+                            .into_response();
+                    }
+                    let card = json!({"name": "n", "description": "d", "version": "1", "skills": [],
+                        "supportedInterfaces": [{"url": base, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+                        "capabilities": {"streaming": seen.generation == 1},
+                        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"]});
+                    (
+                        [(header::CACHE_CONTROL, "max-age=0".to_owned()), (header::ETAG, tag)],
+                        axum::Json(card),
+                    )
+                        .into_response()
+                }
+            }),
+        )
+        .route(
+            "/",
+            post(move |body: String| {
+                let seen = rpc_seen.clone();
+                async move {
+                    let req: Value = serde_json::from_str(&body).unwrap();
+                    seen.lock().unwrap().methods.push(req["method"].as_str().unwrap().to_owned());
+                    axum::Json(json!({"jsonrpc": "2.0", "id": req["id"], "result": {"message": {
+                        "messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}}}))
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let mut s = A2aSettings::for_url(&url);
+    s.card_min_refresh = Duration::ZERO;
+    let exec = A2aExecutor::new(s).unwrap();
+    let run = async |exec: &A2aExecutor| {
+        let (queue, mut rx) = EventQueue::bounded(16);
+        let ctx = RequestContext::new(
+            new_user_text_message("hello"),
+            uuid::Uuid::new_v4().to_string(),
+            uuid::Uuid::new_v4().to_string(),
+            CallContext::new("", "alice"),
+        );
+        exec.execute(ctx, queue).await.unwrap();
+        let ev = rx.recv().await.unwrap();
+        assert!(
+            matches!(ev, a2a_gateway::protocol::StreamResponse::Message(_)),
+            "{ev:?}"
+        );
+    };
+    run(&exec).await;
+    run(&exec).await;
+    seen.lock().unwrap().generation = 2;
+    run(&exec).await;
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        seen.cards,
+        [
+            (None, false),
+            (Some("\"gen-1\"".to_owned()), true),
+            (Some("\"gen-1\"".to_owned()), false),
+        ]
+    );
+    assert_eq!(
+        seen.methods,
+        [
+            "SendStreamingMessage",
+            "SendStreamingMessage",
+            "SendMessage"
+        ]
+    );
+}

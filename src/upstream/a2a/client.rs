@@ -106,6 +106,25 @@ pub enum Reply {
     Events(BoxStream<'static, Result<Value, UpstreamError>>),
 }
 
+/// The answer to a card request.
+#[derive(Debug)]
+pub enum CardAnswer {
+    /// The card, with its `Cache-Control: max-age` and `ETag` when sent.
+    Card {
+        /// The card as JSON.
+        card: Value,
+        /// How long it may be used without asking again.
+        max_age: Option<std::time::Duration>,
+        /// Its entity tag, for revalidation.
+        etag: Option<String>,
+    },
+    /// 304: the card the gateway has is still the agent's.
+    NotModified {
+        /// How long it may be used now without asking again.
+        max_age: Option<std::time::Duration>,
+    },
+}
+
 /// Where and how one call goes.
 #[derive(Debug, Clone, Copy)]
 pub struct Target<'a> {
@@ -212,19 +231,25 @@ impl Rpc {
         rb
     }
 
-    /// GETs `url` (the agent's card) and reads it as JSON.
+    /// GETs `url` (the agent's card), revalidating with `If-None-Match: etag` when
+    /// given, and reads it as JSON with its caching headers.
     ///
     /// # Errors
-    /// Transport and time limits, a non-2xx status, a body that is not JSON.
-    pub async fn get_json(
+    /// Transport and time limits, a non-2xx (and non-304) status, a body that is not
+    /// JSON.
+    pub async fn get_card(
         &self,
         url: &str,
         version: WireVersion,
         caller: &CallContext,
-    ) -> Result<Value, UpstreamError> {
+        etag: Option<&str>,
+    ) -> Result<CardAnswer, UpstreamError> {
         let mut refetched = false;
         loop {
-            let rb = self.headers(self.http.get(url), version, "", caller);
+            let mut rb = self.headers(self.http.get(url), version, "", caller);
+            if let Some(tag) = etag {
+                rb = rb.header(http::header::IF_NONE_MATCH, tag);
+            }
             let (rb, token) = self.authorize(rb, caller).await?;
             let resp = tokio::time::timeout(
                 self.settings.connect_timeout + self.settings.read_timeout,
@@ -245,6 +270,10 @@ impl Rpc {
                 refetched = true;
                 continue;
             }
+            let max_age = super::card_cache::max_age(resp.headers());
+            if status == 304 && etag.is_some() {
+                return Ok(CardAnswer::NotModified { max_age });
+            }
             if !resp.status().is_success() {
                 let headers = resp.headers().clone();
                 let body = read_error_body(resp, self.settings.read_timeout).await;
@@ -253,9 +282,19 @@ impl Rpc {
                     status, &headers, &body, tok,
                 )));
             }
+            let etag = resp
+                .headers()
+                .get(http::header::ETAG)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
             let body = self.read_whole(resp, status).await?;
-            return serde_json::from_slice(&body)
-                .map_err(|e| UpstreamError::A2a(format!("served a card that is not JSON ({e})")));
+            let card = serde_json::from_slice(&body)
+                .map_err(|e| UpstreamError::A2a(format!("served a card that is not JSON ({e})")))?;
+            return Ok(CardAnswer::Card {
+                card,
+                max_age,
+                etag,
+            });
         }
     }
 

@@ -7,7 +7,7 @@
 //! [`Credentials`](crate::upstream::Credentials), readable failure reasons with a
 //! correlation id, and the failure metrics.
 //!
-//! Per message: the agent's card (read once; see [`A2aExecutor::card`]) says where,
+//! Per message: the agent's card (kept fresh; see [`A2aExecutor::card`]) says where,
 //! in which version and whether to stream. The message goes to the agent's task and
 //! context of this gateway task or context when there is one ([`Links`]); the agent's
 //! events become the gateway task's ([`Relay`]). A stream that ends before the task
@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::card::UpstreamCard;
+use super::card_cache::CardCache;
 use super::client::{Reply, Rpc, RpcFailure, TASK_NOT_CANCELABLE, Target, VERSION_NOT_SUPPORTED};
 use super::links::Links;
 use super::relay::{Relay, Step};
@@ -48,8 +49,8 @@ pub struct A2aExecutor {
 struct Inner {
     settings: Arc<A2aSettings>,
     rpc: Rpc,
-    /// The agent's card, once read (a failed read is tried again at the next need).
-    card: tokio::sync::OnceCell<Arc<UpstreamCard>>,
+    /// The agent's card, read at the first need and again when it is stale.
+    card: CardCache,
     /// A 1.0 call was answered -32009: 0.3 from then on.
     fell_back: AtomicBool,
     links: Links,
@@ -114,7 +115,7 @@ impl A2aExecutor {
             inner: Arc::new(Inner {
                 rpc: Rpc::new(http, credentials, settings.clone()),
                 settings,
-                card: tokio::sync::OnceCell::new(),
+                card: CardCache::default(),
                 fell_back: AtomicBool::new(false),
                 links: Links::default(),
             }),
@@ -126,35 +127,18 @@ impl A2aExecutor {
         &self.inner.settings
     }
 
-    /// The agent's card: read from `settings.card_url` the first time (on behalf of an
-    /// anonymous caller), then kept.
+    /// The agent's card: read from `settings.card_url` at the first need (on behalf of
+    /// an anonymous caller), then kept while fresh and read again after (see
+    /// [`CardCache`]).
     ///
     /// # Errors
-    /// Why it could not be read (unreachable, not a card, no usable interface).
+    /// Why it could not be read (unreachable, not a card, no usable interface) when no
+    /// card was read before.
     pub async fn card(&self) -> Result<Arc<UpstreamCard>, UpstreamError> {
-        let i = &self.inner;
-        i.card
-            .get_or_try_init(|| async {
-                let caller = CallContext::anonymous();
-                let version = match i.settings.protocol_version {
-                    super::VersionChoice::V0_3 => WireVersion::V0_3,
-                    _ => WireVersion::V1_0,
-                };
-                let raw = i
-                    .rpc
-                    .get_json(&i.settings.card_url, version, &caller)
-                    .await?;
-                let card = UpstreamCard::read(&raw, &i.settings).map_err(UpstreamError::A2a)?;
-                tracing::info!(
-                    upstream.endpoint = %crate::telemetry::log_url::LogUrl(&card.endpoint),
-                    upstream.version = card.wire.header(),
-                    upstream.streaming = card.streaming,
-                    "read the A2A agent's card"
-                );
-                Ok(Arc::new(card))
-            })
+        self.inner
+            .card
+            .get(&self.inner.rpc, &self.inner.settings)
             .await
-            .cloned()
     }
 
     /// Readiness: the agent's card is read, and a token is obtainable.

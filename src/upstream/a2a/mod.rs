@@ -4,7 +4,8 @@
 //! identity stay its own.
 //!
 //! - [`settings`]: [`A2aSettings`], plain values.
-//! - [`card`]: the agent's card: endpoint, version, streaming, published fields.
+//! - [`card`]: the agent's card: endpoint, version, streaming, published fields;
+//!   [`card_cache`]: kept fresh by its cache headers.
 //! - [`wire`]: what differs between 1.0 and 0.3 on the wire (through
 //!   [`crate::protocol::v03`], the one translation).
 //! - [`client`]: the JSON-RPC client (retries, SSE, the one `authorize`).
@@ -13,6 +14,7 @@
 //! - [`executor`]: [`A2aExecutor`], the `AgentExecutor` (and why not a `Runtime`).
 
 pub mod card;
+pub mod card_cache;
 pub mod client;
 pub mod executor;
 pub mod links;

@@ -75,6 +75,12 @@ pub struct A2aSettings {
     pub poll_initial: Duration,
     /// Longest GetTask polling interval. Default 5 s.
     pub poll_max: Duration,
+    /// How long the agent's card is used before it is read again when its answer has no
+    /// `Cache-Control: max-age`. Default 300 s.
+    pub card_refresh: Duration,
+    /// The shortest time between two reads of the card (also after a failed read, and
+    /// for `no-cache`). Default 30 s.
+    pub card_min_refresh: Duration,
     /// Header sending the caller (the task owner); `None` disables it.
     pub caller_header: Option<http::HeaderName>,
     /// Header sending the tenant (omitted for the default tenant); `None` disables it.
@@ -128,6 +134,8 @@ impl A2aSettings {
             resume_for: Duration::from_secs(300),
             poll_initial: Duration::from_millis(250),
             poll_max: Duration::from_secs(5),
+            card_refresh: Duration::from_secs(300),
+            card_min_refresh: Duration::from_secs(30),
             caller_header: None,
             tenant_header: None,
             auth: AuthSettings::None,
