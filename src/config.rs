@@ -67,8 +67,8 @@ pub use sources::ENV_PREFIX;
 pub use store::{SqliteLocation, SqliteSynchronous, StoreConfig, StoreUrl, StoreUrlError};
 pub use telemetry::TelemetryConfig;
 pub use upstream::{
-    A2aProtocolVersion, A2aUpstreamConfig, AgentCoreUpstreamConfig, DEFAULT_CALLER_HEADER,
-    DEFAULT_TENANT_HEADER, HttpVersion, UpstreamConfig, UpstreamKind,
+    A2aProtocolBinding, A2aProtocolVersion, A2aUpstreamConfig, AgentCoreUpstreamConfig,
+    DEFAULT_CALLER_HEADER, DEFAULT_TENANT_HEADER, HttpVersion, UpstreamConfig, UpstreamKind,
 };
 
 use error::Invalid;

@@ -73,10 +73,27 @@ async fn get_task(http: &reqwest::Client, gw: &GatewayProcess, id: &str) -> Valu
 /// failure with the agent's words, ask then follow-up (the agent saw one task both
 /// turns), for one agent.
 async fn basics(kind: AgentKind, test: &str, version: &str) {
+    basics_over(kind, test, version, &[]).await;
+}
+
+async fn basics_over(kind: AgentKind, test: &str, version: &str, extra: &[(&str, &str)]) {
     let Some(agent) = agent(test, kind, &[]) else {
         return;
     };
-    let gw = gateway(&agent.url, &[]);
+    let gw = gateway(&agent.url, extra);
+    let binding = if extra.is_empty() {
+        "JSONRPC"
+    } else {
+        "HTTP+JSON"
+    };
+    let logs = gw.logs_when(
+        |l| l.contains("read the A2A agent's card"),
+        Duration::from_secs(10),
+    );
+    assert!(
+        logs.contains(&format!("upstream.binding=\"{binding}\"")),
+        "{logs}"
+    );
     let http = reqwest::Client::new();
 
     // The published card takes the agent's name and skills.
@@ -179,6 +196,16 @@ async fn sdk1_agent_blocking_streamed_message_fail_ask() {
     .await;
 }
 
+/// The same over the agent's HTTP+JSON interface (`protocol_binding = "HTTP+JSON"`).
+#[tokio::test]
+async fn sdk1_agent_over_http_json() {
+    let test = "sdk1_agent_over_http_json";
+    let rest = [("A2A_GATEWAY_UPSTREAM__PROTOCOL_BINDING", "HTTP+JSON")];
+    basics_over(AgentKind::Sdk1, test, "1.0", &rest).await;
+    cancel_over(AgentKind::Sdk1, test, &rest).await;
+    broken_stream_over(AgentKind::Sdk1, test, "abort", &rest).await;
+}
+
 #[tokio::test]
 async fn sdk03_agent_blocking_streamed_message_fail_ask() {
     basics(
@@ -235,10 +262,14 @@ async fn official_python_client_through_the_gateway_to_the_0_3_agent() {
 
 /// Cancel reaches the agent's own cancel; the gateway task ends CANCELED.
 async fn cancel(kind: AgentKind, test: &str) {
+    cancel_over(kind, test, &[]).await;
+}
+
+async fn cancel_over(kind: AgentKind, test: &str, extra: &[(&str, &str)]) {
     let Some(agent) = agent(test, kind, &[]) else {
         return;
     };
-    let gw = gateway(&agent.url, &[]);
+    let gw = gateway(&agent.url, extra);
     let http = reqwest::Client::new();
     let mut events = rpc_stream(
         &http,
@@ -287,10 +318,14 @@ async fn sdk03_agent_cancel_runs_the_agents_cancel() {
 /// The agent's first stream of the task is cut after 2 chunks: the gateway gets the
 /// task back (resubscribing, or polling) and its client sees every chunk once.
 async fn broken_stream(kind: AgentKind, test: &str, mode: &str) {
+    broken_stream_over(kind, test, mode, &[]).await;
+}
+
+async fn broken_stream_over(kind: AgentKind, test: &str, mode: &str, extra: &[(&str, &str)]) {
     let Some(agent) = agent(test, kind, &["--break-after", "2", "--break-mode", mode]) else {
         return;
     };
-    let gw = gateway(&agent.url, &[]);
+    let gw = gateway(&agent.url, extra);
     let http = reqwest::Client::new();
     let mut events = rpc_stream(
         &http,

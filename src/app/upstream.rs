@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use super::AppError;
 use crate::config::{
-    A2aProtocolVersion, A2aUpstreamConfig, AgentCoreUpstreamConfig, AgentRuntimeArn, AuthKind,
-    Config, HttpVersion as Cfg, UpstreamAuthConfig, UpstreamConfig,
+    A2aProtocolBinding, A2aProtocolVersion, A2aUpstreamConfig, AgentCoreUpstreamConfig,
+    AgentRuntimeArn, AuthKind, Config, HttpVersion as Cfg, UpstreamAuthConfig, UpstreamConfig,
 };
 use crate::executor::AgentExecutor;
 use crate::server::ReadinessCheck;
-use crate::upstream::a2a::{A2aExecutor, A2aSettings, UpstreamCard, VersionChoice};
+use crate::upstream::a2a::{A2aExecutor, A2aSettings, BindingChoice, UpstreamCard, VersionChoice};
 use crate::upstream::{
     AgentCoreExecutor, AgentCoreSettings, AuthSettings, HttpVersion, OAuth2Settings, TokenEndpoint,
     UpstreamError,
@@ -127,6 +127,11 @@ pub fn a2a_settings(c: &A2aUpstreamConfig) -> Result<A2aSettings, UpstreamError>
         A2aProtocolVersion::Auto => VersionChoice::Auto,
         A2aProtocolVersion::V1_0 => VersionChoice::V1_0,
         A2aProtocolVersion::V0_3 => VersionChoice::V0_3,
+    };
+    s.protocol_binding = match c.protocol_binding {
+        A2aProtocolBinding::Auto => BindingChoice::Auto,
+        A2aProtocolBinding::JsonRpc => BindingChoice::JsonRpc,
+        A2aProtocolBinding::HttpJson => BindingChoice::HttpJson,
     };
     s.agentcore = c.is_agentcore();
     s.stop_session_url = c.stop_session_url().map(|u| u.to_string());

@@ -115,8 +115,9 @@ async fn a2a_derived(upstream: &A2aUpstreamConfig, out: &mut Vec<String>) {
     };
     out.push(match executor.card().await {
         Ok(card) => format!(
-            "agent: {:?}, JSON-RPC at {} (A2A {}), streaming {}",
+            "agent: {:?}, {} at {} (A2A {}), streaming {}",
             card.name,
+            card.binding.name(),
             LogUrl(&card.endpoint),
             card.wire.header(),
             if card.streaming { "yes" } else { "no" }

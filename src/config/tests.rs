@@ -1780,4 +1780,26 @@ fn upstream_kind_a2a_reads_its_keys() {
     let (_dir, path) = file("[upstream]\nkind = \"a2a\"\nprotocol_version = \"2.0\"\n");
     let err = Config::load(sources(Some(&path), &[])).unwrap_err();
     assert_eq!(invalid_parts(&err).0, "upstream.protocol_version", "{err}");
+    // The binding: auto by default, JSONRPC or HTTP+JSON.
+    let env = [
+        ("A2A_GATEWAY_UPSTREAM__KIND", "a2a"),
+        ("A2A_GATEWAY_UPSTREAM__URL", "http://127.0.0.1:9/"),
+        ("A2A_GATEWAY_UPSTREAM__PROTOCOL_BINDING", "HTTP+JSON"),
+    ];
+    let config = Config::load(sources(None, &env)).unwrap();
+    let UpstreamConfig::A2a(c) = &config.upstream else {
+        panic!("{:?}", config.upstream)
+    };
+    assert_eq!(
+        c.protocol_binding,
+        crate::config::A2aProtocolBinding::HttpJson
+    );
+    let (_dir, path) = file("[upstream]\nkind = \"a2a\"\nprotocol_binding = \"grpc\"\n");
+    let err = Config::load(sources(Some(&path), &[])).unwrap_err();
+    assert_eq!(invalid_parts(&err).0, "upstream.protocol_binding", "{err}");
+    let (_dir, path) = file("[upstream]\nprotocol_binding = \"JSONRPC\"\n");
+    let msg = Config::load(sources(Some(&path), &[]))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("protocol_binding"), "{msg}");
 }

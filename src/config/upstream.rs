@@ -96,33 +96,38 @@ impl<'de> Visitor<'de> for KindVisitor {
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<UpstreamConfig, A::Error> {
         let mut kind = None;
         let mut protocol_version = None;
+        let mut protocol_binding = None;
         let fields = AgentCoreUpstreamConfig::deserialize(de::value::MapAccessDeserializer::new(
             WithoutKind {
                 map,
                 kind: &mut kind,
                 protocol_version: &mut protocol_version,
+                protocol_binding: &mut protocol_binding,
             },
         ))?;
         match kind.unwrap_or_default() {
-            UpstreamKind::AgentCore => match protocol_version {
-                None => Ok(UpstreamConfig::AgentCore(fields)),
-                Some(_) => Err(de::Error::custom(
-                    "upstream.protocol_version applies to kind = \"a2a\" only",
-                )),
-            },
+            UpstreamKind::AgentCore if protocol_version.is_some() => Err(de::Error::custom(
+                "upstream.protocol_version applies to kind = \"a2a\" only",
+            )),
+            UpstreamKind::AgentCore if protocol_binding.is_some() => Err(de::Error::custom(
+                "upstream.protocol_binding applies to kind = \"a2a\" only",
+            )),
+            UpstreamKind::AgentCore => Ok(UpstreamConfig::AgentCore(fields)),
             UpstreamKind::A2a => Ok(UpstreamConfig::A2a(A2aUpstreamConfig {
                 protocol_version: protocol_version.unwrap_or_default(),
+                protocol_binding: protocol_binding.unwrap_or_default(),
                 connection: fields,
             })),
         }
     }
 }
 
-/// A map with its `kind` and `protocol_version` entries taken out.
+/// A map with its `kind`, `protocol_version` and `protocol_binding` entries taken out.
 struct WithoutKind<'k, A> {
     map: A,
     kind: &'k mut Option<UpstreamKind>,
     protocol_version: &'k mut Option<A2aProtocolVersion>,
+    protocol_binding: &'k mut Option<A2aProtocolBinding>,
 }
 
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutKind<'_, A> {
@@ -139,6 +144,10 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutKind<'_, A> {
             }
             if key == "protocol_version" {
                 *self.protocol_version = Some(self.map.next_value()?);
+                continue;
+            }
+            if key == "protocol_binding" {
+                *self.protocol_binding = Some(self.map.next_value()?);
                 continue;
             }
             return seed.deserialize(key.into_deserializer()).map(Some);
@@ -324,12 +333,27 @@ pub enum A2aProtocolVersion {
     V0_3,
 }
 
+/// `upstream.protocol_binding` of `kind = "a2a"`: the binding the agent is called over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum A2aProtocolBinding {
+    /// JSON-RPC when the card lists it (for the version), else HTTP+JSON (1.0).
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// JSON-RPC 2.0.
+    #[serde(rename = "JSONRPC")]
+    JsonRpc,
+    /// HTTP+JSON (A2A 1.0 only).
+    #[serde(rename = "HTTP+JSON")]
+    HttpJson,
+}
+
 /// `[upstream]` with `kind = "a2a"`: an agent that speaks A2A itself.
 ///
 /// Keys (besides `kind`): `url` (the agent's base URL; its card is read from
 /// `<url>.well-known/agent-card.json`) or `agent_runtime_arn` (+ `qualifier`: an AgentCore
 /// A2A runtime, JSON-RPC at `…/runtimes/{ARN}/invocations/`, its card below it),
-/// `protocol_version`, and the keys it shares with `kind = "agentcore"`: `http_version`,
+/// `protocol_version`, `protocol_binding`, and the keys it shares with `kind = "agentcore"`: `http_version`,
 /// `ca_file`, the `*_timeout_secs`, `max_stream_secs`, the byte limits, `max_retries`,
 /// `stop_session_on_cancel` (AgentCore runtimes only), `caller_header`, `tenant_header`
 /// and `[upstream.auth]`. `include_message` does not apply (the whole message is sent).
@@ -337,6 +361,8 @@ pub enum A2aProtocolVersion {
 pub struct A2aUpstreamConfig {
     /// `protocol_version`: the A2A version spoken to the agent. Default `auto`.
     pub protocol_version: A2aProtocolVersion,
+    /// `protocol_binding`: the binding the agent is called over. Default `auto`.
+    pub protocol_binding: A2aProtocolBinding,
     /// The keys shared with `kind = "agentcore"` (see the type's doc).
     #[serde(flatten)]
     pub connection: AgentCoreUpstreamConfig,

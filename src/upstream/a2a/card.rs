@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 
-use super::settings::{A2aSettings, VersionChoice};
+use super::client::Binding;
+use super::settings::{A2aSettings, BindingChoice, VersionChoice};
 use super::wire::WireVersion;
 use crate::protocol::AgentSkill;
 
@@ -27,8 +28,10 @@ pub struct UpstreamCard {
     pub streaming: bool,
     /// The URIs of `capabilities.extensions`.
     pub extensions: Vec<String>,
-    /// The JSON-RPC endpoint the gateway calls.
+    /// The endpoint the gateway calls (JSON-RPC URL, or HTTP+JSON base URL).
     pub endpoint: String,
+    /// The binding it calls it over.
+    pub binding: Binding,
     /// The version the gateway speaks there.
     pub wire: WireVersion,
 }
@@ -84,42 +87,59 @@ impl UpstreamCard {
         if !card.is_object() {
             return Err("served a card that is not a JSON object".into());
         }
-        let jsonrpc: Vec<Interface> = interfaces(card)
-            .into_iter()
-            .filter(|(_, b, _)| b.eq_ignore_ascii_case("JSONRPC"))
-            .collect();
-        let first = |pick: fn(&str) -> bool| {
-            jsonrpc
-                .iter()
+        let all = interfaces(card);
+        let of = |binding: &str| -> Vec<Interface> {
+            all.iter()
+                .filter(|(_, b, _)| b.eq_ignore_ascii_case(binding))
+                .cloned()
+                .collect()
+        };
+        let (jsonrpc, rest) = (of("JSONRPC"), of("HTTP+JSON"));
+        let first = |list: &[Interface], pick: fn(&str) -> bool| {
+            list.iter()
                 .find(|(_, _, v)| pick(v))
                 .map(|(u, _, _)| u.clone())
         };
-        let (endpoint, wire) = if settings.agentcore {
+        let (endpoint, binding, wire) = if settings.agentcore {
             let wire = match settings.protocol_version {
                 VersionChoice::V1_0 => WireVersion::V1_0,
                 VersionChoice::Auto | VersionChoice::V0_3 => WireVersion::V0_3,
             };
-            (settings.base_url.clone(), wire)
+            (settings.base_url.clone(), Binding::JsonRpc, wire)
         } else {
-            let (endpoint, wire) = match settings.protocol_version {
-                VersionChoice::V1_0 => (first(is_v1), WireVersion::V1_0),
-                VersionChoice::V0_3 => (first(is_v03), WireVersion::V0_3),
-                VersionChoice::Auto => match first(is_v1) {
-                    Some(u) => (Some(u), WireVersion::V1_0),
-                    None => (first(is_v03), WireVersion::V0_3),
-                },
+            let over_jsonrpc = match settings.protocol_version {
+                VersionChoice::V1_0 => first(&jsonrpc, is_v1).map(|u| (u, WireVersion::V1_0)),
+                VersionChoice::V0_3 => first(&jsonrpc, is_v03).map(|u| (u, WireVersion::V0_3)),
+                VersionChoice::Auto => first(&jsonrpc, is_v1)
+                    .map(|u| (u, WireVersion::V1_0))
+                    .or_else(|| first(&jsonrpc, is_v03).map(|u| (u, WireVersion::V0_3))),
+            }
+            .map(|(u, v)| (u, Binding::JsonRpc, v));
+            // HTTP+JSON is spoken in 1.0 only.
+            let over_rest = (settings.protocol_version != VersionChoice::V0_3)
+                .then(|| first(&rest, is_v1))
+                .flatten()
+                .map(|u| (u, Binding::HttpJson, WireVersion::V1_0));
+            let chosen = match settings.protocol_binding {
+                BindingChoice::Auto => over_jsonrpc.or(over_rest),
+                BindingChoice::JsonRpc => over_jsonrpc,
+                BindingChoice::HttpJson => over_rest,
             };
-            let endpoint = endpoint.ok_or_else(|| {
+            chosen.ok_or_else(|| {
                 format!(
-                    "lists no JSON-RPC interface{} in its card (HTTP+JSON and gRPC agents are not supported yet)",
+                    "lists no {} interface{} in its card (gRPC agents are not supported yet)",
+                    match settings.protocol_binding {
+                        BindingChoice::Auto => "JSON-RPC or HTTP+JSON",
+                        BindingChoice::JsonRpc => "JSON-RPC",
+                        BindingChoice::HttpJson => "HTTP+JSON",
+                    },
                     match settings.protocol_version {
                         VersionChoice::V1_0 => " of A2A 1.0",
                         VersionChoice::V0_3 => " of A2A 0.3",
                         VersionChoice::Auto => "",
                     }
                 )
-            })?;
-            (endpoint, wire)
+            })?
         };
         let text = |k: &str| card.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
         let strings = |k: &str| -> Vec<String> {
@@ -162,6 +182,7 @@ impl UpstreamCard {
                 })
                 .unwrap_or_default(),
             endpoint,
+            binding,
             wire,
         })
     }
@@ -201,7 +222,17 @@ mod tests {
         let mut v1 = s.clone();
         v1.protocol_version = VersionChoice::V1_0;
         let e = UpstreamCard::read(&card03, &v1).unwrap_err();
-        assert!(e.contains("no JSON-RPC interface of A2A 1.0"), "{e}");
+        assert!(
+            e.contains("no JSON-RPC or HTTP+JSON interface of A2A 1.0"),
+            "{e}"
+        );
+        let mut rest = s.clone();
+        rest.protocol_binding = BindingChoice::HttpJson;
+        let c = UpstreamCard::read(&card, &rest).unwrap();
+        assert_eq!(
+            (c.endpoint.as_str(), c.binding),
+            ("http://h/rest", Binding::HttpJson)
+        );
         assert!(UpstreamCard::read(&json!([1]), &s).is_err());
         let mut ac = s.clone();
         ac.agentcore = true;

@@ -112,6 +112,7 @@ impl CardCache {
                         tracing::info!(
                             upstream.endpoint = %crate::telemetry::log_url::LogUrl(&card.endpoint),
                             upstream.version = card.wire.header(),
+                            upstream.binding = card.binding.name(),
                             upstream.streaming = card.streaming,
                             "read the A2A agent's card"
                         );

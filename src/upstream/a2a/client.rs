@@ -15,7 +15,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
 use super::settings::A2aSettings;
-use super::wire::WireVersion;
+use super::wire::{Method, WireVersion};
 use crate::executor::CallContext;
 use crate::upstream::auth::Credentials;
 use crate::upstream::errors::{StatusError, TimeoutKind, UpstreamError};
@@ -125,11 +125,32 @@ pub enum CardAnswer {
     },
 }
 
+/// The binding a call goes over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    /// JSON-RPC 2.0 (`POST` of an envelope to the endpoint).
+    JsonRpc,
+    /// HTTP+JSON (A2A 1.0 only; see [`super::rest`]).
+    HttpJson,
+}
+
+impl Binding {
+    /// The binding's name in A2A cards (`JSONRPC`, `HTTP+JSON`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::JsonRpc => "JSONRPC",
+            Self::HttpJson => "HTTP+JSON",
+        }
+    }
+}
+
 /// Where and how one call goes.
 #[derive(Debug, Clone, Copy)]
 pub struct Target<'a> {
-    /// The JSON-RPC endpoint.
+    /// The agent's endpoint (JSON-RPC URL, or HTTP+JSON base URL).
     pub endpoint: &'a str,
+    /// The binding.
+    pub binding: Binding,
     /// The version spoken.
     pub version: WireVersion,
     /// The runtime session (sent only to an AgentCore runtime).
@@ -298,12 +319,13 @@ impl Rpc {
         }
     }
 
-    /// Sends one JSON-RPC request and waits for the reply headers, with retries
-    /// before the first reply byte and one token refetch on a 401.
+    /// Sends one call (a JSON-RPC request, or the HTTP+JSON request of `method`) and
+    /// waits for the reply headers, with retries before the first reply byte and one
+    /// token refetch on a 401.
     async fn post(
         &self,
         to: Target<'_>,
-        method: &str,
+        method: Method,
         params: &Value,
         accept: &'static str,
     ) -> Result<reqwest::Response, RpcFailure> {
@@ -313,25 +335,34 @@ impl Rpc {
             base_delay: s.retry_base_delay,
             max_delay: s.retry_max_delay,
         };
-        let id = self.ids.fetch_add(1, Ordering::Relaxed);
-        let body = Bytes::from(
-            serde_json::to_vec(&json!({
-                "jsonrpc": "2.0", "id": id, "method": method, "params": params,
-            }))
-            .expect("JSON request"),
-        );
+        let name = to.version.method(method);
+        let (verb, url, body) = match to.binding {
+            Binding::JsonRpc => {
+                let id = self.ids.fetch_add(1, Ordering::Relaxed);
+                let envelope = json!({
+                    "jsonrpc": "2.0", "id": id, "method": name, "params": params,
+                });
+                (http::Method::POST, to.endpoint.to_owned(), Some(envelope))
+            }
+            Binding::HttpJson => super::rest::request(to.endpoint, method, params),
+        };
+        let body = body.map_or_else(Bytes::new, |b| {
+            Bytes::from(serde_json::to_vec(&b).expect("JSON request"))
+        });
         let mut retries = 0u32;
         let mut refetched = false;
         loop {
-            let rb = self
+            let mut rb = self
                 .headers(
-                    self.http.post(to.endpoint),
+                    self.http.request(verb.clone(), &url),
                     to.version,
                     to.session,
                     to.caller,
                 )
-                .header(http::header::CONTENT_TYPE, "application/json")
                 .header(http::header::ACCEPT, accept);
+            if !body.is_empty() {
+                rb = rb.header(http::header::CONTENT_TYPE, "application/json");
+            }
             let (rb, token) = self.authorize(rb, to.caller).await?;
             let sent = client::send(rb, body.clone(), self.timeouts()).await;
             let (failure, retry_after) = match sent {
@@ -352,7 +383,11 @@ impl Rpc {
                     let status_error = StatusError::from_response(status, &headers, &body, tok);
                     let retry_after = status_error.retry_after;
                     let retryable = matches!(status, 429 | 502 | 503 | 504);
-                    match rpc_error(&body) {
+                    let named = match to.binding {
+                        Binding::JsonRpc => rpc_error(&body),
+                        Binding::HttpJson => super::rest::error(status, &body),
+                    };
+                    match named {
                         Some((code, message)) => {
                             let f = RpcFailure::Rpc { code, message };
                             if code == SESSION_BUSY || (retryable && code != TASK_NOT_FOUND) {
@@ -386,7 +421,7 @@ impl Rpc {
             tracing::warn!(
                 retry = retries,
                 delay_ms = delay.as_millis() as u64,
-                rpc.method = method,
+                rpc.method = name,
                 "retrying the call to the A2A agent"
             );
             tokio::time::sleep(delay).await;
@@ -401,7 +436,7 @@ impl Rpc {
     pub async fn call(
         &self,
         to: Target<'_>,
-        method: &str,
+        method: Method,
         params: &Value,
     ) -> Result<Value, RpcFailure> {
         let resp = self.post(to, method, params, "application/json").await?;
@@ -413,7 +448,7 @@ impl Rpc {
                     kind: TimeoutKind::Request,
                     after: self.settings.request_timeout,
                 })??;
-        rpc_result(&body)
+        result(to.binding, &body)
     }
 
     /// A streaming call: the agent's event stream, or its whole answer when it
@@ -424,7 +459,7 @@ impl Rpc {
     pub async fn stream(
         &self,
         to: Target<'_>,
-        method: &str,
+        method: Method,
         params: &Value,
     ) -> Result<Reply, RpcFailure> {
         let resp = self
@@ -444,14 +479,17 @@ impl Rpc {
                         kind: TimeoutKind::Request,
                         after: self.settings.request_timeout,
                     })??;
-            return rpc_result(&body).map(Reply::Whole);
+            return result(to.binding, &body).map(Reply::Whole);
         }
         let s = &self.settings;
+        let binding = to.binding;
         let body = reply::body_stream(resp, s.read_timeout);
         let events =
             crate::upstream::http::sse::event_data(body, s.max_event_bytes, s.max_stream_bytes)
-                .map(|item| {
-                    item.and_then(|data| rpc_result(data.as_bytes()).map_err(UpstreamError::from))
+                .map(move |item| {
+                    item.and_then(|data| {
+                        result(binding, data.as_bytes()).map_err(UpstreamError::from)
+                    })
                 });
         Ok(Reply::Events(events.boxed()))
     }
@@ -481,6 +519,22 @@ impl Rpc {
             });
         }
         Ok(buf)
+    }
+}
+
+/// The result in a 2xx body (or an SSE event's data) of `binding`: a JSON-RPC
+/// response's `result` (or its `error`), or the HTTP+JSON body itself.
+fn result(binding: Binding, body: &[u8]) -> Result<Value, RpcFailure> {
+    match binding {
+        Binding::JsonRpc => rpc_result(body),
+        Binding::HttpJson => serde_json::from_slice(body).map_err(|_| {
+            UpstreamError::A2a(format!(
+                "answered something that is not JSON ({} bytes beginning {:?})",
+                body.len(),
+                String::from_utf8_lossy(&body[..body.len().min(40)])
+            ))
+            .into()
+        }),
     }
 }
 

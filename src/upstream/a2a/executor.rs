@@ -182,7 +182,9 @@ impl A2aExecutor {
         let v = self.version(card);
         match f(v).await {
             Err(RpcFailure::Rpc { code, .. })
-                if code == VERSION_NOT_SUPPORTED && v == WireVersion::V1_0 =>
+                if code == VERSION_NOT_SUPPORTED
+                    && v == WireVersion::V1_0
+                    && card.binding == super::client::Binding::JsonRpc =>
             {
                 tracing::warn!(
                     "the A2A agent refused A2A 1.0 (-32009); speaking 0.3 to it from now on"
@@ -225,6 +227,7 @@ impl A2aExecutor {
         }
         let target = |v| Target {
             endpoint: &card.endpoint,
+            binding: card.binding,
             version: v,
             session: &session,
             caller,
@@ -240,11 +243,7 @@ impl A2aExecutor {
             let (reply, v) = self
                 .with_version(&card, |v| {
                     let params = v.send_params(&message);
-                    async move {
-                        i.rpc
-                            .stream(target(v), v.method(Method::Stream), &params)
-                            .await
-                    }
+                    async move { i.rpc.stream(target(v), Method::Stream, &params).await }
                 })
                 .await?;
             self.consume(reply, v, relay, &link).await?
@@ -252,7 +251,7 @@ impl A2aExecutor {
             let (result, v) = self
                 .with_version(&card, |v| {
                     let params = v.send_params(&message);
-                    async move { i.rpc.call(target(v), v.method(Method::Send), &params).await }
+                    async move { i.rpc.call(target(v), Method::Send, &params).await }
                 })
                 .await?;
             let event = v.event(result).map_err(UpstreamError::A2a)?;
@@ -355,17 +354,16 @@ impl A2aExecutor {
         let v = self.version(card);
         let target = Target {
             endpoint: &card.endpoint,
+            binding: card.binding,
             version: v,
             session,
             caller,
         };
         let params = v.task_params(&up.task_id);
         if streaming {
-            let resubscribed = tokio::time::timeout_at(
-                deadline,
-                i.rpc.stream(target, v.method(Method::Subscribe), &params),
-            )
-            .await;
+            let resubscribed =
+                tokio::time::timeout_at(deadline, i.rpc.stream(target, Method::Subscribe, &params))
+                    .await;
             match resubscribed {
                 Ok(Ok(reply)) => {
                     metrics::counter!(crate::telemetry::metrics::UPSTREAM_RESUMES, "how" => "resubscribe")
@@ -391,11 +389,9 @@ impl A2aExecutor {
             }
             metrics::counter!(crate::telemetry::metrics::UPSTREAM_RESUMES, "how" => "poll")
                 .increment(1);
-            let got = tokio::time::timeout_at(
-                deadline,
-                i.rpc.call(target, v.method(Method::GetTask), &params),
-            )
-            .await;
+            let got =
+                tokio::time::timeout_at(deadline, i.rpc.call(target, Method::GetTask, &params))
+                    .await;
             match got {
                 Ok(Ok(result)) => {
                     let task = v.task(result).map_err(UpstreamError::A2a)?;
@@ -553,11 +549,12 @@ impl AgentExecutor for A2aExecutor {
                 let params = v.task_params(&up.task_id);
                 let target = Target {
                     endpoint: &card.endpoint,
+                    binding: card.binding,
                     version: v,
                     session: &session,
                     caller,
                 };
-                async move { i.rpc.call(target, v.method(Method::Cancel), &params).await }
+                async move { i.rpc.call(target, Method::Cancel, &params).await }
             })
             .await;
         match answer {

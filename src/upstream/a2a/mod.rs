@@ -8,7 +8,8 @@
 //!   [`card_cache`]: kept fresh by its cache headers.
 //! - [`wire`]: what differs between 1.0 and 0.3 on the wire (through
 //!   [`crate::protocol::v03`], the one translation).
-//! - [`client`]: the JSON-RPC client (retries, SSE, the one `authorize`).
+//! - [`client`]: the client (retries, SSE, the one `authorize`), JSON-RPC or
+//!   HTTP+JSON ([`rest`]).
 //! - [`links`]: gateway task → the agent's task and context.
 //! - [`relay`]: the agent's events → the gateway task's.
 //! - [`executor`]: [`A2aExecutor`], the `AgentExecutor` (and why not a `Runtime`).
@@ -19,9 +20,10 @@ pub mod client;
 pub mod executor;
 pub mod links;
 pub mod relay;
+pub mod rest;
 pub mod settings;
 pub mod wire;
 
 pub use card::UpstreamCard;
 pub use executor::A2aExecutor;
-pub use settings::{A2aSettings, VersionChoice};
+pub use settings::{A2aSettings, BindingChoice, VersionChoice};

@@ -20,6 +20,18 @@ pub enum VersionChoice {
     V0_3,
 }
 
+/// Which binding the agent is called over (`upstream.protocol_binding`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BindingChoice {
+    /// JSON-RPC when the card lists it for the version, else HTTP+JSON (1.0).
+    #[default]
+    Auto,
+    /// JSON-RPC.
+    JsonRpc,
+    /// HTTP+JSON (A2A 1.0 only).
+    HttpJson,
+}
+
 /// Settings of [`A2aExecutor`](super::A2aExecutor). Build one with
 /// [`for_url`](Self::for_url), then adjust the public fields.
 #[derive(Debug, Clone)]
@@ -31,6 +43,8 @@ pub struct A2aSettings {
     pub card_url: String,
     /// The version spoken.
     pub protocol_version: VersionChoice,
+    /// The binding used.
+    pub protocol_binding: BindingChoice,
     /// An AgentCore A2A runtime: every call carries the runtime session header, the
     /// JSON-RPC endpoint is `base_url` whatever the card says, -32054 ("session
     /// operation in progress") is retried.
@@ -115,6 +129,7 @@ impl A2aSettings {
             base_url,
             card_url,
             protocol_version: VersionChoice::Auto,
+            protocol_binding: BindingChoice::Auto,
             agentcore: false,
             stop_session_url: None,
             http_version: HttpVersion::Auto,
