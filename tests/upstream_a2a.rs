@@ -385,6 +385,64 @@ async fn sdk03_agent_killed_stream_is_resumed() {
     .await;
 }
 
+/// A client that drops its stream resumes at the gateway with `Last-Event-ID`
+/// (SubscribeToTask): it gets the rest of the chunks, each once.
+#[tokio::test]
+async fn a_client_resumes_at_the_gateway_by_last_event_id() {
+    let test = "a_client_resumes_at_the_gateway_by_last_event_id";
+    let Some(agent) = agent(test, AgentKind::Sdk1, &[]) else {
+        return;
+    };
+    let gw = gateway(&agent.url, &[]);
+    let http = reqwest::Client::new();
+    let mut events = rpc_stream(
+        &http,
+        &gw.url,
+        "SendStreamingMessage",
+        json!({ "message": user_message("stream 6 100") }),
+        None,
+    )
+    .await;
+    let (mut task_id, mut last_id, mut chunks) = (String::new(), None, Vec::new());
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(30), events.next())
+        .await
+        .unwrap()
+    {
+        last_id = ev.id;
+        if let Some(a) = ev.result.get("artifactUpdate") {
+            task_id = a["taskId"].as_str().unwrap().to_owned();
+            chunks.push(text_of(&a["artifact"]["parts"]));
+            if chunks.len() == 2 {
+                break;
+            }
+        }
+    }
+    drop(events);
+    let mut events = rpc_stream(
+        &http,
+        &gw.url,
+        "SubscribeToTask",
+        json!({ "id": task_id }),
+        last_id,
+    )
+    .await;
+    let mut last_state = String::new();
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(30), events.next())
+        .await
+        .unwrap()
+    {
+        if let Some(a) = ev.result.get("artifactUpdate") {
+            chunks.push(text_of(&a["artifact"]["parts"]));
+        }
+        if let Some(s) = ev.state() {
+            last_state = s.to_owned();
+        }
+    }
+    let want: Vec<String> = (1..=6).map(|i| format!("chunk {i}/6\n")).collect();
+    assert_eq!(chunks, want);
+    assert_eq!(last_state, "TASK_STATE_COMPLETED");
+}
+
 /// An agent whose card says it does not stream: blocking calls (and polling) behind
 /// the gateway's streams.
 #[tokio::test]
