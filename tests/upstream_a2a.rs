@@ -533,7 +533,7 @@ async fn upstream_down_at_start() {
     let r = send(&http, &gw, user_message("hello")).await;
     assert_eq!(r["task"]["status"]["state"], "TASK_STATE_FAILED", "{r}");
     let reason = status_text(&r["task"]);
-    assert!(reason.contains("could not connect"), "{reason}");
+    assert!(reason.contains("could not connect to the A2A agent"), "{reason}");
     assert!(reason.contains("correlation id"), "{reason}");
 }
 

@@ -124,7 +124,7 @@ async fn a2a_derived(upstream: &A2aUpstreamConfig, out: &mut Vec<String>) {
         ),
         Err(e) => format!(
             "agent card: not readable now: {} (`serve` starts anyway and is not ready until it is read)",
-            e.public_reason()
+            crate::upstream::a2a::executor::public_reason(&e)
         ),
     });
 }

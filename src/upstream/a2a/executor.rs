@@ -149,7 +149,7 @@ impl A2aExecutor {
         self.card().await.map_err(|e| {
             format!(
                 "the upstream A2A agent's card cannot be read: {}",
-                e.public_reason()
+                public_reason(&e)
             )
         })?;
         self.inner
@@ -420,6 +420,13 @@ impl A2aExecutor {
     }
 }
 
+/// The public reason of `e` for an A2A agent: the shared reasons name "the AgentCore
+/// runtime" where the peer is the agent.
+pub fn public_reason(e: &UpstreamError) -> String {
+    e.public_reason()
+        .replace("the AgentCore runtime", "the A2A agent")
+}
+
 /// Records a run's link to the agent's task once the agent names it ([`Links::link`]).
 struct Recorder<'a> {
     links: &'a Links,
@@ -501,7 +508,7 @@ impl AgentExecutor for A2aExecutor {
                     crate::upstream::meter::failure(&e);
                     context.set_failure_reason(e.category());
                     let id = crate::telemetry::correlation_id();
-                    let reason = crate::telemetry::with_correlation(&e.public_reason(), &id);
+                    let reason = crate::telemetry::with_correlation(&public_reason(&e), &id);
                     tracing::warn!(
                         correlation_id = %id,
                         %reason,
