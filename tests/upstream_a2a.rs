@@ -207,6 +207,23 @@ async fn sdk1_agent_over_http_json() {
 }
 
 #[tokio::test]
+async fn js_agent_blocking_streamed_message_fail_ask() {
+    basics(
+        AgentKind::Js,
+        "js_agent_blocking_streamed_message_fail_ask",
+        "1.0",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn js_agent_cancel_and_killed_stream() {
+    let test = "js_agent_cancel_and_killed_stream";
+    cancel(AgentKind::Js, test).await;
+    broken_stream(AgentKind::Js, test, "abort").await;
+}
+
+#[tokio::test]
 async fn sdk03_agent_blocking_streamed_message_fail_ask() {
     basics(
         AgentKind::Sdk03,
@@ -533,7 +550,10 @@ async fn upstream_down_at_start() {
     let r = send(&http, &gw, user_message("hello")).await;
     assert_eq!(r["task"]["status"]["state"], "TASK_STATE_FAILED", "{r}");
     let reason = status_text(&r["task"]);
-    assert!(reason.contains("could not connect to the A2A agent"), "{reason}");
+    assert!(
+        reason.contains("could not connect to the A2A agent"),
+        "{reason}"
+    );
     assert!(reason.contains("correlation id"), "{reason}");
 }
 

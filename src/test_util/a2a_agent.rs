@@ -19,6 +19,8 @@ pub enum AgentKind {
     Sdk03,
     /// `agentcore_agent.py` (bedrock-agentcore `build_a2a_app`) on a2a-sdk 1.x (`.venv`).
     AgentCore,
+    /// `tests/js/a2a_agent.mjs` on `@a2a-js/sdk` (`node` on `PATH`): A2A 1.0.
+    Js,
 }
 
 /// An upstream A2A agent, killed when dropped.
@@ -29,8 +31,8 @@ pub struct A2aAgent {
     _child: ChildGuard,
 }
 
-/// The Python of `kind`: `A2A_GATEWAY_TEST_PYTHON` (`.venv`) for a2a-sdk 1.x,
-/// `A2A_GATEWAY_TEST_PYTHON03` (`.venv03`) for 0.3.
+/// The program running `kind`: `A2A_GATEWAY_TEST_PYTHON` (`.venv`) for a2a-sdk 1.x,
+/// `A2A_GATEWAY_TEST_PYTHON03` (`.venv03`) for 0.3, `node` for the JavaScript agent.
 pub fn agent_python(kind: AgentKind) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     match kind {
@@ -38,20 +40,22 @@ pub fn agent_python(kind: AgentKind) -> PathBuf {
             .map(PathBuf::from)
             .unwrap_or_else(|| root.join(".venv03/bin/python")),
         AgentKind::Sdk1 | AgentKind::AgentCore => super::python(),
+        AgentKind::Js => PathBuf::from("node"),
     }
 }
 
 impl A2aAgent {
     /// Starts `kind` with `args` (`--break-after 2`, `--no-streaming`, ...) and waits
-    /// (at most 45 s) for the port it prints on its first line. `None` when its Python
+    /// (at most 45 s) for the port it prints on its first line. `None` when its program
     /// cannot start it (the caller skips, see [`super::skip`]).
     pub fn start(kind: AgentKind, args: &[&str]) -> Option<Self> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let script = root.join("tests/a2a_agents").join(match kind {
-            AgentKind::Sdk1 => "sdk1_agent.py",
-            AgentKind::Sdk03 => "sdk03_agent.py",
-            AgentKind::AgentCore => "agentcore_agent.py",
-        });
+        let script = match kind {
+            AgentKind::Sdk1 => root.join("tests/a2a_agents/sdk1_agent.py"),
+            AgentKind::Sdk03 => root.join("tests/a2a_agents/sdk03_agent.py"),
+            AgentKind::AgentCore => root.join("tests/a2a_agents/agentcore_agent.py"),
+            AgentKind::Js => root.join("tests/js/a2a_agent.mjs"),
+        };
         let mut cmd = Command::new(agent_python(kind));
         cmd.arg(script)
             .arg("0")

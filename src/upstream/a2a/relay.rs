@@ -29,6 +29,10 @@ pub struct Relay<'a> {
     /// Parts relayed per artifact id.
     parts: HashMap<String, usize>,
     state: Option<TaskState>,
+    /// The interrupted state a follow-up starts from, until the agent reports another
+    /// or sends a status update: a task snapshot still showing it (the first event of a
+    /// follow-up's stream, say) is not the answer to the follow-up.
+    waiting_in: Option<TaskState>,
     chunks: u64,
 }
 
@@ -58,6 +62,11 @@ impl<'a> Relay<'a> {
             upstream,
             parts,
             state: ctx.current_task.as_ref().map(|t| t.status.state),
+            waiting_in: ctx
+                .current_task
+                .as_ref()
+                .map(|t| t.status.state)
+                .filter(|s| s.is_interrupted()),
             chunks: 0,
         }
     }
@@ -105,11 +114,22 @@ impl<'a> Relay<'a> {
         m
     }
 
-    fn settled(state: TaskState) -> Step {
+    fn settled(&self, state: TaskState) -> Step {
+        if self.waiting_in == Some(state) {
+            return Step::More;
+        }
         if state.is_terminal() || state.is_interrupted() {
             Step::Settled
         } else {
             Step::More
+        }
+    }
+
+    /// Notes that the agent reported `state`: a follow-up's wait is over once it is
+    /// another state than the one the task waited in.
+    fn moved_to(&mut self, state: TaskState) {
+        if self.waiting_in.is_some_and(|w| w != state) {
+            self.waiting_in = None;
         }
     }
 
@@ -124,7 +144,7 @@ impl<'a> Relay<'a> {
             self.updater.update_status(state, message).await?;
         }
         self.state = Some(state);
-        Ok(Self::settled(state))
+        Ok(self.settled(state))
     }
 
     /// Relays one event of the agent.
@@ -141,14 +161,16 @@ impl<'a> Relay<'a> {
                 let state = self.state.unwrap_or(TaskState::Working);
                 let m = self.own(m);
                 self.updater.update_status(state, Some(m)).await?;
-                Ok(Self::settled(state))
+                Ok(self.settled(state))
             }
             StreamResponse::Task(t) => self.snapshot(t).await,
             StreamResponse::StatusUpdate(e) => {
                 self.learn(&e.task_id, &e.context_id);
                 self.start().await?;
+                // A status update is the agent's news (a snapshot may be stale).
+                self.waiting_in = None;
                 if self.state == Some(e.status.state) && e.status.message.is_none() {
-                    return Ok(Self::settled(e.status.state));
+                    return Ok(self.settled(e.status.state));
                 }
                 self.status(e.status.state, e.status.message).await
             }
@@ -177,7 +199,8 @@ impl<'a> Relay<'a> {
         self.learn(&task.id, &task.context_id);
         self.start().await?;
         let state = task.status.state;
-        let settled = Self::settled(state) == Step::Settled;
+        self.moved_to(state);
+        let settled = self.settled(state) == Step::Settled;
         for a in task.artifacts.unwrap_or_default() {
             let have = self.parts.get(&a.artifact_id).copied().unwrap_or(0);
             if a.parts.len() > have {
@@ -192,6 +215,6 @@ impl<'a> Relay<'a> {
         if self.state != Some(state) {
             return self.status(state, task.status.message).await;
         }
-        Ok(Self::settled(state))
+        Ok(self.settled(state))
     }
 }
