@@ -920,3 +920,66 @@ async fn the_agents_card_is_refreshed_by_its_cache_headers() {
         ]
     );
 }
+
+/// Of the extensions a caller asks for (`A2A-Extensions`), the agent gets those its card
+/// declares, in the header and on the message; the rest (and the message's metadata
+/// with them) stay at the gateway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_extensions_the_agent_declares_reach_it() {
+    use axum::routing::{get, post};
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, Value)>::new()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let card = json!({"name": "ext", "description": "d", "version": "1", "skills": [],
+        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {"streaming": false, "extensions": [{"uri": "urn:test:declared"}]},
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"]});
+    let record = seen.clone();
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move || {
+                let card = card.clone();
+                async move { axum::Json(card) }
+            }),
+        )
+        .route(
+            "/",
+            post(move |headers: axum::http::HeaderMap, body: String| {
+                let record = record.clone();
+                async move {
+                    let req: Value = serde_json::from_str(&body).unwrap();
+                    let ext = headers
+                        .get("a2a-extensions")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_owned();
+                    record
+                        .lock()
+                        .unwrap()
+                        .push((ext, req["params"]["message"].clone()));
+                    axum::Json(
+                        json!({"jsonrpc": "2.0", "id": req["id"], "result": {"message": {
+                        "messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "ok"}]}}}),
+                    )
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let gw = gateway(&url, &[]);
+    let http = reqwest::Client::new();
+    let mut m = user_message("hi");
+    m["extensions"] = json!(["urn:test:declared", "urn:test:other"]);
+    let r = a2a_gateway::test_util::rpc_with(
+        http.post(&gw.url)
+            .header("A2A-Extensions", "urn:test:declared, urn:test:other"),
+        "SendMessage",
+        json!({ "message": m }),
+    )
+    .await;
+    assert!(r["result"].get("message").is_some(), "{r}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].0, "urn:test:declared");
+    assert_eq!(seen[0].1["extensions"], json!(["urn:test:declared"]));
+}

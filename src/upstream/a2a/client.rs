@@ -155,6 +155,9 @@ pub struct Target<'a> {
     pub version: WireVersion,
     /// The runtime session (sent only to an AgentCore runtime).
     pub session: &'a str,
+    /// The extensions the caller asked for that the agent's card declares: sent as
+    /// `A2A-Extensions` (0.3: `X-A2A-Extensions`).
+    pub extensions: &'a [String],
     /// On whose behalf.
     pub caller: &'a CallContext,
 }
@@ -360,6 +363,13 @@ impl Rpc {
                     to.caller,
                 )
                 .header(http::header::ACCEPT, accept);
+            if !to.extensions.is_empty() {
+                let name = match to.version {
+                    WireVersion::V1_0 => "A2A-Extensions",
+                    WireVersion::V0_3 => "X-A2A-Extensions",
+                };
+                rb = rb.header(name, to.extensions.join(", "));
+            }
             if !body.is_empty() {
                 rb = rb.header(http::header::CONTENT_TYPE, "application/json");
             }

@@ -222,6 +222,12 @@ impl A2aExecutor {
         message.reference_task_ids = references;
         // Extensions (and their metadata) only where the agent declares them.
         message.extensions.retain(|e| card.extensions.contains(e));
+        let extensions: Vec<String> = caller
+            .requested_extensions
+            .iter()
+            .filter(|e| card.extensions.contains(e))
+            .cloned()
+            .collect();
         if message.extensions.is_empty() {
             message.metadata = None;
         }
@@ -230,6 +236,7 @@ impl A2aExecutor {
             binding: card.binding,
             version: v,
             session: &session,
+            extensions: &extensions,
             caller,
         };
         let link = Recorder {
@@ -357,6 +364,7 @@ impl A2aExecutor {
             binding: card.binding,
             version: v,
             session,
+            extensions: &[],
             caller,
         };
         let params = v.task_params(&up.task_id);
@@ -559,6 +567,7 @@ impl AgentExecutor for A2aExecutor {
                     binding: card.binding,
                     version: v,
                     session: &session,
+                    extensions: &[],
                     caller,
                 };
                 async move { i.rpc.call(target, Method::Cancel, &params).await }
