@@ -218,3 +218,135 @@ impl<'a> Relay<'a> {
         Ok(self.settled(state))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::{CallContext, EventQueue, new_user_text_message};
+    use crate::protocol::{Artifact, Part, TaskArtifactUpdateEvent, TaskStatus};
+
+    fn agent_task(state: TaskState, parts: &[&str]) -> Task {
+        Task {
+            id: "agent-task".into(),
+            context_id: "agent-ctx".into(),
+            status: TaskStatus::new(state),
+            artifacts: (!parts.is_empty()).then(|| {
+                vec![Artifact {
+                    artifact_id: "a".into(),
+                    name: None,
+                    description: None,
+                    parts: parts.iter().map(|p| Part::text(*p)).collect(),
+                    metadata: None,
+                    extensions: Vec::new(),
+                }]
+            }),
+            history: None,
+            metadata: None,
+        }
+    }
+
+    fn chunk(text: &str, append: bool) -> StreamResponse {
+        StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            task_id: "agent-task".into(),
+            context_id: "agent-ctx".into(),
+            artifact: Artifact {
+                artifact_id: "a".into(),
+                name: None,
+                description: None,
+                parts: vec![Part::text(text)],
+                metadata: None,
+                extensions: Vec::new(),
+            },
+            append,
+            last_chunk: false,
+            metadata: None,
+        })
+    }
+
+    fn texts(events: &[StreamResponse]) -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                StreamResponse::ArtifactUpdate(a) => Some(
+                    a.artifact
+                        .parts
+                        .iter()
+                        .filter_map(|p| p.as_text())
+                        .collect(),
+                ),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Chunks relayed from the stream are not relayed again from a later snapshot (a
+    /// resubscription's first event, a GetTask answer); the parts beyond them are, once,
+    /// and the ids are the gateway's.
+    #[tokio::test]
+    async fn a_snapshot_relays_only_what_is_new() {
+        let ctx = RequestContext::new(
+            new_user_text_message("go"),
+            "gw-task".into(),
+            "gw-ctx".into(),
+            CallContext::new("", "alice"),
+        );
+        let (queue, mut rx) = EventQueue::bounded(64);
+        let updater = TaskUpdater::from_context(&ctx, queue);
+        let mut relay = Relay::new(&ctx, &updater, None);
+        let working = agent_task(TaskState::Working, &[]);
+        assert_eq!(
+            relay.apply(StreamResponse::Task(working)).await.unwrap(),
+            Step::More
+        );
+        relay.apply(chunk("one ", false)).await.unwrap();
+        relay.apply(chunk("two ", true)).await.unwrap();
+        let snap = agent_task(TaskState::Working, &["one ", "two ", "three "]);
+        assert_eq!(relay.snapshot(snap.clone()).await.unwrap(), Step::More);
+        assert_eq!(relay.snapshot(snap).await.unwrap(), Step::More);
+        let done = agent_task(TaskState::Completed, &["one ", "two ", "three ", "four"]);
+        assert_eq!(relay.snapshot(done).await.unwrap(), Step::Settled);
+        assert_eq!(relay.upstream().unwrap().task_id, "agent-task");
+        drop(relay);
+        drop(updater);
+        let mut events = Vec::new();
+        while let Some(e) = rx.recv().await {
+            events.push(e);
+        }
+        assert_eq!(texts(&events), ["one ", "two ", "three ", "four"]);
+        assert!(
+            events.iter().all(|e| e.task_id() == Some("gw-task")),
+            "{events:?}"
+        );
+        assert_eq!(events.last().unwrap().state(), Some(TaskState::Completed));
+    }
+
+    /// A follow-up to an INPUT_REQUIRED task: a snapshot still INPUT_REQUIRED is not the
+    /// answer; a status update is.
+    #[tokio::test]
+    async fn a_follow_ups_stale_snapshot_does_not_end_the_turn() {
+        let mut ctx = RequestContext::new(
+            new_user_text_message("42"),
+            "gw-task".into(),
+            "gw-ctx".into(),
+            CallContext::new("", "alice"),
+        );
+        let mut waiting = agent_task(TaskState::InputRequired, &[]);
+        waiting.id = "gw-task".into();
+        ctx.current_task = Some(Box::new(waiting));
+        let (queue, _rx) = EventQueue::bounded(64);
+        let updater = TaskUpdater::from_context(&ctx, queue);
+        let mut relay = Relay::new(&ctx, &updater, None);
+        let stale = agent_task(TaskState::InputRequired, &[]);
+        assert_eq!(
+            relay.apply(StreamResponse::Task(stale)).await.unwrap(),
+            Step::More
+        );
+        let asked_again = StreamResponse::StatusUpdate(crate::protocol::TaskStatusUpdateEvent {
+            task_id: "agent-task".into(),
+            context_id: "agent-ctx".into(),
+            status: TaskStatus::new(TaskState::InputRequired),
+            metadata: None,
+        });
+        assert_eq!(relay.apply(asked_again).await.unwrap(), Step::Settled);
+    }
+}
