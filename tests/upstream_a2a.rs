@@ -983,3 +983,110 @@ async fn only_extensions_the_agent_declares_reach_it() {
     assert_eq!(seen[0].0, "urn:test:declared");
     assert_eq!(seen[0].1["extensions"], json!(["urn:test:declared"]));
 }
+
+/// An AgentCore A2A runtime: after the agent canceled a task, StopRuntimeSession is
+/// called for its session when the context holds no other live task; with another task
+/// of the context waiting for input, the session is left alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agentcore_cancel_stops_a_session_the_task_had_alone() {
+    use axum::routing::{get, post};
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>;
+    let seen: Seen = Default::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let url = format!("{base}/invocations/");
+    let card = json!({"name": "runtime", "description": "d", "version": "1", "url": url,
+        "protocolVersion": "0.3.0", "capabilities": {"streaming": false}, "skills": [],
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"]});
+    let session_of = |h: &axum::http::HeaderMap| {
+        h.get("x-amzn-bedrock-agentcore-runtime-session-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let (rpc_seen, stop_seen) = (seen.clone(), seen.clone());
+    let app = axum::Router::new()
+        .route(
+            "/invocations/.well-known/agent-card.json",
+            get(move || {
+                let card = card.clone();
+                async move { axum::Json(card) }
+            }),
+        )
+        .route(
+            "/invocations/",
+            post(move |headers: axum::http::HeaderMap, body: String| {
+                let seen = rpc_seen.clone();
+                async move {
+                    let req: Value = serde_json::from_str(&body).unwrap();
+                    let method = req["method"].as_str().unwrap().to_owned();
+                    seen.lock()
+                        .unwrap()
+                        .push((method.clone(), session_of(&headers)));
+                    let n = seen.lock().unwrap().len();
+                    let (id, state) = if method == "tasks/cancel" {
+                        (req["params"]["id"].as_str().unwrap().to_owned(), "canceled")
+                    } else {
+                        (format!("agent-task-{n}"), "input-required")
+                    };
+                    axum::Json(json!({"jsonrpc": "2.0", "id": req["id"], "result": {
+                        "kind": "task", "id": id, "contextId": "agent-ctx",
+                        "status": {"state": state}}}))
+                }
+            }),
+        )
+        .route(
+            "/stopruntimesession",
+            post(move |headers: axum::http::HeaderMap| {
+                let seen = stop_seen.clone();
+                async move {
+                    seen.lock()
+                        .unwrap()
+                        .push(("stop".into(), session_of(&headers)));
+                    axum::Json(json!({}))
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let gw = gateway(
+        &url,
+        &[(
+            "A2A_GATEWAY_UPSTREAM__AGENT_RUNTIME_ARN",
+            "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/agent-1",
+        )],
+    );
+    let http = reqwest::Client::new();
+    let stops = |seen: &Seen| {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, _)| m == "stop")
+            .count()
+    };
+
+    // Alone in its context: canceled at the agent, then its session stopped.
+    let r = send(&http, &gw, user_message("one")).await;
+    let id = r["task"]["id"].as_str().unwrap().to_owned();
+    let r = rpc_result(&http, &gw.url, "CancelTask", json!({ "id": id })).await;
+    assert_eq!(r["status"]["state"], "TASK_STATE_CANCELED", "{r}");
+    assert_eq!(stops(&seen), 1);
+    {
+        let seen = seen.lock().unwrap();
+        let send_session = &seen[0].1;
+        assert!(send_session.len() >= 33, "{seen:?}");
+        assert!(
+            seen.iter().all(|(_, s)| s == send_session),
+            "one session: {seen:?}"
+        );
+    }
+
+    // Two tasks of one context: canceling one leaves the session alone.
+    let r = send(&http, &gw, user_message("two")).await;
+    let (a, ctx) = (r["task"]["id"].clone(), r["task"]["contextId"].clone());
+    let mut m = user_message("three");
+    m["contextId"] = ctx;
+    send(&http, &gw, m).await;
+    let r = rpc_result(&http, &gw.url, "CancelTask", json!({ "id": a })).await;
+    assert_eq!(r["status"]["state"], "TASK_STATE_CANCELED", "{r}");
+    assert_eq!(stops(&seen), 1, "{:?}", seen.lock().unwrap());
+}

@@ -417,14 +417,23 @@ impl A2aUpstreamConfig {
         self.connection.agent_runtime_arn.is_some()
     }
 
-    /// The StopRuntimeSession URL of an AgentCore A2A runtime given by its ARN alone
-    /// (used on cancel when `stop_session_on_cancel`); `None` for any other agent.
+    /// The StopRuntimeSession URL of an AgentCore A2A runtime (used after a cancel when
+    /// `stop_session_on_cancel`): derived from the ARN, or from a `url` beside it whose
+    /// path ends in `/invocations/` (`/stopruntimesession` in its place); `None` for any
+    /// other agent.
     pub fn stop_session_url(&self) -> Option<Url> {
         let c = &self.connection;
-        if !self.is_agentcore() || c.url.is_some() || !c.stop_session_on_cancel {
+        if !self.is_agentcore() || !c.stop_session_on_cancel {
             return None;
         }
-        c.stop_session_url().ok()
+        match &c.url {
+            None => c.stop_session_url().ok(),
+            Some(url) => {
+                let mut trimmed = url.clone();
+                trimmed.set_path(url.path().trim_end_matches('/'));
+                replace_last_segment(&trimmed, STOP_SESSION)
+            }
+        }
     }
 
     pub(crate) fn validate(&self) -> Result<(), Invalid> {

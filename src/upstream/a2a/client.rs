@@ -322,6 +322,52 @@ impl Rpc {
         }
     }
 
+    /// StopRuntimeSession of an AgentCore runtime for `session` (a 404, already gone,
+    /// counts as done; a 401 refetches the token once).
+    ///
+    /// # Errors
+    /// The runtime's refusal or a transport failure.
+    pub async fn stop_session(
+        &self,
+        url: &str,
+        session: &str,
+        caller: &CallContext,
+    ) -> Result<(), UpstreamError> {
+        let mut refetched = false;
+        loop {
+            let rb = self
+                .http
+                .post(url)
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .header(crate::upstream::SESSION_HEADER, session)
+                .timeout(crate::upstream::runtime::STOP_TIMEOUT);
+            let (rb, token) = self.authorize(rb, caller).await?;
+            let resp = rb
+                .body("{}")
+                .send()
+                .await
+                .map_err(|e| UpstreamError::from_send(&e, self.settings.connect_timeout))?;
+            let status = resp.status().as_u16();
+            if resp.status().is_success() || status == 404 {
+                return Ok(());
+            }
+            if status == 401
+                && !refetched
+                && let Some(t) = &token
+                && self.credentials.on_unauthorized(t)
+            {
+                refetched = true;
+                continue;
+            }
+            let headers = resp.headers().clone();
+            let body = read_error_body(resp, self.settings.read_timeout).await;
+            let tok = token.as_ref().map(|t| t.expose_secret());
+            return Err(UpstreamError::status(StatusError::from_response(
+                status, &headers, &body, tok,
+            )));
+        }
+    }
+
     /// Sends one call (a JSON-RPC request, or the HTTP+JSON request of `method`) and
     /// waits for the reply headers, with retries before the first reply byte and one
     /// token refetch on a 401.

@@ -275,7 +275,7 @@ impl A2aExecutor {
                 .await?;
         }
         if relay.state().is_some_and(TaskState::is_terminal) {
-            i.links.forget(&scope, &ctx.task_id);
+            i.links.forget(&scope, &ctx.task_id, &ctx.context_id);
         }
         Ok(())
     }
@@ -525,7 +525,7 @@ impl AgentExecutor for A2aExecutor {
                         "the task failed"
                     );
                     let _ = updater.failed(Some(updater.new_agent_text(reason))).await;
-                    self.inner.links.forget(&scope, &context.task_id);
+                    self.inner.links.forget(&scope, &context.task_id, &context.context_id);
                     Ok(())
                 }
             }
@@ -540,7 +540,9 @@ impl AgentExecutor for A2aExecutor {
 
     /// CancelTask on the agent's task (on the same runtime session). The agent's
     /// refusal (-32002) is the caller's: the gateway task stays as it is. A task the
-    /// agent never named has nothing to cancel there.
+    /// agent never named has nothing to cancel there. For an AgentCore runtime, once the
+    /// agent canceled, StopRuntimeSession too when the session (the context's) holds no
+    /// other task this process knows of.
     async fn cancel(
         &self,
         context: RequestContext,
@@ -576,6 +578,29 @@ impl AgentExecutor for A2aExecutor {
         match answer {
             Ok(_) => {
                 tracing::info!(task.id = %context.task_id, upstream.task_id = %up.task_id, "the A2A agent canceled its task");
+                let alone = i
+                    .links
+                    .alone_in_context(&scope, &context.task_id, &context.context_id);
+                i.links
+                    .forget(&scope, &context.task_id, &context.context_id);
+                if alone && let Some(url) = &i.settings.stop_session_url {
+                    match tokio::time::timeout(
+                        crate::upstream::runtime::STOP_TIMEOUT,
+                        i.rpc.stop_session(url, &session, caller),
+                    )
+                    .await
+                    {
+                        Ok(Ok(())) => {
+                            tracing::info!(task.id = %context.task_id, upstream.session = %session, "stopped the runtime session")
+                        }
+                        Ok(Err(e)) => {
+                            tracing::warn!(task.id = %context.task_id, reason = %e, "StopRuntimeSession failed")
+                        }
+                        Err(_) => {
+                            tracing::warn!(task.id = %context.task_id, "StopRuntimeSession did not finish in time")
+                        }
+                    }
+                }
                 Ok(())
             }
             Err(RpcFailure::Rpc { code, message }) if code == TASK_NOT_CANCELABLE => {

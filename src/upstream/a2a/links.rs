@@ -9,7 +9,7 @@
 //! The context map (a new task in a context the agent already knows) is this process's
 //! only.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::executor::{UpstreamLink, UpstreamLinks};
@@ -34,6 +34,8 @@ const MAX_ENTRIES: usize = 65_536;
 pub struct Links {
     tasks: Mutex<HashMap<String, UpstreamTask>>,
     contexts: Mutex<HashMap<String, String>>,
+    /// The gateway tasks this process linked per context and has not forgotten yet.
+    members: Mutex<HashMap<String, HashSet<String>>>,
     durable: OnceLock<Arc<dyn UpstreamLinks>>,
 }
 
@@ -117,6 +119,14 @@ impl Links {
             context_key(scope, context_id),
             upstream.context_id.clone(),
         );
+        {
+            let mut members = self.members.lock().expect("links");
+            let ctx = context_key(scope, context_id);
+            if members.len() >= MAX_ENTRIES && !members.contains_key(&ctx) {
+                members.clear();
+            }
+            members.entry(ctx).or_default().insert(task_id.to_owned());
+        }
         if known {
             return;
         }
@@ -133,12 +143,29 @@ impl Links {
         }
     }
 
-    /// Forgets gateway task `task_id` in this process (it ended; its durable link goes
-    /// with the task).
-    pub fn forget(&self, scope: &Scope, task_id: &str) {
+    /// Forgets gateway task `task_id` of `context_id` in this process (it ended; its
+    /// durable link goes with the task).
+    pub fn forget(&self, scope: &Scope, task_id: &str, context_id: &str) {
         self.tasks
             .lock()
             .expect("links")
             .remove(&task_key(scope, task_id));
+        let mut members = self.members.lock().expect("links");
+        let ctx = context_key(scope, context_id);
+        if let Some(set) = members.get_mut(&ctx) {
+            set.remove(task_id);
+            if set.is_empty() {
+                members.remove(&ctx);
+            }
+        }
+    }
+
+    /// Whether `task_id` is the only task of `context_id` this process linked and has
+    /// not forgotten (after a restart nothing is known: `false`).
+    pub fn alone_in_context(&self, scope: &Scope, task_id: &str, context_id: &str) -> bool {
+        let members = self.members.lock().expect("links");
+        members
+            .get(&context_key(scope, context_id))
+            .is_some_and(|set| set.len() == 1 && set.contains(task_id))
     }
 }
