@@ -245,6 +245,7 @@ impl A2aExecutor {
             task_id: &ctx.task_id,
             context_id: &ctx.context_id,
             session: &session,
+            recorded: std::sync::Mutex::new(None),
         };
         let ended = if card.streaming {
             let (reply, v) = self
@@ -435,22 +436,32 @@ pub fn public_reason(e: &UpstreamError) -> String {
         .replace("the AgentCore runtime", "the A2A agent")
 }
 
-/// Records a run's link to the agent's task once the agent names it ([`Links::link`]).
+/// Records a run's link to the agent's task once the agent names it ([`Links::link`]),
+/// and again only if it names another (not per relayed event).
 struct Recorder<'a> {
     links: &'a Links,
     scope: &'a crate::scope::Scope,
     task_id: &'a str,
     context_id: &'a str,
     session: &'a str,
+    recorded: std::sync::Mutex<Option<super::links::UpstreamTask>>,
 }
 
 impl Recorder<'_> {
     async fn record(&self, relay: &Relay<'_>) {
-        if let Some(u) = relay.upstream() {
-            self.links
-                .link(self.scope, self.task_id, self.context_id, u, self.session)
-                .await;
+        let Some(u) = relay.upstream() else {
+            return;
+        };
+        {
+            let mut recorded = self.recorded.lock().expect("recorder");
+            if recorded.as_ref() == Some(u) {
+                return;
+            }
+            *recorded = Some(u.clone());
         }
+        self.links
+            .link(self.scope, self.task_id, self.context_id, u, self.session)
+            .await;
     }
 }
 
