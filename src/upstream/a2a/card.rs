@@ -4,9 +4,8 @@
 
 use serde_json::Value;
 
-use super::client::Binding;
 use super::settings::{A2aSettings, BindingChoice, VersionChoice};
-use super::wire::WireVersion;
+use super::wire::{Binding, WireVersion};
 use crate::protocol::AgentSkill;
 
 /// The agent's card as the gateway uses it.

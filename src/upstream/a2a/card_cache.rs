@@ -20,24 +20,6 @@ use crate::upstream::errors::UpstreamError;
 /// Longest freshness honoured.
 const MAX_FRESH: Duration = Duration::from_secs(86_400);
 
-/// `Cache-Control`'s freshness: `max-age=N` seconds; `no-cache` or `no-store` as 0;
-/// `None` without either.
-pub fn max_age(headers: &http::HeaderMap) -> Option<Duration> {
-    let mut out = None;
-    for v in headers.get_all(http::header::CACHE_CONTROL) {
-        for d in v.to_str().unwrap_or("").split(',') {
-            let d = d.trim().to_ascii_lowercase();
-            if d == "no-cache" || d == "no-store" {
-                return Some(Duration::ZERO);
-            }
-            if let Some(n) = d.strip_prefix("max-age=") {
-                out = n.trim_matches('"').parse().ok().map(Duration::from_secs);
-            }
-        }
-    }
-    out
-}
-
 #[derive(Debug, Clone)]
 struct Held {
     card: Arc<UpstreamCard>,
@@ -158,7 +140,8 @@ impl CardCache {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::super::client::max_age;
+    use std::time::Duration;
 
     #[test]
     fn reads_the_freshness_of_cache_control() {

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -15,21 +16,16 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
 use super::settings::A2aSettings;
-use super::wire::{Method, WireVersion};
+use super::wire::{
+    Binding, Method, SESSION_BUSY, TASK_NOT_CANCELABLE, TASK_NOT_FOUND, VERSION_NOT_SUPPORTED,
+    WireVersion,
+};
 use crate::executor::CallContext;
 use crate::upstream::auth::Credentials;
 use crate::upstream::errors::{StatusError, TimeoutKind, UpstreamError};
 use crate::upstream::http::{RetryPolicy, SendTimeouts, client};
 use crate::upstream::reply;
 
-/// AgentCore's JSON-RPC code for "session operation in progress, please retry".
-pub const SESSION_BUSY: i64 = -32054;
-/// A2A VersionNotSupportedError.
-pub const VERSION_NOT_SUPPORTED: i64 = -32009;
-/// A2A TaskNotCancelableError.
-pub const TASK_NOT_CANCELABLE: i64 = -32002;
-/// A2A TaskNotFoundError.
-pub const TASK_NOT_FOUND: i64 = -32001;
 /// Largest error body read from a non-2xx answer.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
@@ -106,6 +102,24 @@ pub enum Reply {
     Events(BoxStream<'static, Result<Value, UpstreamError>>),
 }
 
+/// `Cache-Control`'s freshness: `max-age=N` seconds; `no-cache` or `no-store` as 0;
+/// `None` without either.
+pub fn max_age(headers: &http::HeaderMap) -> Option<Duration> {
+    let mut out = None;
+    for v in headers.get_all(http::header::CACHE_CONTROL) {
+        for d in v.to_str().unwrap_or("").split(',') {
+            let d = d.trim().to_ascii_lowercase();
+            if d == "no-cache" || d == "no-store" {
+                return Some(Duration::ZERO);
+            }
+            if let Some(n) = d.strip_prefix("max-age=") {
+                out = n.trim_matches('"').parse().ok().map(Duration::from_secs);
+            }
+        }
+    }
+    out
+}
+
 /// The answer to a card request.
 #[derive(Debug)]
 pub enum CardAnswer {
@@ -123,25 +137,6 @@ pub enum CardAnswer {
         /// How long it may be used now without asking again.
         max_age: Option<std::time::Duration>,
     },
-}
-
-/// The binding a call goes over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Binding {
-    /// JSON-RPC 2.0 (`POST` of an envelope to the endpoint).
-    JsonRpc,
-    /// HTTP+JSON (A2A 1.0 only; see [`super::rest`]).
-    HttpJson,
-}
-
-impl Binding {
-    /// The binding's name in A2A cards (`JSONRPC`, `HTTP+JSON`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::JsonRpc => "JSONRPC",
-            Self::HttpJson => "HTTP+JSON",
-        }
-    }
 }
 
 /// Where and how one call goes.
@@ -294,7 +289,7 @@ impl Rpc {
                 refetched = true;
                 continue;
             }
-            let max_age = super::card_cache::max_age(resp.headers());
+            let max_age = max_age(resp.headers());
             if status == 304 && etag.is_some() {
                 return Ok(CardAnswer::NotModified { max_age });
             }

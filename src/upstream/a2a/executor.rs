@@ -25,11 +25,11 @@ use tracing::Instrument;
 
 use super::card::UpstreamCard;
 use super::card_cache::CardCache;
-use super::client::{Reply, Rpc, RpcFailure, TASK_NOT_CANCELABLE, Target, VERSION_NOT_SUPPORTED};
+use super::client::{Reply, Rpc, RpcFailure, Target};
 use super::links::Links;
 use super::relay::{Relay, Step};
 use super::settings::A2aSettings;
-use super::wire::{Method, WireVersion};
+use super::wire::{Method, TASK_NOT_CANCELABLE, VERSION_NOT_SUPPORTED, WireVersion};
 use crate::error::A2aError;
 use crate::executor::{
     AgentExecutor, CallContext, EventQueue, ExecutorError, QueueClosed, RequestContext, TaskUpdater,
@@ -184,7 +184,7 @@ impl A2aExecutor {
             Err(RpcFailure::Rpc { code, .. })
                 if code == VERSION_NOT_SUPPORTED
                     && v == WireVersion::V1_0
-                    && card.binding == super::client::Binding::JsonRpc =>
+                    && card.binding == super::wire::Binding::JsonRpc =>
             {
                 tracing::warn!(
                     "the A2A agent refused A2A 1.0 (-32009); speaking 0.3 to it from now on"

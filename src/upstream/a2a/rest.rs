@@ -13,8 +13,7 @@
 
 use serde_json::Value;
 
-use super::client::{TASK_NOT_CANCELABLE, TASK_NOT_FOUND, VERSION_NOT_SUPPORTED};
-use super::wire::Method;
+use super::wire::{Method, TASK_NOT_CANCELABLE, TASK_NOT_FOUND, VERSION_NOT_SUPPORTED};
 
 /// Characters percent-encoded in a task id put in a path segment.
 const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC

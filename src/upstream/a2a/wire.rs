@@ -6,6 +6,33 @@ use serde_json::{Value, json};
 
 use crate::protocol::{Message, StreamResponse, Task, v03};
 
+/// AgentCore's JSON-RPC code for "session operation in progress, please retry".
+pub const SESSION_BUSY: i64 = -32054;
+/// A2A VersionNotSupportedError.
+pub const VERSION_NOT_SUPPORTED: i64 = -32009;
+/// A2A TaskNotCancelableError.
+pub const TASK_NOT_CANCELABLE: i64 = -32002;
+/// A2A TaskNotFoundError.
+pub const TASK_NOT_FOUND: i64 = -32001;
+/// The binding a call goes over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    /// JSON-RPC 2.0 (`POST` of an envelope to the endpoint).
+    JsonRpc,
+    /// HTTP+JSON (A2A 1.0 only; see [`super::rest`]).
+    HttpJson,
+}
+
+impl Binding {
+    /// The binding's name in A2A cards (`JSONRPC`, `HTTP+JSON`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::JsonRpc => "JSONRPC",
+            Self::HttpJson => "HTTP+JSON",
+        }
+    }
+}
+
 /// An A2A version on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WireVersion {
