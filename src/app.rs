@@ -22,7 +22,7 @@ pub use card::{API_KEY_SCHEME, agent_card, extended_agent_card, interfaces};
 pub use gateway::Gateway;
 pub use serve::{Running, init_log, init_telemetry, start};
 pub use store::{build_store, build_store_for_cluster, check_store_location, read_store};
-pub use upstream::{agentcore_settings, build_executor};
+pub use upstream::{a2a_readiness, a2a_settings, agentcore_settings, build_executor};
 
 /// Why the gateway could not be built or started: one line for the operator. Never holds
 /// a secret.

@@ -71,8 +71,9 @@ pub use sources::ENV_PREFIX;
 pub use store::{SqliteLocation, SqliteSynchronous, StoreConfig, StoreUrl, StoreUrlError};
 pub use telemetry::TelemetryConfig;
 pub use upstream::{
-    AgentCoreUpstreamConfig, DEFAULT_CALLER_HEADER, DEFAULT_TENANT_HEADER, HttpVersion,
-    USER_ID_HEADER, UpstreamConfig, UpstreamKind, UserId,
+    A2aProtocolBinding, A2aProtocolVersion, A2aUpstreamConfig, AgentCoreUpstreamConfig,
+    DEFAULT_CALLER_HEADER, DEFAULT_TENANT_HEADER, HttpVersion, USER_ID_HEADER, UpstreamConfig,
+    UpstreamKind, UserId,
 };
 
 use error::Invalid;

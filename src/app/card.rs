@@ -7,6 +7,7 @@ use crate::protocol::{
     AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill,
 };
 use crate::push::PushService;
+use crate::upstream::a2a::UpstreamCard;
 
 /// Name of the security scheme the card declares with `[server.auth] kind = "api_key"`.
 pub const API_KEY_SCHEME: &str = crate::identity::card::API_KEY_SCHEME;
@@ -51,6 +52,53 @@ pub fn agent_card(config: &Config) -> AgentCard {
         skills: a.skills.iter().map(skill).collect(),
         icon_url: None,
     }
+}
+
+/// `config` with the `[agent]` fields it leaves at their defaults taken from the
+/// upstream A2A agent's `card`: name, description, version, skills, default input
+/// and output modes, streaming. A field `[agent]` sets (to anything but its default)
+/// stays; an empty value of the card is not taken.
+pub fn with_upstream_card(config: &Config, card: &UpstreamCard) -> Config {
+    let mut out = config.clone();
+    let defaults = crate::config::AgentConfig::default();
+    let a = &mut out.agent;
+    if a.name == defaults.name && !card.name.is_empty() {
+        a.name = card.name.clone();
+    }
+    if a.description == defaults.description && !card.description.is_empty() {
+        a.description = card.description.clone();
+    }
+    if a.version == defaults.version && !card.version.is_empty() {
+        a.version = card.version.clone();
+    }
+    if a.skills == defaults.skills && !card.skills.is_empty() {
+        a.skills = card
+            .skills
+            .iter()
+            .map(|s| crate::config::SkillConfig {
+                id: s.id.clone(),
+                name: s.name.clone(),
+                description: s.description.clone(),
+                tags: s.tags.clone(),
+                examples: s.examples.clone(),
+                input_modes: (!s.input_modes.is_empty()).then(|| s.input_modes.clone()),
+                output_modes: (!s.output_modes.is_empty()).then(|| s.output_modes.clone()),
+            })
+            .collect();
+    }
+    if a.default_input_modes == defaults.default_input_modes && !card.default_input_modes.is_empty()
+    {
+        a.default_input_modes = card.default_input_modes.clone();
+    }
+    if a.default_output_modes == defaults.default_output_modes
+        && !card.default_output_modes.is_empty()
+    {
+        a.default_output_modes = card.default_output_modes.clone();
+    }
+    if a.streaming == defaults.streaming {
+        a.streaming = card.streaming;
+    }
+    out
 }
 
 fn skill(s: &crate::config::SkillConfig) -> AgentSkill {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
-use super::{AppError, Gateway, build_executor, build_store_for_cluster};
+use super::{AppError, Gateway, build_store_for_cluster};
 use crate::cluster::Cluster;
 use crate::config::{Config, ConfigSources};
 use crate::store::TaskStore;
@@ -81,7 +81,16 @@ pub async fn start(
     };
     let metrics = crate::ops::install_metrics();
     // The executor first: a config it refuses must not leave a new database behind.
-    let (executor, ready) = build_executor(config)?;
+    let (executor, ready, upstream_card) =
+        super::upstream::build_executor_with_card(config).await?;
+    let with_card;
+    let config = match upstream_card {
+        Some(card) => {
+            with_card = super::card::with_upstream_card(config, &card);
+            &with_card
+        }
+        None => config,
+    };
     let (store, backend) = build_store_for_cluster(config).await?;
     let closing = store.clone();
     let push = if config.push.enabled {

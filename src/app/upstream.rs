@@ -8,11 +8,13 @@ use std::sync::Arc;
 
 use super::AppError;
 use crate::config::{
-    AgentCoreUpstreamConfig, AgentRuntimeArn, AuthKind, Config, DEFAULT_SESSION_NAME,
-    HttpVersion as Cfg, UpstreamConfig, UserId,
+    A2aProtocolBinding, A2aProtocolVersion, A2aUpstreamConfig, AgentCoreUpstreamConfig,
+    AgentRuntimeArn, AuthKind, Config, DEFAULT_SESSION_NAME, HttpVersion as Cfg, UpstreamConfig,
+    UserId,
 };
 use crate::executor::AgentExecutor;
 use crate::server::ReadinessCheck;
+use crate::upstream::a2a::{A2aExecutor, A2aSettings, BindingChoice, UpstreamCard, VersionChoice};
 use crate::upstream::auth::{AssumeRoleSettings, SigV4Settings};
 use crate::upstream::{
     AgentCoreExecutor, AgentCoreSettings, AuthSettings, HttpVersion, OAuth2Settings, TokenEndpoint,
@@ -42,7 +44,115 @@ pub fn build_executor(
             });
             Ok((Arc::new(executor), Some(ready)))
         }
+        UpstreamConfig::A2a(c) => {
+            let executor = A2aExecutor::new(a2a_settings(c)?)?;
+            let ready = a2a_readiness(&executor);
+            Ok((Arc::new(executor), Some(ready)))
+        }
     }
+}
+
+/// How long `serve` waits for an `a2a` agent's card before it starts without it.
+const CARD_AT_START: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// [`build_executor`], and for an `a2a` upstream its card, read now (at most 10 s):
+/// `None` when the agent is unreachable or its card unusable (logged; `serve` starts
+/// anyway, `/readyz` says why until the card is read, and the gateway's card is
+/// `[agent]`'s).
+///
+/// # Errors
+/// As [`build_executor`].
+pub async fn build_executor_with_card(
+    config: &Config,
+) -> Result<
+    (
+        Arc<dyn AgentExecutor>,
+        Option<ReadinessCheck>,
+        Option<Arc<UpstreamCard>>,
+    ),
+    AppError,
+> {
+    let UpstreamConfig::A2a(c) = &config.upstream else {
+        let (executor, ready) = build_executor(config)?;
+        return Ok((executor, ready, None));
+    };
+    let executor = A2aExecutor::new(a2a_settings(c)?)?;
+    let card = match tokio::time::timeout(CARD_AT_START, executor.card()).await {
+        Ok(Ok(card)) => Some(card),
+        Ok(Err(e)) => {
+            tracing::warn!(reason = %crate::upstream::a2a::executor::public_reason(&e), detail = %e, "the upstream A2A agent's card cannot be read; serving [agent]'s card, not ready until it is read");
+            None
+        }
+        Err(_) => {
+            tracing::warn!(
+                "the upstream A2A agent's card was not read within 10 s; serving [agent]'s card, not ready until it is read"
+            );
+            None
+        }
+    };
+    let ready = a2a_readiness(&executor);
+    Ok((Arc::new(executor), Some(ready), card))
+}
+
+/// The readiness check of an `a2a` upstream: its card is read (tried again at each
+/// probe until it is), and a token is obtainable.
+pub fn a2a_readiness(executor: &A2aExecutor) -> ReadinessCheck {
+    let probe = executor.clone();
+    Arc::new(move || {
+        let probe = probe.clone();
+        Box::pin(async move { probe.ready().await })
+    })
+}
+
+/// Converts the loaded `[upstream]` section of kind `a2a` into the A2A executor's
+/// settings: the agent's base URL and card URL
+/// ([`A2aUpstreamConfig::base_url`], [`A2aUpstreamConfig::card_url`]), the version
+/// choice, AgentCore specifics for `agent_runtime_arn`, and the keys shared with the
+/// `agentcore` kind (timeouts, limits, retries, identity headers, auth).
+///
+/// # Errors
+/// [`UpstreamError::Settings`] when no upstream is configured, a header name is invalid,
+/// or an auth key is missing.
+pub fn a2a_settings(c: &A2aUpstreamConfig) -> Result<A2aSettings, UpstreamError> {
+    let settings_err = |e: &dyn fmt::Display| UpstreamError::Settings(e.to_string());
+    let base = c.base_url().map_err(|e| settings_err(&e))?;
+    let card = c.card_url().map_err(|e| settings_err(&e))?;
+    // The shared keys, converted once (as for `agentcore`), then carried over.
+    let shared = agentcore_settings(&AgentCoreUpstreamConfig {
+        url: Some(base.clone()),
+        stop_session_on_cancel: false,
+        ..c.connection.clone()
+    })?;
+    let mut s = A2aSettings::for_url(base.as_str());
+    s.card_url = card.to_string();
+    s.protocol_version = match c.protocol_version {
+        A2aProtocolVersion::Auto => VersionChoice::Auto,
+        A2aProtocolVersion::V1_0 => VersionChoice::V1_0,
+        A2aProtocolVersion::V0_3 => VersionChoice::V0_3,
+    };
+    s.protocol_binding = match c.protocol_binding {
+        A2aProtocolBinding::Auto => BindingChoice::Auto,
+        A2aProtocolBinding::JsonRpc => BindingChoice::JsonRpc,
+        A2aProtocolBinding::HttpJson => BindingChoice::HttpJson,
+    };
+    s.agentcore = c.is_agentcore();
+    s.stop_session_url = c.stop_session_url().map(|u| u.to_string());
+    s.http_version = shared.http_version;
+    s.ca_file = shared.ca_file;
+    s.connect_timeout = shared.connect_timeout;
+    s.read_timeout = shared.read_timeout;
+    s.write_timeout = shared.write_timeout;
+    s.pool_timeout = shared.pool_timeout;
+    s.request_timeout = shared.request_timeout;
+    s.max_stream = shared.max_stream;
+    s.max_event_bytes = shared.max_event_bytes;
+    s.max_stream_bytes = shared.max_stream_bytes;
+    s.max_reply_bytes = shared.max_reply_bytes;
+    s.max_retries = shared.max_retries;
+    s.caller_header = shared.caller_header;
+    s.tenant_header = shared.tenant_header;
+    s.auth = shared.auth;
+    Ok(s)
 }
 
 /// Converts the loaded `[upstream]` section of kind `agentcore` (secret files already read by the config

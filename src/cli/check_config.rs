@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use super::CliError;
 use crate::config::{
-    AgentCoreUpstreamConfig, Config, ConfigSources, SqliteSynchronous, UpstreamConfig,
+    A2aUpstreamConfig, AgentCoreUpstreamConfig, Config, ConfigSources, SqliteSynchronous,
+    UpstreamConfig,
 };
 use crate::config::{LogUrl, masked};
 use crate::upstream::{AuthSettings, TokenEndpoint};
@@ -77,8 +78,17 @@ async fn agentcore_derived(upstream: &AgentCoreUpstreamConfig, probe: bool, out:
     {
         out.push(format!("stop-session URL: {}", masked(&url)));
     }
-    match crate::app::agentcore_settings(upstream).map(|s| s.auth) {
-        Ok(AuthSettings::OAuth2(o)) => out.push(match &o.endpoint {
+    if let Ok(settings) = crate::app::agentcore_settings(upstream) {
+        auth_derived(settings.auth, probe, out).await;
+    }
+}
+
+/// The lines `[upstream.auth]` derives, whatever the kind: the token endpoint (OAuth),
+/// the SigV4 region and the credential chain's source (and with `probe` the identity
+/// it resolves to), never a secret.
+async fn auth_derived(auth: AuthSettings, probe: bool, out: &mut Vec<String>) {
+    match auth {
+        AuthSettings::OAuth2(o) => out.push(match &o.endpoint {
             TokenEndpoint::Url(url) => format!("token endpoint: {} (configured)", LogUrl(url)),
             TokenEndpoint::Discovery(doc) => match discover(doc).await {
                 Ok(url) => format!(
@@ -93,11 +103,11 @@ async fn agentcore_derived(upstream: &AgentCoreUpstreamConfig, probe: bool, out:
                 ),
             },
         }),
-        Ok(AuthSettings::None) => out.push("upstream authentication: none".to_owned()),
-        Ok(AuthSettings::Forward) => {
+        AuthSettings::None => out.push("upstream authentication: none".to_owned()),
+        AuthSettings::Forward => {
             out.push("upstream authentication: the caller's own verified JWT (forward)".to_owned())
         }
-        Ok(AuthSettings::SigV4(s)) => {
+        AuthSettings::SigV4(s) => {
             out.push(format!(
                 "upstream authentication: AWS SigV4, service {}, region {}",
                 crate::upstream::auth::sigv4::SERVICE,
@@ -121,9 +131,36 @@ async fn agentcore_derived(upstream: &AgentCoreUpstreamConfig, probe: bool, out:
                 });
             }
         }
-        Ok(_) => out.push("upstream authentication: a static bearer token".to_owned()),
-        Err(_) => {}
+        _ => out.push("upstream authentication: a static bearer token".to_owned()),
     }
+}
+
+/// The lines an `a2a` upstream derives: its card URL and, when the card can be read
+/// now, the endpoint, version and streaming the gateway will use (else why not:
+/// `serve` starts anyway and is not ready until it is read).
+async fn a2a_derived(upstream: &A2aUpstreamConfig, probe: bool, out: &mut Vec<String>) {
+    let Ok(settings) = crate::app::a2a_settings(upstream) else {
+        return;
+    };
+    auth_derived(settings.auth.clone(), probe, out).await;
+    out.push(format!("agent card URL: {}", LogUrl(&settings.card_url)));
+    let Ok(executor) = crate::upstream::a2a::A2aExecutor::new(settings) else {
+        return;
+    };
+    out.push(match executor.card().await {
+        Ok(card) => format!(
+            "agent: {:?}, {} at {} (A2A {}), streaming {}",
+            card.name,
+            card.binding.name(),
+            LogUrl(&card.endpoint),
+            card.wire.header(),
+            if card.streaming { "yes" } else { "no" }
+        ),
+        Err(e) => format!(
+            "agent card: not readable now: {} (`serve` starts anyway and is not ready until it is read)",
+            crate::upstream::a2a::executor::public_reason(&e)
+        ),
+    });
 }
 
 /// The derived values, one line each.
@@ -132,6 +169,7 @@ async fn derived(config: &Config, probe: bool) -> Vec<String> {
     // What each runtime kind derives; a new kind adds its arm.
     match &config.upstream {
         UpstreamConfig::AgentCore(c) => agentcore_derived(c, probe, &mut out).await,
+        UpstreamConfig::A2a(c) => a2a_derived(c, probe, &mut out).await,
     }
     out.push(store_line(&config.store));
     out.push(format!(

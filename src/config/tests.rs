@@ -43,10 +43,11 @@ pub(super) fn invalid_parts(err: &ConfigError) -> (&str, &ConfigOrigin) {
     }
 }
 
-/// The `[upstream]` section of kind `agentcore` (the only kind so far).
+/// The `[upstream]` section of kind `agentcore`.
 pub(super) fn agentcore(config: &Config) -> &AgentCoreUpstreamConfig {
     match &config.upstream {
         UpstreamConfig::AgentCore(c) => c,
+        UpstreamConfig::A2a(_) => panic!("kind a2a"),
     }
 }
 
@@ -1714,7 +1715,7 @@ fn upstream_kind_defaults_to_agentcore_and_an_unknown_kind_is_named() {
     let toml = config.redacted_toml();
     assert!(toml.contains("kind = \"agentcore\""), "{toml}");
 
-    let (_dir, path) = file("[upstream]\nkind = \"a2a\"\n");
+    let (_dir, path) = file("[upstream]\nkind = \"mcp\"\n");
     let err = Config::load(sources(Some(&path), &[])).unwrap_err();
     let msg = err.to_string();
     assert_eq!(invalid_parts(&err).0, "upstream.kind", "{msg}");
@@ -1724,4 +1725,88 @@ fn upstream_kind_defaults_to_agentcore_and_an_unknown_kind_is_named() {
     let err = Config::load(sources(Some(&path), &[])).unwrap_err();
     assert_eq!(invalid_parts(&err).0, "upstream.max_retries");
     assert!(err.to_string().contains("line 3"), "{err}");
+}
+
+#[test]
+fn upstream_kind_a2a_reads_its_keys() {
+    let (_dir, path) = file(
+        "[upstream]\nurl = \"http://127.0.0.1:9000/agent\"\nprotocol_version = \"0.3\"\nmax_retries = 1\nkind = \"a2a\"\n[upstream.auth]\nkind = \"bearer\"\ntoken = \"very-secret-value\"\n",
+    );
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    assert_eq!(config.upstream.kind(), UpstreamKind::A2a);
+    let UpstreamConfig::A2a(c) = &config.upstream else {
+        panic!("{:?}", config.upstream)
+    };
+    assert_eq!(c.protocol_version, crate::config::A2aProtocolVersion::V0_3);
+    assert_eq!(c.connection.max_retries, 1);
+    assert_eq!(
+        c.base_url().unwrap().as_str(),
+        "http://127.0.0.1:9000/agent/"
+    );
+    assert_eq!(
+        c.card_url().unwrap().as_str(),
+        "http://127.0.0.1:9000/agent/.well-known/agent-card.json"
+    );
+    assert!(!c.is_agentcore());
+    let toml = config.redacted_toml();
+    assert!(toml.contains("kind = \"a2a\""), "{toml}");
+    assert!(toml.contains("protocol_version = \"0.3\""), "{toml}");
+    assert!(!toml.contains("very-secret"), "{toml}");
+    // An AgentCore A2A runtime: JSON-RPC below `invocations/`, its card below it.
+    let env = [
+        ("A2A_GATEWAY_UPSTREAM__KIND", "a2a"),
+        (
+            "A2A_GATEWAY_UPSTREAM__AGENT_RUNTIME_ARN",
+            "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/agent-1",
+        ),
+    ];
+    let config = Config::load(sources(None, &env)).unwrap();
+    let UpstreamConfig::A2a(c) = &config.upstream else {
+        panic!("{:?}", config.upstream)
+    };
+    assert!(c.is_agentcore());
+    let base = c.base_url().unwrap().to_string();
+    assert!(base.ends_with("/invocations/?qualifier=DEFAULT"), "{base}");
+    let card = c.card_url().unwrap().to_string();
+    assert!(
+        card.ends_with("/invocations/.well-known/agent-card.json?qualifier=DEFAULT"),
+        "{card}"
+    );
+    assert!(
+        c.stop_session_url()
+            .unwrap()
+            .as_str()
+            .contains("/stopruntimesession")
+    );
+    // `protocol_version` belongs to the a2a kind; a bad value names its key.
+    let (_dir, path) = file("[upstream]\nprotocol_version = \"1.0\"\n");
+    let msg = Config::load(sources(Some(&path), &[]))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("protocol_version"), "{msg}");
+    let (_dir, path) = file("[upstream]\nkind = \"a2a\"\nprotocol_version = \"2.0\"\n");
+    let err = Config::load(sources(Some(&path), &[])).unwrap_err();
+    assert_eq!(invalid_parts(&err).0, "upstream.protocol_version", "{err}");
+    // The binding: auto by default, JSONRPC or HTTP+JSON.
+    let env = [
+        ("A2A_GATEWAY_UPSTREAM__KIND", "a2a"),
+        ("A2A_GATEWAY_UPSTREAM__URL", "http://127.0.0.1:9/"),
+        ("A2A_GATEWAY_UPSTREAM__PROTOCOL_BINDING", "HTTP+JSON"),
+    ];
+    let config = Config::load(sources(None, &env)).unwrap();
+    let UpstreamConfig::A2a(c) = &config.upstream else {
+        panic!("{:?}", config.upstream)
+    };
+    assert_eq!(
+        c.protocol_binding,
+        crate::config::A2aProtocolBinding::HttpJson
+    );
+    let (_dir, path) = file("[upstream]\nkind = \"a2a\"\nprotocol_binding = \"grpc\"\n");
+    let err = Config::load(sources(Some(&path), &[])).unwrap_err();
+    assert_eq!(invalid_parts(&err).0, "upstream.protocol_binding", "{err}");
+    let (_dir, path) = file("[upstream]\nprotocol_binding = \"JSONRPC\"\n");
+    let msg = Config::load(sources(Some(&path), &[]))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("protocol_binding"), "{msg}");
 }

@@ -26,6 +26,12 @@ pub enum UpstreamConfig {
     /// invocation contract (`docs/upstream-contract.md`).
     #[serde(rename = "agentcore")]
     AgentCore(AgentCoreUpstreamConfig),
+    /// `kind = "a2a"`: an agent that speaks A2A itself (0.3 or 1.0): any A2A agent at
+    /// `url`, or an AgentCore runtime with `serverProtocol = A2A` at
+    /// `agent_runtime_arn`. The gateway terminates A2A on both sides; the agent is its
+    /// executor (`docs/a2a-upstreams.md`).
+    #[serde(rename = "a2a")]
+    A2a(A2aUpstreamConfig),
 }
 
 impl Default for UpstreamConfig {
@@ -39,6 +45,7 @@ impl UpstreamConfig {
     pub fn kind(&self) -> UpstreamKind {
         match self {
             UpstreamConfig::AgentCore(_) => UpstreamKind::AgentCore,
+            UpstreamConfig::A2a(_) => UpstreamKind::A2a,
         }
     }
 
@@ -46,6 +53,7 @@ impl UpstreamConfig {
     pub fn auth(&self) -> &UpstreamAuthConfig {
         match self {
             UpstreamConfig::AgentCore(c) => &c.auth,
+            UpstreamConfig::A2a(c) => &c.connection.auth,
         }
     }
 
@@ -53,12 +61,14 @@ impl UpstreamConfig {
     pub fn auth_mut(&mut self) -> &mut UpstreamAuthConfig {
         match self {
             UpstreamConfig::AgentCore(c) => &mut c.auth,
+            UpstreamConfig::A2a(c) => &mut c.connection.auth,
         }
     }
 
     pub(crate) fn validate(&self) -> Result<(), Invalid> {
         match self {
             UpstreamConfig::AgentCore(c) => c.validate(),
+            UpstreamConfig::A2a(c) => c.validate(),
         }
     }
 }
@@ -69,10 +79,11 @@ impl<'de> Deserialize<'de> for UpstreamConfig {
     }
 }
 
-/// Reads the `[upstream]` table in one pass: the `kind` entry is taken out and every other
-/// entry goes, unbuffered, to the variant's derived `Deserialize`, so errors keep the
-/// key path the config loader reports. With one kind the variant's keys can be read before
-/// `kind` is seen (keys arrive sorted); a second kind makes the variant depend on `kind`.
+/// Reads the `[upstream]` table in one pass: the `kind` and `protocol_version` entries are
+/// taken out and every other entry goes, unbuffered, to [`AgentCoreUpstreamConfig`]'s
+/// derived `Deserialize` (the keys both kinds share), so errors keep the key path the
+/// config loader reports. The variant is chosen once the table is read: keys arrive
+/// sorted, so `kind` may come after keys of the variant.
 struct KindVisitor;
 
 impl<'de> Visitor<'de> for KindVisitor {
@@ -84,22 +95,39 @@ impl<'de> Visitor<'de> for KindVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<UpstreamConfig, A::Error> {
         let mut kind = None;
+        let mut protocol_version = None;
+        let mut protocol_binding = None;
         let fields = AgentCoreUpstreamConfig::deserialize(de::value::MapAccessDeserializer::new(
             WithoutKind {
                 map,
                 kind: &mut kind,
+                protocol_version: &mut protocol_version,
+                protocol_binding: &mut protocol_binding,
             },
         ))?;
         match kind.unwrap_or_default() {
+            UpstreamKind::AgentCore if protocol_version.is_some() => Err(de::Error::custom(
+                "upstream.protocol_version applies to kind = \"a2a\" only",
+            )),
+            UpstreamKind::AgentCore if protocol_binding.is_some() => Err(de::Error::custom(
+                "upstream.protocol_binding applies to kind = \"a2a\" only",
+            )),
             UpstreamKind::AgentCore => Ok(UpstreamConfig::AgentCore(fields)),
+            UpstreamKind::A2a => Ok(UpstreamConfig::A2a(A2aUpstreamConfig {
+                protocol_version: protocol_version.unwrap_or_default(),
+                protocol_binding: protocol_binding.unwrap_or_default(),
+                connection: fields,
+            })),
         }
     }
 }
 
-/// A map with its `kind` entry taken out into `kind`.
+/// A map with its `kind`, `protocol_version` and `protocol_binding` entries taken out.
 struct WithoutKind<'k, A> {
     map: A,
     kind: &'k mut Option<UpstreamKind>,
+    protocol_version: &'k mut Option<A2aProtocolVersion>,
+    protocol_binding: &'k mut Option<A2aProtocolBinding>,
 }
 
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutKind<'_, A> {
@@ -112,6 +140,14 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutKind<'_, A> {
         while let Some(key) = self.map.next_key::<String>()? {
             if key == "kind" {
                 *self.kind = Some(self.map.next_value()?);
+                continue;
+            }
+            if key == "protocol_version" {
+                *self.protocol_version = Some(self.map.next_value()?);
+                continue;
+            }
+            if key == "protocol_binding" {
+                *self.protocol_binding = Some(self.map.next_value()?);
                 continue;
             }
             return seed.deserialize(key.into_deserializer()).map(Some);
@@ -300,6 +336,135 @@ pub enum UpstreamKind {
     #[default]
     #[serde(rename = "agentcore")]
     AgentCore,
+    /// An agent speaking A2A itself (`kind = "a2a"`).
+    #[serde(rename = "a2a")]
+    A2a,
+}
+
+/// `upstream.protocol_version` of `kind = "a2a"`: the A2A version spoken to the agent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum A2aProtocolVersion {
+    /// From the agent's card: 1.0 when it lists a 1.0 JSON-RPC interface, else 0.3; an
+    /// AgentCore A2A runtime (`agent_runtime_arn`) is spoken to in 0.3 (the AWS contract
+    /// shows 0.3; whether the platform forwards `A2A-Version` is undocumented). A 1.0
+    /// call answered -32009 (version not supported) falls back to 0.3 once, for good.
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// A2A 1.0 method names and shapes.
+    #[serde(rename = "1.0")]
+    V1_0,
+    /// A2A 0.3 method names and shapes.
+    #[serde(rename = "0.3")]
+    V0_3,
+}
+
+/// `upstream.protocol_binding` of `kind = "a2a"`: the binding the agent is called over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub enum A2aProtocolBinding {
+    /// JSON-RPC when the card lists it (for the version), else HTTP+JSON (1.0).
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// JSON-RPC 2.0.
+    #[serde(rename = "JSONRPC")]
+    JsonRpc,
+    /// HTTP+JSON (A2A 1.0 only).
+    #[serde(rename = "HTTP+JSON")]
+    HttpJson,
+}
+
+/// `[upstream]` with `kind = "a2a"`: an agent that speaks A2A itself.
+///
+/// Keys (besides `kind`): `url` (the agent's base URL; its card is read from
+/// `<url>.well-known/agent-card.json`) or `agent_runtime_arn` (+ `qualifier`: an AgentCore
+/// A2A runtime, JSON-RPC at `…/runtimes/{ARN}/invocations/`, its card below it),
+/// `protocol_version`, `protocol_binding`, and the keys it shares with `kind = "agentcore"`: `http_version`,
+/// `ca_file`, the `*_timeout_secs`, `max_stream_secs`, the byte limits, `max_retries`,
+/// `stop_session_on_cancel` (AgentCore runtimes only), `caller_header`, `tenant_header`
+/// and `[upstream.auth]`. `include_message` does not apply (the whole message is sent).
+#[derive(Clone, Debug, Serialize)]
+pub struct A2aUpstreamConfig {
+    /// `protocol_version`: the A2A version spoken to the agent. Default `auto`.
+    pub protocol_version: A2aProtocolVersion,
+    /// `protocol_binding`: the binding the agent is called over. Default `auto`.
+    pub protocol_binding: A2aProtocolBinding,
+    /// The keys shared with `kind = "agentcore"` (see the type's doc).
+    #[serde(flatten)]
+    pub connection: AgentCoreUpstreamConfig,
+}
+
+impl A2aUpstreamConfig {
+    /// The agent's JSON-RPC endpoint as configured: `url` (a path without a final `/`
+    /// gets one, so that the card's `.well-known/…` is resolved below it), or for
+    /// `agent_runtime_arn`
+    /// `https://bedrock-agentcore.{region}.amazonaws.com/runtimes/{ARN}/invocations/?qualifier=…`.
+    ///
+    /// # Errors
+    /// [`ConfigError::NoUpstream`] when neither is set.
+    pub fn base_url(&self) -> Result<Url, ConfigError> {
+        let c = &self.connection;
+        if let Some(url) = &c.url {
+            let mut u = url.clone();
+            if !u.path().ends_with('/') {
+                let path = format!("{}/", u.path());
+                u.set_path(&path);
+            }
+            return Ok(u);
+        }
+        let arn = c
+            .agent_runtime_arn
+            .as_ref()
+            .ok_or(ConfigError::NoUpstream)?;
+        let invocations = arn.action_url(INVOCATIONS, &c.qualifier);
+        let (path, query) = invocations
+            .split_once('?')
+            .unwrap_or((invocations.as_str(), ""));
+        Ok(Url::parse(&format!("{path}/?{query}"))
+            .expect("a checked ARN and an encoded qualifier make a valid URL"))
+    }
+
+    /// The URL of the agent's card: `.well-known/agent-card.json` below
+    /// [`base_url`](Self::base_url) (its query kept: an AgentCore qualifier).
+    ///
+    /// # Errors
+    /// As [`base_url`](Self::base_url).
+    pub fn card_url(&self) -> Result<Url, ConfigError> {
+        let base = self.base_url()?;
+        let mut card = base.clone();
+        card.set_path(&format!("{}.well-known/agent-card.json", base.path()));
+        Ok(card)
+    }
+
+    /// Whether the agent is an AgentCore A2A runtime (`agent_runtime_arn` is set; a
+    /// `url` beside it replaces the derived endpoint, as for `kind = "agentcore"`: a VPC
+    /// endpoint, a local runtime).
+    pub fn is_agentcore(&self) -> bool {
+        self.connection.agent_runtime_arn.is_some()
+    }
+
+    /// The StopRuntimeSession URL of an AgentCore A2A runtime (used after a cancel when
+    /// `stop_session_on_cancel`): derived from the ARN, or from a `url` beside it whose
+    /// path ends in `/invocations/` (`/stopruntimesession` in its place); `None` for any
+    /// other agent.
+    pub fn stop_session_url(&self) -> Option<Url> {
+        let c = &self.connection;
+        if !self.is_agentcore() || !c.stop_session_on_cancel {
+            return None;
+        }
+        match &c.url {
+            None => c.stop_session_url().ok(),
+            Some(url) => {
+                let mut trimmed = url.clone();
+                trimmed.set_path(url.path().trim_end_matches('/'));
+                replace_last_segment(&trimmed, STOP_SESSION)
+            }
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), Invalid> {
+        self.connection.validate_shared()
+    }
 }
 
 /// HTTP version used towards the upstream.
@@ -381,6 +546,24 @@ impl AgentCoreUpstreamConfig {
     }
 
     pub(crate) fn validate(&self) -> Result<(), Invalid> {
+        self.validate_shared()?;
+        if let Some(url) = &self.url
+            && self.stop_session_on_cancel
+            && replace_last_segment(url, STOP_SESSION).is_none()
+        {
+            return Err(Invalid::new(
+                "upstream.url",
+                format!(
+                    "path must end in /{INVOCATIONS} so the /{STOP_SESSION} URL can be derived \
+                     (or set upstream.stop_session_on_cancel = false)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The checks of the keys every kind shares.
+    fn validate_shared(&self) -> Result<(), Invalid> {
         if self.qualifier.trim().is_empty() {
             return Err(Invalid::new("upstream.qualifier", "must not be empty"));
         }
@@ -396,18 +579,6 @@ impl AgentCoreUpstreamConfig {
             ("upstream.max_reply_bytes", self.max_reply_bytes),
         ] {
             nonzero(key, value)?;
-        }
-        if let Some(url) = &self.url
-            && self.stop_session_on_cancel
-            && replace_last_segment(url, STOP_SESSION).is_none()
-        {
-            return Err(Invalid::new(
-                "upstream.url",
-                format!(
-                    "path must end in /{INVOCATIONS} so the /{STOP_SESSION} URL can be derived \
-                     (or set upstream.stop_session_on_cancel = false)"
-                ),
-            ));
         }
         if let Some(path) = &self.ca_file {
             super::check_readable_file("upstream.ca_file", path)?;

@@ -6,12 +6,14 @@
 mod context;
 mod helpers;
 mod leases;
+mod links;
 mod queue;
 mod updater;
 
 pub use context::{CallContext, CallerToken, RequestContext};
 pub use helpers::*;
 pub use leases::{HeldLease, LeaseError, SessionLeases};
+pub use links::{LinkError, UpstreamLink, UpstreamLinks};
 pub use queue::{EventQueue, EventReceiver, QueueClosed};
 pub use updater::TaskUpdater;
 
@@ -76,5 +78,14 @@ pub trait AgentExecutor: Send + Sync + 'static {
     /// lease around each invocation. The default ignores them.
     fn use_session_leases(&self, leases: std::sync::Arc<dyn SessionLeases>) {
         let _ = leases;
+    }
+
+    /// Called once when the handler is built, with the task store's durable
+    /// [`UpstreamLinks`]. An executor whose agent has tasks of its own (the `a2a`
+    /// upstream kind) keeps there which task of the agent each gateway task is, so that
+    /// a follow-up or a cancel after a restart still reaches it. The default ignores
+    /// them.
+    fn use_upstream_links(&self, links: std::sync::Arc<dyn UpstreamLinks>) {
+        let _ = links;
     }
 }

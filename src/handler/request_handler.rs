@@ -37,6 +37,7 @@ impl RequestHandler {
         config: HandlerConfig,
     ) -> Self {
         let permits = Arc::new(Semaphore::new(config.max_concurrent_tasks.max(1)));
+        executor.use_upstream_links(Arc::new(crate::store::StoreUpstreamLinks(store.clone())));
         Self {
             inner: Arc::new(Inner {
                 executor,

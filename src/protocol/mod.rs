@@ -15,6 +15,7 @@ mod part;
 mod push;
 mod task;
 pub mod time;
+pub mod v03;
 pub mod value_count;
 
 pub use agent_card::*;

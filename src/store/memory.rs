@@ -228,6 +228,8 @@ pub struct MemoryTaskStore {
     shards: Box<[Mutex<Shard>]>,
     hasher: std::hash::RandomState,
     push: push::MemoryPush,
+    /// Upstream links ([`TaskStore::put_upstream_link`]), deleted with their task.
+    links: Mutex<std::collections::HashMap<(Scope, String), crate::executor::UpstreamLink>>,
 }
 
 impl Default for MemoryTaskStore {
@@ -236,6 +238,7 @@ impl Default for MemoryTaskStore {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             hasher: std::hash::RandomState::new(),
             push: Default::default(),
+            links: Mutex::default(),
         }
     }
 }
@@ -485,6 +488,32 @@ impl TaskStore for MemoryTaskStore {
         }))
     }
 
+    async fn put_upstream_link(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        link: &crate::executor::UpstreamLink,
+    ) -> Result<(), StoreError> {
+        self.links
+            .lock()
+            .expect("links lock")
+            .insert((scope.clone(), task_id.to_owned()), link.clone());
+        Ok(())
+    }
+
+    async fn upstream_link(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Option<crate::executor::UpstreamLink>, StoreError> {
+        Ok(self
+            .links
+            .lock()
+            .expect("links lock")
+            .get(&(scope.clone(), task_id.to_owned()))
+            .cloned())
+    }
+
     async fn purge_expired(&self, older_than: Timestamp, _batch: usize) -> Result<u64, StoreError> {
         let bound = older_than.timestamp_millis();
         let push = &self.push;
@@ -496,6 +525,10 @@ impl TaskStore for MemoryTaskStore {
                 let expired = e.task.status.state.is_terminal() && status_millis(&e.task) < bound;
                 if expired {
                     push.forget_task(scope, id);
+                    self.links
+                        .lock()
+                        .expect("links lock")
+                        .remove(&(scope.clone(), id.clone()));
                 }
                 !expired
             });

@@ -19,6 +19,7 @@
 
 pub mod cluster;
 mod cursor;
+pub mod links;
 pub mod lock;
 pub mod memory;
 pub mod open;
@@ -33,6 +34,7 @@ pub mod conformance;
 
 pub use cluster::ClusterBackend;
 pub use cursor::PageCursor;
+pub use links::StoreUpstreamLinks;
 pub use memory::MemoryTaskStore;
 pub use open::open_store;
 pub use postgres::PostgresTaskStore;
@@ -44,6 +46,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::executor::UpstreamLink;
 use crate::protocol::time::Timestamp;
 use crate::protocol::{Artifact, StreamResponse, Task, TaskState};
 use crate::scope::{Scope, TaskKey};
@@ -388,6 +391,37 @@ pub trait TaskStore: Send + Sync + 'static {
     /// [`push`]), or `None` for a store without it.
     fn push_store(&self) -> Option<&dyn PushStore> {
         None
+    }
+
+    /// Records (or replaces) which task of an upstream A2A agent the task `task_id` of
+    /// `scope` is ([`UpstreamLink`]); deleted with the task by the retention purge.
+    /// The default keeps nothing (a store without links: a follow-up after a restart
+    /// starts a new task of the agent).
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn put_upstream_link(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        link: &UpstreamLink,
+    ) -> Result<(), StoreError> {
+        let _ = (scope, task_id, link);
+        Ok(())
+    }
+
+    /// The link [`put_upstream_link`](Self::put_upstream_link) recorded for `task_id`
+    /// of `scope`, if any.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    async fn upstream_link(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Option<UpstreamLink>, StoreError> {
+        let _ = (scope, task_id);
+        Ok(None)
     }
 
     /// Whether the store answers and takes writes (for readiness checks): the SQL

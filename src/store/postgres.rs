@@ -147,6 +147,7 @@ impl PostgresTaskStore {
 
 super::sql::reads::sql_reads!(sqlx::PgConnection, sqlx::postgres::PgRow);
 super::sql::purge::sql_purge!(sqlx::PgConnection, "LIMIT $6 FOR UPDATE SKIP LOCKED");
+super::sql::links::sql_links!(sqlx::PgConnection);
 
 #[async_trait]
 impl TaskStore for PostgresTaskStore {
@@ -236,6 +237,25 @@ impl TaskStore for PostgresTaskStore {
     ) -> Result<Vec<TaskKey>, StoreError> {
         let mut conn = self.pool.acquire().await.map_err(db)?;
         read_expired_input_required(&mut conn, older_than, limit).await
+    }
+
+    async fn put_upstream_link(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        link: &crate::executor::UpstreamLink,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        put_link(&mut conn, scope, task_id, link).await
+    }
+
+    async fn upstream_link(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Option<crate::executor::UpstreamLink>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        read_link(&mut conn, scope, task_id).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -61,6 +61,7 @@
 //! events on SQLite (BENCHMARKS.md, "Issue 14, fifth pass").
 
 pub(crate) mod batch;
+pub(crate) mod links;
 pub(crate) mod purge;
 pub(crate) mod push;
 pub(crate) mod reads;

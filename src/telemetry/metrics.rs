@@ -27,6 +27,9 @@ pub const UPSTREAM_REQUEST_DURATION: &str = "a2a_upstream_request_duration_secon
 pub const UPSTREAM_RESPONSES: &str = "a2a_upstream_responses_total";
 /// Upstream retries, by `reason` (`429`, `503`, `connect`, ...).
 pub const UPSTREAM_RETRIES: &str = "a2a_upstream_retries_total";
+/// Times an `a2a` upstream's task was got back after its stream ended before the task
+/// settled, by `how` (`resubscribe`, `poll`: one GetTask).
+pub const UPSTREAM_RESUMES: &str = "a2a_upstream_resumes_total";
 /// Token endpoint calls, by `outcome` (`ok`, `error`).
 pub const UPSTREAM_TOKEN_FETCHES: &str = "a2a_upstream_token_fetches_total";
 /// Fetches of AWS credentials through the chain (`upstream.auth.kind = "sigv4"`), by
@@ -159,6 +162,10 @@ pub const CATALOGUE: &[Metric] = &[
         "Upstream invocation attempts by HTTP status",
     ),
     counter(UPSTREAM_RETRIES, "Upstream retries by reason"),
+    counter(
+        UPSTREAM_RESUMES,
+        "A2A upstream tasks got back after a broken stream, by how",
+    ),
     counter(UPSTREAM_TOKEN_FETCHES, "Token endpoint calls by outcome"),
     counter(
         UPSTREAM_CREDENTIAL_FETCHES,

@@ -11,6 +11,8 @@
 //!   dropped when the value is (also when the test panics).
 //! - [`rpc`], [`rpc_with`], [`rpc_result`]: one JSON-RPC call over HTTP, its parsed reply;
 //!   [`rpc_stream`]: a streaming call, its events; [`get_json`]: a plain GET (the card).
+//! - [`A2aAgent`]: an upstream A2A agent of `tests/a2a_agents` (official SDKs) with its
+//!   call log.
 //! - [`user_message`], [`free_port`], [`ci`], [`skip`], [`python`], [`python_with`],
 //!   [`ChildGuard`], [`PythonPeer`] (a Python peer that prints its URL first, such as the
 //!   AWS doubles), [`strip_ansi`], and the `/proc` readers in [`proc_stat`].
@@ -18,6 +20,7 @@
 //! The rule for a peer a test needs (PostgreSQL, the Python venv, a program on `PATH`):
 //! without it the test is skipped with a note, unless `CI=true`, where it fails ([`skip`]).
 
+mod a2a_agent;
 mod child;
 mod env;
 mod gateway;
@@ -31,6 +34,7 @@ pub mod proc_stat;
 mod rpc;
 mod stream;
 
+pub use a2a_agent::{A2aAgent, AgentKind, agent_python};
 pub use child::ChildGuard;
 pub use env::{ci, python, python_with, skip};
 pub use gateway::{GatewayBuilder, GatewayProcess};

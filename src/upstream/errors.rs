@@ -367,6 +367,11 @@ pub enum UpstreamError {
     /// of a cluster) could not be taken: the task store kept failing.
     #[error("cannot take the runtime session's lease in the task store: {0}")]
     SessionLease(String),
+    /// An A2A agent (`kind = "a2a"`) answered a JSON-RPC error, or something that is
+    /// not A2A; or it lost the task. The text is the gateway's, with the agent's error
+    /// code and an excerpt of its message.
+    #[error("the A2A agent {0}")]
+    A2a(String),
 }
 
 impl UpstreamError {
@@ -410,6 +415,7 @@ impl UpstreamError {
                 "the gateway could not take the runtime session's lease in its task store"
                     .to_owned()
             }
+            Self::A2a(m) => format!("the A2A agent {}", excerpt(m)),
             Self::Timeout { .. }
             | Self::BadReply { .. }
             | Self::Malformed(_)
@@ -447,6 +453,7 @@ impl UpstreamError {
             Self::Control(_) => "control",
             Self::Settings(_) => "settings",
             Self::SessionLease(_) => "session_lease",
+            Self::A2a(_) => "a2a",
         }
     }
 
@@ -777,6 +784,10 @@ mod tests {
                 )),
                 "the gateway could not take the runtime session's lease in its task store",
             ),
+            (
+                UpstreamError::A2a("answered JSON-RPC error -32603 (internal error): boom".into()),
+                "the A2A agent answered JSON-RPC error -32603 (internal error): boom",
+            ),
         ];
         for (e, want) in &cases {
             // Adding a variant must add a case here.
@@ -797,7 +808,8 @@ mod tests {
                 | UpstreamError::TooLarge { .. }
                 | UpstreamError::Control(_)
                 | UpstreamError::Settings(_)
-                | UpstreamError::SessionLease(_) => {}
+                | UpstreamError::SessionLease(_)
+                | UpstreamError::A2a(_) => {}
             }
             let public = e.public_reason();
             assert_eq!(&public, want);
@@ -805,7 +817,7 @@ mod tests {
                 assert!(!public.contains(leak), "{leak} in {public}");
             }
         }
-        assert_eq!(cases.len(), 18);
+        assert_eq!(cases.len(), 19);
         // The log form keeps the details.
         assert!(cases[0].0.to_string().contains("os error 111"));
         assert!(cases[1].0.to_string().contains("10.1.2.3"));

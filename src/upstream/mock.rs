@@ -9,6 +9,12 @@
 //! else the JSON string `"ok"`. [`MockRuntime::hold`] keeps invocations waiting, after
 //! they are recorded and before their reply is chosen, until [`MockRuntime::release`].
 //! The server stops when the value is dropped.
+//!
+//! The same script also answers as an A2A 1.0 agent (the `a2a` kind's conformance run),
+//! at [`MockRuntime::a2a_url`]: a card (JSON-RPC, streaming), and JSON-RPC at `/a2a/`.
+//! SendMessage and SendStreamingMessage are invocations, answered with the next reply
+//! in A2A shapes (see [`MockRuntime::a2a_url`]); CancelTask is a stop call, answered
+//! CANCELED; any other method gets -32001 (task not found).
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -172,6 +178,11 @@ impl MockRuntime {
         let app = Router::new()
             .route("/invocations", post(invoke))
             .route("/stopruntimesession", post(stop))
+            .route("/a2a/", post(a2a))
+            .route(
+                "/a2a/.well-known/agent-card.json",
+                axum::routing::get(a2a_card),
+            )
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -190,6 +201,18 @@ impl MockRuntime {
     /// The invocation URL, `http://127.0.0.1:PORT/invocations`.
     pub fn url(&self) -> String {
         format!("http://{}/invocations", self.addr)
+    }
+
+    /// The base URL of the mock as an A2A 1.0 agent, `http://127.0.0.1:PORT/a2a/` (its
+    /// card below it). A reply is sent in A2A shapes, for the task `mock-task` in
+    /// `mock-ctx`: [`MockReply::Json`] as a whole JSON-RPC result (a text: the COMPLETED
+    /// task with an artifact `reply` holding it; an `input_required` control object: the
+    /// task INPUT_REQUIRED asking its `text`; a `message` control object: a direct
+    /// Message), the SSE replies as a stream of the task (SUBMITTED), one artifact chunk
+    /// per frame (`append` after the first) and, for [`MockReply::Sse`], COMPLETED; the
+    /// others as for `/invocations`.
+    pub fn a2a_url(&self) -> String {
+        format!("http://{}/a2a/", self.addr)
     }
 
     /// Scripts the answers of the next invocations, in order.
@@ -292,14 +315,20 @@ async fn stop(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     StatusCode::OK
 }
 
-async fn invoke(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+/// Records an invocation, waits at the gate, and takes its reply (the script's next,
+/// else the `answer_with` one, else `"ok"`). The guard counts it in flight.
+async fn next_reply(
+    shared: &Arc<Shared>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (MockReply, InFlight) {
     // In flight before it is recorded, so that a test seeing it arrive sees it counted.
     let session = headers
         .get(super::SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    let _in_flight = InFlight::enter(&shared, session.to_owned());
-    let request = record(&shared, "/invocations", headers, body);
+    let in_flight = InFlight::enter(shared, session.to_owned());
+    let request = record(shared, "/invocations", headers, body);
     let gate = shared.gate.lock().expect("gate lock").clone();
     if let Some(gate) = gate {
         gate.acquire()
@@ -314,6 +343,135 @@ async fn invoke(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
             answer(&request)
         })
     });
+    (reply, in_flight)
+}
+
+async fn invoke(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let (reply, _in_flight) = next_reply(&shared, headers, body).await;
+    render(reply).await
+}
+
+/// The mock's card as an A2A 1.0 agent (JSON-RPC at `/a2a/`, streaming).
+async fn a2a_card(headers: HeaderMap) -> Response {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    axum::Json(serde_json::json!({
+        "name": "mock", "description": "the scripted mock runtime as an A2A agent",
+        "version": "1", "skills": [],
+        "supportedInterfaces": [{"url": format!("http://{host}/a2a/"),
+            "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {"streaming": true},
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+    }))
+    .into_response()
+}
+
+const MOCK_TASK: &str = "mock-task";
+const MOCK_CONTEXT: &str = "mock-ctx";
+
+fn rpc_result(id: &Value, result: Value) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+fn agent_message(text: &str) -> Value {
+    serde_json::json!({"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_AGENT",
+        "taskId": MOCK_TASK, "contextId": MOCK_CONTEXT, "parts": [{"text": text}]})
+}
+
+fn mock_task(state: &str, message: Option<Value>, artifact: Option<&str>) -> Value {
+    let mut task = serde_json::json!({"id": MOCK_TASK, "contextId": MOCK_CONTEXT,
+        "status": {"state": state}});
+    if let Some(m) = message {
+        task["status"]["message"] = m;
+    }
+    if let Some(text) = artifact {
+        task["artifacts"] = serde_json::json!([{"artifactId": "reply", "parts": [{"text": text}]}]);
+    }
+    serde_json::json!({ "task": task })
+}
+
+/// The mock as an A2A 1.0 agent (see [`MockRuntime::a2a_url`]).
+async fn a2a(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let id = req.get("id").cloned().unwrap_or(Value::Null);
+    let method = req["method"].as_str().unwrap_or_default().to_owned();
+    let json =
+        |v: Value| ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response();
+    match method.as_str() {
+        "SendMessage" | "SendStreamingMessage" => {}
+        "CancelTask" => {
+            record(&shared, "/stopruntimesession", headers, body);
+            return json(rpc_result(
+                &id,
+                mock_task("TASK_STATE_CANCELED", None, None)["task"].clone(),
+            ));
+        }
+        _ => {
+            record(&shared, "/a2a", headers, body);
+            return json(serde_json::json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32001, "message": "Task not found"}}));
+        }
+    }
+    let (reply, _in_flight) = next_reply(&shared, headers, body).await;
+    let chunks = |frames: Vec<Value>, done: bool| {
+        let mut out = vec![rpc_result(
+            &id,
+            mock_task("TASK_STATE_SUBMITTED", None, None),
+        )];
+        for (i, f) in frames.iter().enumerate() {
+            let text = f.as_str().map_or_else(|| f.to_string(), str::to_owned);
+            out.push(rpc_result(
+                &id,
+                serde_json::json!({"artifactUpdate": {
+                "taskId": MOCK_TASK, "contextId": MOCK_CONTEXT, "append": i > 0,
+                "artifact": {"artifactId": "reply", "parts": [{"text": text}]}}}),
+            ));
+        }
+        if done {
+            out.push(rpc_result(
+                &id,
+                serde_json::json!({"statusUpdate": {
+                "taskId": MOCK_TASK, "contextId": MOCK_CONTEXT,
+                "status": {"state": "TASK_STATE_COMPLETED"}}}),
+            ));
+        }
+        out
+    };
+    match reply {
+        MockReply::Json(v) => {
+            let control = v.get("a2a_control").and_then(Value::as_str);
+            let text = v
+                .get("text")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .or_else(|| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| v.to_string());
+            let result = match control {
+                Some("message") => serde_json::json!({ "message": agent_message(&text) }),
+                Some("input_required") => mock_task(
+                    "TASK_STATE_INPUT_REQUIRED",
+                    Some(agent_message(&text)),
+                    None,
+                ),
+                _ => mock_task("TASK_STATE_COMPLETED", None, Some(&text)),
+            };
+            json(rpc_result(&id, result))
+        }
+        MockReply::Sse(frames) => render(MockReply::Sse(chunks(frames, true))).await,
+        MockReply::SseThenBreak(frames) => {
+            render(MockReply::SseThenBreak(chunks(frames, false))).await
+        }
+        MockReply::SseThenStall(frames) => {
+            render(MockReply::SseThenStall(chunks(frames, false))).await
+        }
+        other => render(other).await,
+    }
+}
+
+/// A reply as `/invocations` sends it.
+async fn render(reply: MockReply) -> Response {
     match reply {
         MockReply::Json(v) => {
             ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()

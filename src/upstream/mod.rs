@@ -25,13 +25,14 @@
 //! `tests/layers.rs`): the gateway's `app` converts the configuration into each kind's
 //! settings.
 
+pub mod a2a;
 pub mod agentcore;
 pub mod auth;
 #[cfg(feature = "test-util")]
 pub mod conformance;
 pub mod errors;
 pub mod http;
-mod meter;
+pub(crate) mod meter;
 #[cfg(feature = "test-util")]
 pub mod mock;
 pub mod reply;

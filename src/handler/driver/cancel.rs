@@ -48,6 +48,8 @@ impl Driver {
     }
 
     /// CancelTask while the executor runs: signal, call `cancel`, abort, record CANCELED.
+    /// When the executor's agent refuses ([`A2aError::TaskNotCancelable`] from
+    /// `cancel`, the run still going): that error, and the run goes on.
     pub(super) async fn cancel_running(&mut self, r: &mut Running) -> Result<Task, A2aError> {
         r.ctx.cancellation.cancel();
         let mut cancel = {
@@ -63,6 +65,12 @@ impl Driver {
         loop {
             tokio::select! {
                 res = &mut cancel => {
+                    // The executor's agent refused (an A2A upstream's -32002): the task
+                    // goes on as it is and the caller is told.
+                    if !exec_ended && let Some(refused) = not_cancelable(&res) {
+                        tracing::info!(task.id = %self.task_id(), "the agent refused to cancel the task");
+                        return Err(refused);
+                    }
                     if let Err(e) = outcome_err(res) {
                         tracing::warn!(task.id = %self.task_id(), error = %e, "executor cancel failed");
                     }
@@ -174,6 +182,10 @@ impl Driver {
         }
         match res {
             Ok(res) => {
+                if let Some(refused) = not_cancelable(&res) {
+                    tracing::info!(task.id = %self.task_id(), "the agent refused to cancel the task");
+                    return Err(refused);
+                }
                 if let Err(e) = outcome_err(res) {
                     tracing::warn!(task.id = %self.task_id(), error = %e, "executor cancel failed");
                 }
@@ -193,6 +205,20 @@ fn panic_text(e: tokio::task::JoinError) -> String {
         return "the run was aborted".into();
     }
     panic_message(e.into_panic().as_ref())
+}
+
+/// The executor's `cancel` answered [`A2aError::TaskNotCancelable`] (its agent refused):
+/// that error, for the caller.
+fn not_cancelable(
+    res: &Result<Result<(), ExecutorError>, tokio::task::JoinError>,
+) -> Option<A2aError> {
+    match res {
+        Ok(Err(e)) => match e.downcast_ref::<A2aError>() {
+            Some(refused @ A2aError::TaskNotCancelable { .. }) => Some(refused.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// How a spawned `AgentExecutor::cancel` ended: its error or panic text.

@@ -273,7 +273,12 @@ impl Driver {
                             continue;
                         }
                         let result = Box::pin(self.cancel_running(r)).await;
+                        // The agent refused: the run goes on.
+                        let refused = matches!(result, Err(A2aError::TaskNotCancelable { .. }));
                         let _ = reply.send(result);
+                        if refused {
+                            continue;
+                        }
                         return None;
                     }
                     // A message is being processed: the task is not abandoned.

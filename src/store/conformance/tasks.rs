@@ -32,6 +32,7 @@ pub async fn run_all(store: &dyn TaskStore) {
     checkpoint_of_megabytes_reads_back_whole(store).await;
     purge_removes_old_terminal_tasks(store).await;
     expired_input_required_lists_old_waiting_tasks(store).await;
+    upstream_links_round_trip_and_go_with_their_task(store).await;
 }
 
 fn fresh_scope() -> Scope {
@@ -1090,4 +1091,66 @@ async fn grouped_append_is_all_or_nothing(store: &dyn TaskStore) {
         Err(StoreError::Conflict { .. })
     ));
     assert_eq!(store.get(&scope, &id).await.unwrap().unwrap().last_seq, 2);
+}
+
+/// An upstream link ([`TaskStore::put_upstream_link`]) reads back in its scope only, is
+/// replaced by a second put, and is purged with its task.
+async fn upstream_links_round_trip_and_go_with_their_task(store: &dyn TaskStore) {
+    use crate::executor::UpstreamLink;
+    let scope = fresh_scope();
+    let id = new_id();
+    let link = |n: u32| UpstreamLink {
+        upstream_task_id: format!("up-task-{n}"),
+        upstream_context_id: format!("up-ctx-{n}"),
+        session_id: format!("a2a-session-{n}"),
+    };
+    assert_eq!(store.upstream_link(&scope, &id).await.unwrap(), None);
+    store
+        .append(
+            &scope,
+            &id,
+            1,
+            &StreamResponse::Task(task_at(&id, "ctx", long_ago())),
+        )
+        .await
+        .unwrap();
+    store
+        .put_upstream_link(&scope, &id, &link(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.upstream_link(&scope, &id).await.unwrap(),
+        Some(link(1))
+    );
+    assert_eq!(
+        store.upstream_link(&fresh_scope(), &id).await.unwrap(),
+        None
+    );
+    store
+        .put_upstream_link(&scope, &id, &link(2))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.upstream_link(&scope, &id).await.unwrap(),
+        Some(link(2))
+    );
+    store
+        .append(
+            &scope,
+            &id,
+            2,
+            &status(&id, "ctx", TaskState::Completed, long_ago()),
+        )
+        .await
+        .unwrap();
+    store
+        .purge_expired(long_ago() + Duration::days(1), 10)
+        .await
+        .unwrap();
+    assert!(store.get(&scope, &id).await.unwrap().is_none());
+    assert_eq!(
+        store.upstream_link(&scope, &id).await.unwrap(),
+        None,
+        "purged with its task"
+    );
 }

@@ -1,7 +1,7 @@
 //! The retention purge of the SQL stores ([`TaskStore::purge_expired`]), written once for
 //! SQLite and PostgreSQL: terminal tasks whose status is older than the bound are deleted
 //! with everything kept for them (events, artifact checkpoint, push configs and outbox
-//! rows), a batch of tasks per transaction, until a batch comes back short.
+//! rows, upstream links), a batch of tasks per transaction, until a batch comes back short.
 //!
 //! [`TaskStore::purge_expired`]: crate::store::TaskStore::purge_expired
 
@@ -47,6 +47,7 @@ macro_rules! sql_purge {
                     "DELETE FROM a2a_task_artifacts WHERE tenant = $1 AND owner = $2 AND task_id = $3",
                     "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 AND task_id = $3",
                     "DELETE FROM a2a_push_configs WHERE tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_upstream_links WHERE tenant = $1 AND owner = $2 AND task_id = $3",
                     "DELETE FROM a2a_tasks WHERE tenant = $1 AND owner = $2 AND id = $3",
                 ] {
                     sqlx::query(sql)

@@ -20,6 +20,7 @@ use crate::store::{
 
 crate::store::sql::reads::sql_reads!(sqlx::SqliteConnection, sqlx::sqlite::SqliteRow);
 crate::store::sql::purge::sql_purge!(sqlx::SqliteConnection, "LIMIT $6 + 0");
+crate::store::sql::links::sql_links!(sqlx::SqliteConnection);
 
 #[async_trait]
 impl TaskStore for SqliteTaskStore {
@@ -103,6 +104,25 @@ impl TaskStore for SqliteTaskStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         writable(&self.writer).await
+    }
+
+    async fn put_upstream_link(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        link: &crate::executor::UpstreamLink,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.writer.acquire().await.map_err(db)?;
+        put_link(&mut conn, scope, task_id, link).await
+    }
+
+    async fn upstream_link(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<Option<crate::executor::UpstreamLink>, StoreError> {
+        let mut conn = self.reader.acquire().await.map_err(db)?;
+        read_link(&mut conn, scope, task_id).await
     }
 
     async fn close(&self) {

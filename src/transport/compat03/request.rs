@@ -25,6 +25,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::A2aError;
+use crate::protocol::v03::{self, carry, short};
 use crate::transport::operations::Operation;
 
 fn invalid(msg: impl Into<String>) -> A2aError {
@@ -33,32 +34,7 @@ fn invalid(msg: impl Into<String>) -> A2aError {
 
 /// `params` as an object; `null` (no params) is an empty one.
 fn object(params: Value, what: &str) -> Result<Map<String, Value>, A2aError> {
-    match params {
-        Value::Null => Ok(Map::new()),
-        Value::Object(m) => Ok(m),
-        other => Err(invalid(format!(
-            "{what} must be an object, got {}",
-            type_name(&other)
-        ))),
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// Moves `from` of `src` to `to` of `dst` when present.
-fn carry(src: &mut Map<String, Value>, from: &str, dst: &mut Map<String, Value>, to: &str) {
-    if let Some(v) = src.remove(from) {
-        dst.insert(to.to_owned(), v);
-    }
+    v03::object(params, what).map_err(invalid)
 }
 
 /// Translates the params of the 0.3 request for `op` into the 1.0 request message.
@@ -76,7 +52,10 @@ pub fn to_v1(op: Operation, params: Value) -> Result<Value, A2aError> {
             let message = p
                 .remove("message")
                 .ok_or_else(|| invalid("params.message is required"))?;
-            out.insert("message".into(), message_to_v1(message)?);
+            out.insert(
+                "message".into(),
+                v03::message_to_v1(message).map_err(invalid)?,
+            );
             if let Some(c) = p.remove("configuration").filter(|c| !c.is_null()) {
                 out.insert("configuration".into(), configuration_to_v1(c)?);
             }
@@ -105,128 +84,6 @@ pub fn to_v1(op: Operation, params: Value) -> Result<Value, A2aError> {
         }
         Operation::ListTaskPushNotificationConfigs => carry(&mut p, "id", &mut out, "taskId"),
         Operation::GetExtendedAgentCard | Operation::ListTasks => {}
-    }
-    Ok(Value::Object(out))
-}
-
-/// A 0.3 `Message` → a 1.0 `Message`.
-///
-/// # Errors
-/// InvalidParams for a non-object, a `kind` other than `"message"`, a role other than
-/// `user`/`agent`, or a bad part (see [`part_to_v1`]).
-pub fn message_to_v1(message: Value) -> Result<Value, A2aError> {
-    let mut m = object(message, "message")?;
-    match m.remove("kind") {
-        None => {}
-        Some(Value::String(k)) if k == "message" => {}
-        Some(other) => {
-            return Err(invalid(format!(
-                "message.kind must be \"message\", got {}",
-                short(&other)
-            )));
-        }
-    }
-    if let Some(role) = m.remove("role") {
-        let role = match role.as_str() {
-            Some("user") => "ROLE_USER",
-            Some("agent") => "ROLE_AGENT",
-            _ => {
-                return Err(invalid(format!(
-                    "message.role must be \"user\" or \"agent\", got {}",
-                    short(&role)
-                )));
-            }
-        };
-        m.insert("role".into(), role.into());
-    }
-    if let Some(parts) = m.remove("parts") {
-        let Value::Array(parts) = parts else {
-            return Err(invalid(format!(
-                "message.parts must be an array, got {}",
-                type_name(&parts)
-            )));
-        };
-        let parts = parts
-            .into_iter()
-            .enumerate()
-            .map(|(i, p)| part_to_v1(p).map_err(|e| invalid(format!("message.parts[{i}]: {e}"))))
-            .collect::<Result<Vec<_>, _>>()?;
-        m.insert("parts".into(), Value::Array(parts));
-    }
-    Ok(Value::Object(m))
-}
-
-/// A 0.3 part (`TextPart`, `FilePart`, `DataPart`) → a 1.0 `Part`. A part without
-/// `kind` is read by the field it has (`text`, `file` or `data`).
-///
-/// # Errors
-/// InvalidParams for a non-object, an unknown `kind`, a kind whose field is missing,
-/// or a `file` that is not an object with exactly one of `bytes` and `uri`.
-pub fn part_to_v1(part: Value) -> Result<Value, A2aError> {
-    let mut p = object(part, "a part")?;
-    let kind = match p.remove("kind") {
-        Some(Value::String(k)) => k,
-        None if p.contains_key("text") => "text".into(),
-        None if p.contains_key("file") => "file".into(),
-        None if p.contains_key("data") => "data".into(),
-        None => {
-            return Err(invalid(
-                "a part needs `kind` (\"text\", \"file\" or \"data\")",
-            ));
-        }
-        Some(other) => {
-            return Err(invalid(format!(
-                "part kind must be a string, got {}",
-                short(&other)
-            )));
-        }
-    };
-    let mut out = Map::new();
-    carry(&mut p, "metadata", &mut out, "metadata");
-    match kind.as_str() {
-        "text" => {
-            let text = p
-                .remove("text")
-                .ok_or_else(|| invalid("a text part needs `text`"))?;
-            out.insert("text".into(), text);
-        }
-        "data" => {
-            let data = p
-                .remove("data")
-                .ok_or_else(|| invalid("a data part needs `data`"))?;
-            out.insert("data".into(), data);
-        }
-        "file" => {
-            let file = p
-                .remove("file")
-                .ok_or_else(|| invalid("a file part needs `file`"))?;
-            let mut f = match file {
-                Value::Object(f) => f,
-                other => {
-                    return Err(invalid(format!(
-                        "part file must be an object, got {}",
-                        type_name(&other)
-                    )));
-                }
-            };
-            match (f.remove("bytes"), f.remove("uri")) {
-                (Some(b), None) => out.insert("raw".into(), b),
-                (None, Some(u)) => out.insert("url".into(), u),
-                _ => {
-                    return Err(invalid(
-                        "part file must have exactly one of `bytes` and `uri`",
-                    ));
-                }
-            };
-            carry(&mut f, "mimeType", &mut out, "mediaType");
-            carry(&mut f, "name", &mut out, "filename");
-        }
-        other => {
-            return Err(invalid(format!(
-                "part kind must be \"text\", \"file\" or \"data\", got {:?}",
-                other.chars().take(32).collect::<String>()
-            )));
-        }
     }
     Ok(Value::Object(out))
 }
@@ -286,16 +143,6 @@ fn push_config_to_v1(c: Value) -> Result<Map<String, Value>, A2aError> {
         out.insert("authentication".into(), Value::Object(auth));
     }
     Ok(out)
-}
-
-/// A value for an error message: at most 64 characters of its JSON.
-fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.chars().count() > 64 {
-        format!("{}…", s.chars().take(64).collect::<String>())
-    } else {
-        s
-    }
 }
 
 #[cfg(test)]

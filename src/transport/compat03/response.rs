@@ -24,128 +24,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::protocol::{AgentCard, StreamResponse, TaskState};
+use crate::protocol::v03::{artifact_to_v03, status_to_v03, with_kind};
+pub use crate::protocol::v03::{message_to_v03, part_to_v03, state_to_v03, task_to_v03};
+use crate::protocol::{AgentCard, StreamResponse};
 use crate::transport::operations::Operation;
-
-/// The 0.3 spelling of a 1.0 task state (`TASK_STATE_INPUT_REQUIRED` → `input-required`).
-pub fn state_to_v03(state: &str) -> &'static str {
-    match TaskState::parse(state) {
-        Some(TaskState::Submitted) => "submitted",
-        Some(TaskState::Working) => "working",
-        Some(TaskState::Completed) => "completed",
-        Some(TaskState::Failed) => "failed",
-        Some(TaskState::Canceled) => "canceled",
-        Some(TaskState::InputRequired) => "input-required",
-        Some(TaskState::Rejected) => "rejected",
-        Some(TaskState::AuthRequired) => "auth-required",
-        Some(TaskState::Unspecified) | None => "unknown",
-    }
-}
-
-fn with_kind(kind: &str, v: Value) -> Value {
-    let mut out = Map::new();
-    out.insert("kind".into(), kind.into());
-    if let Value::Object(m) = v {
-        out.extend(m);
-    }
-    Value::Object(out)
-}
-
-fn map_array(v: &mut Map<String, Value>, key: &str, f: fn(Value) -> Value) {
-    if let Some(Value::Array(items)) = v.get_mut(key) {
-        for item in items.iter_mut() {
-            *item = f(std::mem::take(item));
-        }
-    }
-}
-
-/// A 1.0 `Part` → a 0.3 `TextPart`, `FilePart` or `DataPart`.
-pub fn part_to_v03(part: Value) -> Value {
-    let Value::Object(mut p) = part else {
-        return part;
-    };
-    let mut out = Map::new();
-    if let Some(text) = p.remove("text") {
-        out.insert("kind".into(), "text".into());
-        out.insert("text".into(), text);
-    } else if let Some(data) = p.remove("data") {
-        out.insert("kind".into(), "data".into());
-        let data = match data {
-            d @ Value::Object(_) => d,
-            other => json!({ "value": other }),
-        };
-        out.insert("data".into(), data);
-    } else {
-        let mut file = Map::new();
-        if let Some(raw) = p.remove("raw") {
-            file.insert("bytes".into(), raw);
-        } else if let Some(url) = p.remove("url") {
-            file.insert("uri".into(), url);
-        }
-        if let Some(m) = p.remove("mediaType") {
-            file.insert("mimeType".into(), m);
-        }
-        if let Some(n) = p.remove("filename") {
-            file.insert("name".into(), n);
-        }
-        out.insert("kind".into(), "file".into());
-        out.insert("file".into(), Value::Object(file));
-    }
-    if let Some(m) = p.remove("metadata") {
-        out.insert("metadata".into(), m);
-    }
-    Value::Object(out)
-}
-
-/// A 1.0 `Message` → a 0.3 `Message` (`kind`, lower-case role, 0.3 parts).
-pub fn message_to_v03(message: Value) -> Value {
-    let Value::Object(mut m) = message else {
-        return message;
-    };
-    if let Some(role) = m.get_mut("role") {
-        let r = match role.as_str() {
-            Some("ROLE_AGENT" | "agent") => "agent",
-            _ => "user",
-        };
-        *role = r.into();
-    }
-    map_array(&mut m, "parts", part_to_v03);
-    with_kind("message", Value::Object(m))
-}
-
-fn status_to_v03(status: Value) -> Value {
-    let Value::Object(mut s) = status else {
-        return status;
-    };
-    if let Some(state) = s.get_mut("state") {
-        *state = state_to_v03(state.as_str().unwrap_or("")).into();
-    }
-    if let Some(m) = s.remove("message") {
-        s.insert("message".into(), message_to_v03(m));
-    }
-    Value::Object(s)
-}
-
-fn artifact_to_v03(artifact: Value) -> Value {
-    let Value::Object(mut a) = artifact else {
-        return artifact;
-    };
-    map_array(&mut a, "parts", part_to_v03);
-    Value::Object(a)
-}
-
-/// A 1.0 `Task` → a 0.3 `Task` (`kind:"task"`, 0.3 states, messages and parts).
-pub fn task_to_v03(task: Value) -> Value {
-    let Value::Object(mut t) = task else {
-        return task;
-    };
-    if let Some(s) = t.remove("status") {
-        t.insert("status".into(), status_to_v03(s));
-    }
-    map_array(&mut t, "history", message_to_v03);
-    map_array(&mut t, "artifacts", artifact_to_v03);
-    with_kind("task", Value::Object(t))
-}
 
 /// One stream event in its 0.3 shape, for a stream of `op`. A status update carries
 /// `final: true` when it is the stream's last event: a terminal state, or an
@@ -368,7 +250,7 @@ pub fn card_fields(card: &AgentCard) -> Map<String, Value> {
 mod tests {
     use super::*;
     use crate::protocol::{
-        Artifact, Message, Part, Role, Task, TaskArtifactUpdateEvent, TaskStatus,
+        Artifact, Message, Part, Role, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
         TaskStatusUpdateEvent,
     };
 
@@ -420,7 +302,7 @@ mod tests {
                       {"kind": "file", "file": {"bytes": "aGk=", "mimeType": "text/plain", "name": "n"}},
                       {"kind": "file", "file": {"uri": "https://u", "mimeType": "a/b"}},
                       {"kind": "data", "data": {"d": null}}]});
-        let v1 = super::super::request::message_to_v1(m03.clone()).unwrap();
+        let v1 = crate::protocol::v03::message_to_v1(m03.clone()).unwrap();
         let typed: Message = serde_json::from_value(v1).unwrap();
         let back = message_to_v03(serde_json::to_value(&typed).unwrap());
         assert_eq!(back, m03);

@@ -1,0 +1,179 @@
+//! [`A2aSettings`]: everything the `a2a` kind needs, as plain Rust values (the gateway's
+//! `app` converts the `[upstream]` section of `kind = "a2a"` into it).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::upstream::auth::AuthSettings;
+use crate::upstream::http::HttpVersion;
+
+/// Which A2A version the agent is spoken to in (`upstream.protocol_version`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VersionChoice {
+    /// From the card (1.0 when it lists a 1.0 JSON-RPC interface, else 0.3); 0.3 for
+    /// an AgentCore A2A runtime.
+    #[default]
+    Auto,
+    /// A2A 1.0.
+    V1_0,
+    /// A2A 0.3.
+    V0_3,
+}
+
+/// Which binding the agent is called over (`upstream.protocol_binding`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BindingChoice {
+    /// JSON-RPC when the card lists it for the version, else HTTP+JSON (1.0).
+    #[default]
+    Auto,
+    /// JSON-RPC.
+    JsonRpc,
+    /// HTTP+JSON (A2A 1.0 only).
+    HttpJson,
+}
+
+/// Settings of [`A2aExecutor`](super::A2aExecutor). Build one with
+/// [`for_url`](Self::for_url), then adjust the public fields.
+#[derive(Debug, Clone)]
+pub struct A2aSettings {
+    /// The agent's JSON-RPC endpoint when its card names none that fits (always, for an
+    /// AgentCore A2A runtime: `…/runtimes/{ARN}/invocations/?qualifier=…`). Ends in `/`.
+    pub base_url: String,
+    /// Where the agent's card is read: `<base_url>.well-known/agent-card.json`.
+    pub card_url: String,
+    /// The version spoken.
+    pub protocol_version: VersionChoice,
+    /// The binding used.
+    pub protocol_binding: BindingChoice,
+    /// An AgentCore A2A runtime: every call carries the runtime session header, the
+    /// JSON-RPC endpoint is `base_url` whatever the card says, -32054 ("session
+    /// operation in progress") is retried.
+    pub agentcore: bool,
+    /// StopRuntimeSession URL of an AgentCore runtime, called after a cancel; `None`
+    /// disables it.
+    pub stop_session_url: Option<String>,
+    /// HTTP version policy.
+    pub http_version: HttpVersion,
+    /// Extra root certificates (PEM).
+    pub ca_file: Option<PathBuf>,
+    /// Longest time to open a TCP + TLS connection.
+    pub connect_timeout: Duration,
+    /// Longest silence between reply bytes (and before the reply headers).
+    pub read_timeout: Duration,
+    /// Longest time to send a request once a connection is ready.
+    pub write_timeout: Duration,
+    /// Longest wait for a usable connection, beyond `connect_timeout`.
+    pub pool_timeout: Duration,
+    /// A blocking call's whole reply must be complete within this.
+    pub request_timeout: Duration,
+    /// One upstream stream may last this long.
+    pub max_stream: Duration,
+    /// Largest SSE event, in bytes.
+    pub max_event_bytes: usize,
+    /// Largest streamed reply in total, in bytes.
+    pub max_stream_bytes: u64,
+    /// Largest whole reply (and card), in bytes.
+    pub max_reply_bytes: u64,
+    /// Retries of connection failures, 429, 502/503/504 and AgentCore's -32054, before
+    /// any reply byte.
+    pub max_retries: u32,
+    /// First retry delay; doubles per retry, with full jitter.
+    pub retry_base_delay: Duration,
+    /// Longest retry delay.
+    pub retry_max_delay: Duration,
+    /// After the agent's stream broke before the task settled: how long the gateway
+    /// tries to get the task back (resubscribing, then polling GetTask) before it fails
+    /// the task. Default 300 s.
+    pub resume_for: Duration,
+    /// First GetTask polling interval; doubles up to `poll_max`. Default 250 ms.
+    pub poll_initial: Duration,
+    /// Longest GetTask polling interval. Default 5 s.
+    pub poll_max: Duration,
+    /// How long the agent's card is used before it is read again when its answer has no
+    /// `Cache-Control: max-age`. Default 300 s.
+    pub card_refresh: Duration,
+    /// The shortest time between two reads of the card (also after a failed read, and
+    /// for `no-cache`). Default 30 s.
+    pub card_min_refresh: Duration,
+    /// Header sending the caller (the task owner); `None` disables it.
+    pub caller_header: Option<http::HeaderName>,
+    /// Header sending the tenant (omitted for the default tenant); `None` disables it.
+    pub tenant_header: Option<http::HeaderName>,
+    /// Authentication.
+    pub auth: AuthSettings,
+}
+
+impl A2aSettings {
+    /// Settings for the agent at `base_url` (a final `/` is added when missing), with
+    /// the defaults of `[upstream]`.
+    pub fn for_url(base_url: impl Into<String>) -> Self {
+        let mut base_url = base_url.into();
+        let (path, query) = match base_url.split_once('?') {
+            Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
+            None => (base_url.clone(), None),
+        };
+        let path = if path.ends_with('/') {
+            path
+        } else {
+            format!("{path}/")
+        };
+        base_url = match &query {
+            Some(q) => format!("{path}?{q}"),
+            None => path.clone(),
+        };
+        let card_url = match &query {
+            Some(q) => format!("{path}.well-known/agent-card.json?{q}"),
+            None => format!("{path}.well-known/agent-card.json"),
+        };
+        Self {
+            base_url,
+            card_url,
+            protocol_version: VersionChoice::Auto,
+            protocol_binding: BindingChoice::Auto,
+            agentcore: false,
+            stop_session_url: None,
+            http_version: HttpVersion::Auto,
+            ca_file: None,
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(900),
+            write_timeout: Duration::from_secs(30),
+            pool_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(900),
+            max_stream: Duration::from_secs(3600),
+            max_event_bytes: crate::upstream::http::sse::DEFAULT_MAX_EVENT_BYTES,
+            max_stream_bytes: crate::upstream::http::sse::DEFAULT_MAX_STREAM_BYTES,
+            max_reply_bytes: crate::upstream::reply::DEFAULT_MAX_REPLY_BYTES,
+            max_retries: 3,
+            retry_base_delay: Duration::from_millis(200),
+            retry_max_delay: Duration::from_secs(20),
+            resume_for: Duration::from_secs(300),
+            poll_initial: Duration::from_millis(250),
+            poll_max: Duration::from_secs(5),
+            card_refresh: Duration::from_secs(300),
+            card_min_refresh: Duration::from_secs(30),
+            caller_header: None,
+            tenant_header: None,
+            auth: AuthSettings::None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_card_is_below_the_base_url() {
+        let s = A2aSettings::for_url("http://127.0.0.1:9/agent");
+        assert_eq!(s.base_url, "http://127.0.0.1:9/agent/");
+        assert_eq!(
+            s.card_url,
+            "http://127.0.0.1:9/agent/.well-known/agent-card.json"
+        );
+        let s = A2aSettings::for_url("https://h/runtimes/x/invocations/?qualifier=DEFAULT");
+        assert_eq!(
+            s.card_url,
+            "https://h/runtimes/x/invocations/.well-known/agent-card.json?qualifier=DEFAULT"
+        );
+    }
+}
