@@ -205,13 +205,19 @@ fn assert_all_verified(calls: &[Value]) {
             .iter()
             .filter_map(Value::as_str)
             .collect();
-        for must in [
-            "host",
-            "content-type",
-            "x-amz-date",
-            "x-amzn-bedrock-agentcore-runtime-session-id",
-        ] {
-            assert!(signed.contains(&must), "{must} is signed: {c}");
+        // A GET (an A2A runtime's GetAgentCard) has no body and no session.
+        let musts: &[&str] = if c["method"] == "GET" {
+            &["host", "x-amz-date"]
+        } else {
+            &[
+                "host",
+                "content-type",
+                "x-amz-date",
+                "x-amzn-bedrock-agentcore-runtime-session-id",
+            ]
+        };
+        for must in musts {
+            assert!(signed.contains(must), "{must} is signed: {c}");
         }
         for never in ["traceparent", "user-agent", "accept", "content-length"] {
             assert!(!signed.contains(&never), "{never} is not signed: {c}");
@@ -805,4 +811,93 @@ async fn a_failed_refresh_keeps_the_valid_credentials_logged_once_and_counted() 
         .find(|l| l.starts_with("a2a_upstream_credential_fetches_total{outcome=\"kept\"}"))
         .unwrap_or_else(|| panic!("no kept count in /metrics:\n{metrics}"));
     assert!(!kept.ends_with(" 0"), "{kept}");
+}
+
+/// An AgentCore A2A runtime (`kind = "a2a"` with `agent_runtime_arn`) behind the double
+/// in its A2A mode (`--forward-a2a`: a verified request goes on to bedrock-agentcore's
+/// A2A app): the card read, a blocking and a streamed message all reach the agent signed
+/// (botocore recomputes each signature), with the runtime session id among the signed
+/// headers, and the agent's answers become the gateway's task.
+#[tokio::test]
+async fn an_agentcore_a2a_runtime_is_reached_signed() {
+    use a2a_gateway::test_util::{A2aAgent, AgentKind};
+    let test = "an_agentcore_a2a_runtime_is_reached_signed";
+    let Some(py) = python(test) else {
+        return;
+    };
+    let Some(agent) = A2aAgent::start(AgentKind::AgentCore, &[]) else {
+        skip(
+            test,
+            "bedrock-agentcore's A2A app did not start (tests/a2a_agents)",
+        );
+        return;
+    };
+    let key = format!("{AKID}:{SECRET}:{SESSION_TOKEN}");
+    let aws = Aws::start(py, &["--key", &key, "--forward-a2a", &agent.url]);
+    let config = format!(
+        "[upstream]\nkind = \"a2a\"\nagent_runtime_arn = \"{ARN}\"\n\
+         url = \"{}/runtimes/{ENCODED_ARN}/invocations/\"\nmax_retries = 1\n\
+         [upstream.auth]\nkind = \"sigv4\"\n",
+        aws.agentcore.url
+    );
+    let gw = GatewayProcess::init(env!("CARGO_BIN_EXE_a2a-gateway"))
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .env("A2A_GATEWAY_STORE__URL", "memory:")
+        .env("A2A_GATEWAY_LOG__LEVEL", "trace")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_CONFIG_FILE", aws.path("no-config"))
+        .env("AWS_SHARED_CREDENTIALS_FILE", aws.path("no-credentials"))
+        .envs(env_keys().iter().map(|(k, v)| (*k, v.as_str())))
+        .config(config)
+        .start();
+
+    let task = send(&gw, "hello through IAM", false).await;
+    assert_completed(&task, "echo: hello through IAM");
+    let (_, events) = rpc_stream_with(
+        reqwest::Client::new().post(&gw.url),
+        "SendStreamingMessage",
+        json!({"message": user_message("stream 3 10")}),
+    )
+    .await;
+    let events: Vec<_> = events.collect().await;
+    assert_eq!(
+        events.last().and_then(|e| e.state()),
+        Some("TASK_STATE_COMPLETED"),
+        "{events:?}"
+    );
+    let streamed: String = events
+        .iter()
+        .filter_map(|e| e.result["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str())
+        .collect();
+    assert_eq!(streamed, "chunk 1/3\nchunk 2/3\nchunk 3/3\n");
+
+    let calls = aws.calls().await;
+    assert_all_verified(&calls);
+    let methods: Vec<&str> = calls.iter().filter_map(|c| c["method"].as_str()).collect();
+    assert!(
+        methods.contains(&"GET"),
+        "the card was read signed: {calls:?}"
+    );
+    assert!(
+        methods.iter().filter(|m| **m == "POST").count() >= 2,
+        "both messages went through the double: {calls:?}"
+    );
+    for c in &calls {
+        assert_eq!(c["access_key_id"], AKID, "{c}");
+        let signed = c["signed_headers"].to_string();
+        if c["method"] == "POST" {
+            assert!(
+                signed.contains("x-amzn-bedrock-agentcore-runtime-session-id"),
+                "{c}"
+            );
+        }
+    }
+    let seen = agent.calls().await;
+    assert!(
+        seen.iter()
+            .any(|c| c.to_string().contains("hello through IAM")),
+        "the agent received the message: {seen:?}"
+    );
+    assert_no_secret_in(&gw.logs(), &[SECRET, SESSION_TOKEN]);
 }

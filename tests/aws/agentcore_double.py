@@ -28,6 +28,11 @@ The prompt (``{"prompt": "..."}``) picks the agent's reply:
   fail-stream -> one frame, then the agent's trailing error frame
   anything else, or no prompt -> {"echo": <payload>}
 
+With --forward-a2a URL it stands for an A2A runtime (serverProtocol A2A) instead: a
+verified POST or GET to ``/runtimes/{ARN}/invocations/<rest>`` goes, without its AWS
+auth and with the session id, to the A2A agent at ``URL<rest>`` (JSON-RPC at ``/``, the
+card at ``/.well-known/agent-card.json``), and its answer streams back.
+
 Failures (a JSON body ``{"message": ...}`` and the ``x-amzn-ErrorType`` header):
   403 MissingAuthenticationTokenException  no Authorization header, or an unknown route
   403 AccessDeniedException                a Bearer token ("Authorization method mismatch");
@@ -96,7 +101,7 @@ USER_HEADER = "x-amzn-bedrock-agentcore-runtime-user-id"
 RUNTIME_PREFIX = "x-amzn-bedrock-agentcore-runtime-"
 CUSTOM_PREFIX = "x-amzn-bedrock-agentcore-runtime-custom-"
 CORAL_SUFFIX = ":http://internal.amazon.com/coral/com.amazon.coral.service/"
-ROUTE = re.compile(r"/runtimes/([^/]+)/(invocations/?|stopruntimesession)")
+ROUTE = re.compile(r"/runtimes/([^/]+)/(invocations(?:/.*)?|stopruntimesession)")
 MISMATCH = ("Authorization method mismatch. The agent is configured for a different "
             "authorization method than what was used in your request (OAuth or SigV4).")
 
@@ -182,6 +187,7 @@ class Settings:
         self.skew_error = args.skew_error
         self.strict = args.strict
         self.error_type_uri = args.error_type_uri
+        self.forward_a2a = args.forward_a2a
 
     def update(self, changes: dict) -> None:
         for key, value in changes.items():
@@ -315,7 +321,9 @@ class FrontDoor:
         if route:
             record["operation"] = ("StopRuntimeSession" if route.group(2) == "stopruntimesession"
                                    else "InvokeAgentRuntime")
-        if not route or scope["method"] != "POST":
+        a2a_get = (s.forward_a2a is not None and route is not None and scope["method"] == "GET"
+                   and route.group(2).startswith("invocations"))
+        if not route or (scope["method"] != "POST" and not a2a_get):
             return await self.error(send, record, 403, "MissingAuthenticationTokenException",
                                     "Missing Authentication Token")
         auth = hmap.get("authorization", "")
@@ -364,7 +372,40 @@ class FrontDoor:
                                     f"{len(session_id)}, valid min length: 33")
         if record["operation"] == "StopRuntimeSession":
             return await self.stop(send, record, session_id)
+        if s.forward_a2a is not None:
+            rest = route.group(2)[len("invocations"):] or "/"
+            return await self.forward(scope, send, record, headers, body, session_id, rest)
         return await self.invoke(scope, receive, send, record, headers, body, session_id)
+
+    async def forward(self, scope, send, record, headers, body, session_id, rest):
+        """An A2A runtime (--forward-a2a): the verified request goes to the A2A agent at
+        that base URL, path `rest` (what follows `invocations`), as the platform hands
+        it to the container: without AWS auth, with the session id; the answer streams
+        back as it comes."""
+        import httpx
+
+        session_id = session_id or f"double-{uuid.uuid4()}"
+        with LOCK:
+            SESSIONS.setdefault(session_id, {"invocations": 0, "stopped": False})["invocations"] += 1
+        record.update(verified=True, response_session_id=session_id)
+        inner = {k: v for k, v in headers
+                 if k not in ("authorization", "x-amz-security-token", "x-amz-date", "host",
+                              "content-length", SESSION_HEADER)}
+        inner[SESSION_HEADER] = session_id
+        url = self.settings.forward_a2a.rstrip("/") + rest
+        async with httpx.AsyncClient(timeout=None) as client:
+            async with client.stream(scope["method"], url, headers=inner,
+                                     content=body if scope["method"] == "POST" else None) as resp:
+                record["status"] = resp.status_code
+                out = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers.items()
+                       if k.lower() not in ("content-length", "transfer-encoding", "connection")]
+                out += [(b"x-amzn-bedrock-agentcore-runtime-session-id", session_id.encode()),
+                        (b"x-amzn-requestid", record["request_id"].encode())]
+                await send({"type": "http.response.start", "status": resp.status_code,
+                            "headers": out})
+                async for chunk in resp.aiter_raw():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     @staticmethod
     def shown_header(name: str, value: str) -> str:
@@ -464,6 +505,9 @@ def main() -> None:
     p.add_argument("--skew-error", default="RequestExpired",
                    choices=["RequestExpired", "InvalidSignatureException"])
     p.add_argument("--no-strict", dest="strict", action="store_false")
+    p.add_argument("--forward-a2a", metavar="URL",
+                   help="an A2A runtime: verified invocations (POST, and GET for the card) "
+                        "go to the A2A agent at URL")
     p.add_argument("--error-type-uri", action="store_true",
                    help="send x-amzn-ErrorType in the Name:uri form")
     args = p.parse_args()

@@ -255,7 +255,9 @@ impl Rpc {
             "traceparent",
             crate::telemetry::trace::attempt_traceparent(caller.trace_parent.as_ref()),
         );
-        if s.agentcore {
+        // GetAgentCard has no session (the header is optional there; an empty one is
+        // refused as shorter than 33 characters).
+        if s.agentcore && !session.is_empty() {
             rb = rb.header(crate::upstream::SESSION_HEADER, session);
         }
         if let Some(name) = &s.caller_header {
