@@ -106,7 +106,7 @@ macro_rules! sql_push {
             let event = event_at(r, 16, seq);
             Claimed {
                 key: DeliveryKey {
-                    scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                    scope: Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
                     task_id: config.task_id.clone(),
                     config_id: r.get(2),
                     seq,
@@ -129,7 +129,7 @@ macro_rules! sql_push {
                 "DELETE FROM a2a_push_outbox \
                  WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND config_id = $4",
             )
-            .bind(&key.scope.tenant)
+            .bind(key.scope.tenant_key())
             .bind(&key.scope.owner)
             .bind(&key.task_id)
             .bind(&key.config_id)
@@ -156,7 +156,7 @@ macro_rules! sql_push {
                          WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
                            AND config_id = $4 AND seq = $5",
                     )
-                    .bind(&key.scope.tenant)
+                    .bind(key.scope.tenant_key())
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id)
@@ -177,7 +177,7 @@ macro_rules! sql_push {
                                  WHERE h.tenant = $1 AND h.owner = $2 AND h.task_id = $3 \
                                    AND h.config_id = $4 AND h.seq = $5)",
                         )
-                        .bind(&key.scope.tenant)
+                        .bind(key.scope.tenant_key())
                         .bind(&key.scope.owner)
                         .bind(&key.task_id)
                         .bind(&key.config_id)
@@ -190,7 +190,7 @@ macro_rules! sql_push {
                         "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 \
                            AND task_id = $3 AND config_id = $4 AND seq = $5",
                     )
-                    .bind(&key.scope.tenant)
+                    .bind(key.scope.tenant_key())
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id)
@@ -209,7 +209,7 @@ macro_rules! sql_push {
                              WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4 \
                                AND failures <> 0",
                         )
-                        .bind(&key.scope.tenant)
+                        .bind(key.scope.tenant_key())
                         .bind(&key.scope.owner)
                         .bind(&key.task_id)
                         .bind(&key.config_id)
@@ -236,7 +236,7 @@ macro_rules! sql_push {
                          WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4 \
                          RETURNING enabled",
                     )
-                    .bind(&key.scope.tenant)
+                    .bind(key.scope.tenant_key())
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id)
@@ -272,7 +272,7 @@ macro_rules! sql_push {
                        auth_credentials = excluded.auth_credentials, enabled = 1, failures = 0, \
                        last_error = NULL, created_ms = excluded.created_ms",
                 )
-                .bind(&scope.tenant)
+                .bind(scope.tenant_key())
                 .bind(&scope.owner)
                 .bind(&c.task_id)
                 .bind(&c.id)
@@ -298,7 +298,7 @@ macro_rules! sql_push {
                        enabled, failures, last_error, created_ms FROM a2a_push_configs \
                      WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4",
                 )
-                .bind(&scope.tenant)
+                .bind(scope.tenant_key())
                 .bind(&scope.owner)
                 .bind(task_id)
                 .bind(id)
@@ -321,7 +321,7 @@ macro_rules! sql_push {
                      WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id > $4 \
                      ORDER BY id LIMIT $5 + 0",
                 )
-                .bind(&scope.tenant)
+                .bind(scope.tenant_key())
                 .bind(&scope.owner)
                 .bind(task_id)
                 .bind(after.unwrap_or(""))
@@ -350,7 +350,7 @@ macro_rules! sql_push {
                     "DELETE FROM a2a_push_configs \
                      WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4",
                 )
-                .bind(&scope.tenant)
+                .bind(scope.tenant_key())
                 .bind(&scope.owner)
                 .bind(task_id)
                 .bind(id)
@@ -410,7 +410,7 @@ macro_rules! sql_push {
                        AND o.config_id = $4 AND o.seq > $5 \
                      ORDER BY o.seq LIMIT $6 + 0",
                 )
-                .bind(&head.scope.tenant)
+                .bind(head.scope.tenant_key())
                 .bind(&head.scope.owner)
                 .bind(&head.task_id)
                 .bind(&head.config_id)
@@ -435,7 +435,7 @@ macro_rules! sql_push {
                        AND seq = $5 \
                      RETURNING range_end",
                 )
-                .bind(&head.scope.tenant)
+                .bind(head.scope.tenant_key())
                 .bind(&head.scope.owner)
                 .bind(&head.task_id)
                 .bind(&head.config_id)
@@ -466,7 +466,7 @@ macro_rules! sql_push {
                          WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
                            AND config_id = $4 AND seq = $5 AND next_ms = $7",
                     )
-                    .bind(&key.scope.tenant)
+                    .bind(key.scope.tenant_key())
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id)
@@ -578,7 +578,7 @@ macro_rules! sql_push {
                     .iter()
                     .map(|r| PendingDelivery {
                         key: DeliveryKey {
-                            scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                            scope: Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
                             task_id: r.get(2),
                             config_id: r.get(3),
                             seq: u64::try_from(r.get::<i64, _>(4)).unwrap_or(0),
@@ -612,7 +612,7 @@ macro_rules! sql_push {
                 .iter()
                 .map(|r| {
                     (
-                        Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                        Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
                         config_at(r, 2),
                     )
                 })
