@@ -99,18 +99,51 @@ pub fn router(state: AppState, ready: Option<ReadinessCheck>) -> Router {
 }
 
 fn http_router(state: AppState, ready: Option<ReadinessCheck>) -> Router {
-    let ops = Router::new()
+    let ops = ops_routes(&state, ready);
+    guarded(a2a_routes(state).merge(ops))
+}
+
+/// `GET /healthz` and `GET /readyz` over `state`'s handler and `ready`.
+fn ops_routes(state: &AppState, ready: Option<ReadinessCheck>) -> Router {
+    Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
-        .with_state((state.handler.clone(), ready, state.config.auth.clone()));
-    a2a_routes(state)
-        .merge(ops)
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            |_: Box<dyn std::any::Any + Send>| {
-                tracing::error!("request handler panicked");
-                (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response()
-            },
-        ))
+        .with_state((state.handler.clone(), ready, state.config.auth.clone()))
+}
+
+/// `router` behind the panic guard: a panicking handler answers 500 without internals.
+fn guarded(router: Router) -> Router {
+    router.layer(tower_http::catch_panic::CatchPanicLayer::custom(
+        |_: Box<dyn std::any::Any + Send>| {
+            tracing::error!("request handler panicked");
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response()
+        },
+    ))
+}
+
+/// The routes of one agent of several, relative to its path prefix (see
+/// [`crate::transport::agents`]): its A2A routes (HTTP bindings; gRPC is routed by
+/// the gateway's own router) and its own `GET readyz` (this agent's handler and
+/// `ready`, e.g. its upstream's credentials), behind the panic guard.
+pub fn agent_router(state: AppState, ready: Option<ReadinessCheck>) -> Router {
+    let ready_route = Router::new().route("/readyz", get(readyz)).with_state((
+        state.handler.clone(),
+        ready,
+        state.config.auth.clone(),
+    ));
+    guarded(a2a_routes(state).merge(ready_route))
+}
+
+/// The gateway's own routes when no agent is served at `/` (only `[agents.*]`):
+/// `GET /healthz`, `GET /readyz` (over `state`'s handler, store and `ready`), and 404
+/// for anything else.
+pub fn ops_router(state: AppState, ready: Option<ReadinessCheck>) -> Router {
+    guarded(ops_routes(&state, ready).fallback(|| async {
+        (
+            StatusCode::NOT_FOUND,
+            "no agent is served at this path; GET /agents lists the agents\n",
+        )
+    }))
 }
 
 async fn readyz(

@@ -9,20 +9,24 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::card::{agent_card, extended_agent_card, push_extension};
-use crate::config::Config;
+use crate::config::{AgentEntryConfig, Config};
 use crate::executor::AgentExecutor;
 use crate::handler::{HandlerConfig, MaintenanceConfig, RequestHandler};
+use crate::protocol::AgentCard;
 use crate::push::PushService;
 use crate::server::{self, ReadinessCheck};
 use crate::store::TaskStore;
+use crate::transport::agents::{AgentRoutes, MountedAgent, RootEntry};
 use crate::transport::auth::Authenticator;
 use crate::transport::browser_guard::BrowserGuard;
-use crate::transport::{AppState, TransportConfig};
+use crate::transport::{AgentAccess, AppState, TransportConfig};
 
 /// A gateway ready to serve: its state (handler, card, limits) and router.
 #[derive(Clone)]
 pub struct Gateway {
-    /// Shared by every route.
+    /// Shared by every route of the agent at `/`; without one (only `[agents.*]`),
+    /// the first agent's (its handler runs the jobs every agent shares: see
+    /// [`RequestHandler::sibling`]).
     pub state: AppState,
     /// The full router (A2A + operations).
     pub router: Router,
@@ -30,6 +34,18 @@ pub struct Gateway {
     pub maintenance: MaintenanceConfig,
     /// Header and idle timeouts and the connection cap of the listener (from `[server]`).
     pub connections: server::ConnectionLimits,
+    /// The agents served under their path prefixes (`[agents.<id>]`), empty without.
+    pub agents: AgentRoutes,
+}
+
+/// The executor of one `[agents.<id>]` entry and its readiness check.
+pub struct AgentParts {
+    /// The agent id.
+    pub id: String,
+    /// Runs its tasks (built from `[agents.<id>.upstream]`).
+    pub executor: Arc<dyn AgentExecutor>,
+    /// Its upstream's readiness ("a token is obtainable"), if it has one.
+    pub ready: Option<ReadinessCheck>,
 }
 
 impl Gateway {
@@ -55,44 +71,107 @@ impl Gateway {
         ready: Option<ReadinessCheck>,
         push: Option<Arc<PushService>>,
     ) -> Self {
-        let mut card = agent_card(config);
-        if let Some(p) = &push {
-            card.capabilities.push_notifications = Some(true);
-            card.capabilities.extensions.push(push_extension(config, p));
-        }
-        let handler_config = HandlerConfig {
-            max_concurrent_tasks: config.server.max_concurrent_tasks,
-            max_list_page_bytes: config.server.max_list_page_bytes,
-            extended_agent_card: extended_agent_card(config, &card),
-            extended_agent_card_enabled: config.agent.extended.is_some(),
-            push,
-            ..HandlerConfig::default()
-        }
-        .with_card(&card);
-        let handler = RequestHandler::new(executor, store, handler_config);
-        let transport = TransportConfig {
-            max_body_bytes: usize::try_from(config.server.max_body_bytes).unwrap_or(usize::MAX),
-            sse_keepalive: config.server.sse_keepalive(),
-            auth: Authenticator::from_config(&config.server.auth),
-            bindings: config.server.bindings.clone(),
-            grpc_own_listener: config.server.grpc_listen.is_some(),
-            card_v03_fields: config.agent.v03_card_fields,
-            request_message_timeout: config.server.header_timeout(),
-            browser: BrowserGuard::new(
-                &config.server.allowed_origins,
-                config.server.host_names(),
-                config.server.listen.ip().is_loopback(),
-            ),
+        Self::with_agents(config, Some((executor, ready)), Vec::new(), store, push)
+    }
+
+    /// A gateway serving `root` (the top-level `[agent]` + `[upstream]`) at `/` when
+    /// given, and each of `agents` (`[agents.<id>]`, in `config.agents`) under its path
+    /// prefix, all over `store` and `push` and one set of credentials
+    /// (`[server.auth]`). Each agent has its own card (interface URLs under
+    /// `server.public_url` + its prefix), handler (its own `max_concurrent_tasks`),
+    /// callers and readiness.
+    ///
+    /// # Panics
+    /// With neither `root` nor `agents` (loading refuses such a configuration), or an
+    /// agent id `config.agents` lacks.
+    pub fn with_agents(
+        config: &Config,
+        root: Option<(Arc<dyn AgentExecutor>, Option<ReadinessCheck>)>,
+        agents: Vec<AgentParts>,
+        store: Arc<dyn TaskStore>,
+        push: Option<Arc<PushService>>,
+    ) -> Self {
+        let auth = Authenticator::from_config(&config.server.auth);
+        auth.start();
+        let mut first: Option<RequestHandler> = None;
+        let mut new_handler = |executor: Arc<dyn AgentExecutor>, hc: HandlerConfig| match &first {
+            Some(h) => h.sibling(executor, hc),
+            None => {
+                let h = RequestHandler::new(executor, store.clone(), hc);
+                first = Some(h.clone());
+                h
+            }
         };
-        transport.auth.start();
-        let state = AppState::new(handler, card, transport);
-        let router = server::router(state.clone(), ready);
+        let root_state = root.map(|(executor, ready)| {
+            let (hc, card) = handler_config(config, push.clone(), "");
+            let handler = new_handler(executor, hc);
+            let transport = transport_config(config, config, auth.clone(), AgentAccess::default());
+            (AppState::new(handler, card, transport), ready)
+        });
+        let mut mounted = Vec::new();
+        for parts in agents {
+            let entry = &config.agents[&parts.id];
+            let agent_config = agent_config(config, &parts.id, entry);
+            let (hc, card) = handler_config(&agent_config, push.clone(), &parts.id);
+            let handler = new_handler(parts.executor, hc);
+            let access = AgentAccess {
+                id: parts.id.clone(),
+                callers: entry.callers.clone().map(Into::into),
+            };
+            let transport = transport_config(config, &agent_config, auth.clone(), access);
+            let state = AppState::new(handler, card, transport);
+            let card_url = card_url(&agent_config);
+            mounted.push(MountedAgent {
+                router: server::agent_router(state.clone(), parts.ready),
+                prefix: entry.path_for(&parts.id),
+                id: parts.id,
+                card_url,
+                state,
+            });
+        }
+        let root_entry = root_state.as_ref().map(|(s, _)| RootEntry {
+            name: s.card.card.name.clone(),
+            card_url: card_url(config),
+        });
+        let (state, router) = match root_state {
+            Some((state, ready)) => {
+                let router = server::router(state.clone(), ready);
+                (state, router)
+            }
+            None => {
+                let state = mounted
+                    .first()
+                    .expect("a configuration serves at least one agent")
+                    .state
+                    .clone();
+                (state.clone(), server::ops_router(state, None))
+            }
+        };
+        let routes = AgentRoutes::new(root_entry, mounted);
+        let router = if config.agents.is_empty() {
+            router
+        } else {
+            crate::transport::agents::mount(router, routes.clone())
+        };
         Self {
             state,
             router,
             maintenance: MaintenanceConfig::from_store_config(&config.store),
             connections: server::ConnectionLimits::from_config(&config.server),
+            agents: routes,
         }
+    }
+
+    /// Every handler this gateway runs: the one of [`Gateway::state`] first, then each
+    /// mounted agent's (without repeating the first).
+    pub fn handlers(&self) -> Vec<RequestHandler> {
+        let mut all = vec![self.state.handler.clone()];
+        for a in self.agents.agents() {
+            if !Arc::ptr_eq(&a.state.config, &self.state.config) {
+                all.push(a.state.handler.clone());
+            }
+        }
+        all
     }
 
     /// Serves on `listener` until `shutdown` resolves, running the retention job
@@ -176,6 +255,8 @@ impl Gateway {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let state = self.state.clone();
+        let handlers = self.handlers();
+        let agents = self.agents.clone();
         let jobs = CancellationToken::new();
         let job = state
             .handler
@@ -192,8 +273,13 @@ impl Gateway {
                 grace_secs = grace.as_secs(),
                 "shutting down: no new messages; waiting for running tasks"
             );
-            state.handler.shutdown(grace).await;
+            // Every agent's handler refuses new messages and gives its running tasks
+            // the same grace, at once.
+            futures::future::join_all(handlers.iter().map(|h| h.shutdown(grace))).await;
             state.shutdown.cancel();
+            for a in agents.agents() {
+                a.state.shutdown.cancel();
+            }
         }
     }
 }
@@ -210,4 +296,90 @@ async fn serve_one(
         Some(tls) => crate::tls::serve_tls_with_limits(listener, app, tls, limits, stop).await,
         None => server::serve_with_limits(listener, app, limits, stop).await,
     }
+}
+
+/// The handler settings and the public card of the agent `config` describes (its
+/// `[agent]`, `[server]` limits and push), for agent `agent` (`""`: the agent at `/`).
+fn handler_config(
+    config: &Config,
+    push: Option<Arc<PushService>>,
+    agent: &str,
+) -> (HandlerConfig, AgentCard) {
+    let mut card = agent_card(config);
+    if let Some(p) = &push {
+        card.capabilities.push_notifications = Some(true);
+        card.capabilities.extensions.push(push_extension(config, p));
+    }
+    let hc = HandlerConfig {
+        max_concurrent_tasks: config.server.max_concurrent_tasks,
+        max_list_page_bytes: config.server.max_list_page_bytes,
+        extended_agent_card: extended_agent_card(config, &card),
+        extended_agent_card_enabled: config.agent.extended.is_some(),
+        push,
+        agent: agent.to_owned(),
+        ..HandlerConfig::default()
+    }
+    .with_card(&card);
+    (hc, card)
+}
+
+/// The transport settings of one agent: the listener's rules from `base` (the whole
+/// configuration), the bindings and card options from `agent` (its own view, see
+/// [`agent_config`]), one authenticator for all.
+fn transport_config(
+    base: &Config,
+    agent: &Config,
+    auth: Authenticator,
+    access: AgentAccess,
+) -> TransportConfig {
+    TransportConfig {
+        max_body_bytes: usize::try_from(base.server.max_body_bytes).unwrap_or(usize::MAX),
+        sse_keepalive: base.server.sse_keepalive(),
+        auth,
+        bindings: agent.server.bindings.clone(),
+        grpc_own_listener: base.server.grpc_listen.is_some(),
+        card_v03_fields: agent.agent.v03_card_fields,
+        request_message_timeout: base.server.header_timeout(),
+        browser: BrowserGuard::new(
+            &base.server.allowed_origins,
+            base.server.host_names(),
+            base.server.listen.ip().is_loopback(),
+        ),
+        agent: access,
+    }
+}
+
+/// The configuration as agent `id` sees it: its `[agents.<id>]` card keys as
+/// `[agent]`, its upstream as `[upstream]`, its `max_concurrent_tasks`, and
+/// `server.public_url` moved under its prefix (so every card URL, the JWKS one too, is
+/// absolute and right behind the prefix and behind a `public_url` with a path of its
+/// own). gRPC is left out of its bindings: it is served for the agent at `/` only.
+pub fn agent_config(config: &Config, id: &str, entry: &AgentEntryConfig) -> Config {
+    let mut c = config.clone();
+    c.agent = entry.card.clone();
+    c.upstream = entry.upstream.clone();
+    c.agents.clear();
+    c.server.max_concurrent_tasks = entry
+        .max_concurrent_tasks
+        .unwrap_or(config.server.max_concurrent_tasks);
+    let prefix = entry.path_for(id);
+    c.server.public_url = config
+        .server
+        .public_url()
+        .join(prefix.trim_start_matches('/'))
+        .ok();
+    c.server
+        .bindings
+        .retain(|b| *b != crate::config::Binding::Grpc);
+    c
+}
+
+/// The absolute URL of the public card of the agent `config` describes.
+fn card_url(config: &Config) -> String {
+    config
+        .server
+        .public_url()
+        .join(".well-known/agent-card.json")
+        .map(|u| u.to_string())
+        .unwrap_or_default()
 }

@@ -80,8 +80,22 @@ pub async fn start(
         _ => config,
     };
     let metrics = crate::ops::install_metrics();
-    // The executor first: a config it refuses must not leave a new database behind.
-    let (executor, ready) = build_executor(config)?;
+    // The executors first: a config they refuse must not leave a new database behind.
+    let root = if config.serves_root_agent() {
+        Some(build_executor(config)?)
+    } else {
+        None
+    };
+    let mut agents = Vec::new();
+    for (id, entry) in &config.agents {
+        let (executor, ready) = build_executor(&super::gateway::agent_config(config, id, entry))
+            .map_err(|e| format!("[agents.{id}]: {e}"))?;
+        agents.push(super::gateway::AgentParts {
+            id: id.clone(),
+            executor,
+            ready,
+        });
+    }
     let (store, backend) = build_store_for_cluster(config).await?;
     let closing = store.clone();
     let push = if config.push.enabled {
@@ -93,9 +107,9 @@ pub async fn start(
     } else {
         None
     };
-    let mut gateway = Gateway::with_push(config, executor, store, ready, push);
-    let handler = gateway.state.handler.clone();
-    crate::allocator::spawn_collector(move || handler.active_runs() == 0);
+    let mut gateway = Gateway::with_agents(config, root, agents, store, push);
+    let handlers = gateway.handlers();
+    crate::allocator::spawn_collector(move || handlers.iter().all(|h| h.active_runs() == 0));
     if let Some(sources) = reload {
         super::reload::spawn_key_reload(gateway.state.config.auth.clone(), sources);
     }
@@ -104,10 +118,15 @@ pub async fn start(
             let id = crate::cluster::instance_id(&config.store.instance_name);
             let options = crate::cluster::ClusterOptions::with_lease(config.store.lease());
             let (cluster, cancels) = crate::cluster::Cluster::join(backend, id, options).await?;
+            // The first handler takes the cluster's jobs for every agent (they share
+            // its registry of drivers); the others' executors take its session leases.
             gateway
                 .state
                 .handler
                 .join_cluster(cluster.clone(), cancels)?;
+            for h in gateway.handlers().iter().skip(1) {
+                h.use_cluster_session_leases();
+            }
             // Leases replace the stale sweep and the start-up recovery.
             gateway.maintenance.stale_after = None;
             Some(cluster)

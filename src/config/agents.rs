@@ -88,6 +88,11 @@ fn path_problem(path: &str) -> Option<String> {
             ));
         }
     }
+    if path == "/agents/" {
+        return Some(
+            "must name a segment after /agents/ (`GET /agents` is the agent index)".into(),
+        );
+    }
     // The gateway's own routes at `/` must stay reachable.
     let first = path[1..].split('/').next().unwrap_or("");
     if [".well-known", "healthz", "readyz", "metrics", "a2a", "v1"].contains(&first) {

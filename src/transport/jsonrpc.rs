@@ -151,10 +151,11 @@ pub async fn handle(
             };
         }
     };
-    let call = match operations::call_context(identity.as_ref(), &headers, &params) {
-        Ok(call) => call,
-        Err(refused) => return refused.jsonrpc_response(id.as_ref()),
-    };
+    let call =
+        match operations::call_context(&state.config.agent, identity.as_ref(), &headers, &params) {
+            Ok(call) => call,
+            Err(refused) => return refused.jsonrpc_response(id.as_ref()),
+        };
     let cursor = operations::last_event_id_header(&headers);
 
     let Some(id) = id else {

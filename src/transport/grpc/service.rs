@@ -80,8 +80,13 @@ impl A2aGrpc {
         }
         let params = to_json(req.get_ref())
             .map_err(|e| A2aError::InvalidParams(format!("request message: {e}")))?;
-        let call = operations::call_context(identity.as_ref(), &headers, &params)
-            .map_err(A2aCallError::Unauthenticated)?;
+        let call = operations::call_context(
+            &self.state.config.agent,
+            identity.as_ref(),
+            &headers,
+            &params,
+        )
+        .map_err(A2aCallError::Unauthenticated)?;
         Ok((call, params))
     }
 

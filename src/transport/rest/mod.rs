@@ -209,7 +209,12 @@ async fn handle(
             );
         }
     };
-    let call = match operations::call_context(identity.as_ref(), &headers, &message) {
+    let call = match operations::call_context(
+        &state.config.agent,
+        identity.as_ref(),
+        &headers,
+        &message,
+    ) {
         Ok(call) => call,
         Err(refused) => return refused.rest_response(media),
     };
