@@ -383,3 +383,95 @@ fn card_url(config: &Config) -> String {
         .map(|u| u.to_string())
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(toml: &str) -> Config {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gateway.toml");
+        std::fs::write(&path, toml).unwrap();
+        Config::load(crate::config::ConfigSources {
+            file: Some(path),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    fn urls(config: &Config, id: &str) -> (Vec<String>, String, String) {
+        let c = agent_config(config, id, &config.agents[id]);
+        let card = agent_card(&c);
+        let jwks = c
+            .server
+            .public_url()
+            .join(crate::push::JWKS_PATH.trim_start_matches('/'))
+            .unwrap()
+            .to_string();
+        (
+            card.supported_interfaces
+                .into_iter()
+                .map(|i| i.url)
+                .collect(),
+            card_url(&c),
+            jwks,
+        )
+    }
+
+    const AGENTS: &str = "[agents.reviewer]\n[agents.reviewer.upstream]\nurl = \"http://127.0.0.1:9/invocations\"\n\
+                          [agents.helper]\npath = \"/team/helper/\"\n[agents.helper.upstream]\nurl = \"http://127.0.0.1:9/invocations\"\n";
+
+    #[test]
+    fn card_urls_are_absolute_behind_the_prefix() {
+        let c = load(&format!("[server]\nlisten = \"127.0.0.1:8080\"\n{AGENTS}"));
+        let (interfaces, card, jwks) = urls(&c, "reviewer");
+        assert_eq!(
+            interfaces,
+            [
+                "http://127.0.0.1:8080/agents/reviewer/",
+                "http://127.0.0.1:8080/agents/reviewer/a2a/rest",
+                "http://127.0.0.1:8080/agents/reviewer/",
+            ]
+        );
+        assert_eq!(
+            card,
+            "http://127.0.0.1:8080/agents/reviewer/.well-known/agent-card.json"
+        );
+        assert_eq!(
+            jwks,
+            "http://127.0.0.1:8080/agents/reviewer/.well-known/jwks.json"
+        );
+        let (interfaces, ..) = urls(&c, "helper");
+        assert_eq!(interfaces[1], "http://127.0.0.1:8080/team/helper/a2a/rest");
+    }
+
+    #[test]
+    fn card_urls_are_absolute_behind_a_public_url_with_a_path() {
+        let c = load(&format!(
+            "[server]\npublic_url = \"https://gw.example.com/a2a/\"\n{AGENTS}"
+        ));
+        let (interfaces, card, jwks) = urls(&c, "reviewer");
+        assert_eq!(
+            interfaces,
+            [
+                "https://gw.example.com/a2a/agents/reviewer/",
+                "https://gw.example.com/a2a/agents/reviewer/a2a/rest",
+                "https://gw.example.com/a2a/agents/reviewer/",
+            ]
+        );
+        assert_eq!(
+            card,
+            "https://gw.example.com/a2a/agents/reviewer/.well-known/agent-card.json"
+        );
+        assert_eq!(
+            jwks,
+            "https://gw.example.com/a2a/agents/reviewer/.well-known/jwks.json"
+        );
+        let (interfaces, card, _) = urls(&c, "helper");
+        assert_eq!(interfaces[0], "https://gw.example.com/a2a/team/helper/");
+        assert_eq!(
+            card,
+            "https://gw.example.com/a2a/team/helper/.well-known/agent-card.json"
+        );
+    }
+}

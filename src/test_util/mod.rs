@@ -17,6 +17,7 @@
 //! The rule for a peer a test needs (PostgreSQL, the Python venv, a program on `PATH`):
 //! without it the test is skipped with a note, unless `CI=true`, where it fails ([`skip`]).
 
+mod agentcore_app;
 mod child;
 mod env;
 mod gateway;
@@ -29,6 +30,7 @@ pub mod proc_stat;
 mod rpc;
 mod stream;
 
+pub use agentcore_app::AgentCoreApp;
 pub use child::ChildGuard;
 pub use env::{ci, python, python_with, skip};
 pub use gateway::{GatewayBuilder, GatewayProcess};

@@ -1,0 +1,426 @@
+//! Several agents in one `a2a-gateway serve` (`[agents.<id>]`, docs/agents.md): the
+//! reviewer on the real `BedrockAgentCoreApp` (tests/python/upstream_agent.py), the
+//! helper on a [`MockRuntime`], both under their prefixes on one listener, one store and
+//! one set of API keys.
+//!
+//! - The official Python client (a2a-sdk 1.x in `.venv`, and the 0.3 release in
+//!   `.venv03`) resolves each agent's card from the agent's own URL and sends on
+//!   JSON-RPC and HTTP+JSON (tests/python/agents_client.py).
+//! - A task of one agent is TaskNotFound through the other on every operation of both
+//!   HTTP bindings, and never listed there.
+//! - `callers`: any other caller gets 403 / PERMISSION_DENIED on every operation, and
+//!   the upstream never sees the message.
+//! - The same on PostgreSQL in cluster mode.
+//!
+//! Python comes from `A2A_GATEWAY_TEST_PYTHON` (default `.venv/bin/python`), the 0.3
+//! client from `A2A_GATEWAY_TEST_PYTHON03` (default `.venv03/bin/python`); without them
+//! the test is skipped with a note, unless `CI=true`, where it fails.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use a2a_gateway::test_util::{
+    AgentCoreApp, GatewayProcess, PgSchema, rpc_with, skip, user_message,
+};
+use a2a_gateway::upstream::mock::{MockReply, MockRuntime};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_a2a-gateway");
+
+/// API keys and their callers: team-a may use both agents, team-b the helper only,
+/// team-c neither.
+const KEYS: [(&str, &str); 3] = [
+    ("team-a", "key-a-0123456789"),
+    ("team-b", "key-b-0123456789"),
+    ("team-c", "key-c-0123456789"),
+];
+
+fn sha256_hex(s: &str) -> String {
+    a2a_gateway::config::sha256_hex(s)
+}
+
+/// The gateway's config: no agent at `/`; the reviewer (callers team-a) at the default
+/// prefix on `reviewer_url`, the helper (callers team-a, team-b) at `/team/helper/` on
+/// `helper_url`, the store at `store_url`.
+fn config(reviewer_url: &str, helper_url: &str, store: &str) -> String {
+    let mut keys = String::new();
+    for (caller, key) in KEYS {
+        keys.push_str(&format!(
+            "[[server.auth.keys]]\ncaller = \"{caller}\"\nsha256 = \"{}\"\n",
+            sha256_hex(key)
+        ));
+    }
+    format!(
+        "[server]\nmax_concurrent_tasks = 8\n[server.auth]\nkind = \"api_key\"\n{keys}\
+         [store]\n{store}\n\
+         [agents.reviewer]\nname = \"Release reviewer\"\ndescription = \"Reviews release notes.\"\n\
+         callers = [\"team-a\"]\n\
+         [agents.reviewer.upstream]\nurl = \"{reviewer_url}\"\n\
+         [agents.helper]\nname = \"Helper\"\ndescription = \"Helps.\"\npath = \"/team/helper/\"\n\
+         callers = [\"team-a\", \"team-b\"]\nmax_concurrent_tasks = 2\n\
+         [agents.helper.upstream]\nurl = \"{helper_url}\"\n"
+    )
+}
+
+fn key(caller: &str) -> &'static str {
+    KEYS.iter().find(|(c, _)| *c == caller).unwrap().1
+}
+
+/// A python that imports `module`, else the test is skipped (fails under `CI=true`).
+fn python_for(test: &str, var: &str, default: &str, module: &str) -> Option<PathBuf> {
+    let py = std::env::var_os(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(default));
+    let ok = std::process::Command::new(&py)
+        .args(["-c", &format!("import {module}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        skip(test, &format!("{} cannot import {module}", py.display()));
+        return None;
+    }
+    Some(py)
+}
+
+/// Runs tests/python/agents_client.py with `spec`; its one JSON line.
+async fn python_client(py: &Path, spec: Value) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/agents_client.py");
+    let out = tokio::process::Command::new(py)
+        .arg(script)
+        .arg(spec.to_string())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("run agents_client.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "agents_client.py printed no JSON ({e}): {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// One JSON-RPC call to the agent at `base` as `caller`.
+async fn call(base: &str, caller: &str, method: &str, params: Value) -> Value {
+    let client = reqwest::Client::new();
+    rpc_with(client.post(base).bearer_auth(key(caller)), method, params).await
+}
+
+fn error_reason(reply: &Value) -> &str {
+    reply["error"]["data"][0]["reason"].as_str().unwrap_or("")
+}
+
+/// A blocking SendMessage to the agent at `base` as `caller`; the task it made.
+async fn send(base: &str, caller: &str, text: &str) -> Value {
+    let reply = call(
+        base,
+        caller,
+        "SendMessage",
+        json!({"message": user_message(text)}),
+    )
+    .await;
+    assert!(reply.get("error").is_none(), "{reply}");
+    reply["result"]["task"].clone()
+}
+
+/// Every operation of the JSON-RPC and HTTP+JSON bindings, through the agent at
+/// `other`, on task `id` of another agent, as `caller` (allowed on both): each answers
+/// TaskNotFound, and ListTasks does not list it.
+async fn refused_everywhere(other: &str, caller: &str, id: &str) {
+    let push = json!({"taskId": id, "id": "p1", "url": "https://receiver.example/hook"});
+    for (method, params) in [
+        ("GetTask", json!({"id": id})),
+        ("CancelTask", json!({"id": id})),
+        ("SubscribeToTask", json!({"id": id})),
+        ("CreateTaskPushNotificationConfig", push.clone()),
+        (
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "p1"}),
+        ),
+        ("ListTaskPushNotificationConfigs", json!({"taskId": id})),
+        (
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "p1"}),
+        ),
+        (
+            "SendMessage",
+            json!({"message": {"messageId": "follow-up", "role": "ROLE_USER", "taskId": id,
+                               "parts": [{"text": "dict"}]}}),
+        ),
+    ] {
+        let reply = call(other, caller, method, params).await;
+        assert_eq!(reply["error"]["code"], -32001, "{method}: {reply}");
+        assert_eq!(error_reason(&reply), "TASK_NOT_FOUND", "{method}: {reply}");
+    }
+    let listed = call(other, caller, "ListTasks", json!({})).await;
+    let tasks = listed["result"]["tasks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(tasks.iter().all(|t| t["id"] != id), "{listed}");
+
+    let rest = format!("{other}a2a/rest");
+    let client = reqwest::Client::new();
+    let requests = [
+        client.get(format!("{rest}/tasks/{id}")),
+        client
+            .post(format!("{rest}/tasks/{id}:cancel"))
+            .json(&json!({})),
+        client.get(format!("{rest}/tasks/{id}:subscribe")),
+        client
+            .post(format!("{rest}/tasks/{id}/pushNotificationConfigs"))
+            .json(&json!({"id": "p1", "url": "https://receiver.example/hook"})),
+        client.get(format!("{rest}/tasks/{id}/pushNotificationConfigs")),
+        client.get(format!("{rest}/tasks/{id}/pushNotificationConfigs/p1")),
+        client.delete(format!("{rest}/tasks/{id}/pushNotificationConfigs/p1")),
+        client.post(format!("{rest}/message:send")).json(&json!({
+            "message": {"messageId": "follow-up-rest", "role": "ROLE_USER", "taskId": id,
+                        "parts": [{"text": "dict"}]}
+        })),
+    ];
+    for request in requests {
+        let r = request
+            .bearer_auth(key(caller))
+            .header("A2A-Version", "1.0")
+            .send()
+            .await
+            .unwrap();
+        let url = r.url().to_string();
+        assert_eq!(r.status(), 404, "{url}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(
+            body["error"]["details"][0]["reason"], "TASK_NOT_FOUND",
+            "{url}: {body}"
+        );
+    }
+    let r: Value = client
+        .get(format!("{rest}/tasks"))
+        .bearer_auth(key(caller))
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let tasks = r["tasks"].as_array().cloned().unwrap_or_default();
+    assert!(tasks.iter().all(|t| t["id"] != id), "{r}");
+}
+
+/// `caller` may not use the agent at `base`: every operation tried on both bindings
+/// answers HTTP 403 before anything runs.
+async fn denied_everywhere(base: &str, caller: &str) {
+    let client = reqwest::Client::new();
+    for (method, params) in [
+        ("SendMessage", json!({"message": user_message("dict")})),
+        ("GetTask", json!({"id": "x"})),
+        ("ListTasks", json!({})),
+        ("CancelTask", json!({"id": "x"})),
+        ("GetExtendedAgentCard", json!({})),
+    ] {
+        let r = client
+            .post(base)
+            .bearer_auth(key(caller))
+            .header("A2A-Version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403, "{method}");
+    }
+    for request in [
+        client
+            .post(format!("{base}a2a/rest/message:send"))
+            .json(&json!({"message": user_message("dict")})),
+        client.get(format!("{base}a2a/rest/tasks")),
+    ] {
+        let r = request
+            .bearer_auth(key(caller))
+            .header("A2A-Version", "1.0")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403, "{}", r.url());
+    }
+}
+
+/// Starts the two upstreams and the gateway over `store` (a `[store]` body).
+async fn start(py: &Path, store: &str) -> (AgentCoreApp, MockRuntime, GatewayProcess) {
+    let app = AgentCoreApp::start(py).await;
+    let mock = MockRuntime::start().await;
+    mock.answer_with(|r| {
+        MockReply::Json(json!(format!("helper: {}", r.prompt().unwrap_or_default())))
+    });
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(config(&app.url, &mock.url(), store))
+        .start();
+    (app, mock, gw)
+}
+
+async fn two_agents(test: &str, store: &str) {
+    let Some(py) = python_for(
+        test,
+        "A2A_GATEWAY_TEST_PYTHON",
+        ".venv/bin/python",
+        "bedrock_agentcore.runtime",
+    ) else {
+        return;
+    };
+    let (_app, mock, gw) = start(&py, store).await;
+    let reviewer = format!("{}agents/reviewer/", gw.url);
+    let helper = format!("{}team/helper/", gw.url);
+
+    // The index names both, with absolute card URLs; nothing is served at `/`.
+    let index: Value = reqwest::get(format!("{}agents", gw.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        index["agents"],
+        json!([
+            {"id": "helper", "name": "Helper", "cardUrl": format!("{helper}.well-known/agent-card.json")},
+            {"id": "reviewer", "name": "Release reviewer", "cardUrl": format!("{reviewer}.well-known/agent-card.json")},
+        ])
+    );
+    let root = reqwest::get(format!("{}.well-known/agent-card.json", gw.url))
+        .await
+        .unwrap();
+    assert_eq!(root.status(), 404);
+
+    // Each card's interfaces are absolute and under its prefix.
+    for (base, name) in [(&reviewer, "Release reviewer"), (&helper, "Helper")] {
+        let card: Value = reqwest::Client::new()
+            .get(format!("{base}.well-known/agent-card.json"))
+            .header("A2A-Version", "1.0")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(card["name"], name);
+        let urls: Vec<&str> = card["supportedInterfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["url"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            urls,
+            [base.as_str(), &format!("{base}a2a/rest"), base.as_str()],
+            "{card}"
+        );
+    }
+
+    // The official clients, from each agent's own URL, on both HTTP bindings.
+    for binding in ["JSONRPC", "HTTP+JSON"] {
+        let got = python_client(
+            &py,
+            json!({"sdk": "1", "url": reviewer, "binding": binding, "key": key("team-a"), "text": "dict"}),
+        )
+        .await;
+        assert_eq!(got["card"], "Release reviewer", "{got}");
+        assert_eq!(got["state"], "TASK_STATE_COMPLETED", "{got}");
+        assert_eq!(got["text"], "from a dict", "{got}");
+        assert_eq!(got["got"], "TASK_STATE_COMPLETED", "{got}");
+        let got = python_client(
+            &py,
+            json!({"sdk": "1", "url": helper, "binding": binding, "key": key("team-b"), "text": "hi"}),
+        )
+        .await;
+        assert_eq!(got["card"], "Helper", "{got}");
+        assert_eq!(got["text"], "helper: hi", "{got}");
+        assert_eq!(got["got"], "TASK_STATE_COMPLETED", "{got}");
+        let denied = python_client(
+            &py,
+            json!({"sdk": "1", "url": reviewer, "binding": binding, "key": key("team-b"), "text": "dict"}),
+        )
+        .await;
+        assert!(
+            denied["message"].as_str().unwrap_or("").contains("403"),
+            "{denied}"
+        );
+    }
+    if let Some(py03) = python_for(
+        test,
+        "A2A_GATEWAY_TEST_PYTHON03",
+        ".venv03/bin/python",
+        "a2a.client",
+    ) {
+        for (base, caller, text, want) in [
+            (&reviewer, "team-a", "string", "The answer is 42"),
+            (&helper, "team-b", "hello", "helper: hello"),
+        ] {
+            let got = python_client(
+                &py03,
+                json!({"sdk": "03", "url": base, "binding": "JSONRPC", "key": key(caller), "text": text}),
+            )
+            .await;
+            assert_eq!(got["state"], "completed", "{got}");
+            assert_eq!(got["text"], want, "{got}");
+            assert_eq!(got["interface"], base.as_str(), "{got}");
+        }
+    }
+
+    // A task of each agent is not found through the other, on every operation.
+    let on_reviewer = send(&reviewer, "team-a", "dict").await;
+    let on_helper = send(&helper, "team-a", "x").await;
+    refused_everywhere(&helper, "team-a", on_reviewer["id"].as_str().unwrap()).await;
+    refused_everywhere(&reviewer, "team-a", on_helper["id"].as_str().unwrap()).await;
+    // ...and still there through its own.
+    let got = call(
+        &reviewer,
+        "team-a",
+        "GetTask",
+        json!({"id": on_reviewer["id"]}),
+    )
+    .await;
+    assert_eq!(
+        got["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{got}"
+    );
+    let listed = call(&helper, "team-a", "ListTasks", json!({})).await;
+    let ids: Vec<&Value> = listed["result"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["id"])
+        .collect();
+    assert_eq!(ids, [&on_helper["id"]], "{listed}");
+
+    // callers: refused before anything runs (the helper's runtime sees nothing).
+    let before = mock.invocations().len();
+    denied_everywhere(&reviewer, "team-b").await;
+    denied_everywhere(&helper, "team-c").await;
+    assert_eq!(mock.invocations().len(), before);
+    drop(gw);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_agents_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!(
+        "url = \"sqlite://{}\"",
+        dir.path().join("tasks.db").display()
+    );
+    two_agents("two_agents_on_sqlite", &store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_agents_on_postgres_in_cluster_mode() {
+    let Some(schema) = PgSchema::create("two_agents_on_postgres").await else {
+        return;
+    };
+    let store = format!("url = \"{}\"\ncluster = true", schema.url());
+    two_agents("two_agents_on_postgres_in_cluster_mode", &store).await;
+    schema.close().await;
+}
