@@ -368,6 +368,13 @@ impl Config {
                     format!("{why}: configure [server.auth] (api_key or jwt)"),
                 ));
             }
+            if agent.grpc_listen.is_some() && !self.server.serves(Binding::Grpc) {
+                return Err(Invalid::because_of(
+                    format!("agents.{id}.grpc_listen"),
+                    "server.bindings",
+                    "gRPC is not among server.bindings",
+                ));
+            }
             if agent.upstream.auth().kind == AuthKind::Forward
                 && !self.server.auth.uses(ServerAuthKind::Jwt)
             {

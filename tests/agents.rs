@@ -54,7 +54,7 @@ fn config(reviewer_url: &str, helper_url: &str, store: &str) -> String {
         "[server]\nmax_concurrent_tasks = 8\n[server.auth]\nkind = \"api_key\"\n{keys}\
          [store]\n{store}\n\
          [agents.reviewer]\nname = \"Release reviewer\"\ndescription = \"Reviews release notes.\"\n\
-         callers = [\"team-a\"]\n\
+         callers = [\"team-a\"]\ngrpc_listen = \"127.0.0.1:0\"\n\
          [agents.reviewer.upstream]\nurl = \"{reviewer_url}\"\n\
          [agents.helper]\nname = \"Helper\"\ndescription = \"Helps.\"\npath = \"/team/helper/\"\n\
          callers = [\"team-a\", \"team-b\"]\nmax_concurrent_tasks = 2\n\
@@ -296,7 +296,8 @@ async fn two_agents(test: &str, store: &str) {
         .unwrap();
     assert_eq!(root.status(), 404);
 
-    // Each card's interfaces are absolute and under its prefix.
+    // Each card's interfaces are absolute and under its prefix; the reviewer's gRPC
+    // interface names its own port.
     for (base, name) in [(&reviewer, "Release reviewer"), (&helper, "Helper")] {
         let card: Value = reqwest::Client::new()
             .get(format!("{base}.well-known/agent-card.json"))
@@ -308,12 +309,18 @@ async fn two_agents(test: &str, store: &str) {
             .await
             .unwrap();
         assert_eq!(card["name"], name);
-        let urls: Vec<&str> = card["supportedInterfaces"]
+        let mut urls: Vec<&str> = card["supportedInterfaces"]
             .as_array()
             .unwrap()
             .iter()
             .map(|i| i["url"].as_str().unwrap())
             .collect();
+        if name == "Release reviewer" {
+            let grpc = urls.remove(2);
+            assert!(grpc.starts_with("127.0.0.1:"), "{card}");
+            assert_ne!(grpc.trim_start_matches("127.0.0.1:"), "0");
+            assert!(!gw.url.contains(grpc), "a port of its own: {card}");
+        }
         assert_eq!(
             urls,
             [base.as_str(), &format!("{base}a2a/rest"), base.as_str()],
@@ -350,6 +357,42 @@ async fn two_agents(test: &str, store: &str) {
             "{denied}"
         );
     }
+    // gRPC: the client resolves the card from the reviewer's URL and dials the
+    // reviewer's own port; the helper offers no gRPC interface.
+    let got = python_client(
+        &py,
+        json!({"sdk": "1", "url": reviewer, "binding": "GRPC", "key": key("team-a"), "text": "dict"}),
+    )
+    .await;
+    assert_eq!(got["transport"], "GrpcTransport", "{got}");
+    assert_eq!(got["text"], "from a dict", "{got}");
+    assert_eq!(got["got"], "TASK_STATE_COMPLETED", "{got}");
+    let task = got["task"].as_str().unwrap().to_owned();
+    // The task made over gRPC is the reviewer's: found there, not through the helper.
+    let there = call(&reviewer, "team-a", "GetTask", json!({"id": task})).await;
+    assert_eq!(there["result"]["id"], task.as_str(), "{there}");
+    let elsewhere = call(&helper, "team-a", "GetTask", json!({"id": task})).await;
+    assert_eq!(error_reason(&elsewhere), "TASK_NOT_FOUND", "{elsewhere}");
+    let denied = python_client(
+        &py,
+        json!({"sdk": "1", "url": reviewer, "binding": "GRPC", "key": key("team-b"), "text": "dict"}),
+    )
+    .await;
+    assert!(
+        denied["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("PERMISSION_DENIED")
+            || denied["message"].as_str().unwrap_or("").contains("403"),
+        "{denied}"
+    );
+    let no_grpc = python_client(
+        &py,
+        json!({"sdk": "1", "url": helper, "binding": "GRPC", "key": key("team-a"), "text": "x"}),
+    )
+    .await;
+    assert!(no_grpc.get("error").is_some(), "{no_grpc}");
+
     if let Some(py03) = python_for(
         test,
         "A2A_GATEWAY_TEST_PYTHON03",

@@ -285,7 +285,7 @@ impl Gateway {
 }
 
 /// Serves `app` on `listener`, over HTTPS when `tls` is set, until `stop` resolves.
-async fn serve_one(
+pub(super) async fn serve_one(
     listener: TcpListener,
     app: Router,
     tls: Option<Arc<rustls::ServerConfig>>,
@@ -353,7 +353,8 @@ fn transport_config(
 /// `[agent]`, its upstream as `[upstream]`, its `max_concurrent_tasks`, and
 /// `server.public_url` moved under its prefix (so every card URL, the JWKS one too, is
 /// absolute and right behind the prefix and behind a `public_url` with a path of its
-/// own). gRPC is left out of its bindings: it is served for the agent at `/` only.
+/// own). gRPC is served (and in its card, at `host:port`) only on the agent's own
+/// `grpc_listen`: gRPC clients send no path prefix.
 pub fn agent_config(config: &Config, id: &str, entry: &AgentEntryConfig) -> Config {
     let mut c = config.clone();
     c.agent = entry.card.clone();
@@ -368,9 +369,12 @@ pub fn agent_config(config: &Config, id: &str, entry: &AgentEntryConfig) -> Conf
         .public_url()
         .join(prefix.trim_start_matches('/'))
         .ok();
-    c.server
-        .bindings
-        .retain(|b| *b != crate::config::Binding::Grpc);
+    c.server.grpc_listen = entry.grpc_listen;
+    if entry.grpc_listen.is_none() {
+        c.server
+            .bindings
+            .retain(|b| *b != crate::config::Binding::Grpc);
+    }
     c
 }
 

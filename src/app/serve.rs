@@ -38,6 +38,7 @@ pub struct Running {
     gateway: Gateway,
     listener: TcpListener,
     grpc_listener: Option<TcpListener>,
+    agent_grpc: Vec<(String, TcpListener)>,
     tls: Option<Arc<rustls::ServerConfig>>,
     cluster: Option<Cluster>,
     store: Arc<dyn TaskStore>,
@@ -69,15 +70,39 @@ pub async fn start(
         ),
         _ => None,
     };
-    let with_bound_port;
-    let config = match (&grpc_listener, config.server.grpc_listen) {
-        (Some(l), Some(addr)) if addr.port() == 0 => {
-            let mut c = config.clone();
-            c.server.grpc_listen = Some(l.local_addr()?);
-            with_bound_port = c;
-            &with_bound_port
+    // Each agent's own gRPC port too (`[agents.<id>] grpc_listen`).
+    let mut agent_grpc = Vec::new();
+    for (id, entry) in &config.agents {
+        if let Some(addr) = entry.grpc_listen {
+            let l = TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("agents.{id}.grpc_listen {addr}: cannot listen: {e}"))?;
+            agent_grpc.push((id.clone(), l));
         }
-        _ => config,
+    }
+    let with_bound_port;
+    let config = {
+        let mut c = None::<Config>;
+        if let (Some(l), Some(addr)) = (&grpc_listener, config.server.grpc_listen)
+            && addr.port() == 0
+        {
+            c.get_or_insert_with(|| config.clone()).server.grpc_listen = Some(l.local_addr()?);
+        }
+        for (id, l) in &agent_grpc {
+            if config.agents[id].grpc_listen.is_some_and(|a| a.port() == 0) {
+                let c = c.get_or_insert_with(|| config.clone());
+                if let Some(entry) = c.agents.get_mut(id) {
+                    entry.grpc_listen = Some(l.local_addr()?);
+                }
+            }
+        }
+        match c {
+            Some(c) => {
+                with_bound_port = c;
+                &with_bound_port
+            }
+            None => config,
+        }
     };
     let metrics = crate::ops::install_metrics();
     // The executors first: a config they refuse must not leave a new database behind.
@@ -156,6 +181,7 @@ pub async fn start(
         gateway,
         listener,
         grpc_listener,
+        agent_grpc,
         tls,
         cluster,
         store: closing,
@@ -170,6 +196,15 @@ impl Running {
     /// The listener's own error.
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.listener.local_addr()
+    }
+
+    /// The addresses of the agents' own gRPC listeners (`[agents.<id>] grpc_listen`),
+    /// by agent id.
+    pub fn agent_grpc_addrs(&self) -> Vec<(String, std::io::Result<SocketAddr>)> {
+        self.agent_grpc
+            .iter()
+            .map(|(id, l)| (id.clone(), l.local_addr()))
+            .collect()
     }
 
     /// The address of gRPC's own listener (`server.grpc_listen`), if it has one.
@@ -204,7 +239,30 @@ impl Running {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), AppError> {
-        self.gateway
+        // Each agent's own gRPC listener, until the main listener stops.
+        let stopped = tokio_util::sync::CancellationToken::new();
+        let mut agent_grpc = Vec::new();
+        for (id, listener) in self.agent_grpc {
+            let Some(agent) = self
+                .gateway
+                .agents
+                .agents()
+                .into_iter()
+                .find(|a| a.id == id)
+            else {
+                continue;
+            };
+            let app = crate::transport::grpc::router(agent.state.clone());
+            agent_grpc.push(tokio::spawn(super::gateway::serve_one(
+                listener,
+                app,
+                self.tls.clone(),
+                self.gateway.connections.clone(),
+                stopped.clone().cancelled_owned(),
+            )));
+        }
+        let result = self
+            .gateway
             .serve_all(
                 self.listener,
                 self.grpc_listener,
@@ -212,7 +270,12 @@ impl Running {
                 self.grace,
                 shutdown,
             )
-            .await?;
+            .await;
+        stopped.cancel();
+        for served in agent_grpc {
+            served.await.map_err(std::io::Error::other)??;
+        }
+        result?;
         if let Some(cluster) = self.cluster {
             cluster.leave().await;
         }

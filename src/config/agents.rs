@@ -38,6 +38,13 @@ pub struct AgentEntryConfig {
     /// `server.max_concurrent_tasks`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent_tasks: Option<usize>,
+    /// The agent's own gRPC listener (`lf.a2a.v1.A2AService` for this agent only; port
+    /// 0: any free port, named in its card). gRPC clients dial a `host:port` and send no
+    /// path prefix, so each agent served over gRPC needs a port of its own (see
+    /// `docs/agents.md`). Needs `grpc` in `server.bindings`. Default none: the agent is
+    /// served over JSON-RPC and HTTP+JSON only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_listen: Option<std::net::SocketAddr>,
     /// `[agents.<id>.upstream]` (+ `.auth`): the keys of `[upstream]`.
     #[serde(default)]
     pub upstream: UpstreamConfig,

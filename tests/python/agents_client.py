@@ -24,10 +24,35 @@ async def with_sdk1(spec: dict) -> dict:
 
     headers = {"Authorization": f"Bearer {spec['key']}"} if spec.get("key") else {}
     http = httpx.AsyncClient(timeout=20, headers=headers)
+    grpc_options = {}
+    if spec["binding"] == "GRPC":
+        import grpc
+
+        metadata = [("authorization", headers["Authorization"])] if headers else []
+
+        class WithKey(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
+            """Sends the API key as `authorization` metadata on every call."""
+
+            def _with_key(self, details):
+                return details._replace(metadata=list(details.metadata or []) + metadata)
+
+            async def intercept_unary_unary(self, continuation, details, request):
+                return await continuation(self._with_key(details), request)
+
+            async def intercept_unary_stream(self, continuation, details, request):
+                return await continuation(self._with_key(details), request)
+
+        grpc_options = {
+            "use_client_preference": True,
+            "grpc_channel_factory": lambda target: grpc.aio.insecure_channel(
+                target, interceptors=[WithKey()]
+            ),
+        }
     config = ClientConfig(
         streaming=False,
         httpx_client=http,
         supported_protocol_bindings=[spec["binding"]],
+        **grpc_options,
     )
     try:
         client = await create_client(spec["url"], client_config=config)
@@ -42,7 +67,9 @@ async def with_sdk1(spec: dict) -> dict:
         card = await A2ACardResolver(http, spec["url"]).get_agent_card()
         return {
             "card": card.name,
-            "interface": getattr(client._transport, "url", None),
+            "interface": getattr(client._transport, "url", None)
+            or getattr(client._transport, "target", None),
+            "transport": type(client._transport).__name__,
             "task": task.id,
             "state": TaskState.Name(task.status.state),
             "text": "".join(p.text for a in task.artifacts for p in a.parts),
