@@ -467,3 +467,67 @@ async fn two_agents_on_postgres_in_cluster_mode() {
     two_agents("two_agents_on_postgres_in_cluster_mode", &store).await;
     schema.close().await;
 }
+
+/// One agent whose upstream credentials cannot be had: `/readyz` stays 200 and names
+/// it, its own `<prefix>readyz` is 503, the other agent's is 200; requests are counted
+/// per agent in `/metrics`.
+#[tokio::test]
+async fn readiness_and_metrics_name_the_agent() {
+    let mock = MockRuntime::start().await;
+    // A token endpoint nobody listens on: no token is obtainable.
+    let closed = a2a_gateway::test_util::free_port();
+    let toml = format!(
+        "[store]\nurl = \"memory:\"\n\
+         [agents.ok]\n[agents.ok.upstream]\nurl = \"{url}\"\n\
+         [agents.broken]\n[agents.broken.upstream]\nurl = \"{url}\"\n\
+         [agents.broken.upstream.auth]\nkind = \"oauth2\"\nclient_id = \"c\"\n\
+         client_secret = \"not-a-real-secret\"\ntoken_url = \"http://127.0.0.1:{closed}/token\"\n",
+        url = mock.url()
+    );
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(toml)
+        .start();
+    let get = |path: String| async move {
+        let r = reqwest::get(path).await.unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    };
+    let (status, body) = get(format!("{}readyz", gw.url)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("agent broken not ready:"), "{body}");
+    assert!(!body.contains("agent ok"), "{body}");
+    assert!(!body.contains("not-a-real-secret"), "{body}");
+    let (status, body) = get(format!("{}agents/broken/readyz", gw.url)).await;
+    assert_eq!(status, 503, "{body}");
+    let (status, body) = get(format!("{}agents/ok/readyz", gw.url)).await;
+    assert_eq!(status, 200, "{body}");
+
+    let client = reqwest::Client::new();
+    let reply = rpc_with(
+        client.post(format!("{}agents/ok/", gw.url)),
+        "SendMessage",
+        json!({"message": user_message("hi")}),
+    )
+    .await;
+    assert_eq!(
+        reply["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{reply}"
+    );
+    let (_, metrics) = get(format!("{}metrics", gw.url)).await;
+    let line = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("a2a_requests_total{")
+                && l.contains("agent=\"ok\"")
+                && l.contains("method=\"SendMessage\"")
+        })
+        .unwrap_or_else(|| panic!("no a2a_requests_total for agent ok:\n{metrics}"));
+    assert!(line.ends_with(" 1"), "{line}");
+    // The request's log line names the agent.
+    let logs = gw.logs_when(
+        |l| l.contains(" request ") && l.contains("agent=\"ok\""),
+        std::time::Duration::from_secs(10),
+    );
+    assert!(logs.contains("agent=\"ok\""), "{logs}");
+}

@@ -109,6 +109,7 @@ impl Gateway {
             (AppState::new(handler, card, transport), ready)
         });
         let mut mounted = Vec::new();
+        let mut agent_ready = Vec::new();
         for parts in agents {
             let entry = &config.agents[&parts.id];
             let agent_config = agent_config(config, &parts.id, entry);
@@ -121,6 +122,9 @@ impl Gateway {
             let transport = transport_config(config, &agent_config, auth.clone(), access);
             let state = AppState::new(handler, card, transport);
             let card_url = card_url(&agent_config);
+            if let Some(check) = &parts.ready {
+                agent_ready.push((parts.id.clone(), check.clone()));
+            }
             mounted.push(MountedAgent {
                 router: server::agent_router(state.clone(), parts.ready),
                 prefix: entry.path_for(&parts.id),
@@ -135,7 +139,7 @@ impl Gateway {
         });
         let (state, router) = match root_state {
             Some((state, ready)) => {
-                let router = server::router(state.clone(), ready);
+                let router = server::router_with_agents(state.clone(), ready, agent_ready);
                 (state, router)
             }
             None => {
@@ -144,7 +148,7 @@ impl Gateway {
                     .expect("a configuration serves at least one agent")
                     .state
                     .clone();
-                (state.clone(), server::ops_router(state, None))
+                (state.clone(), server::ops_router(state, None, agent_ready))
             }
         };
         let routes = AgentRoutes::new(root_entry, mounted);
