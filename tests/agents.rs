@@ -531,3 +531,49 @@ async fn readiness_and_metrics_name_the_agent() {
     );
     assert!(logs.contains("agent=\"ok\""), "{logs}");
 }
+
+/// `check-config` lists each agent with its derived URLs (behind a `public_url` with a
+/// path of its own), and refuses an agent whose upstream `serve` would refuse.
+#[test]
+fn check_config_lists_each_agent_with_its_urls() {
+    let toml = config(
+        "http://127.0.0.1:9/invocations",
+        "http://127.0.0.1:9/invocations",
+        "url = \"memory:\"",
+    )
+    .replace(
+        "[server]\n",
+        "[server]\npublic_url = \"https://gw.example.com/a2a/\"\n",
+    );
+    let out = GatewayProcess::init(BIN)
+        .arg("check-config")
+        .config(toml)
+        .run();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "# derived: agent at /: none (only [agents.*] are configured)",
+        "# derived: agent reviewer: card https://gw.example.com/a2a/agents/reviewer/.well-known/agent-card.json",
+        "# derived: agent reviewer: card interface: HTTP+JSON https://gw.example.com/a2a/agents/reviewer/a2a/rest (A2A 1.0)",
+        "# derived: agent reviewer: card interface: GRPC gw.example.com:",
+        "# derived: agent helper: card https://gw.example.com/a2a/team/helper/.well-known/agent-card.json",
+        "# derived: agent helper: card interface: JSONRPC https://gw.example.com/a2a/team/helper/ (A2A 1.0)",
+        "# derived: agent helper: invocation URL: http://127.0.0.1:9/invocations",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+    assert!(!stdout.contains("key-a-0123456789"));
+
+    let bad = config("http://127.0.0.1:9/invocations", "", "url = \"memory:\"");
+    let out = GatewayProcess::init(BIN)
+        .arg("check-config")
+        .config(bad)
+        .run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("agents.helper"), "{stderr}");
+}
