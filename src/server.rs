@@ -88,12 +88,12 @@ pub fn simple_card(name: &str, description: &str, url: &str, skills: Vec<AgentSk
 /// served without a listener of its own, gRPC calls routed by their content type
 /// ([`grpc::alongside`](crate::transport::grpc::alongside)).
 pub fn router(state: AppState, ready: Option<ReadinessCheck>) -> Router {
-    router_with_agents(state, ready, Vec::new())
+    router_with_agents(state, ready, AgentReadiness::default())
 }
 
-/// The readiness checks of the agents of `[agents.<id>]`, by id: `GET /readyz` names
-/// each one that fails without failing itself (see [`router_with_agents`]).
-pub type AgentReadiness = Vec<(String, ReadinessCheck)>;
+/// The agents of `[agents.<id>]` whose readiness `GET /readyz` reports: it names each
+/// one whose check fails without failing itself (see [`router_with_agents`]).
+pub type AgentReadiness = crate::transport::agents::AgentRoutes;
 
 /// [`router`] for a gateway that also serves `agents` under their prefixes: `GET
 /// /readyz` stays 200 while only some of them are not ready, and names each of those
@@ -121,7 +121,6 @@ fn http_router(state: AppState, ready: Option<ReadinessCheck>, agents: AgentRead
 
 /// `GET /healthz` and `GET /readyz` over `state`'s handler and `ready`.
 fn ops_routes(state: &AppState, ready: Option<ReadinessCheck>, agents: AgentReadiness) -> Router {
-    let agents = Arc::new(agents);
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route(
@@ -138,14 +137,14 @@ fn ops_routes(state: &AppState, ready: Option<ReadinessCheck>, agents: AgentRead
 /// its own (the status stays 200: the others are served).
 async fn readyz_naming(state: State<ReadyState>, agents: &AgentReadiness) -> Response {
     let response = readyz(state).await;
+    let agents = agents.agents();
     if agents.is_empty() || response.status() != StatusCode::OK {
         return response;
     }
-    let results = futures::future::join_all(
-        agents
-            .iter()
-            .map(|(id, check)| async move { (id, check().await) }),
-    )
+    let results = futures::future::join_all(agents.iter().filter_map(|a| {
+        let check = a.ready.clone()?;
+        Some(async move { (&a.id, check().await) })
+    }))
     .await;
     let failing: Vec<String> = results
         .into_iter()

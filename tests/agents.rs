@@ -577,3 +577,139 @@ fn check_config_lists_each_agent_with_its_urls() {
     assert!(!out.status.success());
     assert!(stderr.contains("agents.helper"), "{stderr}");
 }
+
+/// `SIGHUP` adds, changes and removes agents while tasks run: the removed agent's
+/// running task finishes (its request was routed before), new requests to it get 404;
+/// the changed agent serves its new card and its running task finishes; the added one
+/// serves; a config that does not load changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_adds_changes_and_removes_agents() {
+    let mock = MockRuntime::start().await;
+    mock.hold();
+    let agents = |list: &[(&str, &str)]| {
+        let mut toml = String::from("[store]\nurl = \"memory:\"\n");
+        for (id, name) in list {
+            toml.push_str(&format!(
+                "[agents.{id}]\nname = \"{name}\"\n[agents.{id}.upstream]\nurl = \"{}\"\n",
+                mock.url()
+            ));
+        }
+        toml
+    };
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(agents(&[("a", "Agent A"), ("b", "Agent B")]))
+        .start();
+    let client = reqwest::Client::new();
+    // A blocking send to `a` (held by the runtime), and a task of `b` left running.
+    let on_a = {
+        let url = format!("{}agents/a/", gw.url);
+        let client = client.clone();
+        tokio::spawn(async move {
+            rpc_with(
+                client.post(url),
+                "SendMessage",
+                json!({"message": user_message("a")}),
+            )
+            .await
+        })
+    };
+    let b_task = rpc_with(
+        client.post(format!("{}agents/b/", gw.url)),
+        "SendMessage",
+        json!({"message": user_message("b"), "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let b_id = b_task["result"]["task"]["id"].as_str().unwrap().to_owned();
+    mock.wait_invocations(2).await;
+
+    let index = |gw_url: String| async move {
+        let v: Value = reqwest::get(format!("{gw_url}agents"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                format!(
+                    "{}={}",
+                    a["id"].as_str().unwrap(),
+                    a["name"].as_str().unwrap()
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let path = gw.config_path().unwrap().to_owned();
+    // A config that does not load changes nothing.
+    std::fs::write(&path, "[agents.BAD]\n").unwrap();
+    gw.hang_up();
+    gw.logs_when(
+        |l| l.contains("SIGHUP: API keys unchanged, agents unchanged"),
+        std::time::Duration::from_secs(10),
+    );
+    assert_eq!(index(gw.url.clone()).await, ["a=Agent A", "b=Agent B"]);
+
+    // Remove `a`, change `b`, add `c`.
+    std::fs::write(&path, agents(&[("b", "Agent B2"), ("c", "Agent C")])).unwrap();
+    gw.hang_up();
+    let logs = gw.logs_when(
+        |l| l.contains("SIGHUP: agents reloaded"),
+        std::time::Duration::from_secs(10),
+    );
+    assert!(logs.contains("SIGHUP: agents reloaded agents=2"), "{logs}");
+    assert_eq!(index(gw.url.clone()).await, ["b=Agent B2", "c=Agent C"]);
+    let gone = client
+        .post(format!("{}agents/a/", gw.url))
+        .header("A2A-Version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 404);
+    let card: Value = reqwest::get(format!("{}agents/b/.well-known/agent-card.json", gw.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["name"], "Agent B2");
+
+    // The runtime answers: the removed agent's request and the changed agent's task
+    // finish; the added agent serves.
+    mock.release(10);
+    let a_reply = on_a.await.unwrap();
+    assert_eq!(
+        a_reply["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{a_reply}"
+    );
+    let on_c = rpc_with(
+        client.post(format!("{}agents/c/", gw.url)),
+        "SendMessage",
+        json!({"message": user_message("c")}),
+    )
+    .await;
+    assert_eq!(
+        on_c["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{on_c}"
+    );
+    // The task `b` started before the reload finishes; read through the new `b`.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let got = rpc_with(
+            client.post(format!("{}agents/b/", gw.url)),
+            "GetTask",
+            json!({"id": b_id}),
+        )
+        .await;
+        if got["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{got}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

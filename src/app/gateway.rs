@@ -36,6 +36,69 @@ pub struct Gateway {
     pub connections: server::ConnectionLimits,
     /// The agents served under their path prefixes (`[agents.<id>]`), empty without.
     pub agents: AgentRoutes,
+    /// Builds agents again on `SIGHUP` ([`AgentReload::apply`]).
+    pub reload: AgentReload,
+}
+
+/// What adding or changing an agent while serving needs: the configuration the gateway
+/// started with (its `[server]`, `[push]`...), the first handler (new agents' handlers
+/// are its siblings), push, the authenticator, and the table of mounted agents with the
+/// configuration each was built from. Cheap to clone.
+#[derive(Clone)]
+pub struct AgentReload {
+    config: Arc<Config>,
+    first: RequestHandler,
+    push: Option<Arc<PushService>>,
+    auth: Authenticator,
+    routes: AgentRoutes,
+    /// Each mounted agent's `[agents.<id>]` as TOML (secrets as `***`), by id: an entry
+    /// that reads the same is kept as it is (its executor, token cache and running tasks).
+    built: Arc<std::sync::Mutex<std::collections::BTreeMap<String, String>>>,
+}
+
+impl AgentReload {
+    /// Makes the mounted agents those of `new.agents`: an agent whose entry is unchanged
+    /// stays as it is; a new or changed one gets a new executor and handler (its running
+    /// tasks finish on the old ones); a removed one is no longer routed to (404), its
+    /// running tasks finish. Nothing else of `new` is applied (`[server]`, `[store]`,
+    /// `[push]` and the agent at `/` need a restart; API keys reload on their own).
+    /// Returns the number of agents now served.
+    ///
+    /// # Errors
+    /// An agent's upstream that cannot be built (nothing changes then), or agents in a
+    /// gateway that started without any and serves nothing at `/`... (never: such a
+    /// gateway cannot load).
+    pub fn apply(&self, new: &Config) -> Result<usize, String> {
+        let current = self.routes.agents();
+        let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
+        let mut next = Vec::new();
+        let mut next_built = std::collections::BTreeMap::new();
+        for (id, entry) in &new.agents {
+            let text = toml::to_string(entry).unwrap_or_default();
+            if built.get(id) == Some(&text)
+                && let Some(kept) = current.iter().find(|a| &a.id == id)
+            {
+                next.push(kept.clone());
+                next_built.insert(id.clone(), text);
+                continue;
+            }
+            let mut config = (*self.config).clone();
+            config.agents = new.agents.clone();
+            let agent = agent_config(&config, id, entry);
+            let (executor, ready) =
+                super::build_executor(&agent).map_err(|e| format!("[agents.{id}]: {e}"))?;
+            let (hc, card) = handler_config(&agent, self.push.clone(), id);
+            let handler = self.first.sibling(executor, hc);
+            next.push(mount(
+                &config, id, entry, &agent, handler, card, &self.auth, ready,
+            ));
+            next_built.insert(id.clone(), text);
+        }
+        let n = next.len();
+        self.routes.replace(next);
+        *built = next_built;
+        Ok(n)
+    }
 }
 
 /// The executor of one `[agents.<id>]` entry and its readiness check.
@@ -109,53 +172,52 @@ impl Gateway {
             (AppState::new(handler, card, transport), ready)
         });
         let mut mounted = Vec::new();
-        let mut agent_ready = Vec::new();
+        let mut built = std::collections::BTreeMap::new();
         for parts in agents {
             let entry = &config.agents[&parts.id];
-            let agent_config = agent_config(config, &parts.id, entry);
-            let (hc, card) = handler_config(&agent_config, push.clone(), &parts.id);
+            let agent = agent_config(config, &parts.id, entry);
+            let (hc, card) = handler_config(&agent, push.clone(), &parts.id);
             let handler = new_handler(parts.executor, hc);
-            let access = AgentAccess {
-                id: parts.id.clone(),
-                callers: entry.callers.clone().map(Into::into),
-            };
-            let transport = transport_config(config, &agent_config, auth.clone(), access);
-            let state = AppState::new(handler, card, transport);
-            let card_url = card_url(&agent_config);
-            if let Some(check) = &parts.ready {
-                agent_ready.push((parts.id.clone(), check.clone()));
-            }
-            mounted.push(MountedAgent {
-                router: server::agent_router(state.clone(), parts.ready),
-                prefix: entry.path_for(&parts.id),
-                id: parts.id,
-                card_url,
-                state,
-            });
+            built.insert(parts.id.clone(), toml::to_string(entry).unwrap_or_default());
+            mounted.push(mount(
+                config,
+                &parts.id,
+                entry,
+                &agent,
+                handler,
+                card,
+                &auth,
+                parts.ready,
+            ));
         }
         let root_entry = root_state.as_ref().map(|(s, _)| RootEntry {
             name: s.card.card.name.clone(),
             card_url: card_url(config),
         });
+        let first_state = mounted.first().map(|a| a.state.clone());
+        let routes = AgentRoutes::new(root_entry, mounted);
         let (state, router) = match root_state {
             Some((state, ready)) => {
-                let router = server::router_with_agents(state.clone(), ready, agent_ready);
+                let router = server::router_with_agents(state.clone(), ready, routes.clone());
                 (state, router)
             }
             None => {
-                let state = mounted
-                    .first()
-                    .expect("a configuration serves at least one agent")
-                    .state
-                    .clone();
-                (state.clone(), server::ops_router(state, None, agent_ready))
+                let state = first_state.expect("a configuration serves at least one agent");
+                (
+                    state.clone(),
+                    server::ops_router(state, None, routes.clone()),
+                )
             }
         };
-        let routes = AgentRoutes::new(root_entry, mounted);
-        let router = if config.agents.is_empty() {
-            router
-        } else {
-            crate::transport::agents::mount(router, routes.clone())
+        // Mounted even without agents: `SIGHUP` may add some.
+        let router = crate::transport::agents::mount(router, routes.clone());
+        let reload = AgentReload {
+            config: Arc::new(config.clone()),
+            first: state.handler.clone(),
+            push,
+            auth,
+            routes: routes.clone(),
+            built: Arc::new(std::sync::Mutex::new(built)),
         };
         Self {
             state,
@@ -163,19 +225,14 @@ impl Gateway {
             maintenance: MaintenanceConfig::from_store_config(&config.store),
             connections: server::ConnectionLimits::from_config(&config.server),
             agents: routes,
+            reload,
         }
     }
 
     /// Every handler this gateway runs: the one of [`Gateway::state`] first, then each
     /// mounted agent's (without repeating the first).
     pub fn handlers(&self) -> Vec<RequestHandler> {
-        let mut all = vec![self.state.handler.clone()];
-        for a in self.agents.agents() {
-            if !Arc::ptr_eq(&a.state.config, &self.state.config) {
-                all.push(a.state.handler.clone());
-            }
-        }
-        all
+        handlers_of(&self.state, &self.agents)
     }
 
     /// Serves on `listener` until `shutdown` resolves, running the retention job
@@ -259,7 +316,6 @@ impl Gateway {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let state = self.state.clone();
-        let handlers = self.handlers();
         let agents = self.agents.clone();
         let jobs = CancellationToken::new();
         let job = state
@@ -277,11 +333,12 @@ impl Gateway {
                 grace_secs = grace.as_secs(),
                 "shutting down: no new messages; waiting for running tasks"
             );
-            // Every agent's handler refuses new messages and gives its running tasks
-            // the same grace, at once.
+            // Every agent's handler (also of agents a reload removed) refuses new
+            // messages and gives its running tasks the same grace, at once.
+            let handlers = handlers_of(&state, &agents);
             futures::future::join_all(handlers.iter().map(|h| h.shutdown(grace))).await;
             state.shutdown.cancel();
-            for a in agents.agents() {
+            for a in agents.all_ever() {
                 a.state.shutdown.cancel();
             }
         }
@@ -299,6 +356,50 @@ pub(super) async fn serve_one(
     match tls {
         Some(tls) => crate::tls::serve_tls_with_limits(listener, app, tls, limits, stop).await,
         None => server::serve_with_limits(listener, app, limits, stop).await,
+    }
+}
+
+/// The handler of `state`, then those of every agent `agents` mounted now or before
+/// (without repeating one).
+fn handlers_of(state: &AppState, agents: &AgentRoutes) -> Vec<RequestHandler> {
+    let mut all = vec![state.handler.clone()];
+    for a in agents.all_ever() {
+        if !Arc::ptr_eq(&a.state.config, &state.config) {
+            all.push(a.state.handler.clone());
+        }
+    }
+    all
+}
+
+/// Agent `id` (`entry`, seen as `agent` by [`agent_config`]) mounted over `handler`:
+/// its transport settings (its id and callers, the shared `auth`), state and routes.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the parts of one agent, built by two callers"
+)]
+fn mount(
+    config: &Config,
+    id: &str,
+    entry: &AgentEntryConfig,
+    agent: &Config,
+    handler: RequestHandler,
+    card: AgentCard,
+    auth: &Authenticator,
+    ready: Option<ReadinessCheck>,
+) -> MountedAgent {
+    let access = AgentAccess {
+        id: id.to_owned(),
+        callers: entry.callers.clone().map(Into::into),
+    };
+    let transport = transport_config(config, agent, auth.clone(), access);
+    let state = AppState::new(handler, card, transport);
+    MountedAgent {
+        router: server::agent_router(state.clone(), ready.clone()),
+        prefix: entry.path_for(id),
+        id: id.to_owned(),
+        card_url: card_url(agent),
+        state,
+        ready,
     }
 }
 

@@ -136,7 +136,11 @@ pub async fn start(
     let handlers = gateway.handlers();
     crate::allocator::spawn_collector(move || handlers.iter().all(|h| h.active_runs() == 0));
     if let Some(sources) = reload {
-        super::reload::spawn_key_reload(gateway.state.config.auth.clone(), sources);
+        super::reload::spawn_key_reload(
+            gateway.state.config.auth.clone(),
+            sources,
+            Some(gateway.reload.clone()),
+        );
     }
     let cluster = match backend {
         Some(backend) => {

@@ -26,6 +26,11 @@ use super::AppState;
 /// The path of the agent index ([`index`]).
 pub const INDEX_PATH: &str = "/agents";
 
+/// An agent's readiness check (the same type as `server::ReadinessCheck`): `Ok(())`
+/// when its upstream can be used, `Err(reason)` otherwise.
+pub type AgentReady =
+    Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
 /// One agent served under a path prefix.
 #[derive(Clone)]
 pub struct MountedAgent {
@@ -39,6 +44,8 @@ pub struct MountedAgent {
     pub state: AppState,
     /// Its routes, relative to the prefix.
     pub router: Router,
+    /// Its upstream's readiness, if it has a check (`GET /readyz` names it when failing).
+    pub ready: Option<AgentReady>,
 }
 
 impl std::fmt::Debug for MountedAgent {
@@ -71,6 +78,9 @@ pub struct AgentRoutes {
 struct Table {
     root: Option<RootEntry>,
     agents: Vec<MountedAgent>,
+    /// Agents replaced or removed by [`AgentRoutes::replace`]: no longer routed to, kept
+    /// so that shutdown still gives their running tasks the grace.
+    retired: Vec<MountedAgent>,
 }
 
 impl AgentRoutes {
@@ -78,7 +88,11 @@ impl AgentRoutes {
     /// served at `/`.
     pub fn new(root: Option<RootEntry>, agents: Vec<MountedAgent>) -> Self {
         Self {
-            table: Arc::new(RwLock::new(Arc::new(Table { root, agents }))),
+            table: Arc::new(RwLock::new(Arc::new(Table {
+                root,
+                agents,
+                retired: Vec::new(),
+            }))),
         }
     }
 
@@ -91,13 +105,31 @@ impl AgentRoutes {
         self.snapshot().agents.clone()
     }
 
+    /// Every agent mounted now or before a [`replace`](Self::replace): whose handlers
+    /// shutdown waits for.
+    pub fn all_ever(&self) -> Vec<MountedAgent> {
+        let table = self.snapshot();
+        table.agents.iter().chain(&table.retired).cloned().collect()
+    }
+
     /// Replaces the mounted agents (the entry for `/` stays). Requests routed before
-    /// keep the routes they were given.
+    /// keep the routes they were given; an agent no longer listed is retired (see
+    /// [`all_ever`](Self::all_ever)).
     pub fn replace(&self, agents: Vec<MountedAgent>) {
         let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
+        let mut retired = table.retired.clone();
+        for old in &table.agents {
+            if !agents
+                .iter()
+                .any(|a| Arc::ptr_eq(&a.state.config, &old.state.config))
+            {
+                retired.push(old.clone());
+            }
+        }
         *table = Arc::new(Table {
             root: table.root.clone(),
             agents,
+            retired,
         });
     }
 
