@@ -713,3 +713,118 @@ async fn sighup_adds_changes_and_removes_agents() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// 50 agents in one `serve`: every one answers on its own prefix, each over its own
+/// upstream (every tenth one the real BedrockAgentCoreApp, the others a MockRuntime
+/// each), tasks stay with their agent, and the index lists all.
+async fn fifty_agents(test: &str, store: &str) {
+    let Some(py) = python_for(
+        test,
+        "A2A_GATEWAY_TEST_PYTHON",
+        ".venv/bin/python",
+        "bedrock_agentcore.runtime",
+    ) else {
+        return;
+    };
+    let app = AgentCoreApp::start(&py).await;
+    let mut mocks = Vec::new();
+    let mut toml = format!("[store]\n{store}\n");
+    for i in 0..50 {
+        let url = match i % 10 {
+            0 => app.url.clone(),
+            _ => {
+                let mock = MockRuntime::start().await;
+                mock.answer_with(move |_| MockReply::Json(json!(format!("agent {i}"))));
+                let url = mock.url();
+                mocks.push(mock);
+                url
+            }
+        };
+        toml.push_str(&format!(
+            "[agents.a{i:02}]\nname = \"Agent {i}\"\nmax_concurrent_tasks = 4\n\
+             [agents.a{i:02}.upstream]\nurl = \"{url}\"\n"
+        ));
+    }
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(toml)
+        .start();
+    let index: Value = reqwest::get(format!("{}agents", gw.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(index["agents"].as_array().unwrap().len(), 50);
+    let client = reqwest::Client::new();
+    let sends = (0..50).map(|i| {
+        let client = client.clone();
+        let url = format!("{}agents/a{i:02}/", gw.url);
+        async move {
+            let text = if i % 10 == 0 { "string" } else { "hi" };
+            let reply = rpc_with(
+                client.post(&url),
+                "SendMessage",
+                json!({"message": user_message(text)}),
+            )
+            .await;
+            (i, url, reply)
+        }
+    });
+    let replies = futures::future::join_all(sends).await;
+    for (i, _, reply) in &replies {
+        let task = &reply["result"]["task"];
+        assert_eq!(
+            task["status"]["state"], "TASK_STATE_COMPLETED",
+            "{i}: {reply}"
+        );
+        let text = task["artifacts"][0]["parts"][0]["text"].as_str().unwrap();
+        if i % 10 == 0 {
+            assert_eq!(text, "The answer is 42");
+        } else {
+            assert_eq!(text, format!("agent {i}"));
+        }
+    }
+    // Each agent lists its own task only; another agent does not find it.
+    for (i, url, reply) in replies.iter().step_by(7) {
+        let id = &reply["result"]["task"]["id"];
+        let listed = rpc_with(client.post(url), "ListTasks", json!({})).await;
+        let ids: Vec<&Value> = listed["result"]["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| &t["id"])
+            .collect();
+        assert_eq!(ids, [id], "{i}: {listed}");
+        let other = format!("{}agents/a{:02}/", gw.url, (i + 1) % 50);
+        let got = rpc_with(client.post(other), "GetTask", json!({"id": id})).await;
+        assert_eq!(error_reason(&got), "TASK_NOT_FOUND", "{i}: {got}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_agents_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    fifty_agents(
+        "fifty_agents_on_sqlite",
+        &format!(
+            "url = \"sqlite://{}\"",
+            dir.path().join("tasks.db").display()
+        ),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_agents_on_postgres_in_cluster_mode() {
+    let Some(schema) = PgSchema::create("fifty_agents_on_postgres").await else {
+        return;
+    };
+    fifty_agents(
+        "fifty_agents_on_postgres_in_cluster_mode",
+        &format!("url = \"{}\"\ncluster = true", schema.url()),
+    )
+    .await;
+    schema.close().await;
+}
