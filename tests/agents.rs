@@ -524,6 +524,32 @@ async fn readiness_and_metrics_name_the_agent() {
         })
         .unwrap_or_else(|| panic!("no a2a_requests_total for agent ok:\n{metrics}"));
     assert!(line.ends_with(" 1"), "{line}");
+    // The CLI's client commands work from the agent's URL (its card under the prefix).
+    for url in [
+        format!("{}agents/ok/", gw.url),
+        format!("{}agents/ok/.well-known/agent-card.json", gw.url),
+    ] {
+        let out = GatewayProcess::init(BIN)
+            .args(["send", "--url", &url, "from the cli"])
+            .run_async()
+            .await;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{url}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = GatewayProcess::init(BIN)
+        .args(["card", "--url", &format!("{}agents/broken/", gw.url)])
+        .run_async()
+        .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("broken") || stdout.contains("a2a-gateway"),
+        "{stdout}"
+    );
+
     // The request's log line names the agent.
     let logs = gw.logs_when(
         |l| l.contains(" request ") && l.contains("agent=\"ok\""),
