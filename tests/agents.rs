@@ -19,6 +19,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+mod bindings_common;
+
+use bindings_common::server::Receiver;
+
 use a2a_gateway::test_util::{
     AgentCoreApp, GatewayProcess, PgSchema, rpc_with, skip, user_message,
 };
@@ -853,4 +857,70 @@ async fn fifty_agents_on_postgres_in_cluster_mode() {
     )
     .await;
     schema.close().await;
+}
+
+/// Push per agent: each agent's task pushes to its own webhook, signed `v1a` with the
+/// gateway's key, which each agent's card names at its own JWKS URL under its prefix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_per_agent() {
+    let mock = MockRuntime::start().await;
+    let receiver = Receiver::start().await;
+    let toml = format!(
+        "[store]\nurl = \"memory:\"\n\
+         [push]\nallow_http = true\nallow_cidrs = [\"127.0.0.1/32\"]\n\
+         initial_backoff_ms = 50\npoll_interval_ms = 50\n\
+         [agents.a]\n[agents.a.upstream]\nurl = \"{url}\"\n\
+         [agents.b]\n[agents.b.upstream]\nurl = \"{url}\"\n",
+        url = mock.url()
+    );
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(toml)
+        .start();
+    let client = reqwest::Client::new();
+    let mut ids = Vec::new();
+    for agent in ["a", "b"] {
+        let base = format!("{}agents/{agent}/", gw.url);
+        let card: Value = reqwest::get(format!("{base}.well-known/agent-card.json"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(card["capabilities"]["pushNotifications"], true, "{card}");
+        let jwks_uri = card["capabilities"]["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|e| e["params"]["jwksUri"].as_str())
+            .unwrap()
+            .to_owned();
+        assert_eq!(jwks_uri, format!("{base}.well-known/jwks.json"));
+        let jwks: Value = reqwest::get(&jwks_uri).await.unwrap().json().await.unwrap();
+        assert!(!jwks["keys"].as_array().unwrap().is_empty(), "{jwks}");
+        let reply = rpc_with(
+            client.post(&base),
+            "SendMessage",
+            json!({"message": user_message(agent), "configuration": {
+                "taskPushNotificationConfig": {"id": "hook", "url": format!("{}/{agent}", receiver.url)}}}),
+        )
+        .await;
+        ids.push(reply["result"]["task"]["id"].as_str().unwrap().to_owned());
+    }
+    for (agent, id) in ["a", "b"].iter().zip(&ids) {
+        let path = format!("/{agent}");
+        let calls = receiver
+            .wait_for(&path, |calls| {
+                calls
+                    .iter()
+                    .any(|h| String::from_utf8_lossy(&h.body).contains("TASK_STATE_COMPLETED"))
+            })
+            .await;
+        for h in &calls {
+            let body = String::from_utf8_lossy(&h.body);
+            assert!(body.contains(id.as_str()), "{agent}: {body}");
+            assert!(h.headers.contains_key("webhook-signature"));
+        }
+    }
 }
