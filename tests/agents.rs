@@ -528,6 +528,12 @@ async fn readiness_and_metrics_name_the_agent() {
         })
         .unwrap_or_else(|| panic!("no a2a_requests_total for agent ok:\n{metrics}"));
     assert!(line.ends_with(" 1"), "{line}");
+    assert!(
+        metrics.lines().any(|l| l.starts_with("a2a_tasks_total{")
+            && l.contains("agent=\"ok\"")
+            && l.contains("state=\"completed\"")),
+        "no a2a_tasks_total for agent ok:\n{metrics}"
+    );
     // The CLI's client commands work from the agent's URL (its card under the prefix).
     for url in [
         format!("{}agents/ok/", gw.url),
