@@ -534,6 +534,21 @@ async fn readiness_and_metrics_name_the_agent() {
             && l.contains("state=\"completed\"")),
         "no a2a_tasks_total for agent ok:\n{metrics}"
     );
+    // The prefix without its `/` is the JSON-RPC endpoint too; a path that only starts
+    // with the same letters is no agent's.
+    let bare = rpc_with(
+        client.post(format!("{}agents/ok", gw.url)),
+        "SendMessage",
+        json!({"message": user_message("bare")}),
+    )
+    .await;
+    assert_eq!(
+        bare["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{bare}"
+    );
+    let (status, _) = get(format!("{}agents/okay/.well-known/agent-card.json", gw.url)).await;
+    assert_eq!(status, 404);
+
     // The CLI's client commands work from the agent's URL (its card under the prefix).
     for url in [
         format!("{}agents/ok/", gw.url),

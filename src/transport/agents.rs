@@ -81,6 +81,25 @@ struct Table {
     /// Agents replaced or removed by [`AgentRoutes::replace`]: no longer routed to, kept
     /// so that shutdown still gives their running tasks the grace.
     retired: Vec<MountedAgent>,
+    /// Each agent's prefix without its trailing `/`, to its place in `agents`: a request
+    /// path is looked up once per `/` in it, whatever the number of agents.
+    by_prefix: std::collections::HashMap<String, usize>,
+}
+
+impl Table {
+    fn new(root: Option<RootEntry>, agents: Vec<MountedAgent>, retired: Vec<MountedAgent>) -> Self {
+        let by_prefix = agents
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (a.prefix[..a.prefix.len() - 1].to_owned(), i))
+            .collect();
+        Self {
+            root,
+            agents,
+            retired,
+            by_prefix,
+        }
+    }
 }
 
 impl AgentRoutes {
@@ -88,11 +107,7 @@ impl AgentRoutes {
     /// served at `/`.
     pub fn new(root: Option<RootEntry>, agents: Vec<MountedAgent>) -> Self {
         Self {
-            table: Arc::new(RwLock::new(Arc::new(Table {
-                root,
-                agents,
-                retired: Vec::new(),
-            }))),
+            table: Arc::new(RwLock::new(Arc::new(Table::new(root, agents, Vec::new())))),
         }
     }
 
@@ -126,26 +141,29 @@ impl AgentRoutes {
                 retired.push(old.clone());
             }
         }
-        *table = Arc::new(Table {
-            root: table.root.clone(),
-            agents,
-            retired,
-        });
+        *table = Arc::new(Table::new(table.root.clone(), agents, retired));
     }
 
     /// The routes of the agent whose prefix `path` is under, and the path within
     /// them (`/` for the prefix itself, with or without its trailing `/`).
     fn route(&self, path: &str) -> Option<(Router, String)> {
         let table = self.snapshot();
-        table.agents.iter().find_map(|a| {
-            let bare = &a.prefix[..a.prefix.len() - 1];
-            if path == bare {
-                return Some((a.router.clone(), "/".to_owned()));
+        if table.by_prefix.is_empty() {
+            return None;
+        }
+        // Prefixes never overlap: at most one of the path's leading parts is one.
+        let ends = path
+            .match_indices('/')
+            .map(|(i, _)| i)
+            .filter(|&i| i > 0)
+            .chain(std::iter::once(path.len()));
+        for end in ends {
+            if let Some(&i) = table.by_prefix.get(&path[..end]) {
+                let rest = if end == path.len() { "/" } else { &path[end..] };
+                return Some((table.agents[i].router.clone(), rest.to_owned()));
             }
-            path.strip_prefix(bare)
-                .filter(|rest| rest.starts_with('/'))
-                .map(|rest| (a.router.clone(), rest.to_owned()))
-        })
+        }
+        None
     }
 }
 
