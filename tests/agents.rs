@@ -216,6 +216,55 @@ async fn refused_everywhere(other: &str, caller: &str, id: &str) {
     assert!(tasks.iter().all(|t| t["id"] != id), "{r}");
 }
 
+/// Every task operation on the gRPC listener at `authority` (one agent's), as `caller`,
+/// on task `id` of another agent: TaskNotFound (`NOT_FOUND`), and not listed.
+async fn refused_on_grpc(authority: &str, caller: &str, id: &str) {
+    use bindings_common::client::{Binding, Operation, Opts};
+    let grpc = bindings_common::grpc::Grpc::new(authority);
+    let opts = Opts::bearer(key(caller));
+    for (op, req) in [
+        (Operation::GetTask, json!({"id": id})),
+        (Operation::CancelTask, json!({"id": id})),
+        (
+            Operation::CreateTaskPushNotificationConfig,
+            json!({"taskId": id, "id": "p1", "url": "https://receiver.example/hook"}),
+        ),
+        (
+            Operation::GetTaskPushNotificationConfig,
+            json!({"taskId": id, "id": "p1"}),
+        ),
+        (
+            Operation::ListTaskPushNotificationConfigs,
+            json!({"taskId": id}),
+        ),
+        (
+            Operation::DeleteTaskPushNotificationConfig,
+            json!({"taskId": id, "id": "p1"}),
+        ),
+    ] {
+        let failure = grpc.unary(op, req, &opts).await.unwrap_err();
+        assert_eq!(failure.reason, "TASK_NOT_FOUND", "{op:?}: {failure:?}");
+        assert_eq!(failure.code, "NOT_FOUND", "{op:?}: {failure:?}");
+    }
+    let refused = match grpc
+        .stream(Operation::SubscribeToTask, json!({"id": id}), &opts)
+        .await
+    {
+        Err(f) => f,
+        Ok(mut events) => futures::StreamExt::next(&mut events)
+            .await
+            .expect("an event or an error")
+            .unwrap_err(),
+    };
+    assert_eq!(refused.reason, "TASK_NOT_FOUND", "{refused:?}");
+    let listed = grpc
+        .unary(Operation::ListTasks, json!({}), &opts)
+        .await
+        .unwrap();
+    let tasks = listed["tasks"].as_array().cloned().unwrap_or_default();
+    assert!(tasks.iter().all(|t| t["id"] != id), "{listed}");
+}
+
 /// `caller` may not use the agent at `base`: every operation tried on both bindings
 /// answers HTTP 403 before anything runs.
 async fn denied_everywhere(base: &str, caller: &str) {
@@ -302,6 +351,7 @@ async fn two_agents(test: &str, store: &str) {
 
     // Each card's interfaces are absolute and under its prefix; the reviewer's gRPC
     // interface names its own port.
+    let mut reviewer_grpc = String::new();
     for (base, name) in [(&reviewer, "Release reviewer"), (&helper, "Helper")] {
         let card: Value = reqwest::Client::new()
             .get(format!("{base}.well-known/agent-card.json"))
@@ -324,6 +374,7 @@ async fn two_agents(test: &str, store: &str) {
             assert!(grpc.starts_with("127.0.0.1:"), "{card}");
             assert_ne!(grpc.trim_start_matches("127.0.0.1:"), "0");
             assert!(!gw.url.contains(grpc), "a port of its own: {card}");
+            reviewer_grpc = grpc.to_owned();
         }
         assert_eq!(
             urls,
@@ -423,6 +474,7 @@ async fn two_agents(test: &str, store: &str) {
     let on_helper = send(&helper, "team-a", "x").await;
     refused_everywhere(&helper, "team-a", on_reviewer["id"].as_str().unwrap()).await;
     refused_everywhere(&reviewer, "team-a", on_helper["id"].as_str().unwrap()).await;
+    refused_on_grpc(&reviewer_grpc, "team-a", on_helper["id"].as_str().unwrap()).await;
     // ...and still there through its own.
     let got = call(
         &reviewer,

@@ -65,9 +65,7 @@ impl AgentReload {
     /// Returns the number of agents now served.
     ///
     /// # Errors
-    /// An agent's upstream that cannot be built (nothing changes then), or agents in a
-    /// gateway that started without any and serves nothing at `/`... (never: such a
-    /// gateway cannot load).
+    /// An agent's upstream that cannot be built: nothing changes then.
     pub fn apply(&self, new: &Config) -> Result<usize, String> {
         let current = self.routes.agents();
         let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
