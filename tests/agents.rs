@@ -997,3 +997,63 @@ async fn push_per_agent() {
         }
     }
 }
+
+/// One agent's slow upstream takes only its own run slots (`max_concurrent_tasks`):
+/// with them all held, that agent refuses more (retryable) while the other agent serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_agent_never_slows_another() {
+    let slow = MockRuntime::start().await;
+    slow.hold();
+    let fast = MockRuntime::start().await;
+    let toml = format!(
+        "[server]\nmax_concurrent_tasks = 100\n[store]\nurl = \"memory:\"\n\
+         [agents.slow]\nmax_concurrent_tasks = 2\n[agents.slow.upstream]\nurl = \"{}\"\n\
+         [agents.fast]\n[agents.fast.upstream]\nurl = \"{}\"\n",
+        slow.url(),
+        fast.url()
+    );
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(toml)
+        .start();
+    let client = reqwest::Client::new();
+    let slow_url = format!("{}agents/slow/", gw.url);
+    for i in 0..2 {
+        let r = rpc_with(
+            client.post(&slow_url),
+            "SendMessage",
+            json!({"message": user_message(&format!("s{i}")), "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    slow.wait_invocations(2).await;
+    let refused = rpc_with(
+        client.post(&slow_url),
+        "SendMessage",
+        json!({"message": user_message("s2")}),
+    )
+    .await;
+    assert_eq!(error_reason(&refused), "UNAVAILABLE", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("maximum of 2 running tasks"),
+        "{refused}"
+    );
+    for i in 0..5 {
+        let done = rpc_with(
+            client.post(format!("{}agents/fast/", gw.url)),
+            "SendMessage",
+            json!({"message": user_message(&format!("f{i}"))}),
+        )
+        .await;
+        assert_eq!(
+            done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "{done}"
+        );
+    }
+    slow.release(10);
+}
