@@ -12,7 +12,10 @@
 //! of this process per request (load generator included).
 //!
 //! Memory: the RSS of this process before and after building a gateway of
-//! `BENCH_IDLE_AGENTS` (default 1,000) agents that nobody calls, divided by their number.
+//! `BENCH_IDLE_AGENTS` (default 1,000) agents that nobody calls, divided by their number:
+//! once on the hello-world executor (what the gateway itself keeps per agent: card,
+//! handler, routes), once on the AgentCore executor `serve` builds (its HTTP client,
+//! token cache and settings too; the upstream is never called).
 //!
 //! Run: `cargo bench --bench agents_routing` (`BENCH_SECS`, default 5; `BENCH_ROUNDS`,
 //! default 3; `BENCH_CLIENTS`, default 16; `BENCH_AGENTS`; `BENCH_IDLE_AGENTS`).
@@ -55,22 +58,33 @@ fn config(n: usize) -> Config {
     config
 }
 
-/// The gateway `config` describes, every agent on the hello-world executor.
-async fn build(config: &Config) -> Gateway {
+/// The gateway `config` describes, every agent on the hello-world executor, or with
+/// `agentcore` on the AgentCore executor `serve` builds for it.
+async fn build_with(config: &Config, agentcore: bool) -> Gateway {
     let store = open_store("memory:", 10).await.unwrap();
     let executor =
         || -> Arc<dyn a2a_gateway::AgentExecutor> { Arc::new(HelloWorldAgentExecutor::new()) };
     let parts = config
         .agents
-        .keys()
-        .map(|id| AgentParts {
+        .iter()
+        .map(|(id, entry)| AgentParts {
             id: id.clone(),
-            executor: executor(),
+            executor: if agentcore {
+                let agent = a2a_gateway::app::gateway::agent_config(config, id, entry);
+                a2a_gateway::app::build_executor(&agent).unwrap().0
+            } else {
+                executor()
+            },
             ready: None,
         })
         .collect();
     let root = config.serves_root_agent().then(|| (executor(), None));
     Gateway::with_agents(config, root, parts, store, None)
+}
+
+/// [`build_with`] on the hello-world executor.
+async fn build(config: &Config) -> Gateway {
+    build_with(config, false).await
 }
 
 /// Serves `config`'s gateway on 127.0.0.1:0; its URL.
@@ -127,6 +141,13 @@ async fn run(url: &str, clients: usize, secs: u64) -> (usize, f64) {
         total += j.await.unwrap();
     }
     (total, total as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Every agent's upstream: an AgentCore invocation URL nobody listens on (never called).
+fn set_upstream(config: &mut Config) {
+    for entry in config.agents.values_mut() {
+        entry.upstream = toml::from_str("url = \"http://127.0.0.1:9/invocations\"").unwrap();
+    }
 }
 
 /// This process's resident set, in KiB (`/proc/self/statm`, 4 KiB pages).
@@ -188,18 +209,26 @@ fn main() {
     }
 
     // Memory of idle configured agents.
-    let (per_agent, before, after) = server_rt.block_on(async {
-        let warm = build(&config(10)).await;
-        drop(warm);
-        let before = rss_kib();
-        let gateway = build(&config(idle)).await;
-        let after = rss_kib();
-        let per = (after.saturating_sub(before)) as f64 / idle as f64;
-        std::hint::black_box(&gateway);
-        (per, before, after)
-    });
     println!();
-    println!(
-        "idle agents: {idle}, RSS {before} KiB -> {after} KiB, {per_agent:.1} KiB per configured idle agent"
-    );
+    for (name, agentcore) in [
+        ("hello-world executor", false),
+        ("AgentCore executor", true),
+    ] {
+        let (per_agent, before, after) = server_rt.block_on(async {
+            let mut c = config(10);
+            set_upstream(&mut c);
+            drop(build_with(&c, agentcore).await);
+            let mut c = config(idle);
+            set_upstream(&mut c);
+            let before = rss_kib();
+            let gateway = build_with(&c, agentcore).await;
+            let after = rss_kib();
+            let per = (after.saturating_sub(before)) as f64 / idle as f64;
+            std::hint::black_box(&gateway);
+            (per, before, after)
+        });
+        println!(
+            "{idle} idle agents, {name}: RSS {before} KiB -> {after} KiB, {per_agent:.1} KiB per configured idle agent"
+        );
+    }
 }
