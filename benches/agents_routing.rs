@@ -11,7 +11,8 @@
 //! drifts of the shared machine hit both; each row gives the throughput and the CPU time
 //! of this process per request (load generator included).
 //!
-//! Memory: the RSS of this process before and after building a gateway of
+//! Memory (measured first, before any load): the RSS of this process before and after
+//! building a gateway of
 //! `BENCH_IDLE_AGENTS` (default 1,000) agents that nobody calls, divided by their number:
 //! once on the hello-world executor (what the gateway itself keeps per agent: card,
 //! handler, routes), once on the AgentCore executor `serve` builds (its HTTP client,
@@ -170,6 +171,32 @@ fn main() {
     let server_rt = common::runtime();
     let client_rt = common::runtime();
 
+    // Memory of idle configured agents, first: before the load fills the memory stores.
+    // Each gateway is kept until the end, so the next one cannot reuse its memory.
+    let mut kept = Vec::new();
+    for (name, agentcore) in [
+        ("hello-world executor", false),
+        ("AgentCore executor", true),
+    ] {
+        let (per_agent, before, after, gateway) = server_rt.block_on(async {
+            let mut c = config(10);
+            set_upstream(&mut c);
+            drop(build_with(&c, agentcore).await);
+            let mut c = config(idle);
+            set_upstream(&mut c);
+            let before = rss_kib();
+            let gateway = build_with(&c, agentcore).await;
+            let after = rss_kib();
+            let per = (after.saturating_sub(before)) as f64 / idle as f64;
+            (per, before, after, gateway)
+        });
+        kept.push(gateway);
+        println!(
+            "{idle} idle agents, {name}: RSS {before} KiB -> {after} KiB, {per_agent:.1} KiB per configured idle agent"
+        );
+    }
+    println!();
+
     let (single, many) = server_rt.block_on(async {
         let single = serve(config(0)).await;
         let many = serve(config(agents)).await;
@@ -207,28 +234,5 @@ fn main() {
             per_req(&totals[1]) - per_req(&totals[0])
         );
     }
-
-    // Memory of idle configured agents.
-    println!();
-    for (name, agentcore) in [
-        ("hello-world executor", false),
-        ("AgentCore executor", true),
-    ] {
-        let (per_agent, before, after) = server_rt.block_on(async {
-            let mut c = config(10);
-            set_upstream(&mut c);
-            drop(build_with(&c, agentcore).await);
-            let mut c = config(idle);
-            set_upstream(&mut c);
-            let before = rss_kib();
-            let gateway = build_with(&c, agentcore).await;
-            let after = rss_kib();
-            let per = (after.saturating_sub(before)) as f64 / idle as f64;
-            std::hint::black_box(&gateway);
-            (per, before, after)
-        });
-        println!(
-            "{idle} idle agents, {name}: RSS {before} KiB -> {after} KiB, {per_agent:.1} KiB per configured idle agent"
-        );
-    }
+    drop(kept);
 }
