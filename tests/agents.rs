@@ -18,6 +18,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 
 mod bindings_common;
 
@@ -681,16 +682,22 @@ fn check_config_lists_each_agent_with_its_urls() {
     assert!(stderr.contains("agents.helper"), "{stderr}");
 }
 
-/// `SIGHUP` adds, changes and removes agents while tasks run: the removed agent's
-/// running task finishes (its request was routed before), new requests to it get 404;
-/// the changed agent serves its new card and its running task finishes; the added one
-/// serves; a config that does not load changes nothing.
+/// `SIGHUP` adds, changes and removes agents while tasks run and another agent is under
+/// load: the removed agent's running task finishes (its request was routed before), new
+/// requests to it get 404; the changed agent serves its new card and its running task
+/// finishes; the added one serves; a config that does not load changes nothing; the
+/// agent under load (unchanged) never fails a request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_adds_changes_and_removes_agents() {
     let mock = MockRuntime::start().await;
     mock.hold();
+    let steady = MockRuntime::start().await;
     let agents = |list: &[(&str, &str)]| {
-        let mut toml = String::from("[store]\nurl = \"memory:\"\n");
+        let mut toml = format!(
+            "[store]\nurl = \"memory:\"\n\
+             [agents.steady]\n[agents.steady.upstream]\nurl = \"{}\"\n",
+            steady.url()
+        );
         for (id, name) in list {
             toml.push_str(&format!(
                 "[agents.{id}]\nname = \"{name}\"\n[agents.{id}.upstream]\nurl = \"{}\"\n",
@@ -705,6 +712,29 @@ async fn sighup_adds_changes_and_removes_agents() {
         .config(agents(&[("a", "Agent A"), ("b", "Agent B")]))
         .start();
     let client = reqwest::Client::new();
+    // Load on `steady` until the reloads are done: every request must complete.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let (client, stop) = (client.clone(), stop.clone());
+        let url = format!("{}agents/steady/", gw.url);
+        tokio::spawn(async move {
+            let mut done = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let r = rpc_with(
+                    client.post(&url),
+                    "SendMessage",
+                    json!({"message": user_message("load")}),
+                )
+                .await;
+                assert_eq!(
+                    r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+                    "{r}"
+                );
+                done += 1;
+            }
+            done
+        })
+    };
     // A blocking send to `a` (held by the runtime), and a task of `b` left running.
     let on_a = {
         let url = format!("{}agents/a/", gw.url);
@@ -755,7 +785,10 @@ async fn sighup_adds_changes_and_removes_agents() {
         |l| l.contains("SIGHUP: API keys unchanged, agents unchanged"),
         std::time::Duration::from_secs(10),
     );
-    assert_eq!(index(gw.url.clone()).await, ["a=Agent A", "b=Agent B"]);
+    assert_eq!(
+        index(gw.url.clone()).await,
+        ["a=Agent A", "b=Agent B", "steady=a2a-gateway"]
+    );
 
     // Remove `a`, change `b`, add `c`.
     std::fs::write(&path, agents(&[("b", "Agent B2"), ("c", "Agent C")])).unwrap();
@@ -764,8 +797,11 @@ async fn sighup_adds_changes_and_removes_agents() {
         |l| l.contains("SIGHUP: agents reloaded"),
         std::time::Duration::from_secs(10),
     );
-    assert!(logs.contains("SIGHUP: agents reloaded agents=2"), "{logs}");
-    assert_eq!(index(gw.url.clone()).await, ["b=Agent B2", "c=Agent C"]);
+    assert!(logs.contains("SIGHUP: agents reloaded agents=3"), "{logs}");
+    assert_eq!(
+        index(gw.url.clone()).await,
+        ["b=Agent B2", "c=Agent C", "steady=a2a-gateway"]
+    );
     let gone = client
         .post(format!("{}agents/a/", gw.url))
         .header("A2A-Version", "1.0")
@@ -815,6 +851,9 @@ async fn sighup_adds_changes_and_removes_agents() {
         assert!(std::time::Instant::now() < deadline, "{got}");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let done = load.await.expect("no request to the steady agent failed");
+    assert!(done > 0);
 }
 
 /// 50 agents in one `serve`: every one answers on its own prefix, each over its own
