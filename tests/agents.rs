@@ -587,6 +587,15 @@ async fn readiness_and_metrics_name_the_agent() {
             && l.contains("state=\"completed\"")),
         "no a2a_tasks_total for agent ok:\n{metrics}"
     );
+    // A tenant holding the separator of the stored agent key is refused.
+    let odd = rpc_with(
+        client.post(format!("{}agents/ok/", gw.url)),
+        "ListTasks",
+        json!({"tenant": "x\u{1f}y"}),
+    )
+    .await;
+    assert_eq!(odd["error"]["code"], -32602, "{odd}");
+
     // The prefix without its `/` is the JSON-RPC endpoint too; a path that only starts
     // with the same letters is no agent's.
     let bare = rpc_with(
