@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 mod agent;
+mod agents;
 mod arn;
 mod auth;
 mod caller_name;
@@ -53,6 +54,7 @@ mod tests_sigv4;
 pub use agent::{
     AgentConfig, AgentProviderConfig, ExtendedCardConfig, ExtensionConfig, SkillConfig,
 };
+pub use agents::{AgentEntryConfig, MAX_AGENT_ID_BYTES, agent_id_problem};
 pub use arn::{AgentRuntimeArn, ArnError};
 pub use auth::{
     AuthKind, DEFAULT_CREDENTIALS_REFRESH_SECS, DEFAULT_SESSION_NAME, UpstreamAuthConfig,
@@ -109,6 +111,15 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     /// `[push]`: push notifications (webhooks).
     pub push: PushConfig,
+    /// `[agents.<id>]`: further agents, each served under its own path prefix
+    /// (`docs/agents.md`). Default none.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub agents: std::collections::BTreeMap<String, AgentEntryConfig>,
+    /// Set by [`Config::load`] when the sources configure `[agents.*]` but neither
+    /// `[agent]` nor `[upstream]`: then no agent is served at `/` (see
+    /// [`Config::serves_root_agent`]).
+    #[serde(skip)]
+    pub no_root_agent: bool,
 }
 
 /// Where a [`Config`] is loaded from. Build it explicitly in tests; use
@@ -279,12 +290,22 @@ impl Config {
             .figment()
             .extract_lossy()
             .map_err(|e| layers.figment_error(e))?;
+        config.no_root_agent = !config.agents.is_empty()
+            && !layers.figment().contains("agent")
+            && !layers.figment().contains("upstream");
         config.validate().map_err(|e| layers.invalid(e))?;
         config
             .upstream
             .auth_mut()
             .load_secret_files()
             .map_err(|e| layers.invalid(e))?;
+        for (id, agent) in &mut config.agents {
+            agent
+                .upstream
+                .auth_mut()
+                .load_secret_files()
+                .map_err(|e| layers.invalid(agents::rebase(e, &format!("agents.{id}"))))?;
+        }
         config
             .server
             .auth
@@ -295,6 +316,12 @@ impl Config {
             .load_password_file()
             .map_err(|e| layers.invalid(e))?;
         Ok(config)
+    }
+
+    /// Whether an agent is served at `/`: the top-level `[agent]` + `[upstream]`. True
+    /// unless the configuration has `[agents.*]` and sets neither of those two sections.
+    pub fn serves_root_agent(&self) -> bool {
+        !self.no_root_agent
     }
 
     /// The effective configuration as TOML, every secret (and a PostgreSQL password) shown
@@ -339,6 +366,54 @@ impl Config {
                  [server.auth] every caller is the same anonymous user: configure \
                  [server.auth] (api_key or jwt)",
             ));
+        }
+        agents::validate_all(&self.agents)?;
+        for (id, agent) in &self.agents {
+            let needs_auth = if agent.card.extended.is_some() {
+                Some(("extended", "the extended card is for authenticated callers"))
+            } else if agent.callers.is_some() {
+                Some(("callers", "callers are told apart by their credentials"))
+            } else {
+                None
+            };
+            if let Some((key, why)) = needs_auth
+                && !self.server.auth.required()
+            {
+                return Err(Invalid::because_of(
+                    format!("agents.{id}.{key}"),
+                    "server.auth.kind",
+                    format!("{why}: configure [server.auth] (api_key or jwt)"),
+                ));
+            }
+            if agent.grpc_listen.is_some() && !self.server.serves(Binding::Grpc) {
+                return Err(Invalid::because_of(
+                    format!("agents.{id}.grpc_listen"),
+                    "server.bindings",
+                    "gRPC is not among server.bindings",
+                ));
+            }
+            if let UpstreamConfig::AgentCore(c) = &agent.upstream
+                && c.user_id == UserId::Caller
+                && !self.server.auth.required()
+            {
+                return Err(Invalid::because_of(
+                    format!("agents.{id}.upstream.user_id"),
+                    "server.auth.kind",
+                    "\"caller\" sends the verified caller as the runtime's user, and without \
+                     [server.auth] every caller is the same anonymous user: configure \
+                     [server.auth] (api_key or jwt)",
+                ));
+            }
+            if agent.upstream.auth().kind == AuthKind::Forward
+                && !self.server.auth.uses(ServerAuthKind::Jwt)
+            {
+                return Err(Invalid::because_of(
+                    format!("agents.{id}.upstream.auth.kind"),
+                    "server.auth",
+                    "\"forward\" passes the caller's verified JWT to the runtime: configure \
+                     [server.auth] with the jwt scheme",
+                ));
+            }
         }
         self.push.validate()?;
         self.telemetry.validate()?;

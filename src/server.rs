@@ -88,38 +88,129 @@ pub fn simple_card(name: &str, description: &str, url: &str, skills: Vec<AgentSk
 /// served without a listener of its own, gRPC calls routed by their content type
 /// ([`grpc::alongside`](crate::transport::grpc::alongside)).
 pub fn router(state: AppState, ready: Option<ReadinessCheck>) -> Router {
+    router_with_agents(state, ready, AgentReadiness::default())
+}
+
+/// The agents of `[agents.<id>]` whose readiness `GET /readyz` reports: it names each
+/// one whose check fails without failing itself (see [`router_with_agents`]).
+pub type AgentReadiness = crate::transport::agents::AgentRoutes;
+
+/// [`router`] for a gateway that also serves `agents` under their prefixes: `GET
+/// /readyz` stays 200 while only some of them are not ready, and names each of those
+/// on a line `agent <id> not ready: <reason>` (each agent's own `<prefix>readyz`
+/// answers 503 then; see `docs/agents.md`).
+pub fn router_with_agents(
+    state: AppState,
+    ready: Option<ReadinessCheck>,
+    agents: AgentReadiness,
+) -> Router {
     let grpc = (state.config.serves(crate::config::Binding::Grpc)
         && !state.config.grpc_own_listener)
         .then(|| crate::transport::grpc::router(state.clone()));
-    let http = http_router(state, ready);
+    let http = http_router(state, ready, agents);
     match grpc {
         Some(grpc) => crate::transport::grpc::alongside(http, grpc),
         None => http,
     }
 }
 
-fn http_router(state: AppState, ready: Option<ReadinessCheck>) -> Router {
-    let ops = Router::new()
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(readyz))
-        .with_state((state.handler.clone(), ready, state.config.auth.clone()));
-    a2a_routes(state)
-        .merge(ops)
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
-            |_: Box<dyn std::any::Any + Send>| {
-                tracing::error!("request handler panicked");
-                (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response()
-            },
-        ))
+fn http_router(state: AppState, ready: Option<ReadinessCheck>, agents: AgentReadiness) -> Router {
+    let ops = ops_routes(&state, ready, agents);
+    guarded(a2a_routes(state).merge(ops))
 }
 
-async fn readyz(
-    State((handler, ready, auth)): State<(
-        RequestHandler,
-        Option<ReadinessCheck>,
-        crate::identity::Authenticator,
-    )>,
-) -> Response {
+/// `GET /healthz` and `GET /readyz` over `state`'s handler and `ready`.
+fn ops_routes(state: &AppState, ready: Option<ReadinessCheck>, agents: AgentReadiness) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route(
+            "/readyz",
+            get(move |s| {
+                let agents = agents.clone();
+                async move { readyz_naming(s, &agents).await }
+            }),
+        )
+        .with_state((state.handler.clone(), ready, state.config.auth.clone()))
+}
+
+/// [`readyz`], and when it is 200, each of `agents` whose check fails named on a line of
+/// its own (the status stays 200: the others are served).
+async fn readyz_naming(state: State<ReadyState>, agents: &AgentReadiness) -> Response {
+    let response = readyz(state).await;
+    let agents = agents.agents();
+    if agents.is_empty() || response.status() != StatusCode::OK {
+        return response;
+    }
+    let results = futures::future::join_all(agents.iter().filter_map(|a| {
+        let check = a.ready.clone()?;
+        Some(async move { (&a.id, check().await) })
+    }))
+    .await;
+    let failing: Vec<String> = results
+        .into_iter()
+        .filter_map(|(id, r)| r.err().map(|why| format!("agent {id} not ready: {why}")))
+        .collect();
+    if failing.is_empty() {
+        return response;
+    }
+    let body = axum::body::to_bytes(response.into_body(), 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let mut text = String::from_utf8_lossy(&body).into_owned();
+    for line in failing {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    (StatusCode::OK, text).into_response()
+}
+
+/// What `GET /readyz` reads.
+type ReadyState = (
+    RequestHandler,
+    Option<ReadinessCheck>,
+    crate::identity::Authenticator,
+);
+
+/// `router` behind the panic guard: a panicking handler answers 500 without internals.
+fn guarded(router: Router) -> Router {
+    router.layer(tower_http::catch_panic::CatchPanicLayer::custom(
+        |_: Box<dyn std::any::Any + Send>| {
+            tracing::error!("request handler panicked");
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response()
+        },
+    ))
+}
+
+/// The routes of one agent of several, relative to its path prefix (see
+/// [`crate::transport::agents`]): its A2A routes (HTTP bindings; gRPC is routed by
+/// the gateway's own router) and its own `GET readyz` (this agent's handler and
+/// `ready`, e.g. its upstream's credentials), behind the panic guard.
+pub fn agent_router(state: AppState, ready: Option<ReadinessCheck>) -> Router {
+    let ready_route = Router::new().route("/readyz", get(readyz)).with_state((
+        state.handler.clone(),
+        ready,
+        state.config.auth.clone(),
+    ));
+    guarded(a2a_routes(state).merge(ready_route))
+}
+
+/// The gateway's own routes when no agent is served at `/` (only `[agents.*]`):
+/// `GET /healthz`, `GET /readyz` (over `state`'s handler, store and `ready`), and 404
+/// for anything else.
+pub fn ops_router(
+    state: AppState,
+    ready: Option<ReadinessCheck>,
+    agents: AgentReadiness,
+) -> Router {
+    guarded(ops_routes(&state, ready, agents).fallback(|| async {
+        (
+            StatusCode::NOT_FOUND,
+            "no agent is served at this path; GET /agents lists the agents\n",
+        )
+    }))
+}
+
+async fn readyz(State((handler, ready, auth)): State<ReadyState>) -> Response {
     if handler.is_closing() {
         // Shutdown has begun: new messages are refused while running tasks finish, so
         // a load balancer should send them to another instance now.

@@ -9,20 +9,24 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::card::{agent_card, extended_agent_card, push_extension};
-use crate::config::Config;
+use crate::config::{AgentEntryConfig, Config};
 use crate::executor::AgentExecutor;
 use crate::handler::{HandlerConfig, MaintenanceConfig, RequestHandler};
+use crate::protocol::AgentCard;
 use crate::push::PushService;
 use crate::server::{self, ReadinessCheck};
 use crate::store::TaskStore;
+use crate::transport::agents::{AgentRoutes, MountedAgent, RootEntry};
 use crate::transport::auth::Authenticator;
 use crate::transport::browser_guard::BrowserGuard;
-use crate::transport::{AppState, TransportConfig};
+use crate::transport::{AgentAccess, AppState, TransportConfig};
 
 /// A gateway ready to serve: its state (handler, card, limits) and router.
 #[derive(Clone)]
 pub struct Gateway {
-    /// Shared by every route.
+    /// Shared by every route of the agent at `/`; without one (only `[agents.*]`),
+    /// the first agent's (its handler runs the jobs every agent shares: see
+    /// [`RequestHandler::sibling`]).
     pub state: AppState,
     /// The full router (A2A + operations).
     pub router: Router,
@@ -30,6 +34,79 @@ pub struct Gateway {
     pub maintenance: MaintenanceConfig,
     /// Header and idle timeouts and the connection cap of the listener (from `[server]`).
     pub connections: server::ConnectionLimits,
+    /// The agents served under their path prefixes (`[agents.<id>]`), empty without.
+    pub agents: AgentRoutes,
+    /// Builds agents again on `SIGHUP` ([`AgentReload::apply`]).
+    pub reload: AgentReload,
+}
+
+/// What adding or changing an agent while serving needs: the configuration the gateway
+/// started with (its `[server]`, `[push]`...), the first handler (new agents' handlers
+/// are its siblings), push, the authenticator, and the table of mounted agents with the
+/// configuration each was built from. Cheap to clone.
+#[derive(Clone)]
+pub struct AgentReload {
+    config: Arc<Config>,
+    first: RequestHandler,
+    push: Option<Arc<PushService>>,
+    auth: Authenticator,
+    routes: AgentRoutes,
+    /// Each mounted agent's `[agents.<id>]` as TOML (secrets as `***`), by id: an entry
+    /// that reads the same is kept as it is (its executor, token cache and running tasks).
+    built: Arc<std::sync::Mutex<std::collections::BTreeMap<String, String>>>,
+}
+
+impl AgentReload {
+    /// Makes the mounted agents those of `new.agents`: an agent whose entry is unchanged
+    /// stays as it is; a new or changed one gets a new executor and handler (its running
+    /// tasks finish on the old ones); a removed one is no longer routed to (404), its
+    /// running tasks finish. Nothing else of `new` is applied (`[server]`, `[store]`,
+    /// `[push]` and the agent at `/` need a restart; API keys reload on their own).
+    /// Returns the number of agents now served.
+    ///
+    /// # Errors
+    /// An agent's upstream that cannot be built: nothing changes then.
+    pub fn apply(&self, new: &Config) -> Result<usize, String> {
+        let current = self.routes.agents();
+        let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
+        let mut next = Vec::new();
+        let mut next_built = std::collections::BTreeMap::new();
+        for (id, entry) in &new.agents {
+            let text = toml::to_string(entry).unwrap_or_default();
+            if built.get(id) == Some(&text)
+                && let Some(kept) = current.iter().find(|a| &a.id == id)
+            {
+                next.push(kept.clone());
+                next_built.insert(id.clone(), text);
+                continue;
+            }
+            let mut config = (*self.config).clone();
+            config.agents = new.agents.clone();
+            let agent = agent_config(&config, id, entry);
+            let (executor, ready) =
+                super::build_executor(&agent).map_err(|e| format!("[agents.{id}]: {e}"))?;
+            let (hc, card) = handler_config(&agent, self.push.clone(), id);
+            let handler = self.first.sibling(executor, hc);
+            next.push(mount(
+                &config, id, entry, &agent, handler, card, &self.auth, ready,
+            ));
+            next_built.insert(id.clone(), text);
+        }
+        let n = next.len();
+        self.routes.replace(next);
+        *built = next_built;
+        Ok(n)
+    }
+}
+
+/// The executor of one `[agents.<id>]` entry and its readiness check.
+pub struct AgentParts {
+    /// The agent id.
+    pub id: String,
+    /// Runs its tasks (built from `[agents.<id>.upstream]`).
+    pub executor: Arc<dyn AgentExecutor>,
+    /// Its upstream's readiness ("a token is obtainable"), if it has one.
+    pub ready: Option<ReadinessCheck>,
 }
 
 impl Gateway {
@@ -55,44 +132,105 @@ impl Gateway {
         ready: Option<ReadinessCheck>,
         push: Option<Arc<PushService>>,
     ) -> Self {
-        let mut card = agent_card(config);
-        if let Some(p) = &push {
-            card.capabilities.push_notifications = Some(true);
-            card.capabilities.extensions.push(push_extension(config, p));
-        }
-        let handler_config = HandlerConfig {
-            max_concurrent_tasks: config.server.max_concurrent_tasks,
-            max_list_page_bytes: config.server.max_list_page_bytes,
-            extended_agent_card: extended_agent_card(config, &card),
-            extended_agent_card_enabled: config.agent.extended.is_some(),
-            push,
-            ..HandlerConfig::default()
-        }
-        .with_card(&card);
-        let handler = RequestHandler::new(executor, store, handler_config);
-        let transport = TransportConfig {
-            max_body_bytes: usize::try_from(config.server.max_body_bytes).unwrap_or(usize::MAX),
-            sse_keepalive: config.server.sse_keepalive(),
-            auth: Authenticator::from_config(&config.server.auth),
-            bindings: config.server.bindings.clone(),
-            grpc_own_listener: config.server.grpc_listen.is_some(),
-            card_v03_fields: config.agent.v03_card_fields,
-            request_message_timeout: config.server.header_timeout(),
-            browser: BrowserGuard::new(
-                &config.server.allowed_origins,
-                config.server.host_names(),
-                config.server.listen.ip().is_loopback(),
-            ),
+        Self::with_agents(config, Some((executor, ready)), Vec::new(), store, push)
+    }
+
+    /// A gateway serving `root` (the top-level `[agent]` + `[upstream]`) at `/` when
+    /// given, and each of `agents` (`[agents.<id>]`, in `config.agents`) under its path
+    /// prefix, all over `store` and `push` and one set of credentials
+    /// (`[server.auth]`). Each agent has its own card (interface URLs under
+    /// `server.public_url` + its prefix), handler (its own `max_concurrent_tasks`),
+    /// callers and readiness.
+    ///
+    /// # Panics
+    /// With neither `root` nor `agents` (loading refuses such a configuration), or an
+    /// agent id `config.agents` lacks.
+    pub fn with_agents(
+        config: &Config,
+        root: Option<(Arc<dyn AgentExecutor>, Option<ReadinessCheck>)>,
+        agents: Vec<AgentParts>,
+        store: Arc<dyn TaskStore>,
+        push: Option<Arc<PushService>>,
+    ) -> Self {
+        let auth = Authenticator::from_config(&config.server.auth);
+        auth.start();
+        let mut first: Option<RequestHandler> = None;
+        let mut new_handler = |executor: Arc<dyn AgentExecutor>, hc: HandlerConfig| match &first {
+            Some(h) => h.sibling(executor, hc),
+            None => {
+                let h = RequestHandler::new(executor, store.clone(), hc);
+                first = Some(h.clone());
+                h
+            }
         };
-        transport.auth.start();
-        let state = AppState::new(handler, card, transport);
-        let router = server::router(state.clone(), ready);
+        let root_state = root.map(|(executor, ready)| {
+            let (hc, card) = handler_config(config, push.clone(), "");
+            let handler = new_handler(executor, hc);
+            let transport = transport_config(config, config, auth.clone(), AgentAccess::default());
+            (AppState::new(handler, card, transport), ready)
+        });
+        let mut mounted = Vec::new();
+        let mut built = std::collections::BTreeMap::new();
+        for parts in agents {
+            let entry = &config.agents[&parts.id];
+            let agent = agent_config(config, &parts.id, entry);
+            let (hc, card) = handler_config(&agent, push.clone(), &parts.id);
+            let handler = new_handler(parts.executor, hc);
+            built.insert(parts.id.clone(), toml::to_string(entry).unwrap_or_default());
+            mounted.push(mount(
+                config,
+                &parts.id,
+                entry,
+                &agent,
+                handler,
+                card,
+                &auth,
+                parts.ready,
+            ));
+        }
+        let root_entry = root_state.as_ref().map(|(s, _)| RootEntry {
+            name: s.card.card.name.clone(),
+            card_url: card_url(config),
+        });
+        let first_state = mounted.first().map(|a| a.state.clone());
+        let routes = AgentRoutes::new(root_entry, mounted);
+        let (state, router) = match root_state {
+            Some((state, ready)) => {
+                let router = server::router_with_agents(state.clone(), ready, routes.clone());
+                (state, router)
+            }
+            None => {
+                let state = first_state.expect("a configuration serves at least one agent");
+                (
+                    state.clone(),
+                    server::ops_router(state, None, routes.clone()),
+                )
+            }
+        };
+        // Mounted even without agents: `SIGHUP` may add some.
+        let router = crate::transport::agents::mount(router, routes.clone());
+        let reload = AgentReload {
+            config: Arc::new(config.clone()),
+            first: state.handler.clone(),
+            push,
+            auth,
+            routes: routes.clone(),
+            built: Arc::new(std::sync::Mutex::new(built)),
+        };
         Self {
             state,
             router,
             maintenance: MaintenanceConfig::from_store_config(&config.store),
             connections: server::ConnectionLimits::from_config(&config.server),
+            agents: routes,
+            reload,
         }
+    }
+
+    /// Every handler this gateway runs: the one of [`Gateway::state`] first, then each
+    /// mounted agent's (without repeating the first).
+    pub fn handlers(&self) -> Vec<RequestHandler> {
+        handlers_of(&self.state, &self.agents)
     }
 
     /// Serves on `listener` until `shutdown` resolves, running the retention job
@@ -176,6 +314,7 @@ impl Gateway {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let state = self.state.clone();
+        let agents = self.agents.clone();
         let jobs = CancellationToken::new();
         let job = state
             .handler
@@ -192,14 +331,20 @@ impl Gateway {
                 grace_secs = grace.as_secs(),
                 "shutting down: no new messages; waiting for running tasks"
             );
-            state.handler.shutdown(grace).await;
+            // Every agent's handler (also of agents a reload removed) refuses new
+            // messages and gives its running tasks the same grace, at once.
+            let handlers = handlers_of(&state, &agents);
+            futures::future::join_all(handlers.iter().map(|h| h.shutdown(grace))).await;
             state.shutdown.cancel();
+            for a in agents.all_ever() {
+                a.state.shutdown.cancel();
+            }
         }
     }
 }
 
 /// Serves `app` on `listener`, over HTTPS when `tls` is set, until `stop` resolves.
-async fn serve_one(
+pub(super) async fn serve_one(
     listener: TcpListener,
     app: Router,
     tls: Option<Arc<rustls::ServerConfig>>,
@@ -209,5 +354,231 @@ async fn serve_one(
     match tls {
         Some(tls) => crate::tls::serve_tls_with_limits(listener, app, tls, limits, stop).await,
         None => server::serve_with_limits(listener, app, limits, stop).await,
+    }
+}
+
+/// The handler of `state`, then those of every agent `agents` mounted now or before
+/// (without repeating one).
+fn handlers_of(state: &AppState, agents: &AgentRoutes) -> Vec<RequestHandler> {
+    let mut all = vec![state.handler.clone()];
+    for a in agents.all_ever() {
+        if !Arc::ptr_eq(&a.state.config, &state.config) {
+            all.push(a.state.handler.clone());
+        }
+    }
+    all
+}
+
+/// Agent `id` (`entry`, seen as `agent` by [`agent_config`]) mounted over `handler`:
+/// its transport settings (its id and callers, the shared `auth`), state and routes.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the parts of one agent, built by two callers"
+)]
+fn mount(
+    config: &Config,
+    id: &str,
+    entry: &AgentEntryConfig,
+    agent: &Config,
+    handler: RequestHandler,
+    card: AgentCard,
+    auth: &Authenticator,
+    ready: Option<ReadinessCheck>,
+) -> MountedAgent {
+    let access = AgentAccess {
+        id: id.to_owned(),
+        callers: entry.callers.clone().map(Into::into),
+    };
+    let transport = transport_config(config, agent, auth.clone(), access);
+    let state = AppState::new(handler, card, transport);
+    MountedAgent {
+        router: server::agent_router(state.clone(), ready.clone()),
+        prefix: entry.path_for(id),
+        id: id.to_owned(),
+        card_url: card_url(agent),
+        state,
+        ready,
+    }
+}
+
+/// The handler settings and the public card of the agent `config` describes (its
+/// `[agent]`, `[server]` limits and push), for agent `agent` (`""`: the agent at `/`).
+fn handler_config(
+    config: &Config,
+    push: Option<Arc<PushService>>,
+    agent: &str,
+) -> (HandlerConfig, AgentCard) {
+    let mut card = agent_card(config);
+    if let Some(p) = &push {
+        card.capabilities.push_notifications = Some(true);
+        card.capabilities.extensions.push(push_extension(config, p));
+    }
+    let hc = HandlerConfig {
+        max_concurrent_tasks: config.server.max_concurrent_tasks,
+        max_list_page_bytes: config.server.max_list_page_bytes,
+        extended_agent_card: extended_agent_card(config, &card),
+        extended_agent_card_enabled: config.agent.extended.is_some(),
+        push,
+        agent: agent.to_owned(),
+        ..HandlerConfig::default()
+    }
+    .with_card(&card);
+    (hc, card)
+}
+
+/// The transport settings of one agent: the listener's rules from `base` (the whole
+/// configuration), the bindings and card options from `agent` (its own view, see
+/// [`agent_config`]), one authenticator for all.
+fn transport_config(
+    base: &Config,
+    agent: &Config,
+    auth: Authenticator,
+    access: AgentAccess,
+) -> TransportConfig {
+    TransportConfig {
+        max_body_bytes: usize::try_from(base.server.max_body_bytes).unwrap_or(usize::MAX),
+        sse_keepalive: base.server.sse_keepalive(),
+        auth,
+        bindings: agent.server.bindings.clone(),
+        grpc_own_listener: base.server.grpc_listen.is_some(),
+        card_v03_fields: agent.agent.v03_card_fields,
+        request_message_timeout: base.server.header_timeout(),
+        browser: BrowserGuard::new(
+            &base.server.allowed_origins,
+            base.server.host_names(),
+            base.server.listen.ip().is_loopback(),
+        ),
+        agent: access,
+    }
+}
+
+/// The configuration as agent `id` sees it: its `[agents.<id>]` card keys as
+/// `[agent]`, its upstream as `[upstream]`, its `max_concurrent_tasks`, and
+/// `server.public_url` moved under its prefix (so every card URL, the JWKS one too, is
+/// absolute and right behind the prefix and behind a `public_url` with a path of its
+/// own). gRPC is served (and in its card, at `host:port`) only on the agent's own
+/// `grpc_listen`: gRPC clients send no path prefix.
+pub fn agent_config(config: &Config, id: &str, entry: &AgentEntryConfig) -> Config {
+    let mut c = config.clone();
+    c.agent = entry.card.clone();
+    c.upstream = entry.upstream.clone();
+    c.agents.clear();
+    c.server.max_concurrent_tasks = entry
+        .max_concurrent_tasks
+        .unwrap_or(config.server.max_concurrent_tasks);
+    let prefix = entry.path_for(id);
+    c.server.public_url = config
+        .server
+        .public_url()
+        .join(prefix.trim_start_matches('/'))
+        .ok();
+    c.server.grpc_listen = entry.grpc_listen;
+    if entry.grpc_listen.is_none() {
+        c.server
+            .bindings
+            .retain(|b| *b != crate::config::Binding::Grpc);
+    }
+    c
+}
+
+/// The absolute URL of the public card of the agent `config` describes.
+fn card_url(config: &Config) -> String {
+    config
+        .server
+        .public_url()
+        .join(".well-known/agent-card.json")
+        .map(|u| u.to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(toml: &str) -> Config {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gateway.toml");
+        std::fs::write(&path, toml).unwrap();
+        Config::load(crate::config::ConfigSources {
+            file: Some(path),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    fn urls(config: &Config, id: &str) -> (Vec<String>, String, String) {
+        let c = agent_config(config, id, &config.agents[id]);
+        let card = agent_card(&c);
+        let jwks = c
+            .server
+            .public_url()
+            .join(crate::push::JWKS_PATH.trim_start_matches('/'))
+            .unwrap()
+            .to_string();
+        (
+            card.supported_interfaces
+                .into_iter()
+                .map(|i| i.url)
+                .collect(),
+            card_url(&c),
+            jwks,
+        )
+    }
+
+    const AGENTS: &str = "[agents.reviewer]\n[agents.reviewer.upstream]\nurl = \"http://127.0.0.1:9/invocations\"\n\
+                          [agents.helper]\npath = \"/team/helper/\"\n[agents.helper.upstream]\nurl = \"http://127.0.0.1:9/invocations\"\n";
+
+    #[test]
+    fn card_urls_are_absolute_behind_the_prefix() {
+        let c = load(&format!("[server]\nlisten = \"127.0.0.1:8080\"\n{AGENTS}"));
+        let (interfaces, card, jwks) = urls(&c, "reviewer");
+        assert_eq!(
+            interfaces,
+            [
+                "http://127.0.0.1:8080/agents/reviewer/",
+                "http://127.0.0.1:8080/agents/reviewer/a2a/rest",
+                "http://127.0.0.1:8080/agents/reviewer/",
+            ]
+        );
+        assert_eq!(
+            card,
+            "http://127.0.0.1:8080/agents/reviewer/.well-known/agent-card.json"
+        );
+        assert_eq!(
+            jwks,
+            "http://127.0.0.1:8080/agents/reviewer/.well-known/jwks.json"
+        );
+        let (interfaces, ..) = urls(&c, "helper");
+        assert_eq!(interfaces[1], "http://127.0.0.1:8080/team/helper/a2a/rest");
+    }
+
+    #[test]
+    fn card_urls_are_absolute_behind_a_public_url_with_a_path() {
+        let c = load(&format!(
+            "[server]\npublic_url = \"https://gw.example.com/a2a/\"\n{AGENTS}"
+        ));
+        let (interfaces, card, jwks) = urls(&c, "reviewer");
+        assert_eq!(
+            interfaces,
+            [
+                "https://gw.example.com/a2a/agents/reviewer/",
+                "https://gw.example.com/a2a/agents/reviewer/a2a/rest",
+                "https://gw.example.com/a2a/agents/reviewer/",
+            ]
+        );
+        assert_eq!(
+            card,
+            "https://gw.example.com/a2a/agents/reviewer/.well-known/agent-card.json"
+        );
+        assert_eq!(
+            jwks,
+            "https://gw.example.com/a2a/agents/reviewer/.well-known/jwks.json"
+        );
+        let (interfaces, card, _) = urls(&c, "helper");
+        assert_eq!(interfaces[0], "https://gw.example.com/a2a/team/helper/");
+        assert_eq!(
+            card,
+            "https://gw.example.com/a2a/team/helper/.well-known/agent-card.json"
+        );
     }
 }

@@ -1,16 +1,19 @@
 //! `SIGHUP` for `serve`: the API keys are read again (the config file, the environment
 //! captured at start, and every `key_file`) and replace the keys in use, so a key can be
 //! added before an old one is removed (rotation with overlap) without a restart. Requests
-//! in flight finish with the keys they started with. Nothing else of the configuration
-//! changes on `SIGHUP`.
+//! in flight finish with the keys they started with. The agents of `[agents.<id>]` are
+//! built again too ([`AgentReload::apply`]: added, changed, removed; `docs/agents.md`).
+//! Nothing else of the configuration changes on `SIGHUP`.
 
+use super::gateway::AgentReload;
 use crate::config::{Config, ConfigSources};
 use crate::transport::auth::Authenticator;
 
 /// Spawns the task that answers every `SIGHUP` by reloading `auth`'s API keys from
-/// `sources`. A configuration that no longer loads is logged and changes nothing: the
-/// keys in use stay. Not on non-Unix platforms (there is no `SIGHUP`).
-pub fn spawn_key_reload(auth: Authenticator, sources: ConfigSources) {
+/// `sources`, and with `agents` the agents of `[agents.<id>]`. A configuration that no
+/// longer loads is logged and changes nothing: the keys and agents in use stay. Not on
+/// non-Unix platforms (there is no `SIGHUP`).
+pub fn spawn_key_reload(auth: Authenticator, sources: ConfigSources, agents: Option<AgentReload>) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -23,22 +26,38 @@ pub fn spawn_key_reload(auth: Authenticator, sources: ConfigSources) {
         };
         tokio::spawn(async move {
             while hangups.recv().await.is_some() {
-                let _ = reload(&auth, &sources);
+                let _ = reload(&auth, &sources, agents.as_ref());
             }
         });
     }
     #[cfg(not(unix))]
-    let _ = (auth, sources);
+    let _ = (auth, sources, agents);
 }
 
 /// One reload: the number of keys now in use, or why the old ones stay.
-fn reload(auth: &Authenticator, sources: &ConfigSources) -> Result<usize, String> {
-    let outcome = Config::load(sources.clone())
-        .map_err(|e| format!("the configuration does not load: {e}"))
-        .and_then(|config| auth.reload_keys(&config.server.auth));
+fn reload(
+    auth: &Authenticator,
+    sources: &ConfigSources,
+    agents: Option<&AgentReload>,
+) -> Result<usize, String> {
+    let config = match Config::load(sources.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            let why = format!("the configuration does not load: {e}");
+            tracing::warn!(reason = %why, "SIGHUP: API keys unchanged, agents unchanged");
+            return Err(why);
+        }
+    };
+    let outcome = auth.reload_keys(&config.server.auth);
     match &outcome {
         Ok(n) => tracing::info!(keys = n, "SIGHUP: API keys reloaded"),
         Err(why) => tracing::warn!(reason = %why, "SIGHUP: API keys unchanged"),
+    }
+    if let Some(agents) = agents {
+        match agents.apply(&config) {
+            Ok(n) => tracing::info!(agents = n, "SIGHUP: agents reloaded"),
+            Err(why) => tracing::warn!(reason = %why, "SIGHUP: agents unchanged"),
+        }
     }
     outcome
 }

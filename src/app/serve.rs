@@ -38,6 +38,7 @@ pub struct Running {
     gateway: Gateway,
     listener: TcpListener,
     grpc_listener: Option<TcpListener>,
+    agent_grpc: Vec<(String, TcpListener)>,
     tls: Option<Arc<rustls::ServerConfig>>,
     cluster: Option<Cluster>,
     store: Arc<dyn TaskStore>,
@@ -69,28 +70,74 @@ pub async fn start(
         ),
         _ => None,
     };
-    let with_bound_port;
-    let config = match (&grpc_listener, config.server.grpc_listen) {
-        (Some(l), Some(addr)) if addr.port() == 0 => {
-            let mut c = config.clone();
-            c.server.grpc_listen = Some(l.local_addr()?);
-            with_bound_port = c;
-            &with_bound_port
+    // Each agent's own gRPC port too (`[agents.<id>] grpc_listen`).
+    let mut agent_grpc = Vec::new();
+    for (id, entry) in &config.agents {
+        if let Some(addr) = entry.grpc_listen {
+            let l = TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("agents.{id}.grpc_listen {addr}: cannot listen: {e}"))?;
+            agent_grpc.push((id.clone(), l));
         }
-        _ => config,
+    }
+    let with_bound_port;
+    let config = {
+        let mut c = None::<Config>;
+        if let (Some(l), Some(addr)) = (&grpc_listener, config.server.grpc_listen)
+            && addr.port() == 0
+        {
+            c.get_or_insert_with(|| config.clone()).server.grpc_listen = Some(l.local_addr()?);
+        }
+        for (id, l) in &agent_grpc {
+            if config.agents[id].grpc_listen.is_some_and(|a| a.port() == 0) {
+                let c = c.get_or_insert_with(|| config.clone());
+                if let Some(entry) = c.agents.get_mut(id) {
+                    entry.grpc_listen = Some(l.local_addr()?);
+                }
+            }
+        }
+        match c {
+            Some(c) => {
+                with_bound_port = c;
+                &with_bound_port
+            }
+            None => config,
+        }
     };
     let metrics = crate::ops::install_metrics();
-    // The executor first: a config it refuses must not leave a new database behind.
-    let (executor, ready, upstream_card) =
-        super::upstream::build_executor_with_card(config).await?;
-    let with_card;
-    let config = match upstream_card {
-        Some(card) => {
-            with_card = super::card::with_upstream_card(config, &card);
-            &with_card
+    // The executors first: a config they refuse must not leave a new database behind.
+    // An `a2a` upstream's card (read now, at most 10 s) fills what its agent's own
+    // card does not set (see `card::with_upstream_card`).
+    let mut with_cards: Option<Config> = None;
+    let root = if config.serves_root_agent() {
+        let (executor, ready, card) = super::upstream::build_executor_with_card(config).await?;
+        if let Some(card) = card {
+            with_cards = Some(super::card::with_upstream_card(config, &card));
         }
-        None => config,
+        Some((executor, ready))
+    } else {
+        None
     };
+    let mut agents = Vec::new();
+    for (id, entry) in &config.agents {
+        let agent_config = super::gateway::agent_config(config, id, entry);
+        let (executor, ready, card) = super::upstream::build_executor_with_card(&agent_config)
+            .await
+            .map_err(|e| format!("[agents.{id}]: {e}"))?;
+        if let Some(card) = card {
+            let merged = super::card::with_upstream_card(&agent_config, &card);
+            let c = with_cards.get_or_insert_with(|| config.clone());
+            if let Some(e) = c.agents.get_mut(id) {
+                e.card = merged.agent;
+            }
+        }
+        agents.push(super::gateway::AgentParts {
+            id: id.clone(),
+            executor,
+            ready,
+        });
+    }
+    let config = with_cards.as_ref().unwrap_or(config);
     let (store, backend) = build_store_for_cluster(config).await?;
     let closing = store.clone();
     let push = if config.push.enabled {
@@ -102,21 +149,30 @@ pub async fn start(
     } else {
         None
     };
-    let mut gateway = Gateway::with_push(config, executor, store, ready, push);
-    let handler = gateway.state.handler.clone();
-    crate::allocator::spawn_collector(move || handler.active_runs() == 0);
+    let mut gateway = Gateway::with_agents(config, root, agents, store, push);
+    let handlers = gateway.handlers();
+    crate::allocator::spawn_collector(move || handlers.iter().all(|h| h.active_runs() == 0));
     if let Some(sources) = reload {
-        super::reload::spawn_key_reload(gateway.state.config.auth.clone(), sources);
+        super::reload::spawn_key_reload(
+            gateway.state.config.auth.clone(),
+            sources,
+            Some(gateway.reload.clone()),
+        );
     }
     let cluster = match backend {
         Some(backend) => {
             let id = crate::cluster::instance_id(&config.store.instance_name);
             let options = crate::cluster::ClusterOptions::with_lease(config.store.lease());
             let (cluster, cancels) = crate::cluster::Cluster::join(backend, id, options).await?;
+            // The first handler takes the cluster's jobs for every agent (they share
+            // its registry of drivers); the others' executors take its session leases.
             gateway
                 .state
                 .handler
                 .join_cluster(cluster.clone(), cancels)?;
+            for h in gateway.handlers().iter().skip(1) {
+                h.use_cluster_session_leases();
+            }
             // Leases replace the stale sweep and the start-up recovery.
             gateway.maintenance.stale_after = None;
             Some(cluster)
@@ -146,6 +202,7 @@ pub async fn start(
         gateway,
         listener,
         grpc_listener,
+        agent_grpc,
         tls,
         cluster,
         store: closing,
@@ -160,6 +217,15 @@ impl Running {
     /// The listener's own error.
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.listener.local_addr()
+    }
+
+    /// The addresses of the agents' own gRPC listeners (`[agents.<id>] grpc_listen`),
+    /// by agent id.
+    pub fn agent_grpc_addrs(&self) -> Vec<(String, std::io::Result<SocketAddr>)> {
+        self.agent_grpc
+            .iter()
+            .map(|(id, l)| (id.clone(), l.local_addr()))
+            .collect()
     }
 
     /// The address of gRPC's own listener (`server.grpc_listen`), if it has one.
@@ -194,7 +260,30 @@ impl Running {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), AppError> {
-        self.gateway
+        // Each agent's own gRPC listener, until the main listener stops.
+        let stopped = tokio_util::sync::CancellationToken::new();
+        let mut agent_grpc = Vec::new();
+        for (id, listener) in self.agent_grpc {
+            let Some(agent) = self
+                .gateway
+                .agents
+                .agents()
+                .into_iter()
+                .find(|a| a.id == id)
+            else {
+                continue;
+            };
+            let app = crate::transport::grpc::router(agent.state.clone());
+            agent_grpc.push(tokio::spawn(super::gateway::serve_one(
+                listener,
+                app,
+                self.tls.clone(),
+                self.gateway.connections.clone(),
+                stopped.clone().cancelled_owned(),
+            )));
+        }
+        let result = self
+            .gateway
             .serve_all(
                 self.listener,
                 self.grpc_listener,
@@ -202,7 +291,12 @@ impl Running {
                 self.grace,
                 shutdown,
             )
-            .await?;
+            .await;
+        stopped.cancel();
+        for served in agent_grpc {
+            served.await.map_err(std::io::Error::other)??;
+        }
+        result?;
         if let Some(cluster) = self.cluster {
             cluster.leave().await;
         }

@@ -52,8 +52,16 @@ pub(super) async fn run(file: Option<PathBuf>, probe: bool) -> Result<ExitCode, 
 
 /// What `serve` would refuse beyond the file itself, in the order it meets them.
 fn refusal(config: &Config) -> Option<CliError> {
-    if let Err(e) = crate::app::build_executor(config) {
+    if config.serves_root_agent()
+        && let Err(e) = crate::app::build_executor(config)
+    {
         return Some(e);
+    }
+    for (id, entry) in &config.agents {
+        let agent = crate::app::gateway::agent_config(config, id, entry);
+        if let Err(e) = crate::app::build_executor(&agent) {
+            return Some(format!("[agents.{id}]: {e}").into());
+        }
     }
     if let Err(e) = crate::app::check_store_location(config) {
         return Some(e);
@@ -166,12 +174,47 @@ async fn a2a_derived(upstream: &A2aUpstreamConfig, probe: bool, out: &mut Vec<St
 /// The derived values, one line each.
 async fn derived(config: &Config, probe: bool) -> Vec<String> {
     let mut out = Vec::new();
+    if config.serves_root_agent() {
+        upstream_derived(config, probe, &mut out).await;
+        out.push(store_line(&config.store));
+        urls_derived(config, &mut out);
+    } else {
+        out.push(store_line(&config.store));
+        out.push("agent at /: none (only [agents.*] are configured)".to_owned());
+    }
+    for (id, entry) in &config.agents {
+        let agent = crate::app::gateway::agent_config(config, id, entry);
+        out.push(format!(
+            "agent {id}: card {}",
+            LogUrl(
+                agent
+                    .server
+                    .public_url()
+                    .join(".well-known/agent-card.json")
+                    .map(|u| u.to_string())
+                    .as_deref()
+                    .unwrap_or("-")
+            )
+        ));
+        let mut lines = Vec::new();
+        upstream_derived(&agent, probe, &mut lines).await;
+        urls_derived(&agent, &mut lines);
+        out.extend(lines.into_iter().map(|l| format!("agent {id}: {l}")));
+    }
+    out
+}
+
+/// The lines of the upstream of the agent `config` describes.
+async fn upstream_derived(config: &Config, probe: bool, out: &mut Vec<String>) {
     // What each runtime kind derives; a new kind adds its arm.
     match &config.upstream {
-        UpstreamConfig::AgentCore(c) => agentcore_derived(c, probe, &mut out).await,
-        UpstreamConfig::A2a(c) => a2a_derived(c, probe, &mut out).await,
+        UpstreamConfig::AgentCore(c) => agentcore_derived(c, probe, out).await,
+        UpstreamConfig::A2a(c) => a2a_derived(c, probe, out).await,
     }
-    out.push(store_line(&config.store));
+}
+
+/// The public URL of the agent `config` describes, and its card's interfaces.
+fn urls_derived(config: &Config, out: &mut Vec<String>) {
     out.push(format!(
         "public URL: {}",
         masked(&config.server.public_url())
@@ -188,7 +231,6 @@ async fn derived(config: &Config, probe: bool) -> Vec<String> {
             i.protocol_version
         ));
     }
-    out
 }
 
 /// What the task store is, and which of the `[store]` keys printed above it ignores

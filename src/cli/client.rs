@@ -46,8 +46,10 @@ pub enum BindingChoice {
 /// The flags every client command takes.
 #[derive(Clone, Debug, Args)]
 pub struct Connection {
-    /// The agent: its base URL (the card is read from `/.well-known/agent-card.json`
-    /// there), or with `--binding` the interface URL itself.
+    /// The agent: its base URL (the card is read from `.well-known/agent-card.json`
+    /// under it: `http://host/agents/reviewer/` reads
+    /// `http://host/agents/reviewer/.well-known/agent-card.json`), its card URL itself,
+    /// or with `--binding` the interface URL itself.
     #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080/")]
     pub url: Url,
     /// The binding: `auto` reads the agent card and takes its first JSON-RPC or
@@ -152,9 +154,11 @@ impl Connection {
         Ok(builder.build()?)
     }
 
-    /// The agent card URL for `--url`.
+    /// The agent card URL for `--url`: `--url` itself when it names a card
+    /// (`.../.well-known/agent-card.json` or `.../agent.json`), else [`CARD_PATH`] under
+    /// its path (an agent served under a prefix, `docs/agents.md`, has its card there).
     pub fn card_url(&self) -> Url {
-        self.url.join(CARD_PATH).expect("an absolute path joins")
+        card_url_for(&self.url)
     }
 
     /// Reads the agent card at [`card_url`](Self::card_url).
@@ -657,9 +661,50 @@ pub fn printable(s: &str) -> String {
     out
 }
 
+/// See [`Connection::card_url`].
+fn card_url_for(url: &Url) -> Url {
+    let path = url.path();
+    if path.ends_with(CARD_PATH) || path.ends_with("/.well-known/agent.json") {
+        return url.clone();
+    }
+    let mut base = url.clone();
+    base.set_query(None);
+    if !path.ends_with('/') {
+        base.set_path(&format!("{path}/"));
+    }
+    base.join(CARD_PATH.trim_start_matches('/'))
+        .expect("a relative path joins")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_card_is_read_under_the_url_given() {
+        for (url, card) in [
+            ("http://h:1/", "http://h:1/.well-known/agent-card.json"),
+            ("http://h:1", "http://h:1/.well-known/agent-card.json"),
+            (
+                "http://h/agents/reviewer/",
+                "http://h/agents/reviewer/.well-known/agent-card.json",
+            ),
+            (
+                "http://h/agents/reviewer",
+                "http://h/agents/reviewer/.well-known/agent-card.json",
+            ),
+            (
+                "http://h/agents/reviewer/.well-known/agent-card.json",
+                "http://h/agents/reviewer/.well-known/agent-card.json",
+            ),
+        ] {
+            assert_eq!(
+                card_url_for(&Url::parse(url).unwrap()).as_str(),
+                card,
+                "{url}"
+            );
+        }
+    }
 
     #[test]
     fn control_characters_are_made_visible() {

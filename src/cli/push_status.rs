@@ -29,6 +29,10 @@ pub struct PushStatusArgs {
     /// Only this task's deliveries and configs.
     #[arg(long, value_name = "ID")]
     pub task: Option<String>,
+    /// Only the deliveries and configs of this agent (`[agents.<id>]`; `-` for the
+    /// agent at `/`), among the oldest pending deliveries read.
+    #[arg(long, value_name = "ID")]
+    pub agent: Option<String>,
     /// TOML config file (same discovery as `serve`); its `[store] url` is read.
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -58,10 +62,23 @@ pub async fn run(args: PushStatusArgs) -> Result<ExitCode, CliError> {
         }
     };
     store.close().await;
-    let status = result?;
+    let mut status = result?;
+    if let Some(agent) = &args.agent {
+        only_agent(&mut status, agent);
+    }
     let now_ms = crate::protocol::time::now().timestamp_millis();
     out!("{}", render(&status, now_ms));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Keeps the deliveries and configs of `agent` (`-`: the agent at `/`) in `status`;
+/// `pending_total` becomes the number kept, and the oldest time theirs.
+fn only_agent(status: &mut PushStatus, agent: &str) {
+    let agent = if agent == "-" { "" } else { agent };
+    status.pending.retain(|p| p.key.scope.agent == agent);
+    status.troubled.retain(|(scope, _)| scope.agent == agent);
+    status.pending_total = status.pending.len() as u64;
+    status.oldest_pending_ms = status.pending.iter().map(|p| p.created_ms).min();
 }
 
 /// The report `push-status` prints for `status` at `now_ms` (ms since the epoch).
@@ -84,7 +101,7 @@ fn render(status: &PushStatus, now_ms: i64) -> String {
             p.key.task_id,
             p.key.config_id,
             p.key.seq,
-            tenant(&p.key.scope.tenant),
+            where_(&p.key.scope),
             p.attempts,
             due,
             ago(now_ms - p.created_ms),
@@ -109,7 +126,7 @@ fn render(status: &PushStatus, now_ms: i64) -> String {
             "  task {} config {}{}: {}, {} failed in a row, url {}, last error: {}",
             c.task_id,
             c.id,
-            tenant(&scope.tenant),
+            where_(scope),
             if c.enabled { "failing" } else { "disabled" },
             c.failures,
             shown_url(c),
@@ -119,11 +136,13 @@ fn render(status: &PushStatus, now_ms: i64) -> String {
     out
 }
 
-fn tenant(t: &str) -> String {
-    if t.is_empty() {
-        String::new()
-    } else {
-        format!(" (tenant {t})")
+/// ` (tenant T)`, ` (agent A)` or ` (agent A, tenant T)` for a scope off the defaults.
+fn where_(scope: &crate::scope::Scope) -> String {
+    match (scope.agent.as_str(), scope.tenant.as_str()) {
+        ("", "") => String::new(),
+        ("", t) => format!(" (tenant {t})"),
+        (a, "") => format!(" (agent {a})"),
+        (a, t) => format!(" (agent {a}, tenant {t})"),
     }
 }
 
@@ -221,6 +240,54 @@ mod tests {
         for secret in ["tok-secret", "cred-secret", "pw-secret", "q-secret", "user"] {
             assert!(!out.contains(secret), "{secret} in {out}");
         }
+    }
+
+    #[test]
+    fn the_agent_filter_keeps_its_deliveries_and_names_the_agent() {
+        let delivery = |scope: Scope, seq| PendingDelivery {
+            key: DeliveryKey {
+                scope,
+                task_id: "t1".into(),
+                config_id: "c1".into(),
+                seq,
+            },
+            attempts: 1,
+            created_ms: seq as i64 * 1_000,
+            next_ms: 0,
+            last_error: None,
+        };
+        let reviewer = Scope::new("", "alice").with_agent("reviewer");
+        let mut status = PushStatus {
+            pending: vec![
+                delivery(Scope::new("", "alice"), 1),
+                delivery(reviewer.clone(), 2),
+                delivery(Scope::new("acme", "bob").with_agent("helper"), 3),
+            ],
+            troubled: vec![(reviewer, config("https://hooks.example/a", false))],
+            pending_total: 3,
+            oldest_pending_ms: Some(1_000),
+        };
+        let mut root = PushStatus {
+            pending: status.pending.clone(),
+            troubled: status.troubled.clone(),
+            ..status.clone()
+        };
+        only_agent(&mut status, "reviewer");
+        assert_eq!(status.pending_total, 1);
+        assert_eq!(status.oldest_pending_ms, Some(2_000));
+        let out = render(&status, 61_000);
+        assert!(
+            out.contains("task t1 config c1 event 2 (agent reviewer):"),
+            "{out}"
+        );
+        assert!(
+            out.contains("task t1 config c1 (agent reviewer): disabled"),
+            "{out}"
+        );
+        only_agent(&mut root, "-");
+        assert_eq!(root.pending.len(), 1);
+        assert!(root.troubled.is_empty());
+        assert_eq!(root.pending[0].key.seq, 1);
     }
 
     #[test]

@@ -263,6 +263,8 @@ fn fully_populated() -> Config {
             extra_signing_key_files: vec!["e".into()],
             hmac_secret_file: Some("h".into()),
         },
+        agents: Default::default(),
+        no_root_agent: false,
     }
 }
 

@@ -23,6 +23,10 @@ pub struct CallContext {
     /// The request's W3C `traceparent`, when valid: each upstream attempt continues
     /// its trace ([`crate::telemetry::trace`]).
     pub trace_parent: Option<crate::telemetry::trace::TraceParent>,
+    /// The agent of the gateway the call is addressed to (`[agents.<id>]`), `""` for
+    /// the agent at `/`: part of the call's [`Scope`], so agents never see each
+    /// other's tasks.
+    pub agent: String,
     /// The caller's own bearer token, only when it is a JWT the gateway verified
     /// (`[server.auth]` scheme `jwt`; never an API key): what `upstream.auth.kind =
     /// "forward"` sends to the runtime. Redacted in `Debug`, never logged.
@@ -78,6 +82,7 @@ impl CallContext {
             owner: owner.into(),
             requested_extensions: Vec::new(),
             trace_parent: None,
+            agent: String::new(),
             caller_token: None,
         }
     }
@@ -89,7 +94,13 @@ impl CallContext {
 
     /// The caller boundary of this call: the [`Scope`] its tasks are stored under.
     pub fn scope(&self) -> Scope {
-        Scope::new(&self.tenant, &self.owner)
+        Scope::new(&self.tenant, &self.owner).with_agent(&self.agent)
+    }
+
+    /// This context addressed to `agent` (see [`CallContext::agent`]).
+    pub fn with_agent(mut self, agent: impl Into<String>) -> Self {
+        self.agent = agent.into();
+        self
     }
 }
 

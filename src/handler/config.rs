@@ -39,6 +39,9 @@ pub struct HandlerConfig {
     /// [`TaskQuery::max_bytes`](crate::store::TaskQuery::max_bytes)): the page ends early, with a `nextPageToken`, before
     /// the task that would take it past this. Default [`DEFAULT_LIST_PAGE_BYTES`].
     pub max_list_page_bytes: u64,
+    /// The agent of the gateway this handler serves (`[agents.<id>]`; `""`: the agent
+    /// at `/`): the label of its metrics and the field of its logs.
+    pub agent: String,
 }
 
 impl HandlerConfig {
@@ -72,6 +75,7 @@ impl Default for HandlerConfig {
             input_modes: InputModes::default(),
             max_list_page_bytes: DEFAULT_LIST_PAGE_BYTES,
             push: None,
+            agent: String::new(),
         }
     }
 }

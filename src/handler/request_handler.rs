@@ -43,13 +43,54 @@ impl RequestHandler {
                 executor,
                 store,
                 config,
-                registry: Mutex::new(HashMap::new()),
+                registry: Arc::new(Mutex::new(HashMap::new())),
                 permits,
                 shutdown: CancellationToken::new(),
                 closing: std::sync::atomic::AtomicBool::new(false),
-                cluster: std::sync::OnceLock::new(),
+                cluster: Arc::new(std::sync::OnceLock::new()),
             }),
         }
+    }
+
+    /// A handler for another agent of the same gateway (`[agents.<id>]`): it runs
+    /// `executor` under `config` (its own card, limits and run permits, and
+    /// `config.agent`), over this handler's store, sharing its registry of live task
+    /// drivers and its cluster. So the jobs of the first handler (the retention job,
+    /// the recovery, cancels and orphans from other instances) serve every agent's
+    /// tasks, and each agent's runs are bounded by its own `max_concurrent_tasks`.
+    pub fn sibling(&self, executor: Arc<dyn AgentExecutor>, config: HandlerConfig) -> Self {
+        let permits = Arc::new(Semaphore::new(config.max_concurrent_tasks.max(1)));
+        if let Some(cluster) = self.inner.cluster.get() {
+            executor.use_session_leases(Arc::new(cluster.clone()));
+        }
+        Self {
+            inner: Arc::new(Inner {
+                executor,
+                store: self.inner.store.clone(),
+                config,
+                registry: self.inner.registry.clone(),
+                permits,
+                shutdown: CancellationToken::new(),
+                closing: std::sync::atomic::AtomicBool::new(false),
+                cluster: self.inner.cluster.clone(),
+            }),
+        }
+    }
+
+    /// Gives this handler's executor the session leases of the cluster its first
+    /// handler joined ([`RequestHandler::join_cluster`]), for a
+    /// [sibling](Self::sibling) made before the join. Does nothing outside a cluster.
+    pub fn use_cluster_session_leases(&self) {
+        if let Some(cluster) = self.inner.cluster.get() {
+            self.inner
+                .executor
+                .use_session_leases(Arc::new(cluster.clone()));
+        }
+    }
+
+    /// The agent this handler serves ([`HandlerConfig::agent`]).
+    pub fn agent(&self) -> &str {
+        &self.inner.config.agent
     }
 
     /// The ListTasks page bound, in bytes ([`HandlerConfig::max_list_page_bytes`]),

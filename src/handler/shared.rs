@@ -19,14 +19,19 @@ pub(crate) struct Inner {
     pub(crate) executor: Arc<dyn AgentExecutor>,
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) config: HandlerConfig,
-    pub(crate) registry: Mutex<HashMap<TaskKey, Handle>>,
+    /// The live drivers, shared with the handler's siblings (the other agents of one
+    /// gateway, [`RequestHandler::sibling`](super::RequestHandler::sibling)): a task's
+    /// key holds its agent, and a job of one handler (a cancel from another instance,
+    /// the retention job) reaches the driver of any agent's task.
+    pub(crate) registry: Arc<Mutex<HashMap<TaskKey, Handle>>>,
     pub(crate) permits: Arc<Semaphore>,
     pub(crate) shutdown: CancellationToken,
     /// Set by [`RequestHandler::shutdown`](super::RequestHandler::shutdown): new
     /// messages are refused.
     pub(crate) closing: std::sync::atomic::AtomicBool,
     /// Several instances on one store (see [`crate::cluster`] and the `remote` module).
-    pub(crate) cluster: std::sync::OnceLock<crate::cluster::Cluster>,
+    /// Shared with the handler's siblings.
+    pub(crate) cluster: Arc<std::sync::OnceLock<crate::cluster::Cluster>>,
 }
 
 impl Inner {

@@ -47,8 +47,14 @@ pub(super) fn check_id(field: &str, id: &str) -> Result<(), A2aError> {
     Ok(())
 }
 
-/// Refuses a caller scope whose tenant is longer than an id may be.
+/// Refuses a caller scope whose tenant is longer than an id may be, or holds the
+/// separator of a stored agent key ([`crate::scope::AGENT_SEPARATOR`]).
 pub(super) fn check_call(call: &CallContext) -> Result<(), A2aError> {
+    if call.tenant.contains(crate::scope::AGENT_SEPARATOR) {
+        return Err(A2aError::InvalidParams(
+            "tenant contains the control character U+001F".into(),
+        ));
+    }
     check_id("tenant", &call.tenant)
 }
 

@@ -88,6 +88,10 @@ pub enum AuthFailure {
     /// A valid credential whose tenant is not the one the request names: HTTP 403,
     /// gRPC `PERMISSION_DENIED`.
     TenantNotAllowed,
+    /// A valid credential whose caller is not among the `callers` of the agent the
+    /// request is addressed to (`[agents.<id>] callers`): HTTP 403, gRPC
+    /// `PERMISSION_DENIED`.
+    AgentNotAllowed,
     /// The token could not be checked: it is a JWT with an asymmetric algorithm and no
     /// JWKS key set was ever fetched (the issuer was unreachable since start). Not the
     /// caller's fault: HTTP 503 with `Retry-After`, gRPC `UNAVAILABLE`, as
@@ -97,13 +101,14 @@ pub enum AuthFailure {
 
 impl AuthFailure {
     /// The metric label and log field (`missing`, `invalid`, `expired`, ...,
-    /// `insufficient_scope`, `tenant`).
+    /// `insufficient_scope`, `tenant`, `agent`).
     pub fn reason(self) -> &'static str {
         match self {
             AuthFailure::Missing => "missing",
             AuthFailure::Invalid(p) => p.label(),
             AuthFailure::InsufficientScope => "insufficient_scope",
             AuthFailure::TenantNotAllowed => "tenant",
+            AuthFailure::AgentNotAllowed => "agent",
             AuthFailure::KeysUnavailable => "keys_unavailable",
         }
     }
@@ -112,7 +117,9 @@ impl AuthFailure {
     pub fn is_forbidden(self) -> bool {
         matches!(
             self,
-            AuthFailure::InsufficientScope | AuthFailure::TenantNotAllowed
+            AuthFailure::InsufficientScope
+                | AuthFailure::TenantNotAllowed
+                | AuthFailure::AgentNotAllowed
         )
     }
 
@@ -140,6 +147,7 @@ impl AuthFailure {
             AuthFailure::TenantNotAllowed => {
                 "the credential does not allow the tenant this request names"
             }
+            AuthFailure::AgentNotAllowed => "this caller may not use this agent",
             AuthFailure::KeysUnavailable => {
                 "the token cannot be checked yet: the issuer's signing keys (JWKS) have not \
                  been fetched; retry later"
@@ -174,7 +182,7 @@ impl AuthFailure {
                 }
                 c
             }
-            AuthFailure::TenantNotAllowed => format!(
+            AuthFailure::TenantNotAllowed | AuthFailure::AgentNotAllowed => format!(
                 "Bearer realm=\"{realm}\", error=\"insufficient_scope\", error_description=\"{}\"",
                 self.message()
             ),

@@ -17,10 +17,10 @@ use crate::scope::Scope;
 pub const CHANNEL: &str = "a2a_gateway";
 
 /// The 16-hex-digit tag of a task in notifications: the first 64 bits of the
-/// SHA-256 of its length-prefixed tenant, owner and id.
+/// SHA-256 of its length-prefixed tenant key ([`Scope::tenant_key`]), owner and id.
 pub fn tag(scope: &Scope, task_id: &str) -> String {
     let mut h = Sha256::new();
-    for part in [&scope.tenant, &scope.owner, task_id] {
+    for part in [scope.tenant_key(), &scope.owner, task_id] {
         h.update((part.len() as u64).to_be_bytes());
         h.update(part.as_bytes());
     }

@@ -359,7 +359,7 @@ fn key_arrays<'a>(
     let mut o = Vec::new();
     let mut i = Vec::new();
     for a in keys {
-        t.push(a.scope.tenant.as_str());
+        t.push(a.scope.tenant_key());
         o.push(a.scope.owner.as_str());
         i.push(a.task_id.as_str());
     }
@@ -369,7 +369,7 @@ fn key_arrays<'a>(
 /// The key of a returned row (columns 0..3).
 fn row_key(r: &sqlx::postgres::PgRow) -> TaskKey {
     (
-        Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+        Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
         r.get(2),
     )
 }

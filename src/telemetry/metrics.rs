@@ -145,7 +145,10 @@ const fn histogram(name: &'static str, help: &'static str) -> Metric {
 
 /// Every metric the gateway records.
 pub const CATALOGUE: &[Metric] = &[
-    counter(REQUESTS, "A2A requests by method and outcome"),
+    counter(
+        REQUESTS,
+        "A2A requests by binding, method, outcome and agent (`[agents.<id>]`)",
+    ),
     histogram(REQUEST_DURATION, "A2A request latency to the response head"),
     gauge(ACTIVE_TASKS, "Executor runs in progress"),
     gauge(OPEN_STREAMS, "Open SSE response streams"),
@@ -276,6 +279,34 @@ pub fn describe() {
             Kind::Histogram => metrics::describe_histogram!(m.name, Unit::Seconds, m.help),
         }
     }
+}
+
+/// The labels of a request metric ([`REQUESTS`], [`REQUEST_DURATION`]): `binding`,
+/// `method`, `outcome` (the counter only), and `agent` for a request to an agent of
+/// `[agents.<id>]` (`docs/agents.md`); left out for the agent at `/`, so a gateway with
+/// one agent keeps its series as they were.
+pub fn request_labels(
+    binding: &'static str,
+    method: &'static str,
+    outcome: Option<&'static str>,
+    agent: &str,
+) -> Vec<metrics::Label> {
+    let mut labels = vec![
+        metrics::Label::new("binding", binding),
+        metrics::Label::new("method", method),
+    ];
+    if let Some(outcome) = outcome {
+        labels.push(metrics::Label::new("outcome", outcome));
+    }
+    if !agent.is_empty() {
+        labels.push(metrics::Label::new("agent", agent.to_owned()));
+    }
+    labels
+}
+
+/// The `agent` field of a log line: the agent id, or `-` for the agent at `/`.
+pub fn agent_field(agent: &str) -> &str {
+    if agent.is_empty() { "-" } else { agent }
 }
 
 #[cfg(test)]

@@ -130,9 +130,20 @@ pub(crate) struct TurnMetrics {
     /// driver instead of once per write (a streamed reply writes every few events; the
     /// registry lookup hashes the name and labels each time).
     write_ok: Option<metrics::Histogram>,
+    /// The agent of the task (`[agents.<id>]`): the `agent` label of its task metrics,
+    /// left out for the agent at `/`.
+    agent: Option<String>,
 }
 
 impl TurnMetrics {
+    /// The metrics of a task of `agent` (`""`: the agent at `/`).
+    pub(crate) fn for_agent(agent: &str) -> Self {
+        Self {
+            agent: (!agent.is_empty()).then(|| agent.to_owned()),
+            ..Self::default()
+        }
+    }
+
     /// A run starts: its duration counts from now, its failure cause is the run's
     /// context's, its store writes join the request's trace.
     pub(crate) fn begin(&mut self, run: impl Into<TurnStart>) {
@@ -201,10 +212,17 @@ impl TurnMetrics {
                 TaskState::Failed => self.cause.take().unwrap_or(reason::AGENT),
                 _ => reason::AGENT,
             };
-            metrics::counter!(TASKS, "state" => label, "reason" => why).increment(1);
+            let mut labels = vec![
+                metrics::Label::new("state", label),
+                metrics::Label::new("reason", why),
+            ];
+            if let Some(agent) = &self.agent {
+                labels.push(metrics::Label::new("agent", agent.clone()));
+            }
+            metrics::counter!(TASKS, labels.clone()).increment(1);
             if let Some(started) = self.started.take() {
-                metrics::histogram!(TASK_DURATION, "state" => label)
-                    .record(started.elapsed().as_secs_f64());
+                labels.remove(1);
+                metrics::histogram!(TASK_DURATION, labels).record(started.elapsed().as_secs_f64());
             }
         }
     }

@@ -21,6 +21,7 @@
 //! without it the test is skipped with a note, unless `CI=true`, where it fails ([`skip`]).
 
 mod a2a_agent;
+mod agentcore_app;
 mod child;
 mod env;
 mod gateway;
@@ -35,6 +36,7 @@ mod rpc;
 mod stream;
 
 pub use a2a_agent::{A2aAgent, AgentKind, agent_python};
+pub use agentcore_app::AgentCoreApp;
 pub use child::ChildGuard;
 pub use env::{ci, python, python_with, skip};
 pub use gateway::{GatewayBuilder, GatewayProcess};

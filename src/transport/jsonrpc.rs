@@ -151,10 +151,11 @@ pub async fn handle(
             };
         }
     };
-    let call = match operations::call_context(identity.as_ref(), &headers, &params) {
-        Ok(call) => call,
-        Err(refused) => return refused.jsonrpc_response(id.as_ref()),
-    };
+    let call =
+        match operations::call_context(&state.config.agent, identity.as_ref(), &headers, &params) {
+            Ok(call) => call,
+            Err(refused) => return refused.jsonrpc_response(id.as_ref()),
+        };
     let cursor = operations::last_event_id_header(&headers);
 
     let Some(id) = id else {
@@ -247,15 +248,23 @@ pub async fn handle(
         Err(e) => (error_response(Some(&id), &e), e.reason()),
     };
     let label = op.map_or("unknown", Operation::metric_label);
-    metrics::counter!(REQUESTS, "binding" => "jsonrpc", "method" => label, "outcome" => outcome_label)
-        .increment(1);
-    metrics::histogram!(REQUEST_DURATION, "binding" => "jsonrpc", "method" => label)
-        .record(elapsed.as_secs_f64());
+    let agent = &state.config.agent.id;
+    metrics::counter!(
+        REQUESTS,
+        crate::telemetry::metrics::request_labels("jsonrpc", label, Some(outcome_label), agent)
+    )
+    .increment(1);
+    metrics::histogram!(
+        REQUEST_DURATION,
+        crate::telemetry::metrics::request_labels("jsonrpc", label, None, agent)
+    )
+    .record(elapsed.as_secs_f64());
     tracing::info!(
         rpc.method = %crate::telemetry::prefix_chars(&method, 64),
         a2a.version = if v03 { "0.3" } else { PROTOCOL_VERSION },
         task.id = task_id.as_deref().unwrap_or("-"),
         caller = call.owner.as_str(),
+        agent = crate::telemetry::metrics::agent_field(agent),
         peer = %crate::telemetry::LogPeer(peer),
         outcome = outcome_label,
         duration_ms = crate::telemetry::millis(elapsed),

@@ -14,8 +14,10 @@
 //! - [`sse`]: rendering of response streams as `text/event-stream`.
 //! - [`hint`]: the plain-text hint of `GET /` and unknown paths.
 //! - [`agent_card`]: `GET /.well-known/agent-card.json` with ETag and caching.
+//! - [`agents`]: several agents on one listener, each under its path prefix.
 
 pub mod agent_card;
+pub mod agents;
 pub mod auth;
 pub mod browser_guard;
 pub mod compat03;
@@ -67,6 +69,20 @@ pub struct TransportConfig {
     /// The `Origin` and `Host` rules of the A2A routes (`server.allowed_origins`,
     /// `server.allowed_hosts`). Default: no origin allowed, no `Host` check.
     pub browser: browser_guard::BrowserGuard,
+    /// The agent of the gateway these routes serve (`[agents.<id>]`) and who may use
+    /// it. Default: the agent at `/`, every caller.
+    pub agent: AgentAccess,
+}
+
+/// Which agent of the gateway a set of A2A routes serves, and who may use it.
+#[derive(Debug, Clone, Default)]
+pub struct AgentAccess {
+    /// The agent id (`""`: the agent at `/`): every call's
+    /// [`CallContext::agent`](crate::executor::CallContext::agent).
+    pub id: String,
+    /// The callers allowed (`[agents.<id>] callers`); `None`: every caller. Any other
+    /// gets 403 / `PERMISSION_DENIED` before the operation runs.
+    pub callers: Option<Arc<[String]>>,
 }
 
 impl TransportConfig {
@@ -87,6 +103,7 @@ impl Default for TransportConfig {
             card_v03_fields: true,
             request_message_timeout: Duration::from_secs(30),
             browser: browser_guard::BrowserGuard::default(),
+            agent: AgentAccess::default(),
         }
     }
 }

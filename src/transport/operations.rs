@@ -298,20 +298,30 @@ pub fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
         .collect()
 }
 
-/// The caller of one request: the owner is the authenticated caller (`None`: the
-/// anonymous owner); the tenant is the one the request message's `tenant` field names (a
-/// REST path tenant is put there by its adapter), bound to the credential by
-/// [`Identity::tenant_for`]; and the extensions `headers` activate.
+/// The caller of one request to `agent`: the owner is the authenticated caller (`None`:
+/// the anonymous owner); the tenant is the one the request message's `tenant` field names
+/// (a REST path tenant is put there by its adapter), bound to the credential by
+/// [`Identity::tenant_for`]; the agent is `agent.id`; and the extensions `headers`
+/// activate.
 ///
 /// # Errors
 /// [`AuthFailure::TenantNotAllowed`] when the request names a tenant the credential does
-/// not allow (already logged and counted).
+/// not allow; [`AuthFailure::AgentNotAllowed`] when the caller is not one of
+/// `agent.callers` (both already logged and counted).
 pub fn call_context(
+    agent: &super::AgentAccess,
     identity: Option<&Identity>,
     headers: &HeaderMap,
     params: &Value,
 ) -> Result<CallContext, AuthFailure> {
     let mut ctx = CallContext::anonymous();
+    ctx.agent = agent.id.clone();
+    if let Some(callers) = &agent.callers
+        && !identity.is_some_and(|id| callers.contains(&id.caller))
+    {
+        crate::identity::record(AuthFailure::AgentNotAllowed, None);
+        return Err(AuthFailure::AgentNotAllowed);
+    }
     let requested = params.get("tenant").and_then(Value::as_str).unwrap_or("");
     match identity {
         Some(id) => {

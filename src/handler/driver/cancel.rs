@@ -164,7 +164,8 @@ impl Driver {
             message,
             task.id.clone(),
             task.context_id.clone(),
-            crate::executor::CallContext::new(&self.key.0.tenant, &self.key.0.owner),
+            crate::executor::CallContext::new(&self.key.0.tenant, &self.key.0.owner)
+                .with_agent(&self.key.0.agent),
         );
         ctx.current_task = Some(Box::new(task));
         ctx.cancellation.cancel();

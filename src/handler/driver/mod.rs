@@ -86,6 +86,7 @@ impl Driver {
             cmd,
             bus: bus.clone(),
         };
+        let outcomes = TurnMetrics::for_agent(&key.0.agent);
         let driver = Driver {
             inner,
             key,
@@ -97,7 +98,7 @@ impl Driver {
             staged: Vec::new(),
             broken: false,
             store_failure: None,
-            outcomes: TurnMetrics::default(),
+            outcomes,
         };
         // Boxed: an `async fn` taking `self` by value keeps it twice in its future
         // (the argument and the moved local), about 630 bytes each for every task.

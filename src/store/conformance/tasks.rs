@@ -20,6 +20,7 @@ pub async fn run_all(store: &dyn TaskStore) {
     create_get_and_replay(store).await;
     sequence_conflicts(store).await;
     scope_isolation(store).await;
+    agent_isolation(store).await;
     artifact_chunks_project(store).await;
     list_filters_and_shapes(store).await;
     list_paging_equal_timestamps_and_inserts(store).await;
@@ -198,6 +199,120 @@ async fn scope_isolation(store: &dyn TaskStore) {
         store.get(&bob, &id).await.unwrap().unwrap().task.context_id,
         "bob-ctx"
     );
+}
+
+/// The agent is part of the key (`[agents.<id>]`): a task of one agent is not found,
+/// not listed, not appended to and has no push configs through another agent or the
+/// agent at `/`, for the same tenant and caller; the same id lives independently in
+/// each; and scopes read back across agents (running tasks) keep their agent.
+async fn agent_isolation(store: &dyn TaskStore) {
+    let tenant = format!("tenant-{}", new_id());
+    let a = Scope::new(&tenant, "alice").with_agent(format!("a-{}", new_id()));
+    let b = Scope::new(&tenant, "alice").with_agent(format!("b-{}", new_id()));
+    let root = Scope::new(&tenant, "alice");
+    let id = new_id();
+    let now = time::now();
+    store
+        .append(
+            &a,
+            &id,
+            1,
+            &StreamResponse::Task(task_at(&id, "ctx-a", now)),
+        )
+        .await
+        .unwrap();
+    store
+        .append(&a, &id, 2, &status(&id, "ctx-a", TaskState::Working, now))
+        .await
+        .unwrap();
+    if let Some(push) = store.push_store() {
+        let config = crate::store::push::StoredPushConfig {
+            task_id: id.clone(),
+            id: "cfg".into(),
+            url: "https://receiver.example/a".into(),
+            token: None,
+            auth_scheme: None,
+            auth_credentials: None,
+            enabled: true,
+            failures: 0,
+            last_error: None,
+            created_ms: now.timestamp_millis(),
+        };
+        push.put_config(&a, &config).await.unwrap();
+        assert!(push.get_config(&a, &id, "cfg").await.unwrap().is_some());
+        for other in [&b, &root] {
+            assert!(push.get_config(other, &id, "cfg").await.unwrap().is_none());
+            assert!(
+                push.list_configs(other, &id, None, 10)
+                    .await
+                    .unwrap()
+                    .is_empty()
+            );
+            assert!(!push.delete_config(other, &id, "cfg").await.unwrap());
+        }
+    }
+    for other in [&b, &root] {
+        assert!(store.get(other, &id).await.unwrap().is_none(), "{other:?}");
+        assert!(store.head(other, &id).await.unwrap().is_none());
+        assert!(
+            store
+                .events_after(other, &id, 0, 10, u64::MAX)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let page = store
+            .list(
+                other,
+                &TaskQuery {
+                    page_size: 100,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert!(page.tasks.iter().all(|t| t.id != id));
+        assert!(matches!(
+            store
+                .append(other, &id, 3, &status(&id, "ctx", TaskState::Working, now))
+                .await,
+            Err(StoreError::NotFound(_))
+        ));
+    }
+    store
+        .append(
+            &b,
+            &id,
+            1,
+            &StreamResponse::Task(task_at(&id, "ctx-b", now)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(&a, &id).await.unwrap().unwrap().task.context_id,
+        "ctx-a"
+    );
+    assert_eq!(
+        store.get(&b, &id).await.unwrap().unwrap().task.context_id,
+        "ctx-b"
+    );
+    let listed = store
+        .list(
+            &a,
+            &TaskQuery {
+                page_size: 100,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.tasks.len(), 1);
+    let running = store.unsettled(100_000).await.unwrap();
+    assert!(running.contains(&(a.clone(), id.clone())), "{running:?}");
+    if let Some(push) = store.push_store() {
+        // The push cases start from a store without configs.
+        assert!(push.delete_config(&a, &id, "cfg").await.unwrap());
+    }
 }
 
 async fn artifact_chunks_project(store: &dyn TaskStore) {

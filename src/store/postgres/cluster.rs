@@ -93,7 +93,7 @@ impl ClusterBackend for PostgresTaskStore {
                  WHERE a2a_task_leases.instance = EXCLUDED.instance \
                  RETURNING instance",
             )
-            .bind(&scope.tenant)
+            .bind(scope.tenant_key())
             .bind(&scope.owner)
             .bind(task_id)
             .bind(instance)
@@ -107,7 +107,7 @@ impl ClusterBackend for PostgresTaskStore {
                 "SELECT instance FROM a2a_task_leases \
                  WHERE tenant = $1 AND owner = $2 AND task_id = $3",
             )
-            .bind(&scope.tenant)
+            .bind(scope.tenant_key())
             .bind(&scope.owner)
             .bind(task_id)
             .fetch_optional(self.pool())
@@ -135,7 +135,7 @@ impl ClusterBackend for PostgresTaskStore {
                WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND instance = $4 RETURNING 1) \
              SELECT pg_notify($5, $6), (SELECT count(*) FROM gone)",
         )
-        .bind(&scope.tenant)
+        .bind(scope.tenant_key())
         .bind(&scope.owner)
         .bind(task_id)
         .bind(instance)
@@ -159,7 +159,7 @@ impl ClusterBackend for PostgresTaskStore {
              FROM a2a_task_leases l LEFT JOIN a2a_instances i ON i.id = l.instance \
              WHERE l.tenant = $1 AND l.owner = $2 AND l.task_id = $3",
         )
-        .bind(&scope.tenant)
+        .bind(scope.tenant_key())
         .bind(&scope.owner)
         .bind(task_id)
         .bind(ms(lease))
@@ -215,7 +215,7 @@ impl ClusterBackend for PostgresTaskStore {
         Ok(rows
             .iter()
             .map(|r| Orphan {
-                scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                scope: Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
                 task_id: r.get(2),
                 lost: r.get(3),
             })
@@ -229,7 +229,7 @@ impl ClusterBackend for PostgresTaskStore {
                 "UPDATE a2a_task_leases SET instance = $4, claimed_at = now() \
                  WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND instance = $5",
             )
-            .bind(&s.tenant)
+            .bind(s.tenant_key())
             .bind(&s.owner)
             .bind(id)
             .bind(instance)
@@ -238,7 +238,7 @@ impl ClusterBackend for PostgresTaskStore {
                 "INSERT INTO a2a_task_leases (tenant, owner, task_id, instance) \
                  VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
             )
-            .bind(&s.tenant)
+            .bind(s.tenant_key())
             .bind(&s.owner)
             .bind(id)
             .bind(instance),

@@ -117,7 +117,7 @@ impl Append {
 
     /// The task key, borrowed.
     pub(crate) fn key(&self) -> (&str, &str, &str) {
-        (&self.scope.tenant, &self.scope.owner, &self.task_id)
+        (self.scope.tenant_key(), &self.scope.owner, &self.task_id)
     }
 }
 

@@ -26,7 +26,7 @@ macro_rules! sql_links {
                  upstream_context_id = excluded.upstream_context_id, \
                  session_id = excluded.session_id",
             )
-            .bind(&scope.tenant)
+            .bind(scope.tenant_key())
             .bind(&scope.owner)
             .bind(task_id)
             .bind(&link.upstream_task_id)
@@ -48,7 +48,7 @@ macro_rules! sql_links {
                 "SELECT upstream_task_id, upstream_context_id, session_id \
                  FROM a2a_upstream_links WHERE tenant = $1 AND owner = $2 AND task_id = $3",
             )
-            .bind(&scope.tenant)
+            .bind(scope.tenant_key())
             .bind(&scope.owner)
             .bind(task_id)
             .fetch_optional(&mut *conn)

@@ -51,7 +51,7 @@ macro_rules! sql_purge {
                     "DELETE FROM a2a_tasks WHERE tenant = $1 AND owner = $2 AND id = $3",
                 ] {
                     sqlx::query(sql)
-                        .bind(&scope.tenant)
+                        .bind(scope.tenant_key())
                         .bind(&scope.owner)
                         .bind(&id)
                         .execute(&mut *conn)

@@ -106,7 +106,7 @@ macro_rules! sql_push {
             let event = event_at(r, 16, seq);
             Claimed {
                 key: DeliveryKey {
-                    scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                    scope: Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
                     task_id: config.task_id.clone(),
                     config_id: r.get(2),
                     seq,
@@ -129,7 +129,7 @@ macro_rules! sql_push {
                 "DELETE FROM a2a_push_outbox \
                  WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND config_id = $4",
             )
-            .bind(&key.scope.tenant)
+            .bind(key.scope.tenant_key())
             .bind(&key.scope.owner)
             .bind(&key.task_id)
             .bind(&key.config_id)
@@ -173,7 +173,7 @@ macro_rules! sql_push {
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
             for key in keys {
                 q = q
-                    .bind(&key.scope.tenant)
+                    .bind(key.scope.tenant_key())
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id);
@@ -200,7 +200,7 @@ macro_rules! sql_push {
                          WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
                            AND config_id = $4 AND seq = $5",
                     )
-                    .bind(&key.scope.tenant)
+                    .bind(key.scope.tenant_key())
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id)
@@ -223,7 +223,7 @@ macro_rules! sql_push {
                                AND h.task_id = $3 AND h.config_id = $4 AND h.seq = $5), $5) \
                              ELSE $5 END",
                     )
-                    .bind(&key.scope.tenant)
+                    .bind(key.scope.tenant_key())
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id)
@@ -246,7 +246,7 @@ macro_rules! sql_push {
                              WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4 \
                                AND failures <> 0",
                         )
-                        .bind(&key.scope.tenant)
+                        .bind(key.scope.tenant_key())
                         .bind(&key.scope.owner)
                         .bind(&key.task_id)
                         .bind(&key.config_id)
@@ -273,7 +273,7 @@ macro_rules! sql_push {
                          WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4 \
                          RETURNING enabled",
                     )
-                    .bind(&key.scope.tenant)
+                    .bind(key.scope.tenant_key())
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id)
@@ -309,7 +309,7 @@ macro_rules! sql_push {
                        auth_credentials = excluded.auth_credentials, enabled = 1, failures = 0, \
                        last_error = NULL, created_ms = excluded.created_ms",
                 )
-                .bind(&scope.tenant)
+                .bind(scope.tenant_key())
                 .bind(&scope.owner)
                 .bind(&c.task_id)
                 .bind(&c.id)
@@ -335,7 +335,7 @@ macro_rules! sql_push {
                        enabled, failures, last_error, created_ms FROM a2a_push_configs \
                      WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4",
                 )
-                .bind(&scope.tenant)
+                .bind(scope.tenant_key())
                 .bind(&scope.owner)
                 .bind(task_id)
                 .bind(id)
@@ -358,7 +358,7 @@ macro_rules! sql_push {
                      WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id > $4 \
                      ORDER BY id LIMIT $5 + 0",
                 )
-                .bind(&scope.tenant)
+                .bind(scope.tenant_key())
                 .bind(&scope.owner)
                 .bind(task_id)
                 .bind(after.unwrap_or(""))
@@ -387,7 +387,7 @@ macro_rules! sql_push {
                     "DELETE FROM a2a_push_configs \
                      WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4",
                 )
-                .bind(&scope.tenant)
+                .bind(scope.tenant_key())
                 .bind(&scope.owner)
                 .bind(task_id)
                 .bind(id)
@@ -447,7 +447,7 @@ macro_rules! sql_push {
                        AND o.config_id = $4 AND o.seq > $5 \
                      ORDER BY o.seq LIMIT $6 + 0",
                 )
-                .bind(&head.scope.tenant)
+                .bind(head.scope.tenant_key())
                 .bind(&head.scope.owner)
                 .bind(&head.task_id)
                 .bind(&head.config_id)
@@ -472,7 +472,7 @@ macro_rules! sql_push {
                        AND seq = $5 \
                      RETURNING range_end",
                 )
-                .bind(&head.scope.tenant)
+                .bind(head.scope.tenant_key())
                 .bind(&head.scope.owner)
                 .bind(&head.task_id)
                 .bind(&head.config_id)
@@ -503,7 +503,7 @@ macro_rules! sql_push {
                          WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
                            AND config_id = $4 AND seq = $5 AND next_ms = $7",
                     )
-                    .bind(&key.scope.tenant)
+                    .bind(key.scope.tenant_key())
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id)
@@ -558,7 +558,7 @@ macro_rules! sql_push {
                 let wanted: Vec<DeliveryKey> = keys
                     .iter()
                     .map(|r| DeliveryKey {
-                        scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                        scope: Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
                         task_id: r.get(2),
                         config_id: r.get(3),
                         seq: u64::try_from(r.get::<i64, _>(4)).unwrap_or(0),
@@ -579,7 +579,7 @@ macro_rules! sql_push {
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
                 for k in &wanted {
                     q = q
-                        .bind(&k.scope.tenant)
+                        .bind(k.scope.tenant_key())
                         .bind(&k.scope.owner)
                         .bind(&k.task_id)
                         .bind(&k.config_id)
@@ -663,7 +663,7 @@ macro_rules! sql_push {
                     .iter()
                     .map(|r| PendingDelivery {
                         key: DeliveryKey {
-                            scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                            scope: Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
                             task_id: r.get(2),
                             config_id: r.get(3),
                             seq: u64::try_from(r.get::<i64, _>(4)).unwrap_or(0),
@@ -697,7 +697,7 @@ macro_rules! sql_push {
                 .iter()
                 .map(|r| {
                     (
-                        Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                        Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
                         config_at(r, 2),
                     )
                 })

@@ -27,7 +27,7 @@ macro_rules! sql_reads {
                  WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND seq > $4 AND seq <= $5 \
                    AND folds_artifacts = 1 ORDER BY seq",
             )
-            .bind(&scope.tenant)
+            .bind(scope.tenant_key())
             .bind(&scope.owner)
             .bind(task_id)
             .bind(art_seq)
@@ -72,7 +72,7 @@ macro_rules! sql_reads {
             rows.into_iter()
                 .map(|r| {
                     (
-                        Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+                        Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
                         r.get::<String, _>(2),
                     )
                 })
@@ -88,7 +88,7 @@ macro_rules! sql_reads {
                 "SELECT state, last_seq FROM a2a_tasks \
                  WHERE tenant = $1 AND owner = $2 AND id = $3",
             )
-            .bind(&scope.tenant)
+            .bind(scope.tenant_key())
             .bind(&scope.owner)
             .bind(task_id)
             .fetch_optional(&mut *conn)
@@ -111,7 +111,7 @@ macro_rules! sql_reads {
                    ON a.tenant = t.tenant AND a.owner = t.owner AND a.task_id = t.id \
                  WHERE t.tenant = $1 AND t.owner = $2 AND t.id = $3",
             )
-            .bind(&scope.tenant)
+            .bind(scope.tenant_key())
             .bind(&scope.owner)
             .bind(task_id)
             .fetch_optional(&mut *conn)
@@ -162,7 +162,7 @@ macro_rules! sql_reads {
                    AND seq <= (SELECT max(seq) FROM r WHERE upto <= $6 OR i = 1) \
                  ORDER BY seq",
             )
-            .bind(&scope.tenant)
+            .bind(scope.tenant_key())
             .bind(&scope.owner)
             .bind(task_id)
             .bind(to_i64(after))
@@ -202,7 +202,7 @@ macro_rules! sql_reads {
                  AND ($3 IS NULL OR context_id = $3) AND ($4 IS NULL OR state = $4) \
                  AND ($5 IS NULL OR status_ms >= $5)",
             )
-            .bind(&scope.tenant)
+            .bind(scope.tenant_key())
             .bind(&scope.owner)
             .bind(query.context_id.as_deref())
             .bind(state)
@@ -247,7 +247,7 @@ macro_rules! sql_reads {
                           WHERE a.tenant = $1 AND a.owner = $2 AND a.task_id = q.id) END \
                  FROM q ORDER BY q.status_ms DESC, q.id ASC",
             )
-            .bind(&scope.tenant)
+            .bind(scope.tenant_key())
             .bind(&scope.owner)
             .bind(query.context_id.as_deref())
             .bind(state)

@@ -165,7 +165,7 @@ struct EventGroup<'a> {
 impl serde::Serialize for EventGroup<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let a = self.append;
-        let (tenant, owner, id) = (&a.scope.tenant, &a.scope.owner, &a.task_id);
+        let (tenant, owner, id) = (a.scope.tenant_key(), &a.scope.owner, &a.task_id);
         (
             tenant,
             owner,
@@ -187,7 +187,7 @@ fn rows_json<T: serde::Serialize>(rows: &[T]) -> Result<String, StoreError> {
 /// The key of a returned row (columns 0..3).
 fn row_key(r: &sqlx::sqlite::SqliteRow) -> TaskKey {
     (
-        Scope::new(r.get::<String, _>(0), r.get::<String, _>(1)),
+        Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
         r.get(2),
     )
 }
@@ -196,7 +196,7 @@ fn row_key(r: &sqlx::sqlite::SqliteRow) -> TaskKey {
 impl BatchOps for SqliteOps {
     async fn rows(&mut self, batch: &[Append]) -> Result<Vec<(TaskKey, TaskRow)>, StoreError> {
         let keys: Vec<_> = to_read(batch)
-            .map(|a| (&a.scope.tenant, &a.scope.owner, &a.task_id))
+            .map(|a| (a.scope.tenant_key(), &a.scope.owner, &a.task_id))
             .collect();
         if keys.is_empty() {
             // Nothing to read: the transaction begins with the writes.
@@ -239,7 +239,15 @@ impl BatchOps for SqliteOps {
     ) -> Result<Vec<(TaskKey, i64, String)>, StoreError> {
         let keys: Vec<_> = ranges
             .iter()
-            .map(|(a, after, upto)| (&a.scope.tenant, &a.scope.owner, &a.task_id, after, upto))
+            .map(|(a, after, upto)| {
+                (
+                    a.scope.tenant_key(),
+                    &a.scope.owner,
+                    &a.task_id,
+                    after,
+                    upto,
+                )
+            })
             .collect();
         let rows = sqlx::query(
             "WITH k AS (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
@@ -273,7 +281,7 @@ impl BatchOps for SqliteOps {
         w.artifacts = small;
         for (a, artifacts) in large {
             sqlx::query(in_transaction!(self, checkpoint_sql!()))
-                .bind(a.scope.tenant.as_str())
+                .bind(a.scope.tenant_key())
                 .bind(a.scope.owner.as_str())
                 .bind(a.task_id.as_str())
                 .bind(artifacts)
@@ -297,7 +305,7 @@ impl BatchOps for SqliteOps {
             .iter()
             .map(|(a, c)| {
                 (
-                    &a.scope.tenant,
+                    a.scope.tenant_key(),
                     &a.scope.owner,
                     &a.task_id,
                     &c.context_id,
@@ -330,7 +338,7 @@ impl BatchOps for SqliteOps {
             let (append, after) = rest.split_at(n);
             rest = after;
             let local = super::fold::local_budget(
-                a.scope.tenant.len() + a.scope.owner.len() + a.task_id.len(),
+                a.scope.tenant_key().len() + a.scope.owner.len() + a.task_id.len(),
             );
             let mut group = EventGroup {
                 append: a,
@@ -383,7 +391,7 @@ impl BatchOps for SqliteOps {
             .iter()
             .map(|(a, artifacts)| {
                 (
-                    &a.scope.tenant,
+                    a.scope.tenant_key(),
                     &a.scope.owner,
                     &a.task_id,
                     put(artifacts),
@@ -396,7 +404,7 @@ impl BatchOps for SqliteOps {
             .iter()
             .map(|(a, u)| {
                 (
-                    &a.scope.tenant,
+                    a.scope.tenant_key(),
                     &a.scope.owner,
                     &a.task_id,
                     u.seq,

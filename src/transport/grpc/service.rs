@@ -80,8 +80,13 @@ impl A2aGrpc {
         }
         let params = to_json(req.get_ref())
             .map_err(|e| A2aError::InvalidParams(format!("request message: {e}")))?;
-        let call = operations::call_context(identity.as_ref(), &headers, &params)
-            .map_err(A2aCallError::Unauthenticated)?;
+        let call = operations::call_context(
+            &self.state.config.agent,
+            identity.as_ref(),
+            &headers,
+            &params,
+        )
+        .map_err(A2aCallError::Unauthenticated)?;
         Ok((call, params))
     }
 
@@ -119,7 +124,14 @@ impl A2aGrpc {
         }
         .await;
         let who = (caller.as_deref(), peer);
-        log_request(op, started, task_id.as_deref(), who, result.as_ref().err());
+        log_request(
+            op,
+            started,
+            task_id.as_deref(),
+            who,
+            &self.state.config.agent.id,
+            result.as_ref().err(),
+        );
         result.map(Response::new).map_err(A2aCallError::into_status)
     }
 
@@ -163,7 +175,14 @@ impl A2aGrpc {
         }
         .await;
         let who = (caller.as_deref(), peer);
-        log_request(op, started, task_id.as_deref(), who, result.as_ref().err());
+        log_request(
+            op,
+            started,
+            task_id.as_deref(),
+            who,
+            &self.state.config.agent.id,
+            result.as_ref().err(),
+        );
         result.map(Response::new).map_err(A2aCallError::into_status)
     }
 }
@@ -272,6 +291,7 @@ fn log_request(
     started: Instant,
     task_id: Option<&str>,
     who: (Option<&str>, Option<SocketAddr>),
+    agent: &str,
     err: Option<&A2aCallError>,
 ) {
     let elapsed = started.elapsed();
@@ -280,15 +300,22 @@ fn log_request(
         None => "ok",
         Some(e) => e.label(),
     };
-    metrics::counter!(REQUESTS, "binding" => "grpc", "method" => op.metric_label(), "outcome" => outcome)
-        .increment(1);
-    metrics::histogram!(REQUEST_DURATION, "binding" => "grpc", "method" => op.metric_label())
-        .record(elapsed.as_secs_f64());
+    metrics::counter!(
+        REQUESTS,
+        crate::telemetry::metrics::request_labels("grpc", op.metric_label(), Some(outcome), agent)
+    )
+    .increment(1);
+    metrics::histogram!(
+        REQUEST_DURATION,
+        crate::telemetry::metrics::request_labels("grpc", op.metric_label(), None, agent)
+    )
+    .record(elapsed.as_secs_f64());
     tracing::info!(
         rpc.system = "grpc",
         rpc.method = op.name(),
         task.id = task_id.unwrap_or("-"),
         caller = who.0.unwrap_or("-"),
+        agent = crate::telemetry::metrics::agent_field(agent),
         peer = %crate::telemetry::LogPeer(who.1),
         outcome,
         duration_ms = crate::telemetry::millis(elapsed),

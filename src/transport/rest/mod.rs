@@ -137,6 +137,7 @@ async fn handle(
         Err(failure) => return failure.rest_response(media),
     };
     let who = Who {
+        agent: state.config.agent.id.clone(),
         caller: identity
             .as_ref()
             .map(|i| i.caller.clone())
@@ -209,7 +210,12 @@ async fn handle(
             );
         }
     };
-    let call = match operations::call_context(identity.as_ref(), &headers, &message) {
+    let call = match operations::call_context(
+        &state.config.agent,
+        identity.as_ref(),
+        &headers,
+        &message,
+    ) {
         Ok(call) => call,
         Err(refused) => return refused.rest_response(media),
     };
@@ -282,6 +288,8 @@ async fn handle(
 /// and the peer address.
 struct Who {
     caller: String,
+    /// The agent the request is for (`""`: the agent at `/`).
+    agent: String,
     peer: Option<SocketAddr>,
 }
 
@@ -297,16 +305,23 @@ fn finish(
 ) -> Response {
     let elapsed = started.elapsed();
     let label = op.metric_label();
-    metrics::counter!(REQUESTS, "binding" => "rest", "method" => label, "outcome" => outcome)
-        .increment(1);
-    metrics::histogram!(REQUEST_DURATION, "binding" => "rest", "method" => label)
-        .record(elapsed.as_secs_f64());
+    metrics::counter!(
+        REQUESTS,
+        crate::telemetry::metrics::request_labels("rest", label, Some(outcome), &who.agent)
+    )
+    .increment(1);
+    metrics::histogram!(
+        REQUEST_DURATION,
+        crate::telemetry::metrics::request_labels("rest", label, None, &who.agent)
+    )
+    .record(elapsed.as_secs_f64());
     let task: Option<String> = task.map(|t| t.chars().take(128).collect());
     tracing::info!(
         rpc.method = op.name(),
         binding = "rest",
         task.id = task.as_deref().unwrap_or("-"),
         caller = who.caller.as_str(),
+        agent = crate::telemetry::metrics::agent_field(&who.agent),
         peer = %crate::telemetry::LogPeer(who.peer),
         outcome,
         duration_ms = crate::telemetry::millis(elapsed),
