@@ -1105,3 +1105,127 @@ async fn a_slow_agent_never_slows_another() {
     }
     slow.release(10);
 }
+
+/// An agent whose upstream is an A2A agent (`kind = "a2a"`, the official a2a-sdk 1.x
+/// agent of tests/a2a_agents) beside one on the AgentCore contract: the A2A agent's card
+/// fills what `[agents.<id>]` does not set (its description and skills), its interfaces
+/// stay the gateway's own under the agent's prefix, and a streamed message and a
+/// follow-up to INPUT_REQUIRED reach the same upstream task through the prefix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_a2a_upstream_agent_beside_an_agentcore_one() {
+    use a2a_gateway::test_util::{A2aAgent, AgentKind};
+    let test = "an_a2a_upstream_agent_beside_an_agentcore_one";
+    let Some(agent) = A2aAgent::start(AgentKind::Sdk1, &[]) else {
+        a2a_gateway::test_util::skip(
+            test,
+            "the a2a-sdk 1.x agent of tests/a2a_agents did not start",
+        );
+        return;
+    };
+    let mock = MockRuntime::start().await;
+    let toml = format!(
+        "[store]\nurl = \"memory:\"\n\
+         [agents.native]\nname = \"Native\"\n[agents.native.upstream]\nkind = \"a2a\"\nurl = \"{}\"\n\
+         [agents.hosted]\nname = \"Hosted\"\n[agents.hosted.upstream]\nurl = \"{}\"\n",
+        agent.url,
+        mock.url()
+    );
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(toml)
+        .start();
+    let card: Value = reqwest::get(format!(
+        "{}agents/native/.well-known/agent-card.json",
+        gw.url
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(
+        card["name"], "Native",
+        "[agents.native] sets the name: {card}"
+    );
+    let upstream_card: Value = reqwest::get(format!("{}.well-known/agent-card.json", agent.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        card["description"], upstream_card["description"],
+        "the upstream's description fills the unset one: {card}"
+    );
+    assert_eq!(card["skills"], upstream_card["skills"], "{card}");
+    let interfaces = card["supportedInterfaces"].to_string();
+    assert!(
+        interfaces.contains(&format!("{}agents/native/", gw.url)),
+        "the gateway's own interfaces under the prefix: {card}"
+    );
+    assert!(
+        !interfaces.contains(&agent.url),
+        "never the upstream's URL: {card}"
+    );
+
+    let base = format!("{}agents/native/", gw.url);
+    let client = reqwest::Client::new();
+    let asked = rpc_with(
+        client.post(&base),
+        "SendMessage",
+        json!({"message": user_message("ask")}),
+    )
+    .await;
+    let task = &asked["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{asked}"
+    );
+    let mut follow = user_message("forty-two");
+    follow["taskId"] = task["id"].clone();
+    follow["contextId"] = task["contextId"].clone();
+    let answered = rpc_with(
+        client.post(&base),
+        "SendMessage",
+        json!({"message": follow}),
+    )
+    .await;
+    let done = &answered["result"]["task"];
+    assert_eq!(
+        done["status"]["state"], "TASK_STATE_COMPLETED",
+        "{answered}"
+    );
+    let text = done["artifacts"][0]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    let seen: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    assert_eq!(seen["answer"], "forty-two", "{answered}");
+    assert_eq!(
+        seen["task_id"], seen["first_turn"]["task_id"],
+        "the upstream saw one task both turns: {seen}"
+    );
+    assert_ne!(
+        seen["task_id"], task["id"],
+        "gateway ids are not the upstream's"
+    );
+
+    // The other agent neither sees nor serves the first one's task.
+    let other = rpc_with(
+        client.post(format!("{}agents/hosted/", gw.url)),
+        "GetTask",
+        json!({"id": task["id"]}),
+    )
+    .await;
+    assert_eq!(other["error"]["code"], -32001, "{other}");
+    let hosted = rpc_with(
+        client.post(format!("{}agents/hosted/", gw.url)),
+        "SendMessage",
+        json!({"message": user_message("hi")}),
+    )
+    .await;
+    assert_eq!(
+        hosted["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{hosted}"
+    );
+}
