@@ -1090,3 +1090,48 @@ async fn agentcore_cancel_stops_a_session_the_task_had_alone() {
     assert_eq!(r["status"]["state"], "TASK_STATE_CANCELED", "{r}");
     assert_eq!(stops(&seen), 1, "{:?}", seen.lock().unwrap());
 }
+
+/// An a2a-sdk 0.3 agent whose executor raises drops its stream and leaves the task
+/// SUBMITTED for good (its resubscription stays silent): the gateway task still fails,
+/// with a readable reason and a correlation id, once `stall_for` (30 s) has passed, not
+/// after `read_timeout` (900 s) or `resume_for` (300 s).
+#[tokio::test]
+async fn sdk03_agent_crash_fails_the_task_promptly() {
+    let Some(agent) = agent(
+        "sdk03_agent_crash_fails_the_task_promptly",
+        AgentKind::Sdk03,
+        &[],
+    ) else {
+        return;
+    };
+    let gw = gateway(&agent.url, &[]);
+    let http = reqwest::Client::new();
+    let mut events = rpc_stream(
+        &http,
+        &gw.url,
+        "SendStreamingMessage",
+        json!({ "message": user_message("crash now") }),
+        None,
+    )
+    .await;
+    let mut id = String::new();
+    let mut last_state = String::new();
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(90), events.next())
+        .await
+        .expect("the crashed task settles well before resume_for")
+    {
+        if let Some(t) = ev.result.get("task") {
+            id = t["id"].as_str().unwrap().to_owned();
+        }
+        if let Some(s) = ev.state() {
+            last_state = s.to_owned();
+        }
+    }
+    assert_eq!(last_state, "TASK_STATE_FAILED");
+    let task = get_task(&http, &gw, &id).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
+    let reason = status_text(&task);
+    assert!(reason.contains("the A2A agent"), "{reason}");
+    assert!(reason.contains("SUBMITTED"), "{reason}");
+    assert!(reason.contains("correlation id"), "{reason}");
+}

@@ -254,7 +254,8 @@ impl A2aExecutor {
                     async move { i.rpc.stream(target(v), Method::Stream, &params).await }
                 })
                 .await?;
-            self.consume(reply, v, relay, &link).await?
+            let deadline = Instant::now() + i.settings.max_stream;
+            self.consume(reply, v, relay, &link, deadline).await?
         } else {
             let (result, v) = self
                 .with_version(&card, |v| {
@@ -281,15 +282,17 @@ impl A2aExecutor {
         Ok(())
     }
 
-    /// Relays a streaming answer until the task settles or the stream ends.
+    /// Relays a streaming answer until the task settles, the stream ends, or
+    /// `deadline` passes (then [`Ended::Unsettled`] with a stream timeout).
     async fn consume(
         &self,
         reply: Reply,
         v: WireVersion,
         relay: &mut Relay<'_>,
         link: &Recorder<'_>,
+        deadline: Instant,
     ) -> Result<Ended, RunError> {
-        let deadline = Instant::now() + self.inner.settings.max_stream;
+        let started = Instant::now();
         let mut events = match reply {
             Reply::Whole(result) => {
                 let step = relay
@@ -310,7 +313,7 @@ impl A2aExecutor {
                 Err(_) => {
                     return Ok(Ended::Unsettled(Some(UpstreamError::Timeout {
                         kind: crate::upstream::TimeoutKind::Stream,
-                        after: self.inner.settings.max_stream,
+                        after: started.elapsed(),
                     })));
                 }
             };
@@ -358,7 +361,13 @@ impl A2aExecutor {
             .map(|e| e.to_string())
             .unwrap_or_else(|| "it ended without a final state".into());
         tracing::warn!(upstream.task_id = %up.task_id, reason = %why_text, "the A2A agent's answer ended before the task settled; getting the task back");
-        let deadline = Instant::now() + s.resume_for;
+        let broke_at = Instant::now();
+        let deadline = broke_at + s.resume_for;
+        // A stream that broke off (not a clean end) while the task was SUBMITTED: the
+        // agent may have crashed; then the task stays SUBMITTED for good (a2a-sdk 0.3),
+        // and its resubscription stays silent. Bounded by `stall_for`.
+        let mut stalled_at = (why.is_some() && relay.state() == Some(TaskState::Submitted))
+            .then(|| (broke_at + s.stall_for).min(deadline));
         let v = self.version(card);
         let target = Target {
             endpoint: &card.endpoint,
@@ -370,15 +379,20 @@ impl A2aExecutor {
         };
         let params = v.task_params(&up.task_id);
         if streaming {
+            let until = stalled_at.unwrap_or(deadline);
             let resubscribed =
-                tokio::time::timeout_at(deadline, i.rpc.stream(target, Method::Subscribe, &params))
+                tokio::time::timeout_at(until, i.rpc.stream(target, Method::Subscribe, &params))
                     .await;
             match resubscribed {
                 Ok(Ok(reply)) => {
                     metrics::counter!(crate::telemetry::metrics::UPSTREAM_RESUMES, "how" => "resubscribe")
                         .increment(1);
-                    if let Ended::Settled = self.consume(reply, v, relay, link).await? {
+                    let until = stalled_at.unwrap_or(deadline);
+                    if let Ended::Settled = self.consume(reply, v, relay, link, until).await? {
                         return Ok(());
+                    }
+                    if relay.state() != Some(TaskState::Submitted) {
+                        stalled_at = None;
                     }
                 }
                 Ok(Err(e)) => {
@@ -404,8 +418,20 @@ impl A2aExecutor {
             match got {
                 Ok(Ok(result)) => {
                     let task = v.task(result).map_err(UpstreamError::A2a)?;
+                    let submitted = task.status.state == TaskState::Submitted;
                     if relay.snapshot(task).await? == Step::Settled {
                         return Ok(());
+                    }
+                    if !submitted {
+                        stalled_at = None;
+                    } else if let Some(at) = stalled_at
+                        && Instant::now() >= at
+                    {
+                        return Err(UpstreamError::A2a(format!(
+                            "left its task SUBMITTED for {} s after its answer broke off, so its executor probably crashed ({why_text})",
+                            s.stall_for.as_secs()
+                        ))
+                        .into());
                     }
                 }
                 Ok(Err(e @ RpcFailure::Rpc { .. })) => {
