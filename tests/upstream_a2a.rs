@@ -1135,3 +1135,26 @@ async fn sdk03_agent_crash_fails_the_task_promptly() {
     assert!(reason.contains("SUBMITTED"), "{reason}");
     assert!(reason.contains("correlation id"), "{reason}");
 }
+
+/// An a2a-sdk 1.x agent whose executor raises answers JSON-RPC -32603 in its stream and
+/// marks its task FAILED without a status message: the gateway task's FAILED still
+/// carries a readable reason (the agent's error) and a correlation id.
+#[tokio::test]
+async fn sdk1_agent_crash_fails_the_task_with_a_reason() {
+    let Some(agent) = agent(
+        "sdk1_agent_crash_fails_the_task_with_a_reason",
+        AgentKind::Sdk1,
+        &[],
+    ) else {
+        return;
+    };
+    let gw = gateway(&agent.url, &[]);
+    let http = reqwest::Client::new();
+    let r = send(&http, &gw, user_message("crash now")).await;
+    let task = &r["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{r}");
+    let reason = status_text(task);
+    assert!(reason.contains("the A2A agent"), "{reason}");
+    assert!(reason.contains("crashed on purpose"), "{reason}");
+    assert!(reason.contains("correlation id"), "{reason}");
+}

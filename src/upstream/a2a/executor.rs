@@ -358,9 +358,10 @@ impl A2aExecutor {
         };
         let why_text = why
             .as_ref()
-            .map(|e| e.to_string())
+            .map(public_reason)
             .unwrap_or_else(|| "it ended without a final state".into());
-        tracing::warn!(upstream.task_id = %up.task_id, reason = %why_text, "the A2A agent's answer ended before the task settled; getting the task back");
+        relay.hint(why_text.clone());
+        tracing::warn!(upstream.task_id = %up.task_id, reason = %why_text, detail = %why.as_ref().map(ToString::to_string).unwrap_or_default(), "the A2A agent's answer ended before the task settled; getting the task back");
         let broke_at = Instant::now();
         let deadline = broke_at + s.resume_for;
         // A stream that broke off (not a clean end) while the task was SUBMITTED: the
