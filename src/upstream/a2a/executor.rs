@@ -27,6 +27,7 @@ use super::card::UpstreamCard;
 use super::card_cache::CardCache;
 use super::client::{Reply, Rpc, RpcFailure, Target};
 use super::links::Links;
+pub use super::reasons::{detail, public_reason};
 use super::relay::{Relay, Step};
 use super::settings::A2aSettings;
 use super::wire::{Method, TASK_NOT_CANCELABLE, VERSION_NOT_SUPPORTED, WireVersion};
@@ -361,7 +362,7 @@ impl A2aExecutor {
             .map(public_reason)
             .unwrap_or_else(|| "it ended without a final state".into());
         relay.hint(why_text.clone());
-        tracing::warn!(upstream.task_id = %up.task_id, reason = %why_text, detail = %why.as_ref().map(ToString::to_string).unwrap_or_default(), "the A2A agent's answer ended before the task settled; getting the task back");
+        tracing::warn!(upstream.task_id = %up.task_id, reason = %why_text, detail = %why.as_ref().map(detail).unwrap_or_default(), "the A2A agent's answer ended before the task settled; getting the task back");
         let broke_at = Instant::now();
         let deadline = broke_at + s.resume_for;
         // A stream that broke off (not a clean end) while the task was SUBMITTED: the
@@ -397,7 +398,7 @@ impl A2aExecutor {
                     }
                 }
                 Ok(Err(e)) => {
-                    tracing::warn!(reason = %UpstreamError::from(e), "resubscribing to the A2A agent's task failed; polling it");
+                    tracing::warn!(reason = %detail(&UpstreamError::from(e)), "resubscribing to the A2A agent's task failed; polling it");
                 }
                 Err(_) => {}
             }
@@ -438,14 +439,12 @@ impl A2aExecutor {
                 Ok(Err(e @ RpcFailure::Rpc { .. })) => {
                     return Err(UpstreamError::A2a(format!(
                         "lost its task after its answer ended ({why_text}): GetTask {}",
-                        UpstreamError::from(e)
-                            .to_string()
-                            .trim_start_matches("the A2A agent ")
+                        public_reason(&UpstreamError::from(e)).trim_start_matches("the A2A agent ")
                     ))
                     .into());
                 }
                 Ok(Err(e)) => {
-                    tracing::warn!(reason = %UpstreamError::from(e), "GetTask on the A2A agent failed; trying again");
+                    tracing::warn!(reason = %detail(&UpstreamError::from(e)), "GetTask on the A2A agent failed; trying again");
                 }
                 Err(_) => continue,
             }
@@ -454,13 +453,6 @@ impl A2aExecutor {
             interval = (interval * 2).min(s.poll_max);
         }
     }
-}
-
-/// The public reason of `e` for an A2A agent: the shared reasons name "the AgentCore
-/// runtime" where the peer is the agent.
-pub fn public_reason(e: &UpstreamError) -> String {
-    e.public_reason()
-        .replace("the AgentCore runtime", "the A2A agent")
 }
 
 /// Records a run's link to the agent's task once the agent names it ([`Links::link`]),
@@ -558,7 +550,7 @@ impl AgentExecutor for A2aExecutor {
                     tracing::warn!(
                         correlation_id = %id,
                         %reason,
-                        detail = %e,
+                        detail = %detail(&e),
                         upstream.url = %crate::telemetry::log_url::LogUrl(&self.inner.settings.base_url),
                         "the task failed"
                     );
@@ -653,7 +645,7 @@ impl AgentExecutor for A2aExecutor {
             }
             Err(e) => {
                 let e = UpstreamError::from(e);
-                tracing::warn!(task.id = %context.task_id, reason = %e, "CancelTask on the A2A agent failed");
+                tracing::warn!(task.id = %context.task_id, reason = %detail(&e), "CancelTask on the A2A agent failed");
                 Err(Box::new(e))
             }
         }
