@@ -1810,3 +1810,48 @@ fn upstream_kind_a2a_reads_its_keys() {
         .to_string();
     assert!(msg.contains("protocol_binding"), "{msg}");
 }
+
+/// `[upstream]` of kind `a2a`: an unknown key lists that kind's keys; a key of
+/// `agentcore` only is refused; neither `url` nor `agent_runtime_arn` names the key and
+/// the line of `kind`.
+#[test]
+fn upstream_kind_a2a_messages_name_its_own_keys() {
+    let (_dir, path) = file("[upstream]\nkind = \"a2a\"\nurl = \"http://h/\"\nfoo = 1\n");
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    assert_eq!(invalid_parts(&err).0, "upstream.foo", "{message}");
+    assert!(message.contains("line 4"), "{message}");
+    for key in ["kind", "protocol_version", "protocol_binding", "url"] {
+        assert!(message.contains(key), "{message}");
+    }
+    assert!(!message.contains("include_message"), "{message}");
+    let (_dir, path) = file("[upstream]\nfoo = 1\nurl = \"http://h/invocations\"\n");
+    let (message, _) = load_err(sources(Some(&path), &[]));
+    assert!(message.contains("include_message"), "{message}");
+    assert!(!message.contains("protocol_version"), "{message}");
+    for key in ["include_message = true", "user_id = \"caller\""] {
+        let (_dir, path) = file(&format!(
+            "[upstream]\nkind = \"a2a\"\nurl = \"http://h/\"\n{key}\n"
+        ));
+        let (message, _) = load_err(sources(Some(&path), &[]));
+        let name = key.split(' ').next().unwrap();
+        assert!(
+            message.contains(&format!(
+                "upstream.{name} applies to kind = \"agentcore\" only"
+            )),
+            "{message}"
+        );
+    }
+    let (_dir, path) = file("[upstream]\nkind = \"a2a\"\n");
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    let (key, origin) = invalid_parts(&err);
+    assert_eq!(key, "upstream.url", "{message}");
+    assert_eq!(
+        origin,
+        &ConfigOrigin::File {
+            path: path.clone(),
+            line: Some(2)
+        }
+    );
+    assert!(message.contains("base URL"), "{message}");
+    assert!(!message.contains("invocation URL"), "{message}");
+}
