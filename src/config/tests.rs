@@ -1855,3 +1855,49 @@ fn upstream_kind_a2a_messages_name_its_own_keys() {
     assert!(message.contains("base URL"), "{message}");
     assert!(!message.contains("invocation URL"), "{message}");
 }
+
+/// `kind = "a2a"` with an ARN and a host-only https `url` (a VPC endpoint): the
+/// runtime's path is derived below that host; a `url` with a path, or a plain-http one
+/// (the container run locally), is taken as it is.
+#[test]
+fn upstream_kind_a2a_host_only_url_beside_an_arn_gets_the_runtimes_path() {
+    let arn = "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/agent-1";
+    let load = |url: &str| {
+        let env = [
+            ("A2A_GATEWAY_UPSTREAM__KIND", "a2a"),
+            ("A2A_GATEWAY_UPSTREAM__AGENT_RUNTIME_ARN", arn),
+            ("A2A_GATEWAY_UPSTREAM__URL", url),
+        ];
+        let config = Config::load(sources(None, &env)).unwrap();
+        let UpstreamConfig::A2a(c) = config.upstream else {
+            panic!("{:?}", config.upstream)
+        };
+        c
+    };
+    let encoded = "arn%3Aaws%3Abedrock-agentcore%3Aus-west-2%3A123456789012%3Aruntime%2Fagent-1";
+    let c = load("https://vpce-1.example.com");
+    assert_eq!(
+        c.base_url().unwrap().as_str(),
+        format!("https://vpce-1.example.com/runtimes/{encoded}/invocations/?qualifier=DEFAULT")
+    );
+    assert_eq!(
+        c.card_url().unwrap().as_str(),
+        format!(
+            "https://vpce-1.example.com/runtimes/{encoded}/invocations/.well-known/agent-card.json?qualifier=DEFAULT"
+        )
+    );
+    assert_eq!(
+        c.stop_session_url().unwrap().as_str(),
+        format!(
+            "https://vpce-1.example.com/runtimes/{encoded}/stopruntimesession?qualifier=DEFAULT"
+        )
+    );
+    let c = load("http://127.0.0.1:9000/agent");
+    assert_eq!(
+        c.base_url().unwrap().as_str(),
+        "http://127.0.0.1:9000/agent/"
+    );
+    // Plain http, host-only: the container run locally, serving A2A at `/`.
+    let c = load("http://127.0.0.1:9000");
+    assert_eq!(c.base_url().unwrap().as_str(), "http://127.0.0.1:9000/");
+}

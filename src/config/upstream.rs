@@ -494,11 +494,30 @@ impl A2aUpstreamConfig {
     /// gets one, so that the card's `.well-known/…` is resolved below it), or for
     /// `agent_runtime_arn`
     /// `https://bedrock-agentcore.{region}.amazonaws.com/runtimes/{ARN}/invocations/?qualifier=…`.
+    /// With both, a host-only `https` `url` (no path, no query: a VPC endpoint) gets
+    /// the runtime's path `/runtimes/{percent-encoded ARN}/invocations/?qualifier=…`;
+    /// any other `url` (a plain-http one: the container run locally) is taken as it is.
     ///
     /// # Errors
     /// [`ConfigError::NoUpstream`] when neither is set.
     pub fn base_url(&self) -> Result<Url, ConfigError> {
         let c = &self.connection;
+        if let (Some(url), Some(arn)) = (&c.url, &c.agent_runtime_arn)
+            && url.scheme() == "https"
+            && url.path() == "/"
+            && url.query().is_none()
+        {
+            // A host-only https `url` beside the ARN (a VPC endpoint, a proxy): the
+            // runtime's path below it, as at the derived host. A plain-http one is the
+            // container run locally, which serves A2A at `/`: taken as it is.
+            let invocations = arn.action_url(INVOCATIONS, &c.qualifier);
+            let derived = Url::parse(&invocations)
+                .expect("a checked ARN and an encoded qualifier make a valid URL");
+            let mut u = url.clone();
+            u.set_path(&format!("{}/", derived.path()));
+            u.set_query(derived.query());
+            return Ok(u);
+        }
         if let Some(url) = &c.url {
             let mut u = url.clone();
             if !u.path().ends_with('/') {
@@ -549,7 +568,8 @@ impl A2aUpstreamConfig {
         }
         match &c.url {
             None => c.stop_session_url().ok(),
-            Some(url) => {
+            Some(_) => {
+                let url = self.base_url().ok()?;
                 let mut trimmed = url.clone();
                 trimmed.set_path(url.path().trim_end_matches('/'));
                 replace_last_segment(&trimmed, STOP_SESSION)
