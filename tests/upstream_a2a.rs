@@ -599,6 +599,12 @@ async fn bad_upstream_fails_the_task_readably() {
             "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"odd\":1}}",
             "not an A2A event",
         ),
+        // Another request's answer (JSON-RPC id) is no answer to this one.
+        (
+            200,
+            "{\"jsonrpc\":\"2.0\",\"id\":987654,\"result\":{\"task\":{\"id\":\"t\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\"}}}}",
+            "id (987654) is not the request's",
+        ),
     ] {
         let url = bad_agent(status, body).await;
         let gw = gateway(&url, &[]);
