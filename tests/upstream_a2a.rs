@@ -157,6 +157,7 @@ async fn basics_over(kind: AgentKind, test: &str, version: &str, extra: &[(&str,
     let r = send(&http, &gw, user_message("fail please")).await;
     assert_eq!(r["task"]["status"]["state"], "TASK_STATE_FAILED", "{r}");
     assert!(status_text(&r["task"]).contains("failed on purpose"), "{r}");
+    assert!(status_text(&r["task"]).contains("[correlation id "), "{r}");
 
     // Ask, then the follow-up reaches the same task and context of the agent.
     let r = send(&http, &gw, user_message("ask")).await;

@@ -164,6 +164,7 @@ impl<'a> Relay<'a> {
         // The Task is published SUBMITTED already; the agent's own SUBMITTED adds nothing.
         let message = match message {
             None if state == TaskState::Failed => Some(self.unexplained_failure()),
+            Some(m) if state == TaskState::Failed => Some(correlated(m)),
             m => m,
         };
         if state != TaskState::Submitted || message.is_some() {
@@ -244,6 +245,23 @@ impl<'a> Relay<'a> {
         }
         Ok(self.settled(state))
     }
+}
+
+/// The agent's own FAILED status message `m` with a correlation id appended (a text part
+/// ` [correlation id …]`), as every failure reason the gateway gives carries one; the
+/// agent's words are logged under it.
+fn correlated(mut m: Message) -> Message {
+    let id = crate::telemetry::correlation_id();
+    let words: String = m.parts.iter().filter_map(|p| p.as_text()).collect();
+    tracing::warn!(
+        correlation_id = %id,
+        reason = %crate::telemetry::prefix_chars(&words, 300),
+        "the A2A agent failed its task"
+    );
+    m.parts.push(crate::protocol::Part::text(format!(
+        " [correlation id {id}]"
+    )));
+    m
 }
 
 #[cfg(test)]
@@ -412,5 +430,11 @@ mod tests {
         assert!(text.contains("without saying why"), "{text}");
         assert!(text.contains("boom"), "{text}");
         assert!(text.contains("[correlation id "), "{text}");
+        let m = correlated(new_user_text_message("failed on purpose"));
+        let text: String = m.parts.iter().filter_map(|p| p.as_text()).collect();
+        assert!(
+            text.starts_with("failed on purpose [correlation id "),
+            "{text}"
+        );
     }
 }
