@@ -157,6 +157,7 @@ async fn basics_over(kind: AgentKind, test: &str, version: &str, extra: &[(&str,
     let r = send(&http, &gw, user_message("fail please")).await;
     assert_eq!(r["task"]["status"]["state"], "TASK_STATE_FAILED", "{r}");
     assert!(status_text(&r["task"]).contains("failed on purpose"), "{r}");
+    assert!(status_text(&r["task"]).contains("[correlation id "), "{r}");
 
     // Ask, then the follow-up reaches the same task and context of the agent.
     let r = send(&http, &gw, user_message("ask")).await;
@@ -598,6 +599,12 @@ async fn bad_upstream_fails_the_task_readably() {
             200,
             "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"odd\":1}}",
             "not an A2A event",
+        ),
+        // Another request's answer (JSON-RPC id) is no answer to this one.
+        (
+            200,
+            "{\"jsonrpc\":\"2.0\",\"id\":987654,\"result\":{\"task\":{\"id\":\"t\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\"}}}}",
+            "id (987654) is not the request's",
         ),
     ] {
         let url = bad_agent(status, body).await;
@@ -1089,4 +1096,72 @@ async fn agentcore_cancel_stops_a_session_the_task_had_alone() {
     let r = rpc_result(&http, &gw.url, "CancelTask", json!({ "id": a })).await;
     assert_eq!(r["status"]["state"], "TASK_STATE_CANCELED", "{r}");
     assert_eq!(stops(&seen), 1, "{:?}", seen.lock().unwrap());
+}
+
+/// An a2a-sdk 0.3 agent whose executor raises drops its stream and leaves the task
+/// SUBMITTED for good (its resubscription stays silent): the gateway task still fails,
+/// with a readable reason and a correlation id, once `stall_for` (30 s) has passed, not
+/// after `read_timeout` (900 s) or `resume_for` (300 s).
+#[tokio::test]
+async fn sdk03_agent_crash_fails_the_task_promptly() {
+    let Some(agent) = agent(
+        "sdk03_agent_crash_fails_the_task_promptly",
+        AgentKind::Sdk03,
+        &[],
+    ) else {
+        return;
+    };
+    let gw = gateway(&agent.url, &[]);
+    let http = reqwest::Client::new();
+    let mut events = rpc_stream(
+        &http,
+        &gw.url,
+        "SendStreamingMessage",
+        json!({ "message": user_message("crash now") }),
+        None,
+    )
+    .await;
+    let mut id = String::new();
+    let mut last_state = String::new();
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(90), events.next())
+        .await
+        .expect("the crashed task settles well before resume_for")
+    {
+        if let Some(t) = ev.result.get("task") {
+            id = t["id"].as_str().unwrap().to_owned();
+        }
+        if let Some(s) = ev.state() {
+            last_state = s.to_owned();
+        }
+    }
+    assert_eq!(last_state, "TASK_STATE_FAILED");
+    let task = get_task(&http, &gw, &id).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
+    let reason = status_text(&task);
+    assert!(reason.contains("the A2A agent"), "{reason}");
+    assert!(reason.contains("SUBMITTED"), "{reason}");
+    assert!(reason.contains("correlation id"), "{reason}");
+}
+
+/// An a2a-sdk 1.x agent whose executor raises answers JSON-RPC -32603 in its stream and
+/// marks its task FAILED without a status message: the gateway task's FAILED still
+/// carries a readable reason (the agent's error) and a correlation id.
+#[tokio::test]
+async fn sdk1_agent_crash_fails_the_task_with_a_reason() {
+    let Some(agent) = agent(
+        "sdk1_agent_crash_fails_the_task_with_a_reason",
+        AgentKind::Sdk1,
+        &[],
+    ) else {
+        return;
+    };
+    let gw = gateway(&agent.url, &[]);
+    let http = reqwest::Client::new();
+    let r = send(&http, &gw, user_message("crash now")).await;
+    let task = &r["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{r}");
+    let reason = status_text(task);
+    assert!(reason.contains("the A2A agent"), "{reason}");
+    assert!(reason.contains("crashed on purpose"), "{reason}");
+    assert!(reason.contains("correlation id"), "{reason}");
 }

@@ -1812,3 +1812,94 @@ fn upstream_kind_a2a_reads_its_keys() {
         .to_string();
     assert!(msg.contains("protocol_binding"), "{msg}");
 }
+
+/// `[upstream]` of kind `a2a`: an unknown key lists that kind's keys; a key of
+/// `agentcore` only is refused; neither `url` nor `agent_runtime_arn` names the key and
+/// the line of `kind`.
+#[test]
+fn upstream_kind_a2a_messages_name_its_own_keys() {
+    let (_dir, path) = file("[upstream]\nkind = \"a2a\"\nurl = \"http://h/\"\nfoo = 1\n");
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    assert_eq!(invalid_parts(&err).0, "upstream.foo", "{message}");
+    assert!(message.contains("line 4"), "{message}");
+    for key in ["kind", "protocol_version", "protocol_binding", "url"] {
+        assert!(message.contains(key), "{message}");
+    }
+    assert!(!message.contains("include_message"), "{message}");
+    let (_dir, path) = file("[upstream]\nfoo = 1\nurl = \"http://h/invocations\"\n");
+    let (message, _) = load_err(sources(Some(&path), &[]));
+    assert!(message.contains("include_message"), "{message}");
+    assert!(!message.contains("protocol_version"), "{message}");
+    for key in ["include_message = true", "user_id = \"caller\""] {
+        let (_dir, path) = file(&format!(
+            "[upstream]\nkind = \"a2a\"\nurl = \"http://h/\"\n{key}\n"
+        ));
+        let (message, _) = load_err(sources(Some(&path), &[]));
+        let name = key.split(' ').next().unwrap();
+        assert!(
+            message.contains(&format!(
+                "upstream.{name} applies to kind = \"agentcore\" only"
+            )),
+            "{message}"
+        );
+    }
+    let (_dir, path) = file("[upstream]\nkind = \"a2a\"\n");
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    let (key, origin) = invalid_parts(&err);
+    assert_eq!(key, "upstream.url", "{message}");
+    assert_eq!(
+        origin,
+        &ConfigOrigin::File {
+            path: path.clone(),
+            line: Some(2)
+        }
+    );
+    assert!(message.contains("base URL"), "{message}");
+    assert!(!message.contains("invocation URL"), "{message}");
+}
+
+/// `kind = "a2a"` with an ARN and a host-only https `url` (a VPC endpoint): the
+/// runtime's path is derived below that host; a `url` with a path, or a plain-http one
+/// (the container run locally), is taken as it is.
+#[test]
+fn upstream_kind_a2a_host_only_url_beside_an_arn_gets_the_runtimes_path() {
+    let arn = "arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/agent-1";
+    let load = |url: &str| {
+        let env = [
+            ("A2A_GATEWAY_UPSTREAM__KIND", "a2a"),
+            ("A2A_GATEWAY_UPSTREAM__AGENT_RUNTIME_ARN", arn),
+            ("A2A_GATEWAY_UPSTREAM__URL", url),
+        ];
+        let config = Config::load(sources(None, &env)).unwrap();
+        let UpstreamConfig::A2a(c) = config.upstream else {
+            panic!("{:?}", config.upstream)
+        };
+        c
+    };
+    let encoded = "arn%3Aaws%3Abedrock-agentcore%3Aus-west-2%3A123456789012%3Aruntime%2Fagent-1";
+    let c = load("https://vpce-1.example.com");
+    assert_eq!(
+        c.base_url().unwrap().as_str(),
+        format!("https://vpce-1.example.com/runtimes/{encoded}/invocations/?qualifier=DEFAULT")
+    );
+    assert_eq!(
+        c.card_url().unwrap().as_str(),
+        format!(
+            "https://vpce-1.example.com/runtimes/{encoded}/invocations/.well-known/agent-card.json?qualifier=DEFAULT"
+        )
+    );
+    assert_eq!(
+        c.stop_session_url().unwrap().as_str(),
+        format!(
+            "https://vpce-1.example.com/runtimes/{encoded}/stopruntimesession?qualifier=DEFAULT"
+        )
+    );
+    let c = load("http://127.0.0.1:9000/agent");
+    assert_eq!(
+        c.base_url().unwrap().as_str(),
+        "http://127.0.0.1:9000/agent/"
+    );
+    // Plain http, host-only: the container run locally, serving A2A at `/`.
+    let c = load("http://127.0.0.1:9000");
+    assert_eq!(c.base_url().unwrap().as_str(), "http://127.0.0.1:9000/");
+}

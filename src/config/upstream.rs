@@ -97,15 +97,42 @@ impl<'de> Visitor<'de> for KindVisitor {
         let mut kind = None;
         let mut protocol_version = None;
         let mut protocol_binding = None;
+        let mut unknown = None;
+        let mut agentcore_only = None;
         let fields = AgentCoreUpstreamConfig::deserialize(de::value::MapAccessDeserializer::new(
             WithoutKind {
                 map,
                 kind: &mut kind,
                 protocol_version: &mut protocol_version,
                 protocol_binding: &mut protocol_binding,
+                unknown: &mut unknown,
+                agentcore_only: &mut agentcore_only,
             },
         ))?;
-        match kind.unwrap_or_default() {
+        let kind = kind.unwrap_or_default();
+        // Known only now that the whole table is read: the keys of this kind.
+        if let Some(key) = unknown {
+            return Err(de::Error::unknown_field(
+                &key,
+                match kind {
+                    UpstreamKind::AgentCore => AGENTCORE_KEYS,
+                    UpstreamKind::A2a => A2A_KEYS,
+                },
+            ));
+        }
+        if kind == UpstreamKind::A2a
+            && let Some(key) = agentcore_only
+        {
+            return Err(de::Error::custom(format!(
+                "upstream.{key} applies to kind = \"agentcore\" only{}",
+                if key == "include_message" {
+                    " (an A2A agent is always sent the whole message)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        match kind {
             UpstreamKind::AgentCore if protocol_version.is_some() => Err(de::Error::custom(
                 "upstream.protocol_version applies to kind = \"a2a\" only",
             )),
@@ -122,12 +149,71 @@ impl<'de> Visitor<'de> for KindVisitor {
     }
 }
 
-/// A map with its `kind`, `protocol_version` and `protocol_binding` entries taken out.
+/// The keys of `[upstream]` with `kind = "agentcore"` (named when a key is unknown).
+const AGENTCORE_KEYS: &[&str] = &[
+    "kind",
+    "agent_runtime_arn",
+    "qualifier",
+    "url",
+    "http_version",
+    "ca_file",
+    "connect_timeout_secs",
+    "read_timeout_secs",
+    "write_timeout_secs",
+    "pool_timeout_secs",
+    "request_timeout_secs",
+    "max_stream_secs",
+    "max_event_bytes",
+    "max_stream_bytes",
+    "max_reply_bytes",
+    "max_retries",
+    "include_message",
+    "stop_session_on_cancel",
+    "caller_header",
+    "tenant_header",
+    "user_id",
+    "auth",
+];
+
+/// The keys of `kind = "agentcore"` that do not apply to `kind = "a2a"` (refused there).
+const AGENTCORE_ONLY_KEYS: &[&str] = &["include_message", "user_id"];
+
+/// The keys of `[upstream]` with `kind = "a2a"` (named when a key is unknown).
+const A2A_KEYS: &[&str] = &[
+    "kind",
+    "url",
+    "agent_runtime_arn",
+    "qualifier",
+    "protocol_version",
+    "protocol_binding",
+    "http_version",
+    "ca_file",
+    "connect_timeout_secs",
+    "read_timeout_secs",
+    "write_timeout_secs",
+    "pool_timeout_secs",
+    "request_timeout_secs",
+    "max_stream_secs",
+    "max_event_bytes",
+    "max_stream_bytes",
+    "max_reply_bytes",
+    "max_retries",
+    "stop_session_on_cancel",
+    "caller_header",
+    "tenant_header",
+    "auth",
+];
+
+/// A map with its `kind`, `protocol_version` and `protocol_binding` entries taken out,
+/// and its unknown keys (the first is kept, its value skipped) and the first key that
+/// is `agentcore`'s only noted, for the kind to decide once the table is read.
 struct WithoutKind<'k, A> {
     map: A,
     kind: &'k mut Option<UpstreamKind>,
     protocol_version: &'k mut Option<A2aProtocolVersion>,
     protocol_binding: &'k mut Option<A2aProtocolBinding>,
+    unknown: &'k mut Option<String>,
+    agentcore_only: &'k mut Option<String>,
 }
 
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutKind<'_, A> {
@@ -149,6 +235,14 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutKind<'_, A> {
             if key == "protocol_binding" {
                 *self.protocol_binding = Some(self.map.next_value()?);
                 continue;
+            }
+            if !AGENTCORE_KEYS.contains(&key.as_str()) {
+                self.map.next_value::<de::IgnoredAny>()?;
+                self.unknown.get_or_insert(key);
+                continue;
+            }
+            if AGENTCORE_ONLY_KEYS.contains(&key.as_str()) {
+                self.agentcore_only.get_or_insert_with(|| key.clone());
             }
             return seed.deserialize(key.into_deserializer()).map(Some);
         }
@@ -382,7 +476,8 @@ pub enum A2aProtocolBinding {
 /// `protocol_version`, `protocol_binding`, and the keys it shares with `kind = "agentcore"`: `http_version`,
 /// `ca_file`, the `*_timeout_secs`, `max_stream_secs`, the byte limits, `max_retries`,
 /// `stop_session_on_cancel` (AgentCore runtimes only), `caller_header`, `tenant_header`
-/// and `[upstream.auth]`. `include_message` does not apply (the whole message is sent).
+/// and `[upstream.auth]`. `include_message` and `user_id` are refused (the whole message
+/// is sent; the runtime user is not passed).
 #[derive(Clone, Debug, Serialize)]
 pub struct A2aUpstreamConfig {
     /// `protocol_version`: the A2A version spoken to the agent. Default `auto`.
@@ -399,11 +494,30 @@ impl A2aUpstreamConfig {
     /// gets one, so that the card's `.well-known/…` is resolved below it), or for
     /// `agent_runtime_arn`
     /// `https://bedrock-agentcore.{region}.amazonaws.com/runtimes/{ARN}/invocations/?qualifier=…`.
+    /// With both, a host-only `https` `url` (no path, no query: a VPC endpoint) gets
+    /// the runtime's path `/runtimes/{percent-encoded ARN}/invocations/?qualifier=…`;
+    /// any other `url` (a plain-http one: the container run locally) is taken as it is.
     ///
     /// # Errors
     /// [`ConfigError::NoUpstream`] when neither is set.
     pub fn base_url(&self) -> Result<Url, ConfigError> {
         let c = &self.connection;
+        if let (Some(url), Some(arn)) = (&c.url, &c.agent_runtime_arn)
+            && url.scheme() == "https"
+            && url.path() == "/"
+            && url.query().is_none()
+        {
+            // A host-only https `url` beside the ARN (a VPC endpoint, a proxy): the
+            // runtime's path below it, as at the derived host. A plain-http one is the
+            // container run locally, which serves A2A at `/`: taken as it is.
+            let invocations = arn.action_url(INVOCATIONS, &c.qualifier);
+            let derived = Url::parse(&invocations)
+                .expect("a checked ARN and an encoded qualifier make a valid URL");
+            let mut u = url.clone();
+            u.set_path(&format!("{}/", derived.path()));
+            u.set_query(derived.query());
+            return Ok(u);
+        }
         if let Some(url) = &c.url {
             let mut u = url.clone();
             if !u.path().ends_with('/') {
@@ -454,7 +568,8 @@ impl A2aUpstreamConfig {
         }
         match &c.url {
             None => c.stop_session_url().ok(),
-            Some(url) => {
+            Some(_) => {
+                let url = self.base_url().ok()?;
                 let mut trimmed = url.clone();
                 trimmed.set_path(url.path().trim_end_matches('/'));
                 replace_last_segment(&trimmed, STOP_SESSION)
@@ -463,7 +578,17 @@ impl A2aUpstreamConfig {
     }
 
     pub(crate) fn validate(&self) -> Result<(), Invalid> {
-        self.connection.validate_shared()
+        let c = &self.connection;
+        if c.url.is_none() && c.agent_runtime_arn.is_none() {
+            return Err(Invalid::because_of(
+                "upstream.url",
+                "upstream.kind",
+                "is required with kind = \"a2a\" (the agent's base URL; its card is read from \
+                 <url>.well-known/agent-card.json), or set upstream.agent_runtime_arn for an \
+                 AgentCore A2A runtime",
+            ));
+        }
+        c.validate_shared()
     }
 }
 

@@ -66,6 +66,50 @@ fn interfaces(card: &Value) -> Vec<Interface> {
     out
 }
 
+/// Why no interface of `all` can be used with `settings`: what was asked (the keys
+/// that are not `auto`) and what the card offers.
+fn unusable(all: &[Interface], settings: &A2aSettings) -> String {
+    let mut offered: Vec<String> = Vec::new();
+    for (_, binding, version) in all {
+        let binding = match binding.to_ascii_uppercase().as_str() {
+            "JSONRPC" => "JSON-RPC".to_owned(),
+            "GRPC" => "gRPC".to_owned(),
+            _ => binding.clone(),
+        };
+        let version = if is_v03(version) { "0.3" } else { version };
+        let one = format!("A2A {version} ({binding})");
+        if !offered.contains(&one) {
+            offered.push(one);
+        }
+    }
+    let offers = if offered.is_empty() {
+        "its card lists no interface".to_owned()
+    } else {
+        format!("its card offers {}", offered.join(", "))
+    };
+    let mut asked = Vec::new();
+    match settings.protocol_version {
+        VersionChoice::V1_0 => asked.push(r#"upstream.protocol_version = "1.0""#),
+        VersionChoice::V0_3 => asked.push(r#"upstream.protocol_version = "0.3""#),
+        VersionChoice::Auto => {}
+    }
+    match settings.protocol_binding {
+        BindingChoice::JsonRpc => asked.push(r#"upstream.protocol_binding = "JSONRPC""#),
+        BindingChoice::HttpJson => asked.push(r#"upstream.protocol_binding = "HTTP+JSON""#),
+        BindingChoice::Auto => {}
+    }
+    if asked.is_empty() {
+        format!(
+            "lists no JSON-RPC or HTTP+JSON interface of A2A 1.0 or 0.3 in its card (gRPC agents are not supported yet): {offers}"
+        )
+    } else {
+        format!(
+            "offers no interface that fits {}: {offers}",
+            asked.join(" and ")
+        )
+    }
+}
+
 fn is_v1(version: &str) -> bool {
     version == "1" || version.starts_with("1.")
 }
@@ -124,21 +168,7 @@ impl UpstreamCard {
                 BindingChoice::JsonRpc => over_jsonrpc,
                 BindingChoice::HttpJson => over_rest,
             };
-            chosen.ok_or_else(|| {
-                format!(
-                    "lists no {} interface{} in its card (gRPC agents are not supported yet)",
-                    match settings.protocol_binding {
-                        BindingChoice::Auto => "JSON-RPC or HTTP+JSON",
-                        BindingChoice::JsonRpc => "JSON-RPC",
-                        BindingChoice::HttpJson => "HTTP+JSON",
-                    },
-                    match settings.protocol_version {
-                        VersionChoice::V1_0 => " of A2A 1.0",
-                        VersionChoice::V0_3 => " of A2A 0.3",
-                        VersionChoice::Auto => "",
-                    }
-                )
-            })?
+            chosen.ok_or_else(|| unusable(&all, settings))?
         };
         let text = |k: &str| card.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
         let strings = |k: &str| -> Vec<String> {
@@ -221,10 +251,23 @@ mod tests {
         let mut v1 = s.clone();
         v1.protocol_version = VersionChoice::V1_0;
         let e = UpstreamCard::read(&card03, &v1).unwrap_err();
-        assert!(
-            e.contains("no JSON-RPC or HTTP+JSON interface of A2A 1.0"),
-            "{e}"
+        assert_eq!(
+            e,
+            r#"offers no interface that fits upstream.protocol_version = "1.0": its card offers A2A 0.3 (JSON-RPC)"#
         );
+        let mut rest03 = v1.clone();
+        rest03.protocol_version = VersionChoice::V0_3;
+        rest03.protocol_binding = BindingChoice::HttpJson;
+        let e = UpstreamCard::read(&card, &rest03).unwrap_err();
+        assert_eq!(
+            e,
+            r#"offers no interface that fits upstream.protocol_version = "0.3" and upstream.protocol_binding = "HTTP+JSON": its card offers A2A 1.0 (HTTP+JSON), A2A 1.0 (JSON-RPC), A2A 0.3 (JSON-RPC)"#
+        );
+        let grpc = json!({"name": "n", "supportedInterfaces": [
+            {"url": "http://h/", "protocolBinding": "GRPC", "protocolVersion": "1.0"}]});
+        let e = UpstreamCard::read(&grpc, &s).unwrap_err();
+        assert!(e.contains("gRPC agents are not supported yet"), "{e}");
+        assert!(e.ends_with("its card offers A2A 1.0 (gRPC)"), "{e}");
         let mut rest = s.clone();
         rest.protocol_binding = BindingChoice::HttpJson;
         let c = UpstreamCard::read(&card, &rest).unwrap();

@@ -130,7 +130,7 @@ impl CardCache {
         let Some(mut h) = before else {
             return Err(e);
         };
-        tracing::warn!(reason = %e, "cannot read the A2A agent's card again; the one read before is kept");
+        tracing::warn!(reason = %super::reasons::detail(&e), "cannot read the A2A agent's card again; the one read before is kept");
         h.fresh_until = Instant::now() + s.card_min_refresh;
         let card = h.card.clone();
         *self.held.write().expect("card lock") = Some(h);

@@ -398,7 +398,7 @@ impl Rpc {
         method: Method,
         params: &Value,
         accept: &'static str,
-    ) -> Result<reqwest::Response, RpcFailure> {
+    ) -> Result<(reqwest::Response, Option<u64>), RpcFailure> {
         let s = &self.settings;
         let policy = RetryPolicy {
             max_retries: s.max_retries,
@@ -406,15 +406,23 @@ impl Rpc {
             max_delay: s.retry_max_delay,
         };
         let name = to.version.method(method);
-        let (verb, url, body) = match to.binding {
+        let (verb, url, body, id) = match to.binding {
             Binding::JsonRpc => {
                 let id = self.ids.fetch_add(1, Ordering::Relaxed);
                 let envelope = json!({
                     "jsonrpc": "2.0", "id": id, "method": name, "params": params,
                 });
-                (http::Method::POST, to.endpoint.to_owned(), Some(envelope))
+                (
+                    http::Method::POST,
+                    to.endpoint.to_owned(),
+                    Some(envelope),
+                    Some(id),
+                )
             }
-            Binding::HttpJson => super::rest::request(to.endpoint, method, params),
+            Binding::HttpJson => {
+                let (verb, url, body) = super::rest::request(to.endpoint, method, params);
+                (verb, url, body, None)
+            }
         };
         let body = body.map_or_else(Bytes::new, |b| {
             Bytes::from(serde_json::to_vec(&b).expect("JSON request"))
@@ -444,7 +452,7 @@ impl Rpc {
             let sent =
                 client::send_request(&self.http, request, body.clone(), self.timeouts()).await;
             let (failure, retry_after) = match sent {
-                Ok(resp) if resp.status().is_success() => return Ok(resp),
+                Ok(resp) if resp.status().is_success() => return Ok((resp, id)),
                 Ok(resp) => {
                     let status = resp.status().as_u16();
                     if !refetched && self.refetch_cures(status, resp.headers(), &token) {
@@ -513,7 +521,7 @@ impl Rpc {
         method: Method,
         params: &Value,
     ) -> Result<Value, RpcFailure> {
-        let resp = self.post(to, method, params, "application/json").await?;
+        let (resp, id) = self.post(to, method, params, "application/json").await?;
         let status = resp.status().as_u16();
         let body =
             tokio::time::timeout(self.settings.request_timeout, self.read_whole(resp, status))
@@ -522,7 +530,7 @@ impl Rpc {
                     kind: TimeoutKind::Request,
                     after: self.settings.request_timeout,
                 })??;
-        result(to.binding, &body)
+        result(to.binding, &body, id)
     }
 
     /// A streaming call: the agent's event stream, or its whole answer when it
@@ -536,7 +544,7 @@ impl Rpc {
         method: Method,
         params: &Value,
     ) -> Result<Reply, RpcFailure> {
-        let resp = self
+        let (resp, id) = self
             .post(to, method, params, "text/event-stream, application/json")
             .await?;
         let status = resp.status().as_u16();
@@ -553,7 +561,7 @@ impl Rpc {
                         kind: TimeoutKind::Request,
                         after: self.settings.request_timeout,
                     })??;
-            return result(to.binding, &body).map(Reply::Whole);
+            return result(to.binding, &body, id).map(Reply::Whole);
         }
         let s = &self.settings;
         let binding = to.binding;
@@ -562,7 +570,7 @@ impl Rpc {
             crate::upstream::http::sse::event_data(body, s.max_event_bytes, s.max_stream_bytes)
                 .map(move |item| {
                     item.and_then(|data| {
-                        result(binding, data.as_bytes()).map_err(UpstreamError::from)
+                        result(binding, data.as_bytes(), id).map_err(UpstreamError::from)
                     })
                 });
         Ok(Reply::Events(events.boxed()))
@@ -597,10 +605,11 @@ impl Rpc {
 }
 
 /// The result in a 2xx body (or an SSE event's data) of `binding`: a JSON-RPC
-/// response's `result` (or its `error`), or the HTTP+JSON body itself.
-fn result(binding: Binding, body: &[u8]) -> Result<Value, RpcFailure> {
+/// response's `result` (or its `error`) to the request `id`, or the HTTP+JSON body
+/// itself.
+fn result(binding: Binding, body: &[u8], id: Option<u64>) -> Result<Value, RpcFailure> {
     match binding {
-        Binding::JsonRpc => rpc_result(body),
+        Binding::JsonRpc => rpc_result(body, id),
         Binding::HttpJson => serde_json::from_slice(body).map_err(|_| {
             UpstreamError::A2a(format!(
                 "answered something that is not JSON ({} bytes beginning {:?})",
@@ -612,8 +621,10 @@ fn result(binding: Binding, body: &[u8]) -> Result<Value, RpcFailure> {
     }
 }
 
-/// The `result` of a JSON-RPC response body, or its `error`.
-fn rpc_result(body: &[u8]) -> Result<Value, RpcFailure> {
+/// The `result` of a JSON-RPC response body, or its `error`. With the request's `id`,
+/// a response with another `id` is not an answer to it (JSON-RPC 2.0 §5): refused (an
+/// error may carry `null`, for a request the agent could not read).
+fn rpc_result(body: &[u8], id: Option<u64>) -> Result<Value, RpcFailure> {
     let v: Value = serde_json::from_slice(body).map_err(|_| {
         UpstreamError::A2a(format!(
             "answered something that is not JSON ({} bytes beginning {:?})",
@@ -621,6 +632,17 @@ fn rpc_result(body: &[u8]) -> Result<Value, RpcFailure> {
             String::from_utf8_lossy(&body[..body.len().min(40)])
         ))
     })?;
+    if let Some(want) = id {
+        let got = v.get("id").unwrap_or(&Value::Null);
+        let error_without_id = got.is_null() && v.get("error").is_some();
+        if got.as_u64() != Some(want) && !error_without_id {
+            return Err(UpstreamError::A2a(format!(
+                "answered a JSON-RPC response whose id ({}) is not the request's ({want})",
+                crate::telemetry::prefix_chars(&got.to_string(), 40)
+            ))
+            .into());
+        }
+    }
     if let Some((code, message)) = rpc_error_of(&v) {
         return Err(RpcFailure::Rpc { code, message });
     }
@@ -673,17 +695,35 @@ mod tests {
     #[test]
     fn reads_results_and_errors() {
         assert_eq!(
-            rpc_result(br#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#).unwrap(),
+            rpc_result(br#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#, Some(1)).unwrap(),
             json!({"a": 1})
         );
-        let Err(RpcFailure::Rpc { code, .. }) =
-            rpc_result(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32009,"message":"no"}}"#)
-        else {
+        let Err(RpcFailure::Rpc { code, .. }) = rpc_result(
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32009,"message":"no"}}"#,
+            Some(1),
+        ) else {
             panic!()
         };
         assert_eq!(code, VERSION_NOT_SUPPORTED);
-        let e = UpstreamError::from(rpc_result(b"<html>").unwrap_err()).to_string();
+        let e = UpstreamError::from(rpc_result(b"<html>", Some(1)).unwrap_err()).to_string();
         assert!(e.contains("not JSON"), "{e}");
+        // Another request's answer is none to this one; an error may carry a null id.
+        let e = UpstreamError::from(
+            rpc_result(br#"{"jsonrpc":"2.0","id":7,"result":{"a":1}}"#, Some(1)).unwrap_err(),
+        )
+        .to_string();
+        assert!(e.contains("id (7) is not the request's (1)"), "{e}");
+        assert!(
+            rpc_result(br#"{"jsonrpc":"2.0","result":{"a":1}}"#, Some(1)).is_err(),
+            "a result without an id"
+        );
+        assert!(matches!(
+            rpc_result(
+                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}"#,
+                Some(1)
+            ),
+            Err(RpcFailure::Rpc { code: -32700, .. })
+        ));
         let e = UpstreamError::from(RpcFailure::Rpc {
             code: -32055,
             message: "boom".into(),

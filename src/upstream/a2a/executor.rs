@@ -27,6 +27,7 @@ use super::card::UpstreamCard;
 use super::card_cache::CardCache;
 use super::client::{Reply, Rpc, RpcFailure, Target};
 use super::links::Links;
+pub use super::reasons::{detail, public_reason};
 use super::relay::{Relay, Step};
 use super::settings::A2aSettings;
 use super::wire::{Method, TASK_NOT_CANCELABLE, VERSION_NOT_SUPPORTED, WireVersion};
@@ -254,7 +255,8 @@ impl A2aExecutor {
                     async move { i.rpc.stream(target(v), Method::Stream, &params).await }
                 })
                 .await?;
-            self.consume(reply, v, relay, &link).await?
+            let deadline = Instant::now() + i.settings.max_stream;
+            self.consume(reply, v, relay, &link, deadline).await?
         } else {
             let (result, v) = self
                 .with_version(&card, |v| {
@@ -281,15 +283,17 @@ impl A2aExecutor {
         Ok(())
     }
 
-    /// Relays a streaming answer until the task settles or the stream ends.
+    /// Relays a streaming answer until the task settles, the stream ends, or
+    /// `deadline` passes (then [`Ended::Unsettled`] with a stream timeout).
     async fn consume(
         &self,
         reply: Reply,
         v: WireVersion,
         relay: &mut Relay<'_>,
         link: &Recorder<'_>,
+        deadline: Instant,
     ) -> Result<Ended, RunError> {
-        let deadline = Instant::now() + self.inner.settings.max_stream;
+        let started = Instant::now();
         let mut events = match reply {
             Reply::Whole(result) => {
                 let step = relay
@@ -310,7 +314,7 @@ impl A2aExecutor {
                 Err(_) => {
                     return Ok(Ended::Unsettled(Some(UpstreamError::Timeout {
                         kind: crate::upstream::TimeoutKind::Stream,
-                        after: self.inner.settings.max_stream,
+                        after: started.elapsed(),
                     })));
                 }
             };
@@ -355,10 +359,17 @@ impl A2aExecutor {
         };
         let why_text = why
             .as_ref()
-            .map(|e| e.to_string())
+            .map(public_reason)
             .unwrap_or_else(|| "it ended without a final state".into());
-        tracing::warn!(upstream.task_id = %up.task_id, reason = %why_text, "the A2A agent's answer ended before the task settled; getting the task back");
-        let deadline = Instant::now() + s.resume_for;
+        relay.hint(why_text.clone());
+        tracing::warn!(upstream.task_id = %up.task_id, reason = %why_text, detail = %why.as_ref().map(detail).unwrap_or_default(), "the A2A agent's answer ended before the task settled; getting the task back");
+        let broke_at = Instant::now();
+        let deadline = broke_at + s.resume_for;
+        // A stream that broke off (not a clean end) while the task was SUBMITTED: the
+        // agent may have crashed; then the task stays SUBMITTED for good (a2a-sdk 0.3),
+        // and its resubscription stays silent. Bounded by `stall_for`.
+        let mut stalled_at = (why.is_some() && relay.state() == Some(TaskState::Submitted))
+            .then(|| (broke_at + s.stall_for).min(deadline));
         let v = self.version(card);
         let target = Target {
             endpoint: &card.endpoint,
@@ -370,19 +381,24 @@ impl A2aExecutor {
         };
         let params = v.task_params(&up.task_id);
         if streaming {
+            let until = stalled_at.unwrap_or(deadline);
             let resubscribed =
-                tokio::time::timeout_at(deadline, i.rpc.stream(target, Method::Subscribe, &params))
+                tokio::time::timeout_at(until, i.rpc.stream(target, Method::Subscribe, &params))
                     .await;
             match resubscribed {
                 Ok(Ok(reply)) => {
                     metrics::counter!(crate::telemetry::metrics::UPSTREAM_RESUMES, "how" => "resubscribe")
                         .increment(1);
-                    if let Ended::Settled = self.consume(reply, v, relay, link).await? {
+                    let until = stalled_at.unwrap_or(deadline);
+                    if let Ended::Settled = self.consume(reply, v, relay, link, until).await? {
                         return Ok(());
+                    }
+                    if relay.state() != Some(TaskState::Submitted) {
+                        stalled_at = None;
                     }
                 }
                 Ok(Err(e)) => {
-                    tracing::warn!(reason = %UpstreamError::from(e), "resubscribing to the A2A agent's task failed; polling it");
+                    tracing::warn!(reason = %detail(&UpstreamError::from(e)), "resubscribing to the A2A agent's task failed; polling it");
                 }
                 Err(_) => {}
             }
@@ -404,21 +420,31 @@ impl A2aExecutor {
             match got {
                 Ok(Ok(result)) => {
                     let task = v.task(result).map_err(UpstreamError::A2a)?;
+                    let submitted = task.status.state == TaskState::Submitted;
                     if relay.snapshot(task).await? == Step::Settled {
                         return Ok(());
+                    }
+                    if !submitted {
+                        stalled_at = None;
+                    } else if let Some(at) = stalled_at
+                        && Instant::now() >= at
+                    {
+                        return Err(UpstreamError::A2a(format!(
+                            "left its task SUBMITTED for {} s after its answer broke off, so its executor probably crashed ({why_text})",
+                            s.stall_for.as_secs()
+                        ))
+                        .into());
                     }
                 }
                 Ok(Err(e @ RpcFailure::Rpc { .. })) => {
                     return Err(UpstreamError::A2a(format!(
                         "lost its task after its answer ended ({why_text}): GetTask {}",
-                        UpstreamError::from(e)
-                            .to_string()
-                            .trim_start_matches("the A2A agent ")
+                        public_reason(&UpstreamError::from(e)).trim_start_matches("the A2A agent ")
                     ))
                     .into());
                 }
                 Ok(Err(e)) => {
-                    tracing::warn!(reason = %UpstreamError::from(e), "GetTask on the A2A agent failed; trying again");
+                    tracing::warn!(reason = %detail(&UpstreamError::from(e)), "GetTask on the A2A agent failed; trying again");
                 }
                 Err(_) => continue,
             }
@@ -427,13 +453,6 @@ impl A2aExecutor {
             interval = (interval * 2).min(s.poll_max);
         }
     }
-}
-
-/// The public reason of `e` for an A2A agent: the shared reasons name "the AgentCore
-/// runtime" where the peer is the agent.
-pub fn public_reason(e: &UpstreamError) -> String {
-    e.public_reason()
-        .replace("the AgentCore runtime", "the A2A agent")
 }
 
 /// Records a run's link to the agent's task once the agent names it ([`Links::link`]),
@@ -531,7 +550,7 @@ impl AgentExecutor for A2aExecutor {
                     tracing::warn!(
                         correlation_id = %id,
                         %reason,
-                        detail = %e,
+                        detail = %detail(&e),
                         upstream.url = %crate::telemetry::log_url::LogUrl(&self.inner.settings.base_url),
                         "the task failed"
                     );
@@ -626,7 +645,7 @@ impl AgentExecutor for A2aExecutor {
             }
             Err(e) => {
                 let e = UpstreamError::from(e);
-                tracing::warn!(task.id = %context.task_id, reason = %e, "CancelTask on the A2A agent failed");
+                tracing::warn!(task.id = %context.task_id, reason = %detail(&e), "CancelTask on the A2A agent failed");
                 Err(Box::new(e))
             }
         }

@@ -12,6 +12,7 @@
 //!   HTTP+JSON ([`rest`]).
 //! - [`links`]: gateway task → the agent's task and context.
 //! - [`relay`]: the agent's events → the gateway task's.
+//! - [`reasons`]: the failure texts, naming the A2A agent.
 //! - [`executor`]: [`A2aExecutor`], the `AgentExecutor` (and why not a `Runtime`).
 
 pub mod card;
@@ -19,6 +20,7 @@ pub mod card_cache;
 pub mod client;
 pub mod executor;
 pub mod links;
+pub mod reasons;
 pub mod relay;
 pub mod rest;
 pub mod settings;

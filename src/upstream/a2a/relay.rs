@@ -34,6 +34,9 @@ pub struct Relay<'a> {
     /// follow-up's stream, say) is not the answer to the follow-up.
     waiting_in: Option<TaskState>,
     chunks: u64,
+    /// What went wrong before, for a FAILED without a status message (see
+    /// [`Relay::hint`]).
+    hint: Option<String>,
 }
 
 impl<'a> Relay<'a> {
@@ -68,7 +71,14 @@ impl<'a> Relay<'a> {
                 .map(|t| t.status.state)
                 .filter(|s| s.is_interrupted()),
             chunks: 0,
+            hint: None,
         }
+    }
+
+    /// What went wrong before (a public reason, e.g. the broken answer's), told when the
+    /// agent then fails its task without a status message.
+    pub fn hint(&mut self, why: String) {
+        self.hint = Some(why);
     }
 
     /// The agent's task, once known.
@@ -133,12 +143,30 @@ impl<'a> Relay<'a> {
         }
     }
 
+    /// The status message of a FAILED the agent gave without one: a readable reason
+    /// (with [`hint`](Self::hint) when known) and a correlation id, also logged.
+    fn unexplained_failure(&self) -> Message {
+        let reason = match &self.hint {
+            Some(why) => format!("the A2A agent failed its task without saying why ({why})"),
+            None => "the A2A agent failed its task without saying why".to_owned(),
+        };
+        let id = crate::telemetry::correlation_id();
+        let reason = crate::telemetry::with_correlation(&reason, &id);
+        tracing::warn!(correlation_id = %id, %reason, "the A2A agent failed its task without a status message");
+        self.updater.new_agent_text(reason)
+    }
+
     async fn status(
         &mut self,
         state: TaskState,
         message: Option<Message>,
     ) -> Result<Step, QueueClosed> {
         // The Task is published SUBMITTED already; the agent's own SUBMITTED adds nothing.
+        let message = match message {
+            None if state == TaskState::Failed => Some(self.unexplained_failure()),
+            Some(m) if state == TaskState::Failed => Some(correlated(m)),
+            m => m,
+        };
         if state != TaskState::Submitted || message.is_some() {
             let message = message.map(|m| self.own(m));
             self.updater.update_status(state, message).await?;
@@ -217,6 +245,23 @@ impl<'a> Relay<'a> {
         }
         Ok(self.settled(state))
     }
+}
+
+/// The agent's own FAILED status message `m` with a correlation id appended (a text part
+/// ` [correlation id …]`), as every failure reason the gateway gives carries one; the
+/// agent's words are logged under it.
+fn correlated(mut m: Message) -> Message {
+    let id = crate::telemetry::correlation_id();
+    let words: String = m.parts.iter().filter_map(|p| p.as_text()).collect();
+    tracing::warn!(
+        correlation_id = %id,
+        reason = %crate::telemetry::prefix_chars(&words, 300),
+        "the A2A agent failed its task"
+    );
+    m.parts.push(crate::protocol::Part::text(format!(
+        " [correlation id {id}]"
+    )));
+    m
 }
 
 #[cfg(test)]
@@ -348,5 +393,48 @@ mod tests {
             metadata: None,
         });
         assert_eq!(relay.apply(asked_again).await.unwrap(), Step::Settled);
+    }
+
+    #[tokio::test]
+    async fn a_failure_without_a_message_gets_a_reason_and_a_correlation_id() {
+        let ctx = RequestContext::new(
+            new_user_text_message("go"),
+            "gw-task".into(),
+            "gw-ctx".into(),
+            CallContext::new("", "alice"),
+        );
+        let (queue, mut rx) = EventQueue::bounded(64);
+        let updater = TaskUpdater::from_context(&ctx, queue);
+        let mut relay = Relay::new(&ctx, &updater, None);
+        relay.hint("the A2A agent answered JSON-RPC error -32603: boom".into());
+        let failed = agent_task(TaskState::Failed, &[]);
+        assert_eq!(relay.snapshot(failed).await.unwrap(), Step::Settled);
+        drop(relay);
+        drop(updater);
+        let mut last = None;
+        while let Some(e) = rx.recv().await {
+            last = Some(e);
+        }
+        let Some(StreamResponse::StatusUpdate(e)) = last else {
+            panic!("{last:?}");
+        };
+        assert_eq!(e.status.state, TaskState::Failed);
+        let text: String = e
+            .status
+            .message
+            .expect("a status message")
+            .parts
+            .iter()
+            .filter_map(|p| p.as_text())
+            .collect();
+        assert!(text.contains("without saying why"), "{text}");
+        assert!(text.contains("boom"), "{text}");
+        assert!(text.contains("[correlation id "), "{text}");
+        let m = correlated(new_user_text_message("failed on purpose"));
+        let text: String = m.parts.iter().filter_map(|p| p.as_text()).collect();
+        assert!(
+            text.starts_with("failed on purpose [correlation id "),
+            "{text}"
+        );
     }
 }

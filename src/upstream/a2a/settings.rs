@@ -89,6 +89,13 @@ pub struct A2aSettings {
     pub poll_initial: Duration,
     /// Longest GetTask polling interval. Default 5 s.
     pub poll_max: Duration,
+    /// After the agent's answer broke off (an error, not a clean end) while its task
+    /// was still SUBMITTED: how long the task may stay SUBMITTED, unchanged, before the
+    /// gateway takes the agent's executor for crashed and fails the task (an a2a-sdk
+    /// 0.3 agent whose executor raises drops the stream and leaves the task SUBMITTED
+    /// for good). Also bounds a silent resubscription in that case. Default 30 s;
+    /// at most `resume_for` applies in any case.
+    pub stall_for: Duration,
     /// How long the agent's card is used before it is read again when its answer has no
     /// `Cache-Control: max-age`. Default 300 s.
     pub card_refresh: Duration,
@@ -149,6 +156,7 @@ impl A2aSettings {
             resume_for: Duration::from_secs(300),
             poll_initial: Duration::from_millis(250),
             poll_max: Duration::from_secs(5),
+            stall_for: Duration::from_secs(30),
             card_refresh: Duration::from_secs(300),
             card_min_refresh: Duration::from_secs(30),
             caller_header: None,
