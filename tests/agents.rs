@@ -1229,3 +1229,104 @@ async fn an_a2a_upstream_agent_beside_an_agentcore_one() {
         "{hosted}"
     );
 }
+
+/// A reload reaches an agent's own gRPC port: a change of `callers` applies to gRPC
+/// calls as to HTTP ones, a removed agent's port answers NOT_FOUND (as its HTTP routes
+/// answer 404), and a reload that would move, add or drop a gRPC port (bound at start
+/// only) changes nothing and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_reaches_the_agents_grpc_port() {
+    use bindings_common::client::{Binding, Operation, Opts};
+    let mock = MockRuntime::start().await;
+    let mut keys = String::new();
+    for (caller, key) in KEYS {
+        keys.push_str(&format!(
+            "[[server.auth.keys]]\ncaller = \"{caller}\"\nsha256 = \"{}\"\n",
+            sha256_hex(key)
+        ));
+    }
+    let config = |callers: &str, grpc: &str, with_p: bool| {
+        let mut toml = format!(
+            "[server.auth]\nkind = \"api_key\"\n{keys}[store]\nurl = \"memory:\"\n\
+             [agents.other]\n[agents.other.upstream]\nurl = \"{}\"\n",
+            mock.url()
+        );
+        if with_p {
+            toml.push_str(&format!(
+                "[agents.p]\ncallers = [\"{callers}\"]\ngrpc_listen = \"{grpc}\"\n\
+                 [agents.p.upstream]\nurl = \"{}\"\n",
+                mock.url()
+            ));
+        }
+        toml
+    };
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(config("team-a", "127.0.0.1:0", true))
+        .start();
+    let card: Value = reqwest::get(format!("{}agents/p/.well-known/agent-card.json", gw.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let authority = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["protocolBinding"] == "GRPC")
+        .and_then(|i| i["url"].as_str())
+        .expect("a GRPC interface")
+        .to_owned();
+    let grpc = bindings_common::grpc::Grpc::new(&authority);
+    let list = |caller: &'static str| {
+        let grpc = &grpc;
+        async move {
+            grpc.unary(Operation::ListTasks, json!({}), &Opts::bearer(key(caller)))
+                .await
+        }
+    };
+    assert!(list("team-a").await.is_ok());
+    assert_eq!(list("team-b").await.unwrap_err().code, "PERMISSION_DENIED");
+
+    let path = gw.config_path().unwrap().to_owned();
+    let reload = |text: String, expect: &'static str| {
+        std::fs::write(&path, text).unwrap();
+        gw.hang_up();
+        gw.logs_when(|l| l.contains(expect), std::time::Duration::from_secs(10))
+    };
+    // callers team-a -> team-b: gRPC follows.
+    reload(
+        config("team-b", "127.0.0.1:0", true),
+        "SIGHUP: agents reloaded",
+    );
+    assert_eq!(list("team-a").await.unwrap_err().code, "PERMISSION_DENIED");
+    assert!(list("team-b").await.is_ok());
+    let card: Value = reqwest::get(format!("{}agents/p/.well-known/agent-card.json", gw.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        card.to_string().contains(&authority),
+        "the card still names the bound port, not :0: {card}"
+    );
+
+    // Another port: refused, nothing changes.
+    let logs = reload(
+        config("team-a", "127.0.0.1:1", true),
+        "SIGHUP: agents unchanged",
+    );
+    assert!(logs.contains("agents.p.grpc_listen"), "{logs}");
+    assert!(list("team-b").await.is_ok(), "the last good state stays");
+
+    // Removed: its port answers NOT_FOUND, its HTTP routes 404.
+    reload(config("", "", false), "SIGHUP: agents reloaded agents=1");
+    assert_eq!(list("team-b").await.unwrap_err().code, "NOT_FOUND");
+    let gone = reqwest::get(format!("{}agents/p/.well-known/agent-card.json", gw.url))
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 404);
+}

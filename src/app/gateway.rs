@@ -65,12 +65,19 @@ impl AgentReload {
     /// Returns the number of agents now served.
     ///
     /// # Errors
-    /// An agent's upstream that cannot be built: nothing changes then.
+    /// An agent's upstream that cannot be built, or a `grpc_listen` that differs from
+    /// the one bound at start (a gRPC port is bound once; changing, adding or dropping
+    /// one needs a restart): nothing changes then.
     pub fn apply(&self, new: &Config) -> Result<usize, String> {
+        let agents = self.with_bound_grpc(new)?;
         let current = self.routes.agents();
         let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
         let mut next = Vec::new();
         let mut next_built = std::collections::BTreeMap::new();
+        let new = &Config {
+            agents,
+            ..new.clone()
+        };
         for (id, entry) in &new.agents {
             let text = toml::to_string(entry).unwrap_or_default();
             if built.get(id) == Some(&text)
@@ -96,6 +103,42 @@ impl AgentReload {
         self.routes.replace(next);
         *built = next_built;
         Ok(n)
+    }
+
+    /// `new`'s agents with each `grpc_listen` as bound at start (a port 0 in the file
+    /// stands for the port bound then).
+    ///
+    /// # Errors
+    /// An agent whose `grpc_listen` is not the one it started with (or a new agent with
+    /// one): its port is bound at start only.
+    fn with_bound_grpc(
+        &self,
+        new: &Config,
+    ) -> Result<std::collections::BTreeMap<String, crate::config::AgentEntryConfig>, String> {
+        let mut agents = new.agents.clone();
+        for (id, entry) in agents.iter_mut() {
+            let bound = self.config.agents.get(id).and_then(|e| e.grpc_listen);
+            entry.grpc_listen = match (entry.grpc_listen, bound) {
+                (None, None) => None,
+                (Some(asked), Some(bound))
+                    if asked == bound || (asked.port() == 0 && asked.ip() == bound.ip()) =>
+                {
+                    Some(bound)
+                }
+                (asked, bound) => {
+                    let show = |a: Option<std::net::SocketAddr>| {
+                        a.map_or_else(|| "none".to_owned(), |a| a.to_string())
+                    };
+                    return Err(format!(
+                        "agents.{id}.grpc_listen is {} but {} is bound since start: a gRPC \
+                         port is bound at start only; restart to change it",
+                        show(asked),
+                        show(bound)
+                    ));
+                }
+            };
+        }
+        Ok(agents)
     }
 }
 

@@ -264,16 +264,9 @@ impl Running {
         let stopped = tokio_util::sync::CancellationToken::new();
         let mut agent_grpc = Vec::new();
         for (id, listener) in self.agent_grpc {
-            let Some(agent) = self
-                .gateway
-                .agents
-                .agents()
-                .into_iter()
-                .find(|a| a.id == id)
-            else {
-                continue;
-            };
-            let app = crate::transport::grpc::router(agent.state.clone());
+            // Each call goes to the agent as the last reload left it (its callers
+            // included); a removed agent's port answers NOT_FOUND.
+            let app = crate::transport::agents::grpc_for(self.gateway.agents.clone(), id);
             agent_grpc.push(tokio::spawn(super::gateway::serve_one(
                 listener,
                 app,

@@ -243,3 +243,44 @@ async fn index(State(routes): State<AgentRoutes>) -> Response {
     )
         .into_response()
 }
+
+/// The gRPC routes of agent `id` on its own port (`[agents.<id>] grpc_listen`), following
+/// the table: each call is served by the gRPC service over the agent's state in
+/// `routes` now (its callers, card and upstream as the last `SIGHUP` reload left them;
+/// the service is built once per reload of the agent), and a call to an agent a reload
+/// removed is refused with gRPC status NOT_FOUND (code 5), as its HTTP routes answer
+/// 404. A call already running finishes where it started.
+pub fn grpc_for(routes: AgentRoutes, id: String) -> Router {
+    // The service over the agent's state as last seen (by its transport settings, which
+    // a reload replaces whenever it changes the agent).
+    type Built = Option<(Arc<super::TransportConfig>, Router)>;
+    let built: Arc<std::sync::Mutex<Built>> = Arc::default();
+    Router::new().fallback(move |req: Request| {
+        let (routes, id, built) = (routes.clone(), id.clone(), built.clone());
+        async move {
+            let Some(agent) = routes.agents().into_iter().find(|a| a.id == id) else {
+                return tonic::Status::not_found(format!(
+                    "the agent {id} is no longer served by this gateway (removed by a reload)"
+                ))
+                .into_http::<axum::body::Body>();
+            };
+            let router = {
+                let mut b = built.lock().unwrap_or_else(|p| p.into_inner());
+                match &*b {
+                    Some((config, router)) if Arc::ptr_eq(config, &agent.state.config) => {
+                        router.clone()
+                    }
+                    _ => {
+                        let router = super::grpc::router(agent.state.clone());
+                        *b = Some((agent.state.config.clone(), router.clone()));
+                        router
+                    }
+                }
+            };
+            match router.oneshot(req).await {
+                Ok(resp) => resp,
+                Err(never) => match never {},
+            }
+        }
+    })
+}
