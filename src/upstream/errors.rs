@@ -202,7 +202,7 @@ impl StatusError {
             "InvalidSignatureException"
             | "SignatureDoesNotMatch"
             | "IncompleteSignatureException" => {
-                "the SigV4 signature was refused: check that the signing region (the ARN's, or upstream.auth.region) is the runtime's, and that no proxy rewrites the request"
+                "the SigV4 signature was refused: most often the secret access key does not belong to the access key id (check the credential source); else the signing region (the ARN's, or upstream.auth.region) is not the runtime's, or a proxy rewrites the request"
             }
             "ExpiredTokenException" | "ExpiredToken" => {
                 "the AWS credentials expired (refetched once); check the credential source"
@@ -625,7 +625,8 @@ mod tests {
     fn aws_auth_refusals_read_as_what_they_mean() {
         for (status, error_type, body, says) in [
             (400, "RequestExpired", "Signature expired", "clock skew"),
-            (403, "InvalidSignatureException", "", "signing region"),
+            (403, "InvalidSignatureException", "", "secret access key"),
+            (403, "SignatureDoesNotMatch", "", "signing region"),
             (403, "ExpiredTokenException", "", "expired"),
             (403, "UnrecognizedClientException", "", "access key"),
             (
