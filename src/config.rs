@@ -392,6 +392,29 @@ impl Config {
                     "gRPC is not among server.bindings",
                 ));
             }
+            // A port of its own: not the listener's, not gRPC's, not another agent's
+            // (port 0 is picked apart by the system).
+            if let Some(addr) = agent.grpc_listen.filter(|a| a.port() != 0) {
+                let taken = [
+                    ("server.listen".to_owned(), Some(self.server.listen)),
+                    ("server.grpc_listen".to_owned(), self.server.grpc_listen),
+                ]
+                .into_iter()
+                .chain(
+                    self.agents
+                        .iter()
+                        .take_while(|(other, _)| *other != id)
+                        .map(|(other, a)| (format!("agents.{other}.grpc_listen"), a.grpc_listen)),
+                )
+                .find(|(_, other)| *other == Some(addr));
+                if let Some((key, _)) = taken {
+                    return Err(Invalid::because_of(
+                        format!("agents.{id}.grpc_listen"),
+                        key,
+                        format!("{addr} is taken: each agent's gRPC port is its own"),
+                    ));
+                }
+            }
             if let UpstreamConfig::AgentCore(c) = &agent.upstream
                 && c.user_id == UserId::Caller
                 && !self.server.auth.required()

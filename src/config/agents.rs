@@ -370,4 +370,36 @@ mod tests {
         let c = load(&(agent("a", Some("/team/")) + &agent("b", Some("/teams/")))).unwrap();
         assert_eq!(c.agents.len(), 2);
     }
+
+    #[test]
+    fn an_agents_grpc_port_is_its_own() {
+        let agent = |id: &str, grpc: &str| {
+            format!(
+                "[agents.{id}]\ngrpc_listen = \"{grpc}\"\n\
+                 [agents.{id}.upstream]\nurl = \"http://127.0.0.1:9/invocations\"\n"
+            )
+        };
+        for (toml, taken) in [
+            (
+                agent("a", "127.0.0.1:47001") + &agent("b", "127.0.0.1:47001"),
+                "agents.a.grpc_listen",
+            ),
+            (
+                "[server]\nlisten = \"127.0.0.1:47002\"\n".to_owned()
+                    + &agent("a", "127.0.0.1:47002"),
+                "server.listen",
+            ),
+            (
+                "[server]\ngrpc_listen = \"127.0.0.1:47003\"\n".to_owned()
+                    + &agent("a", "127.0.0.1:47003"),
+                "server.grpc_listen",
+            ),
+        ] {
+            let e = load(&toml).expect_err(&toml);
+            assert!(e.contains("is taken") && e.contains(taken), "{e}");
+        }
+        // Port 0: each gets its own from the system.
+        let c = load(&(agent("a", "127.0.0.1:0") + &agent("b", "127.0.0.1:0"))).unwrap();
+        assert_eq!(c.agents.len(), 2);
+    }
 }
