@@ -1330,3 +1330,32 @@ async fn a_reload_reaches_the_agents_grpc_port() {
         .unwrap();
     assert_eq!(gone.status(), 404);
 }
+
+/// An unknown path under an agent's prefix answers 404 with the hint of that agent
+/// (its JSON-RPC endpoint, HTTP+JSON root and card under the prefix), not the root's.
+#[tokio::test]
+async fn an_unknown_path_under_a_prefix_names_that_agents_endpoints() {
+    let mock = MockRuntime::start().await;
+    let toml = format!(
+        "[store]\nurl = \"memory:\"\n[agents.a]\npath = \"/team/a/\"\n\
+         [agents.a.upstream]\nurl = \"{}\"\n",
+        mock.url()
+    );
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(toml)
+        .start();
+    let r = reqwest::get(format!("{}team/a/nothing-here", gw.url))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let text = r.text().await.unwrap();
+    assert!(text.contains("the agent a at /team/a/"), "{text}");
+    assert!(text.contains("POST /team/a/ with a JSON-RPC"), "{text}");
+    assert!(text.contains("/team/a/a2a/rest"), "{text}");
+    assert!(
+        text.contains("/team/a/.well-known/agent-card.json"),
+        "{text}"
+    );
+}

@@ -431,6 +431,7 @@ fn mount(
     let access = AgentAccess {
         id: id.to_owned(),
         callers: entry.callers.clone().map(Into::into),
+        prefix: entry.path_for(id),
     };
     let transport = transport_config(config, agent, auth.clone(), access);
     let state = AppState::new(handler, card, transport);

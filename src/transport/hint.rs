@@ -10,23 +10,37 @@ use axum::response::{IntoResponse, Response};
 use super::AppState;
 use crate::config::Binding;
 
-/// The hint text for the bindings `state` serves: one line each, then the card's path.
+/// The hint text for the bindings `state` serves: one line each, then the card's path,
+/// all under the prefix of the agent the routes serve (`/` for the agent at `/`).
 pub fn text(state: &AppState) -> String {
+    let base = match state.config.agent.prefix.as_str() {
+        "" => "/",
+        prefix => prefix,
+    };
     let mut out = String::from("This is an A2A 1.0 gateway (a2a-gateway).\n");
+    if !state.config.agent.id.is_empty() {
+        out.push_str(&format!(
+            "This path is under the agent {} at {base}.\n",
+            state.config.agent.id
+        ));
+    }
     if state.config.serves(Binding::Jsonrpc) {
-        out.push_str("JSON-RPC: POST / with a JSON-RPC 2.0 request (e.g. method SendMessage).\n");
+        out.push_str(&format!(
+            "JSON-RPC: POST {base} with a JSON-RPC 2.0 request (e.g. method SendMessage).\n"
+        ));
     }
     if state.config.serves(Binding::Rest) {
+        let rest = format!("{}{}", base.trim_end_matches('/'), super::rest::REST_PATH);
         out.push_str(&format!(
-            "HTTP+JSON: under {} (e.g. POST {}/message:send).\n",
-            super::rest::REST_PATH,
-            super::rest::REST_PATH
+            "HTTP+JSON: under {rest} (e.g. POST {rest}/message:send).\n"
         ));
     }
     if state.config.serves(Binding::Grpc) {
         out.push_str("gRPC: lf.a2a.v1.A2AService (see the card for its address).\n");
     }
-    out.push_str("The agent card is at /.well-known/agent-card.json.\n");
+    out.push_str(&format!(
+        "The agent card is at {base}.well-known/agent-card.json.\n"
+    ));
     out
 }
 

@@ -83,6 +83,9 @@ pub struct AgentAccess {
     /// The callers allowed (`[agents.<id>] callers`); `None`: every caller. Any other
     /// gets 403 / `PERMISSION_DENIED` before the operation runs.
     pub callers: Option<Arc<[String]>>,
+    /// The path prefix the routes are mounted under, starting and ending with `/`
+    /// (`""`: none, the agent at `/`); named by the hint of an unknown path.
+    pub prefix: String,
 }
 
 impl TransportConfig {
