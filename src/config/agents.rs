@@ -142,6 +142,21 @@ impl AgentEntryConfig {
         }
         self.card.validate().map_err(|e| rebase(e, &base))?;
         self.upstream.validate().map_err(|e| rebase(e, &base))?;
+        // The agent at `/` may start without an upstream (`check-config` says so); an
+        // agent of the table is there to be served by one.
+        if let super::UpstreamConfig::AgentCore(c) = &self.upstream
+            && c.url.is_none()
+            && c.agent_runtime_arn.is_none()
+        {
+            return Err(Invalid::new(
+                base,
+                format!(
+                    "no upstream: add [agents.{id}.upstream] with `agent_runtime_arn` \
+                     (AgentCore) or `url` (an invocation URL; `kind = \"a2a\"` takes an A2A \
+                     agent's base URL)"
+                ),
+            ));
+        }
         if let Some(callers) = &self.callers {
             if callers.is_empty() {
                 return Err(Invalid::new(
@@ -401,5 +416,15 @@ mod tests {
         // Port 0: each gets its own from the system.
         let c = load(&(agent("a", "127.0.0.1:0") + &agent("b", "127.0.0.1:0"))).unwrap();
         assert_eq!(c.agents.len(), 2);
+    }
+
+    #[test]
+    fn an_agent_without_an_upstream_is_refused_naming_its_table() {
+        let e = load("[agents.a]\nname = \"A\"\n").unwrap_err();
+        assert!(
+            e.contains("agents.a") && e.contains("[agents.a.upstream]"),
+            "{e}"
+        );
+        assert!(e.contains("line"), "{e}");
     }
 }
