@@ -1289,6 +1289,18 @@ async fn a_reload_reaches_the_agents_grpc_port() {
     };
     assert!(list("team-a").await.is_ok());
     assert_eq!(list("team-b").await.unwrap_err().code, "PERMISSION_DENIED");
+    let logs = gw.logs_when(
+        |l| l.contains("not among the agent's callers"),
+        std::time::Duration::from_secs(10),
+    );
+    let refusal = logs
+        .lines()
+        .find(|l| l.contains("not among the agent's callers"))
+        .unwrap();
+    assert!(
+        refusal.contains("team-b") && refusal.contains("agent=p"),
+        "the refusal names who and where: {refusal}"
+    );
 
     let path = gw.config_path().unwrap().to_owned();
     let reload = |text: String, expect: &'static str| {

@@ -319,7 +319,19 @@ pub fn call_context(
     if let Some(callers) = &agent.callers
         && !identity.is_some_and(|id| callers.contains(&id.caller))
     {
-        crate::identity::record(AuthFailure::AgentNotAllowed, None);
+        // Counted as every refusal is; logged here with who was refused where (the
+        // request's peer is in its request log line).
+        metrics::counter!(
+            crate::telemetry::metrics::AUTH_FAILURES,
+            "reason" => AuthFailure::AgentNotAllowed.reason()
+        )
+        .increment(1);
+        tracing::warn!(
+            caller = identity.map_or("-", |id| id.caller.as_str()),
+            agent = %agent.id,
+            reason = AuthFailure::AgentNotAllowed.reason(),
+            "authentication failed: the caller is not among the agent's callers"
+        );
         return Err(AuthFailure::AgentNotAllowed);
     }
     let requested = params.get("tenant").and_then(Value::as_str).unwrap_or("");
