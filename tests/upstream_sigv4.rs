@@ -672,6 +672,10 @@ async fn check_config_names_the_source_of_the_credentials_never_the_secret() {
     )]);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(stdout.contains("EcsContainer provider"), "{stdout}");
+    assert!(
+        stdout.contains(", expiring ") && stdout.contains(" GMT, in "),
+        "the expiry as a date, then the seconds left: {stdout}"
+    );
 
     // --probe: who STS says the credentials are (GetCallerIdentity, signed).
     let sts = aws.double(

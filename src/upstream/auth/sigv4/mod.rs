@@ -113,7 +113,8 @@ pub async fn describe_source(settings: &SigV4Settings) -> Result<String, TokenEr
                 .duration_since(SystemTime::now())
                 .unwrap_or_default()
                 .as_secs();
-            out.push_str(&format!(", expiring in {left} s)"));
+            let when = httpdate::fmt_http_date(at);
+            out.push_str(&format!(", expiring {when}, in {left} s)"));
         }
     }
     if let Some(role) = &settings.assume_role {
