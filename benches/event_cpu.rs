@@ -33,6 +33,13 @@
 //!   while it is idle);
 //! - `BENCH_UPSTREAM_HTTP`: the gateway's `upstream.http_version` (default `auto`, that
 //!   is HTTP/1.1 on plain http; `http2` for h2c as with AgentCore);
+//! - `BENCH_UPSTREAM`: a comma-separated list of upstream kinds (default `agentcore`):
+//!   `agentcore`, the SSE reply above on the AgentCore contract, and `a2a`, the same
+//!   chunks from a fake A2A 1.0 agent (its card at `/.well-known/agent-card.json`,
+//!   JSON-RPC `SendStreamingMessage` at `/` answered by an SSE stream of a task, one
+//!   `artifactUpdate` per chunk and a COMPLETED `statusUpdate`, each echoing the request's
+//!   id) run by the gateway's `kind = "a2a"`: the two rows compare the gateway's CPU per
+//!   relayed chunk event by upstream kind;
 //! - `BENCH_GATEWAYS`: other gateway binaries to run side by side with this build's, as
 //!   comma-separated `label=path` entries (`this=` names this build's binary), e.g.
 //!   `before=/tmp/a2a-gateway-before,this=`; default: this build's only;
@@ -101,6 +108,77 @@ async fn start_upstream(chunks: usize, frame_bytes: usize) -> String {
     format!("http://{addr}/invocations")
 }
 
+/// A fake A2A 1.0 agent streaming `chunks` artifact updates (texts as
+/// [`reply_frames`]'s) to every `SendStreamingMessage`; returns its base URL.
+async fn start_a2a_upstream(chunks: usize, frame_bytes: usize) -> String {
+    let texts: Arc<Vec<String>> = Arc::new(
+        (0..chunks)
+            .map(|i| {
+                let mut text = format!("chunk {i:05} of the streamed reply, ");
+                if text.len() < frame_bytes {
+                    text.extend(std::iter::repeat_n('x', frame_bytes - text.len()));
+                }
+                text
+            })
+            .collect(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let card = json!({
+        "name": "bench agent", "description": "a fake A2A agent streaming chunks",
+        "version": "1", "skills": [],
+        "supportedInterfaces": [{"url": format!("http://{addr}/"),
+            "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {"streaming": true},
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+    });
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            axum::routing::get(move || {
+                let card = card.clone();
+                async move { axum::Json(card) }
+            }),
+        )
+        .route(
+            "/",
+            post(move |body: axum::body::Bytes| {
+                let texts = texts.clone();
+                async move {
+                    let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let id = req["id"].clone();
+                    let task = a2a_gateway::executor::new_id();
+                    let event = |result: serde_json::Value| {
+                        axum::body::Bytes::from(format!(
+                            "data: {}\n\n",
+                            json!({"jsonrpc": "2.0", "id": id, "result": result})
+                        ))
+                    };
+                    let mut frames = vec![event(json!({"task": {"id": task, "contextId": task,
+                        "status": {"state": "TASK_STATE_WORKING"}}}))];
+                    let n = texts.len();
+                    frames.extend(texts.iter().enumerate().map(|(i, t)| {
+                        event(json!({"artifactUpdate": {"taskId": task, "contextId": task,
+                            "append": i > 0, "lastChunk": i + 1 == n,
+                            "artifact": {"artifactId": "reply", "parts": [{"text": t}]}}}))
+                    }));
+                    frames.push(event(
+                        json!({"statusUpdate": {"taskId": task, "contextId": task,
+                        "status": {"state": "TASK_STATE_COMPLETED"}}}),
+                    ));
+                    let body =
+                        futures::stream::iter(frames.into_iter().map(Ok::<_, std::io::Error>));
+                    Response::builder()
+                        .header(header::CONTENT_TYPE, "text/event-stream")
+                        .body(Body::from_stream(body))
+                        .unwrap()
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/")
+}
+
 /// The process's user and system CPU time so far (`/proc/<pid>/stat` fields 14 and
 /// 15, which include its ended threads), in seconds.
 fn cpu_secs(pid: u32, tick: f64) -> (f64, f64) {
@@ -159,8 +237,9 @@ async fn round(url: &str, tasks: usize, clients: usize, chunks: usize) -> Relaye
                 }
                 let text = String::from_utf8(text).expect("UTF-8");
                 let relayed = text.matches("\"artifactUpdate\"").count();
-                // The reply's chunks plus the final empty `lastChunk` one.
-                assert_eq!(relayed, chunks + 1, "{}", &text[text.len().saturating_sub(600)..]);
+                // The reply's chunks (plus, from an AgentCore reply, the final empty
+                // `lastChunk` one).
+                assert!(relayed == chunks || relayed == chunks + 1, "{relayed}: {}", &text[text.len().saturating_sub(600)..]);
                 assert!(text.contains("TASK_STATE_COMPLETED"), "{}", &text[text.len().saturating_sub(600)..]);
                 got.tasks += 1;
                 got.chunks += relayed;
@@ -329,7 +408,9 @@ fn main() {
         .collect();
     let tick = clock_tick();
     let rt = common::runtime();
-    let upstream = rt.block_on(start_upstream(chunks, frame_bytes));
+    let kinds = common::env_list("BENCH_UPSTREAM", "agentcore");
+    let agentcore = rt.block_on(start_upstream(chunks, frame_bytes));
+    let a2a = rt.block_on(start_a2a_upstream(chunks, frame_bytes));
     println!(
         "{tasks} tasks x {chunks} chunks per round (frames of {} bytes), {clients} clients, \
          upstream http_version {http}; gateway CPU = utime + stime of its process",
@@ -339,14 +420,30 @@ fn main() {
         "| store | gateway | round | chunk events | wall | gateway CPU (user + sys) | CPU per chunk event | chunk events/s | peak RSS (growth) | RSS {settle_secs} s after a GetTask |"
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for kind in &stores {
-        for (label, bin) in &gateways {
+    let gateways = &gateways;
+    let points = kinds.iter().flat_map(|u| {
+        stores
+            .iter()
+            .flat_map(move |k| gateways.iter().map(move |g| (u, k, g)))
+    });
+    for (upstream_kind, kind, (label, bin)) in points {
+        {
+            let upstream = match upstream_kind.as_str() {
+                "a2a" => &a2a,
+                "agentcore" => &agentcore,
+                other => panic!("BENCH_UPSTREAM: unknown kind {other:?} (agentcore, a2a)"),
+            };
+            let label = if kinds.len() > 1 {
+                format!("{label}, {upstream_kind}")
+            } else {
+                label.clone()
+            };
             run_store(
                 &rt,
                 kind,
-                label,
+                &label,
                 bin,
-                &upstream,
+                (upstream_kind, upstream),
                 &http,
                 perf.as_deref(),
                 tick,
@@ -381,7 +478,7 @@ fn run_store(
     kind: &str,
     label: &str,
     bin: &str,
-    upstream: &str,
+    (upstream_kind, upstream): (&str, &str),
     http: &str,
     perf: Option<&str>,
     tick: f64,
@@ -413,6 +510,7 @@ fn run_store(
         };
         env.extend([
             ("A2A_GATEWAY_SERVER__LISTEN", "127.0.0.1:0".to_owned()),
+            ("A2A_GATEWAY_UPSTREAM__KIND", upstream_kind.to_owned()),
             ("A2A_GATEWAY_UPSTREAM__URL", upstream.to_owned()),
             ("A2A_GATEWAY_UPSTREAM__AUTH__KIND", "none".into()),
             ("A2A_GATEWAY_UPSTREAM__HTTP_VERSION", http.to_owned()),
