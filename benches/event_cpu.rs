@@ -108,77 +108,6 @@ async fn start_upstream(chunks: usize, frame_bytes: usize) -> String {
     format!("http://{addr}/invocations")
 }
 
-/// A fake A2A 1.0 agent streaming `chunks` artifact updates (texts as
-/// [`reply_frames`]'s) to every `SendStreamingMessage`; returns its base URL.
-async fn start_a2a_upstream(chunks: usize, frame_bytes: usize) -> String {
-    let texts: Arc<Vec<String>> = Arc::new(
-        (0..chunks)
-            .map(|i| {
-                let mut text = format!("chunk {i:05} of the streamed reply, ");
-                if text.len() < frame_bytes {
-                    text.extend(std::iter::repeat_n('x', frame_bytes - text.len()));
-                }
-                text
-            })
-            .collect(),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let card = json!({
-        "name": "bench agent", "description": "a fake A2A agent streaming chunks",
-        "version": "1", "skills": [],
-        "supportedInterfaces": [{"url": format!("http://{addr}/"),
-            "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
-        "capabilities": {"streaming": true},
-        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
-    });
-    let app = axum::Router::new()
-        .route(
-            "/.well-known/agent-card.json",
-            axum::routing::get(move || {
-                let card = card.clone();
-                async move { axum::Json(card) }
-            }),
-        )
-        .route(
-            "/",
-            post(move |body: axum::body::Bytes| {
-                let texts = texts.clone();
-                async move {
-                    let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-                    let id = req["id"].clone();
-                    let task = a2a_gateway::executor::new_id();
-                    let event = |result: serde_json::Value| {
-                        axum::body::Bytes::from(format!(
-                            "data: {}\n\n",
-                            json!({"jsonrpc": "2.0", "id": id, "result": result})
-                        ))
-                    };
-                    let mut frames = vec![event(json!({"task": {"id": task, "contextId": task,
-                        "status": {"state": "TASK_STATE_WORKING"}}}))];
-                    let n = texts.len();
-                    frames.extend(texts.iter().enumerate().map(|(i, t)| {
-                        event(json!({"artifactUpdate": {"taskId": task, "contextId": task,
-                            "append": i > 0, "lastChunk": i + 1 == n,
-                            "artifact": {"artifactId": "reply", "parts": [{"text": t}]}}}))
-                    }));
-                    frames.push(event(
-                        json!({"statusUpdate": {"taskId": task, "contextId": task,
-                        "status": {"state": "TASK_STATE_COMPLETED"}}}),
-                    ));
-                    let body =
-                        futures::stream::iter(frames.into_iter().map(Ok::<_, std::io::Error>));
-                    Response::builder()
-                        .header(header::CONTENT_TYPE, "text/event-stream")
-                        .body(Body::from_stream(body))
-                        .unwrap()
-                }
-            }),
-        );
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{addr}/")
-}
-
 /// The process's user and system CPU time so far (`/proc/<pid>/stat` fields 14 and
 /// 15, which include its ended threads), in seconds.
 fn cpu_secs(pid: u32, tick: f64) -> (f64, f64) {
@@ -410,7 +339,7 @@ fn main() {
     let rt = common::runtime();
     let kinds = common::env_list("BENCH_UPSTREAM", "agentcore");
     let agentcore = rt.block_on(start_upstream(chunks, frame_bytes));
-    let a2a = rt.block_on(start_a2a_upstream(chunks, frame_bytes));
+    let a2a = rt.block_on(common::a2a_agent::start(chunks, frame_bytes));
     println!(
         "{tasks} tasks x {chunks} chunks per round (frames of {} bytes), {clients} clients, \
          upstream http_version {http}; gateway CPU = utime + stime of its process",

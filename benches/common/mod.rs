@@ -3,6 +3,7 @@
 //! child process.
 #![allow(dead_code)]
 
+pub mod a2a_agent;
 pub mod thread_cpu;
 
 use std::path::Path;
