@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+mod bindings_common;
+
 use a2a_gateway::test_util::{
     A2aAgent, AgentKind, GatewayProcess, free_port, rpc, rpc_result, rpc_stream, skip, user_message,
 };
@@ -1164,4 +1166,73 @@ async fn sdk1_agent_crash_fails_the_task_with_a_reason() {
     assert!(reason.contains("the A2A agent"), "{reason}");
     assert!(reason.contains("crashed on purpose"), "{reason}");
     assert!(reason.contains("correlation id"), "{reason}");
+}
+
+/// Push stays at the gateway: a task streamed by the a2a-sdk 1.x agent, with a webhook
+/// registered inline, is delivered from the gateway's own outbox (signed, every chunk
+/// once and in order once coalesced ranges are unfolded, COMPLETED last), and the push
+/// config never reaches the agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_is_delivered_by_the_gateway_never_forwarded() {
+    let test = "push_is_delivered_by_the_gateway_never_forwarded";
+    let Some(agent) = agent(test, AgentKind::Sdk1, &[]) else {
+        return;
+    };
+    let receiver = bindings_common::server::Receiver::start().await;
+    let gw = gateway(
+        &agent.url,
+        &[
+            ("A2A_GATEWAY_PUSH__ALLOW_HTTP", "true"),
+            ("A2A_GATEWAY_PUSH__ALLOW_CIDRS", "[\"127.0.0.1/32\"]"),
+            ("A2A_GATEWAY_PUSH__POLL_INTERVAL_MS", "50"),
+        ],
+    );
+    let http = reqwest::Client::new();
+    let reply = rpc(
+        &http,
+        &gw.url,
+        "SendMessage",
+        json!({"message": user_message("stream 4 20"), "configuration": {
+            "taskPushNotificationConfig": {"id": "hook", "url": format!("{}/hook", receiver.url),
+                "token": "tok-a2a"}}}),
+    )
+    .await;
+    assert!(reply.get("error").is_none(), "{reply}");
+    let id = reply["result"]["task"]["id"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let calls = receiver
+        .wait_for("/hook", |calls| {
+            calls
+                .iter()
+                .any(|h| String::from_utf8_lossy(&h.body).contains("TASK_STATE_COMPLETED"))
+        })
+        .await;
+    let mut chunks = String::new();
+    for h in &calls {
+        assert!(h.headers.contains_key("webhook-signature"), "signed");
+        assert_eq!(h.headers["x-a2a-notification-token"], "tok-a2a");
+        let body: Value = serde_json::from_slice(&h.body).unwrap();
+        assert!(
+            body.to_string().contains(&id),
+            "the gateway's task id: {body}"
+        );
+        if let Some(parts) = body["artifactUpdate"]["artifact"]["parts"].as_array() {
+            for p in parts {
+                chunks.push_str(p["text"].as_str().unwrap_or(""));
+            }
+        }
+    }
+    assert_eq!(chunks, "chunk 1/4\nchunk 2/4\nchunk 3/4\nchunk 4/4\n");
+    let seen = agent.calls().await;
+    let text = Value::Array(seen).to_string();
+    assert!(
+        text.contains("stream 4 20"),
+        "the agent got the message: {text}"
+    );
+    assert!(
+        !text.contains("tok-a2a") && !text.contains(&receiver.url),
+        "no push config reached the agent: {text}"
+    );
 }
