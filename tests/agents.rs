@@ -16,8 +16,7 @@
 //! client from `A2A_GATEWAY_TEST_PYTHON03` (default `.venv03/bin/python`); without them
 //! the test is skipped with a note, unless `CI=true`, where it fails.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 use std::sync::Arc;
 
 mod bindings_common;
@@ -25,7 +24,7 @@ mod bindings_common;
 use bindings_common::server::Receiver;
 
 use a2a_gateway::test_util::{
-    AgentCoreApp, GatewayProcess, PgSchema, rpc_with, skip, user_message,
+    AgentCoreApp, GatewayProcess, PgSchema, official_client, python_for, rpc_with, user_message,
 };
 use a2a_gateway::upstream::mock::{MockReply, MockRuntime};
 use serde_json::{Value, json};
@@ -69,45 +68,6 @@ fn config(reviewer_url: &str, helper_url: &str, store: &str) -> String {
 
 fn key(caller: &str) -> &'static str {
     KEYS.iter().find(|(c, _)| *c == caller).unwrap().1
-}
-
-/// A python that imports `module`, else the test is skipped (fails under `CI=true`).
-fn python_for(test: &str, var: &str, default: &str, module: &str) -> Option<PathBuf> {
-    let py = std::env::var_os(var)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(default));
-    let ok = std::process::Command::new(&py)
-        .args(["-c", &format!("import {module}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        skip(test, &format!("{} cannot import {module}", py.display()));
-        return None;
-    }
-    Some(py)
-}
-
-/// Runs tests/python/agents_client.py with `spec`; its one JSON line.
-async fn python_client(py: &Path, spec: Value) -> Value {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/agents_client.py");
-    let out = tokio::process::Command::new(py)
-        .arg(script)
-        .arg(spec.to_string())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("run agents_client.py");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "agents_client.py printed no JSON ({e}): {stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 /// One JSON-RPC call to the agent at `base` as `caller`.
@@ -386,7 +346,7 @@ async fn two_agents(test: &str, store: &str) {
 
     // The official clients, from each agent's own URL, on both HTTP bindings.
     for binding in ["JSONRPC", "HTTP+JSON"] {
-        let got = python_client(
+        let got = official_client(
             &py,
             json!({"sdk": "1", "url": reviewer, "binding": binding, "key": key("team-a"), "text": "dict"}),
         )
@@ -395,7 +355,7 @@ async fn two_agents(test: &str, store: &str) {
         assert_eq!(got["state"], "TASK_STATE_COMPLETED", "{got}");
         assert_eq!(got["text"], "from a dict", "{got}");
         assert_eq!(got["got"], "TASK_STATE_COMPLETED", "{got}");
-        let got = python_client(
+        let got = official_client(
             &py,
             json!({"sdk": "1", "url": helper, "binding": binding, "key": key("team-b"), "text": "hi"}),
         )
@@ -403,7 +363,7 @@ async fn two_agents(test: &str, store: &str) {
         assert_eq!(got["card"], "Helper", "{got}");
         assert_eq!(got["text"], "helper: hi", "{got}");
         assert_eq!(got["got"], "TASK_STATE_COMPLETED", "{got}");
-        let denied = python_client(
+        let denied = official_client(
             &py,
             json!({"sdk": "1", "url": reviewer, "binding": binding, "key": key("team-b"), "text": "dict"}),
         )
@@ -415,7 +375,7 @@ async fn two_agents(test: &str, store: &str) {
     }
     // gRPC: the client resolves the card from the reviewer's URL and dials the
     // reviewer's own port; the helper offers no gRPC interface.
-    let got = python_client(
+    let got = official_client(
         &py,
         json!({"sdk": "1", "url": reviewer, "binding": "GRPC", "key": key("team-a"), "text": "dict"}),
     )
@@ -429,7 +389,7 @@ async fn two_agents(test: &str, store: &str) {
     assert_eq!(there["result"]["id"], task.as_str(), "{there}");
     let elsewhere = call(&helper, "team-a", "GetTask", json!({"id": task})).await;
     assert_eq!(error_reason(&elsewhere), "TASK_NOT_FOUND", "{elsewhere}");
-    let denied = python_client(
+    let denied = official_client(
         &py,
         json!({"sdk": "1", "url": reviewer, "binding": "GRPC", "key": key("team-b"), "text": "dict"}),
     )
@@ -442,7 +402,7 @@ async fn two_agents(test: &str, store: &str) {
             || denied["message"].as_str().unwrap_or("").contains("403"),
         "{denied}"
     );
-    let no_grpc = python_client(
+    let no_grpc = official_client(
         &py,
         json!({"sdk": "1", "url": helper, "binding": "GRPC", "key": key("team-a"), "text": "x"}),
     )
@@ -459,7 +419,7 @@ async fn two_agents(test: &str, store: &str) {
             (&reviewer, "team-a", "string", "The answer is 42"),
             (&helper, "team-b", "hello", "helper: hello"),
         ] {
-            let got = python_client(
+            let got = official_client(
                 &py03,
                 json!({"sdk": "03", "url": base, "binding": "JSONRPC", "key": key(caller), "text": text}),
             )

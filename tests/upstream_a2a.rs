@@ -1236,3 +1236,61 @@ async fn push_is_delivered_by_the_gateway_never_forwarded() {
         "no push config reached the agent: {text}"
     );
 }
+
+/// The official clients through the gateway to the a2a-sdk 1.x agent: the 1.x client
+/// resolves the gateway's card and sends on each of its bindings (JSON-RPC, HTTP+JSON,
+/// gRPC on the shared listener), the 0.3 client on JSON-RPC; each gets the agent's answer
+/// as the gateway's task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn official_clients_on_every_binding_through_the_gateway() {
+    use a2a_gateway::test_util::{official_client, python_for};
+    let test = "official_clients_on_every_binding_through_the_gateway";
+    let Some(agent) = agent(test, AgentKind::Sdk1, &[]) else {
+        return;
+    };
+    let Some(py) = python_for(
+        test,
+        "A2A_GATEWAY_TEST_PYTHON",
+        ".venv/bin/python",
+        "a2a.client",
+    ) else {
+        return;
+    };
+    let gw = gateway(&agent.url, &[]);
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let got = official_client(
+            &py,
+            json!({"sdk": "1", "url": gw.url, "binding": binding, "key": null,
+                "text": format!("hello over {binding}")}),
+        )
+        .await;
+        assert_eq!(got["state"], "TASK_STATE_COMPLETED", "{binding}: {got}");
+        assert_eq!(got["text"], format!("echo: hello over {binding}"), "{got}");
+        assert_eq!(
+            got["got"], "TASK_STATE_COMPLETED",
+            "{binding}: read back: {got}"
+        );
+        let transport = got["transport"].as_str().unwrap_or_default().to_lowercase();
+        let expected = match binding {
+            "JSONRPC" => "jsonrpc",
+            "HTTP+JSON" => "rest",
+            _ => "grpc",
+        };
+        assert!(transport.contains(expected), "{binding}: {got}");
+    }
+    if let Some(py03) = python_for(
+        test,
+        "A2A_GATEWAY_TEST_PYTHON03",
+        ".venv03/bin/python",
+        "a2a.client",
+    ) {
+        let got = official_client(
+            &py03,
+            json!({"sdk": "03", "url": gw.url, "binding": "JSONRPC", "key": null,
+                "text": "hello from 0.3"}),
+        )
+        .await;
+        assert_eq!(got["state"], "completed", "{got}");
+        assert_eq!(got["text"], "echo: hello from 0.3", "{got}");
+    }
+}
