@@ -324,6 +324,29 @@ impl Config {
         !self.no_root_agent
     }
 
+    /// The `[agents.<id>] callers` entries no API key names as its `caller`, as (agent id,
+    /// caller), when API keys are the only inbound scheme (with JWTs a caller is a token's
+    /// subject, unknown here): most likely typos, which would refuse every call of that
+    /// caller with 403. Not refused at load (keys reload on `SIGHUP` and may come later):
+    /// `serve` logs them and `check-config` prints them.
+    pub fn unknown_callers(&self) -> Vec<(String, String)> {
+        let auth = &self.server.auth;
+        if !auth.uses(ServerAuthKind::ApiKey) || auth.uses(ServerAuthKind::Jwt) {
+            return Vec::new();
+        }
+        self.agents
+            .iter()
+            .flat_map(|(id, entry)| {
+                entry
+                    .callers
+                    .iter()
+                    .flatten()
+                    .filter(|c| !auth.keys.iter().any(|k| &k.caller == *c))
+                    .map(move |c| (id.clone(), c.clone()))
+            })
+            .collect()
+    }
+
     /// The effective configuration as TOML, every secret (and a PostgreSQL password) shown
     /// as `***`. For `check-config`.
     pub fn redacted_toml(&self) -> String {

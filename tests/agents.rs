@@ -640,6 +640,27 @@ fn check_config_lists_each_agent_with_its_urls() {
         assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
     }
     assert!(!stdout.contains("key-a-0123456789"));
+    assert!(
+        !stdout.contains("warning: callers names"),
+        "every caller named has a key: {stdout}"
+    );
+    // A caller no key has (a typo): a warning, not a refusal (keys reload on SIGHUP).
+    let typo = config(
+        "http://127.0.0.1:9/invocations",
+        "http://127.0.0.1:9/invocations",
+        "url = \"memory:\"",
+    )
+    .replace("callers = [\"team-a\"]", "callers = [\"team-aa\"]");
+    let out = GatewayProcess::init(BIN)
+        .arg("check-config")
+        .config(typo)
+        .run();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("# derived: agent reviewer: warning: callers names \"team-aa\""),
+        "{stdout}"
+    );
 
     let bad = config("http://127.0.0.1:9/invocations", "", "url = \"memory:\"");
     let out = GatewayProcess::init(BIN)

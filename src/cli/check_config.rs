@@ -182,6 +182,11 @@ async fn derived(config: &Config, probe: bool) -> Vec<String> {
         out.push(store_line(&config.store));
         out.push("agent at /: none (only [agents.*] are configured)".to_owned());
     }
+    for (id, caller) in config.unknown_callers() {
+        out.push(format!(
+            "agent {id}: warning: callers names {caller:?}, which no API key has as its caller (its calls would get 403)"
+        ));
+    }
     for (id, entry) in &config.agents {
         let agent = crate::app::gateway::agent_config(config, id, entry);
         out.push(format!(
