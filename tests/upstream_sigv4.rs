@@ -109,6 +109,12 @@ impl Aws {
              max_retries = 1\n{extra_upstream}\n[upstream.auth]\nkind = \"sigv4\"\n{extra_auth}\n",
             self.agentcore.url
         );
+        self.gateway_with(config, env)
+    }
+
+    /// The gateway with the whole `config` file, and the AWS environment `env` (nothing
+    /// else of the chain: no shared files, no IMDS).
+    fn gateway_with(&self, config: String, env: &[(&str, String)]) -> GatewayProcess {
         GatewayProcess::init(env!("CARGO_BIN_EXE_a2a-gateway"))
             .arg("serve")
             .listen("127.0.0.1:0")
@@ -844,17 +850,7 @@ async fn an_agentcore_a2a_runtime_is_reached_signed() {
          [upstream.auth]\nkind = \"sigv4\"\n",
         aws.agentcore.url
     );
-    let gw = GatewayProcess::init(env!("CARGO_BIN_EXE_a2a-gateway"))
-        .arg("serve")
-        .listen("127.0.0.1:0")
-        .env("A2A_GATEWAY_STORE__URL", "memory:")
-        .env("A2A_GATEWAY_LOG__LEVEL", "trace")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_CONFIG_FILE", aws.path("no-config"))
-        .env("AWS_SHARED_CREDENTIALS_FILE", aws.path("no-credentials"))
-        .envs(env_keys().iter().map(|(k, v)| (*k, v.as_str())))
-        .config(config)
-        .start();
+    let gw = aws.gateway_with(config, &env_keys());
 
     let task = send(&gw, "hello through IAM", false).await;
     assert_completed(&task, "echo: hello through IAM");
