@@ -1352,3 +1352,128 @@ async fn an_unknown_path_under_a_prefix_names_that_agents_endpoints() {
         "{text}"
     );
 }
+
+/// A counting OAuth token endpoint on 127.0.0.1:0: answers every client with a token
+/// for an hour and records the `Authorization` (client id and secret) of each fetch.
+async fn token_endpoint() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    use axum::{Router, http::HeaderMap, routing::post};
+    let fetches: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let seen = fetches.clone();
+    let app = Router::new().route(
+        "/token",
+        post(move |headers: HeaderMap| {
+            let seen = seen.clone();
+            async move {
+                let auth = headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                seen.lock().unwrap().push(auth);
+                axum::Json(json!({
+                    "access_token": format!("token-{}", new_token_number()),
+                    "token_type": "Bearer",
+                    "expires_in": 3600
+                }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/token", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, fetches)
+}
+
+fn new_token_number() -> usize {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Credential caches are per credential: agents whose upstream auth is the same OAuth
+/// client (id, secret, scope, token endpoint) share one token (one fetch for all of
+/// them, also for an agent added by `SIGHUP`); an agent with another client id, or the
+/// same id with another secret, gets tokens of its own.
+#[tokio::test]
+async fn agents_with_the_same_credential_share_one_token_cache() {
+    use base64::Engine as _;
+    let mock = MockRuntime::start().await;
+    let (token_url, fetches) = token_endpoint().await;
+    let agent = |id: &str, client: &str, secret: &str| {
+        format!(
+            "[agents.{id}]\n[agents.{id}.upstream]\nurl = \"{url}\"\n\
+             [agents.{id}.upstream.auth]\nkind = \"oauth2\"\nclient_id = \"{client}\"\n\
+             client_secret = \"{secret}\"\nscope = \"invoke\"\ntoken_url = \"{token_url}\"\n",
+            url = mock.url()
+        )
+    };
+    let first = format!(
+        "[store]\nurl = \"memory:\"\n{}{}{}{}",
+        agent("a", "shared", "secret-1"),
+        agent("b", "shared", "secret-1"),
+        agent("c", "other", "secret-1"),
+        agent("d", "shared", "secret-2"),
+    );
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(first.clone())
+        .start();
+    let client = reqwest::Client::new();
+    let send_to = |id: &'static str| {
+        let (client, url) = (client.clone(), format!("{}agents/{id}/", gw.url));
+        async move {
+            let reply = rpc_with(
+                client.post(url),
+                "SendMessage",
+                json!({"message": user_message("hi")}),
+            )
+            .await;
+            assert_eq!(
+                reply["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+                "{id}: {reply}"
+            );
+        }
+    };
+    for id in ["a", "b", "c", "d", "a", "b"] {
+        send_to(id).await;
+    }
+    let basic = |client: &str, secret: &str| {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{client}:{secret}"))
+        )
+    };
+    let count = |auth: &str| {
+        fetches
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|a| *a == auth)
+            .count()
+    };
+    let shared = basic("shared", "secret-1");
+    assert_eq!(count(&shared), 1, "a and b share one token");
+    assert_eq!(count(&basic("other", "secret-1")), 1, "c has its own");
+    assert_eq!(count(&basic("shared", "secret-2")), 1, "d has its own");
+    assert_eq!(fetches.lock().unwrap().len(), 3);
+
+    // An agent added by SIGHUP with a's credential shares a's token too.
+    let path = gw.config_path().unwrap().to_owned();
+    std::fs::write(
+        &path,
+        format!("{first}{}", agent("e", "shared", "secret-1")),
+    )
+    .unwrap();
+    gw.hang_up();
+    gw.logs_when(
+        |l| l.contains("SIGHUP: agents reloaded"),
+        std::time::Duration::from_secs(10),
+    );
+    send_to("e").await;
+    assert_eq!(count(&shared), 1, "the added agent shares a's token");
+    assert_eq!(fetches.lock().unwrap().len(), 3);
+    assert!(
+        !gw.logs().contains("secret-1"),
+        "a client secret in the logs"
+    );
+}

@@ -54,6 +54,10 @@ pub struct AgentReload {
     /// Each mounted agent's `[agents.<id>]` as TOML (secrets as `***`), by id: an entry
     /// that reads the same is kept as it is (its executor, token cache and running tasks).
     built: Arc<std::sync::Mutex<std::collections::BTreeMap<String, String>>>,
+    /// The credentials of the agents, one per distinct credential
+    /// ([`CredentialPool`](crate::upstream::auth::CredentialPool)): a new or changed agent
+    /// shares the cache of an agent with the same credential.
+    credentials: crate::upstream::auth::CredentialPool,
 }
 
 impl AgentReload {
@@ -90,8 +94,8 @@ impl AgentReload {
             let mut config = (*self.config).clone();
             config.agents = new.agents.clone();
             let agent = agent_config(&config, id, entry);
-            let (executor, ready) =
-                super::build_executor(&agent).map_err(|e| format!("[agents.{id}]: {e}"))?;
+            let (executor, ready) = super::upstream::build_executor_in(&agent, &self.credentials)
+                .map_err(|e| format!("[agents.{id}]: {e}"))?;
             let (hc, card) = handler_config(&agent, self.push.clone(), id);
             let handler = self.first.sibling(executor, hc);
             next.push(mount(
@@ -102,6 +106,10 @@ impl AgentReload {
         let n = next.len();
         self.routes.replace(next);
         *built = next_built;
+        // Credentials only removed or replaced agents used are forgotten once their
+        // executors are gone (the running tasks of a removed agent keep theirs).
+        drop(current);
+        self.credentials.prune();
         Ok(n)
     }
 
@@ -259,6 +267,7 @@ impl Gateway {
             auth,
             routes: routes.clone(),
             built: Arc::new(std::sync::Mutex::new(built)),
+            credentials: crate::upstream::auth::CredentialPool::new(),
         };
         Self {
             state,
@@ -268,6 +277,13 @@ impl Gateway {
             agents: routes,
             reload,
         }
+    }
+
+    /// Makes `pool` the credentials a `SIGHUP` reload builds agents with: the pool
+    /// `serve` built the agents of the start with, so that an agent added later with the
+    /// same credential as a running one shares its cache.
+    pub fn share_credentials(&mut self, pool: crate::upstream::auth::CredentialPool) {
+        self.reload.credentials = pool;
     }
 
     /// Every handler this gateway runs: the one of [`Gateway::state`] first, then each

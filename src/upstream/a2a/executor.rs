@@ -83,6 +83,19 @@ impl A2aExecutor {
         Self::build(settings, credentials)
     }
 
+    /// Like [`new`](Self::new), but authenticating with `credentials` whatever
+    /// `settings.auth` says (the ones a gateway shares between agents with the same
+    /// credential, [`CredentialPool`](crate::upstream::auth::CredentialPool)).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn with_credentials(
+        settings: A2aSettings,
+        credentials: Arc<dyn crate::upstream::Credentials>,
+    ) -> Result<Self, UpstreamError> {
+        Self::build(settings, credentials)
+    }
+
     /// Like [`new`](Self::new), but bearer tokens come from `source` (cached with
     /// `refresh_before`, refetched once on a 401) whatever `settings.auth` says.
     ///
