@@ -547,6 +547,18 @@ async fn readiness_and_metrics_name_the_agent() {
             && l.contains("state=\"completed\"")),
         "no a2a_tasks_total for agent ok:\n{metrics}"
     );
+    // The upstream metrics of the call carry the agent too.
+    for name in [
+        "a2a_upstream_responses_total{",
+        "a2a_upstream_request_duration_seconds_count{",
+        "a2a_upstream_first_chunk_seconds_count{",
+    ] {
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(name) && l.contains("agent=\"ok\""))
+            .unwrap_or_else(|| panic!("no {name} for agent ok:\n{metrics}"));
+        assert!(line.ends_with(" 1"), "{line}");
+    }
     // A tenant holding the separator of the stored agent key is refused.
     let odd = rpc_with(
         client.post(format!("{}agents/ok/", gw.url)),

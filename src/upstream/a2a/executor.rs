@@ -400,8 +400,11 @@ impl A2aExecutor {
                     .await;
             match resubscribed {
                 Ok(Ok(reply)) => {
-                    metrics::counter!(crate::telemetry::metrics::UPSTREAM_RESUMES, "how" => "resubscribe")
-                        .increment(1);
+                    metrics::counter!(
+                        crate::telemetry::metrics::UPSTREAM_RESUMES,
+                        crate::upstream::meter::labels(&caller.agent, &[("how", "resubscribe")])
+                    )
+                    .increment(1);
                     let until = stalled_at.unwrap_or(deadline);
                     if let Ended::Settled = self.consume(reply, v, relay, link, until).await? {
                         return Ok(());
@@ -425,8 +428,11 @@ impl A2aExecutor {
                 ))
                 .into());
             }
-            metrics::counter!(crate::telemetry::metrics::UPSTREAM_RESUMES, "how" => "poll")
-                .increment(1);
+            metrics::counter!(
+                crate::telemetry::metrics::UPSTREAM_RESUMES,
+                crate::upstream::meter::labels(&caller.agent, &[("how", "poll")])
+            )
+            .increment(1);
             let got =
                 tokio::time::timeout_at(deadline, i.rpc.call(target, Method::GetTask, &params))
                     .await;
@@ -556,7 +562,7 @@ impl AgentExecutor for A2aExecutor {
                 Err(RunError::Closed) => Ok(()),
                 Err(RunError::Upstream(e)) => {
                     let _ = relay.start().await;
-                    crate::upstream::meter::failure(&e);
+                    crate::upstream::meter::failure(&e, &context.call_context.agent);
                     context.set_failure_reason(e.category());
                     let id = crate::telemetry::correlation_id();
                     let reason = crate::telemetry::with_correlation(&public_reason(&e), &id);
