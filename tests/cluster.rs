@@ -810,8 +810,10 @@ async fn two_agents_with_the_same_session_id_never_queue_behind_each_other() {
         let (reviewer_rt, mut reviewer_arrived) = fake_runtime().await;
         let a = instance_with(options.clone(), agentcore(&root_rt), opts.clone()).await;
         let b = instance_with(options.clone(), agentcore(&root_rt), opts).await;
-        let mut config = HandlerConfig::default();
-        config.agent = "reviewer".into();
+        let config = HandlerConfig {
+            agent: "reviewer".into(),
+            ..Default::default()
+        };
         let reviewer_at_b = b.handler.sibling(agentcore(&reviewer_rt), config);
 
         let one = send(&a.handler, in_context("ctx-shared", "one"), true).await;

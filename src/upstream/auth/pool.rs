@@ -108,11 +108,14 @@ impl CredentialKey {
     }
 }
 
+/// One pooled credential: its key and the value every agent with that key shares.
+type Entry = (CredentialKey, Arc<dyn Credentials>);
+
 /// The credentials built so far, one per [`CredentialKey`] (see the module docs).
 /// Clones share the pool.
 #[derive(Clone, Default)]
 pub struct CredentialPool {
-    entries: Arc<Mutex<Vec<(CredentialKey, Arc<dyn Credentials>)>>>,
+    entries: Arc<Mutex<Vec<Entry>>>,
 }
 
 impl fmt::Debug for CredentialPool {
