@@ -1489,3 +1489,92 @@ async fn agents_with_the_same_credential_share_one_token_cache() {
         "a client secret in the logs"
     );
 }
+
+/// `SIGHUP` reads an agent's `client_secret_file` again: a new secret in the same file
+/// is a change, so the agent gets new credentials and fetches a token with the new
+/// secret; an unchanged file keeps the cached token.
+#[tokio::test]
+async fn sighup_reads_a_rotated_secret_from_the_same_file() {
+    use base64::Engine as _;
+    let mock = MockRuntime::start().await;
+    let (token_url, fetches) = token_endpoint().await;
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("client_secret");
+    std::fs::write(&secret_file, "rotating-secret-1\n").unwrap();
+    let toml = format!(
+        "[store]\nurl = \"memory:\"\n[agents.a]\n[agents.a.upstream]\nurl = \"{}\"\n\
+         [agents.a.upstream.auth]\nkind = \"oauth2\"\nclient_id = \"rot\"\n\
+         client_secret_file = \"{}\"\nscope = \"invoke\"\ntoken_url = \"{token_url}\"\n",
+        mock.url(),
+        secret_file.display()
+    );
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(toml)
+        .start();
+    let client = reqwest::Client::new();
+    let send = || async {
+        let reply = rpc_with(
+            client.post(format!("{}agents/a/", gw.url)),
+            "SendMessage",
+            json!({"message": user_message("hi")}),
+        )
+        .await;
+        assert_eq!(
+            reply["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "{reply}"
+        );
+    };
+    let basic = |secret: &str| {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("rot:{secret}"))
+        )
+    };
+    let count = |auth: &str| {
+        fetches
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|a| *a == auth)
+            .count()
+    };
+    send().await;
+    assert_eq!(count(&basic("rotating-secret-1")), 1);
+    let reloads = |gw: &GatewayProcess| gw.logs().matches("SIGHUP: agents reloaded").count();
+    // The same file content: the agent and its token stay.
+    gw.hang_up();
+    gw.logs_when(
+        |l| l.contains("SIGHUP: agents reloaded"),
+        std::time::Duration::from_secs(10),
+    );
+    send().await;
+    assert_eq!(
+        fetches.lock().unwrap().len(),
+        1,
+        "an unchanged secret refetched"
+    );
+    // A rotated secret in the same file.
+    std::fs::write(&secret_file, "rotating-secret-2\n").unwrap();
+    let before = reloads(&gw);
+    gw.hang_up();
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while reloads(&gw) == before {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the second SIGHUP is logged");
+    send().await;
+    assert_eq!(
+        count(&basic("rotating-secret-2")),
+        1,
+        "the new secret is used"
+    );
+    assert_eq!(fetches.lock().unwrap().len(), 2);
+    assert!(
+        !gw.logs().contains("rotating-secret"),
+        "a secret in the logs"
+    );
+}
