@@ -4,74 +4,55 @@
 //! one.
 //!
 //! A scope is made in two places only: [`crate::executor::CallContext::scope`] for the
-//! caller of a request, and [`Scope::from_stored`] (or [`Scope::new`]) for a row a store
+//! caller of a request, and [`Scope::new`] with [`Scope::with_agent`] for a row a store
 //! reads back.
 //!
 //! # How the agent is stored
 //!
-//! The SQL stores key every row by `(tenant, owner, task id)`. The agent a task belongs
-//! to (`[agents.<id>]`, `docs/agents.md`) is the first part of the stored tenant column,
-//! [`Scope::tenant_key`]: `"<agent>\u{1f}<tenant>"`, or the tenant alone for the agent at
-//! `/` (agent `""`). So rows written before agents existed belong to the agent at `/`
-//! without a rewrite, and every primary key and index keeps its shape. The separator
-//! (U+001F) cannot occur in an agent id (path-safe) nor in a tenant (the handler refuses
-//! control characters in it), so the stored key is unambiguous.
+//! The SQL stores key every row by `(agent, tenant, owner, task id)`: the agent a task
+//! belongs to (`[agents.<id>]`, `docs/agents.md`) has a column of its own, `agent`, in
+//! every table keyed by a scope and in its primary key; `""` is the agent at `/`.
+//! Migration 0007 added it: rows written before it belong to the agent at `/`, except
+//! rows whose tenant column held `"<agent>\u{1f}<tenant>"` (how releases between the
+//! agents feature and that migration stored a named agent's rows), which it split into
+//! their agent and tenant.
+//!
+//! Ids derived from a scope by hashing (push `webhook-id`s, cluster notification tags)
+//! hash [`Scope::id_key`], which is that former stored form, so that an id derived
+//! before the migration (a push delivery being retried across the upgrade) stays the
+//! same.
+
+use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-/// Separates the agent from the tenant in [`Scope::tenant_key`] (U+001F UNIT SEPARATOR).
+/// Separates the agent from the tenant in [`Scope::id_key`] (U+001F UNIT SEPARATOR),
+/// and did so in the stored tenant column before migration 0007. It cannot occur in an
+/// agent id (path-safe) and the handler refuses it in a tenant, so the key is
+/// unambiguous.
 pub const AGENT_SEPARATOR: char = '\u{1f}';
 
-/// The caller boundary every store operation is confined to. Read its fields; build it
-/// with [`Scope::new`], [`Scope::with_agent`] or [`Scope::from_stored`] (the stored key
-/// is derived from the fields when it is built).
+/// The caller boundary every store operation is confined to. Build it with
+/// [`Scope::new`] and [`Scope::with_agent`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(from = "ScopeFields", into = "ScopeFields")]
 #[non_exhaustive]
 pub struct Scope {
     /// Tenant (`""` for the default tenant).
     pub tenant: String,
     /// Caller identity.
     pub owner: String,
-    /// The agent of the gateway (`[agents.<id>]`), `""` for the agent at `/`.
-    pub agent: String,
-    /// [`Scope::tenant_key`], derived from `agent` and `tenant`.
-    key: String,
-}
-
-/// The serialized form of a [`Scope`] (its fields without the derived key; `agent`
-/// absent for the agent at `/`, as scopes were written before agents existed).
-#[derive(Serialize, Deserialize)]
-struct ScopeFields {
-    tenant: String,
-    owner: String,
+    /// The agent of the gateway (`[agents.<id>]`), `""` for the agent at `/`. Absent
+    /// from the serialized form for the agent at `/` (as scopes were written before
+    /// agents existed).
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    agent: String,
-}
-
-impl From<ScopeFields> for Scope {
-    fn from(f: ScopeFields) -> Self {
-        Scope::new(f.tenant, f.owner).with_agent(f.agent)
-    }
-}
-
-impl From<Scope> for ScopeFields {
-    fn from(s: Scope) -> Self {
-        ScopeFields {
-            tenant: s.tenant,
-            owner: s.owner,
-            agent: s.agent,
-        }
-    }
+    pub agent: String,
 }
 
 impl Scope {
     /// The scope of `tenant` and `owner`, of the agent at `/`.
     pub fn new(tenant: impl Into<String>, owner: impl Into<String>) -> Self {
-        let tenant = tenant.into();
         Self {
-            key: tenant.clone(),
-            tenant,
+            tenant: tenant.into(),
             owner: owner.into(),
             agent: String::new(),
         }
@@ -80,28 +61,18 @@ impl Scope {
     /// This scope in `agent` (`""`: the agent at `/`).
     pub fn with_agent(mut self, agent: impl Into<String>) -> Self {
         self.agent = agent.into();
-        self.key = if self.agent.is_empty() {
-            self.tenant.clone()
-        } else {
-            format!("{}{AGENT_SEPARATOR}{}", self.agent, self.tenant)
-        };
         self
     }
 
-    /// The scope of a stored row: `tenant_key` as [`Scope::tenant_key`] wrote it, and
-    /// `owner`.
-    pub fn from_stored(tenant_key: impl Into<String>, owner: impl Into<String>) -> Self {
-        let tenant_key = tenant_key.into();
-        match tenant_key.split_once(AGENT_SEPARATOR) {
-            Some((agent, tenant)) => Scope::new(tenant, owner).with_agent(agent),
-            None => Scope::new(tenant_key, owner),
+    /// The agent and tenant as one string, for ids hashed from a scope (see the module
+    /// docs): the tenant for the agent at `/`, else `"<agent>\u{1f}<tenant>"`. Never a
+    /// storage key.
+    pub fn id_key(&self) -> Cow<'_, str> {
+        if self.agent.is_empty() {
+            Cow::Borrowed(&self.tenant)
+        } else {
+            Cow::Owned(format!("{}{AGENT_SEPARATOR}{}", self.agent, self.tenant))
         }
-    }
-
-    /// The tenant column a store keys this scope's rows by: the tenant for the agent at
-    /// `/`, else `"<agent>\u{1f}<tenant>"` (see the module docs).
-    pub fn tenant_key(&self) -> &str {
-        &self.key
     }
 }
 
@@ -116,26 +87,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stored_key_round_trips_and_keeps_old_rows_at_the_root_agent() {
+    fn id_key_keeps_the_former_stored_form_and_serde_omits_the_root_agent() {
         let root = Scope::new("acme", "alice");
-        assert_eq!(root.tenant_key(), "acme");
-        assert_eq!(Scope::from_stored("acme", "alice"), root);
+        assert_eq!(root.id_key(), "acme");
         let a = Scope::new("acme", "alice").with_agent("reviewer");
-        assert_eq!(a.tenant_key(), "reviewer\u{1f}acme");
-        assert_eq!(Scope::from_stored(a.tenant_key(), "alice"), a);
+        assert_eq!(a.id_key(), "reviewer\u{1f}acme");
         assert_ne!(a, root);
-        let empty_tenant = Scope::new("", "bob").with_agent("x");
-        assert_eq!(
-            Scope::from_stored(empty_tenant.tenant_key(), "bob"),
-            empty_tenant
-        );
-        // Serialized without the derived key; old JSON (no agent) reads as the root agent.
+        assert_eq!(Scope::new("", "bob").with_agent("x").id_key(), "x\u{1f}");
+        // Serialized with the agent only when it is not the root agent; old JSON (no
+        // agent) reads as the root agent.
         let json = serde_json::to_string(&a).unwrap();
         assert_eq!(
             json,
             r#"{"tenant":"acme","owner":"alice","agent":"reviewer"}"#
         );
         assert_eq!(serde_json::from_str::<Scope>(&json).unwrap(), a);
+        assert_eq!(
+            serde_json::to_string(&root).unwrap(),
+            r#"{"tenant":"acme","owner":"alice"}"#
+        );
         let old: Scope = serde_json::from_str(r#"{"tenant":"acme","owner":"alice"}"#).unwrap();
         assert_eq!(old, root);
     }

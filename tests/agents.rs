@@ -547,6 +547,18 @@ async fn readiness_and_metrics_name_the_agent() {
             && l.contains("state=\"completed\"")),
         "no a2a_tasks_total for agent ok:\n{metrics}"
     );
+    // The upstream metrics of the call carry the agent too.
+    for name in [
+        "a2a_upstream_responses_total{",
+        "a2a_upstream_request_duration_seconds_count{",
+        "a2a_upstream_first_chunk_seconds_count{",
+    ] {
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(name) && l.contains("agent=\"ok\""))
+            .unwrap_or_else(|| panic!("no {name} for agent ok:\n{metrics}"));
+        assert!(line.ends_with(" 1"), "{line}");
+    }
     // A tenant holding the separator of the stored agent key is refused.
     let odd = rpc_with(
         client.post(format!("{}agents/ok/", gw.url)),
@@ -1350,5 +1362,219 @@ async fn an_unknown_path_under_a_prefix_names_that_agents_endpoints() {
     assert!(
         text.contains("/team/a/.well-known/agent-card.json"),
         "{text}"
+    );
+}
+
+/// A counting OAuth token endpoint on 127.0.0.1:0: answers every client with a token
+/// for an hour and records the `Authorization` (client id and secret) of each fetch.
+async fn token_endpoint() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    use axum::{Router, http::HeaderMap, routing::post};
+    let fetches: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let seen = fetches.clone();
+    let app = Router::new().route(
+        "/token",
+        post(move |headers: HeaderMap| {
+            let seen = seen.clone();
+            async move {
+                let auth = headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                seen.lock().unwrap().push(auth);
+                axum::Json(json!({
+                    "access_token": format!("token-{}", new_token_number()),
+                    "token_type": "Bearer",
+                    "expires_in": 3600
+                }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/token", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, fetches)
+}
+
+fn new_token_number() -> usize {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Credential caches are per credential: agents whose upstream auth is the same OAuth
+/// client (id, secret, scope, token endpoint) share one token (one fetch for all of
+/// them, also for an agent added by `SIGHUP`); an agent with another client id, or the
+/// same id with another secret, gets tokens of its own.
+#[tokio::test]
+async fn agents_with_the_same_credential_share_one_token_cache() {
+    use base64::Engine as _;
+    let mock = MockRuntime::start().await;
+    let (token_url, fetches) = token_endpoint().await;
+    let agent = |id: &str, client: &str, secret: &str| {
+        format!(
+            "[agents.{id}]\n[agents.{id}.upstream]\nurl = \"{url}\"\n\
+             [agents.{id}.upstream.auth]\nkind = \"oauth2\"\nclient_id = \"{client}\"\n\
+             client_secret = \"{secret}\"\nscope = \"invoke\"\ntoken_url = \"{token_url}\"\n",
+            url = mock.url()
+        )
+    };
+    let first = format!(
+        "[store]\nurl = \"memory:\"\n{}{}{}{}",
+        agent("a", "shared", "secret-1"),
+        agent("b", "shared", "secret-1"),
+        agent("c", "other", "secret-1"),
+        agent("d", "shared", "secret-2"),
+    );
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(first.clone())
+        .start();
+    let client = reqwest::Client::new();
+    let send_to = |id: &'static str| {
+        let (client, url) = (client.clone(), format!("{}agents/{id}/", gw.url));
+        async move {
+            let reply = rpc_with(
+                client.post(url),
+                "SendMessage",
+                json!({"message": user_message("hi")}),
+            )
+            .await;
+            assert_eq!(
+                reply["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+                "{id}: {reply}"
+            );
+        }
+    };
+    for id in ["a", "b", "c", "d", "a", "b"] {
+        send_to(id).await;
+    }
+    let basic = |client: &str, secret: &str| {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{client}:{secret}"))
+        )
+    };
+    let count = |auth: &str| {
+        fetches
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|a| *a == auth)
+            .count()
+    };
+    let shared = basic("shared", "secret-1");
+    assert_eq!(count(&shared), 1, "a and b share one token");
+    assert_eq!(count(&basic("other", "secret-1")), 1, "c has its own");
+    assert_eq!(count(&basic("shared", "secret-2")), 1, "d has its own");
+    assert_eq!(fetches.lock().unwrap().len(), 3);
+
+    // An agent added by SIGHUP with a's credential shares a's token too.
+    let path = gw.config_path().unwrap().to_owned();
+    std::fs::write(
+        &path,
+        format!("{first}{}", agent("e", "shared", "secret-1")),
+    )
+    .unwrap();
+    gw.hang_up();
+    gw.logs_when(
+        |l| l.contains("SIGHUP: agents reloaded"),
+        std::time::Duration::from_secs(10),
+    );
+    send_to("e").await;
+    assert_eq!(count(&shared), 1, "the added agent shares a's token");
+    assert_eq!(fetches.lock().unwrap().len(), 3);
+    assert!(
+        !gw.logs().contains("secret-1"),
+        "a client secret in the logs"
+    );
+}
+
+/// `SIGHUP` reads an agent's `client_secret_file` again: a new secret in the same file
+/// is a change, so the agent gets new credentials and fetches a token with the new
+/// secret; an unchanged file keeps the cached token.
+#[tokio::test]
+async fn sighup_reads_a_rotated_secret_from_the_same_file() {
+    use base64::Engine as _;
+    let mock = MockRuntime::start().await;
+    let (token_url, fetches) = token_endpoint().await;
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("client_secret");
+    std::fs::write(&secret_file, "rotating-secret-1\n").unwrap();
+    let toml = format!(
+        "[store]\nurl = \"memory:\"\n[agents.a]\n[agents.a.upstream]\nurl = \"{}\"\n\
+         [agents.a.upstream.auth]\nkind = \"oauth2\"\nclient_id = \"rot\"\n\
+         client_secret_file = \"{}\"\nscope = \"invoke\"\ntoken_url = \"{token_url}\"\n",
+        mock.url(),
+        secret_file.display()
+    );
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(toml)
+        .start();
+    let client = reqwest::Client::new();
+    let send = || async {
+        let reply = rpc_with(
+            client.post(format!("{}agents/a/", gw.url)),
+            "SendMessage",
+            json!({"message": user_message("hi")}),
+        )
+        .await;
+        assert_eq!(
+            reply["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "{reply}"
+        );
+    };
+    let basic = |secret: &str| {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("rot:{secret}"))
+        )
+    };
+    let count = |auth: &str| {
+        fetches
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|a| *a == auth)
+            .count()
+    };
+    send().await;
+    assert_eq!(count(&basic("rotating-secret-1")), 1);
+    let reloads = |gw: &GatewayProcess| gw.logs().matches("SIGHUP: agents reloaded").count();
+    // The same file content: the agent and its token stay.
+    gw.hang_up();
+    gw.logs_when(
+        |l| l.contains("SIGHUP: agents reloaded"),
+        std::time::Duration::from_secs(10),
+    );
+    send().await;
+    assert_eq!(
+        fetches.lock().unwrap().len(),
+        1,
+        "an unchanged secret refetched"
+    );
+    // A rotated secret in the same file.
+    std::fs::write(&secret_file, "rotating-secret-2\n").unwrap();
+    let before = reloads(&gw);
+    gw.hang_up();
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while reloads(&gw) == before {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the second SIGHUP is logged");
+    send().await;
+    assert_eq!(
+        count(&basic("rotating-secret-2")),
+        1,
+        "the new secret is used"
+    );
+    assert_eq!(fetches.lock().unwrap().len(), 2);
+    assert!(
+        !gw.logs().contains("rotating-secret"),
+        "a secret in the logs"
     );
 }

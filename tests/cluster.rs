@@ -796,6 +796,80 @@ async fn tasks_of_one_context_on_two_instances_never_invoke_the_session_at_once(
     .await;
 }
 
+/// Two agents of the gateway (`[agents.<id>]`), each in front of its own runtime, get
+/// the same runtime session id for the same caller and contextId; their session leases
+/// are apart (keyed by agent and session id), so a turn of one agent on one instance
+/// never queues behind a turn of the other agent on another instance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_agents_with_the_same_session_id_never_queue_behind_each_other() {
+    let mut opts = ClusterOptions::with_lease(LEASE);
+    opts.fallback_poll = Duration::from_secs(20);
+    opts.sweep_interval = Duration::from_secs(20);
+    on_fresh_schema("cluster_session_agents", |options| async move {
+        let (root_rt, mut root_arrived) = fake_runtime().await;
+        let (reviewer_rt, mut reviewer_arrived) = fake_runtime().await;
+        let a = instance_with(options.clone(), agentcore(&root_rt), opts.clone()).await;
+        let b = instance_with(options.clone(), agentcore(&root_rt), opts).await;
+        let config = HandlerConfig {
+            agent: "reviewer".into(),
+            ..Default::default()
+        };
+        let reviewer_at_b = b.handler.sibling(agentcore(&reviewer_rt), config);
+
+        let one = send(&a.handler, in_context("ctx-shared", "one"), true).await;
+        let (session, _) = root_arrived.next().await;
+        // The reviewer's turn in the same context starts at once on B, while the
+        // root agent's invocation of the same session id is held on A.
+        let two = send(&reviewer_at_b, in_context("ctx-shared", "two"), true).await;
+        let (reviewer_session, prompt) = reviewer_arrived.next().await;
+        assert_eq!(prompt, "two");
+        assert_eq!(reviewer_session, session, "the same session id");
+        let leases = within(async {
+            loop {
+                let pool = PgPoolOptions::new()
+                    .max_connections(1)
+                    .connect_with(options.clone())
+                    .await
+                    .unwrap();
+                let rows: Vec<(String, String, String)> = sqlx::query_as(
+                    "SELECT agent, session_id, instance FROM a2a_session_leases ORDER BY agent",
+                )
+                .fetch_all(&pool)
+                .await
+                .unwrap();
+                if rows.len() == 2 {
+                    return rows;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert_eq!(
+            leases,
+            [
+                (
+                    String::new(),
+                    session.clone(),
+                    a.cluster.instance().to_owned()
+                ),
+                (
+                    "reviewer".to_owned(),
+                    session.clone(),
+                    b.cluster.instance().to_owned()
+                ),
+            ]
+        );
+        root_rt.release(1);
+        reviewer_rt.release(1);
+        wait_state(&a.handler, &one.id, TaskState::Completed).await;
+        wait_state(&reviewer_at_b, &two.id, TaskState::Completed).await;
+        wait_no_session_leases(&options).await;
+        a.cluster.leave().await;
+        b.cluster.leave().await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_waiting_for_the_session_on_another_instance_can_be_canceled() {
     let opts = ClusterOptions::with_lease(LEASE);

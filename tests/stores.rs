@@ -515,3 +515,355 @@ async fn postgres_compaction_stays_bounded() {
     })
     .await;
 }
+
+// ---------------------------------------------------------------- migration 0007
+
+/// The tables migration 0007 gives an `agent` column (every table keyed by a scope).
+const SCOPED_TABLES: [&str; 6] = [
+    "a2a_tasks",
+    "a2a_task_artifacts",
+    "a2a_task_events",
+    "a2a_push_configs",
+    "a2a_push_outbox",
+    "a2a_upstream_links",
+];
+
+/// How releases before migration 0007 stored a row's agent: in the tenant column, as
+/// `"<agent>\u{1f}<tenant>"` (the tenant alone for the agent at `/`); `chr` is the
+/// backend's name of the function making a character of a code point.
+fn old_tenant(chr: &str) -> String {
+    format!("CASE WHEN agent = '' THEN tenant ELSE agent || {chr}(31) || tenant END")
+}
+
+/// The scopes of the sample: the agent at `/` and agent `reviewer` with the same
+/// tenant, caller and task id (the split must keep them apart), and `reviewer` with
+/// the default tenant.
+fn sample_scopes() -> [Scope; 3] {
+    [
+        Scope::new("acme", "alice"),
+        Scope::new("acme", "alice").with_agent("reviewer"),
+        Scope::new("", "bob").with_agent("reviewer"),
+    ]
+}
+
+/// Writes, through this build, a task with events, artifacts, a push config with
+/// queued deliveries and an upstream link in each sample scope (one task completed,
+/// so its checkpoint is compacted); returns the task id (the same in every scope).
+async fn write_sample(store: &dyn TaskStore) -> String {
+    let id = new_id();
+    let push = store.push_store().expect("a SQL store has push");
+    for (n, scope) in sample_scopes().iter().enumerate() {
+        store.append(scope, &id, 1, &created(&id)).await.unwrap();
+        let config = a2a_gateway::store::push::StoredPushConfig {
+            task_id: id.clone(),
+            id: format!("cfg-{n}"),
+            url: format!("https://receiver.example/{n}"),
+            token: Some(format!("token-{n}")),
+            auth_scheme: None,
+            auth_credentials: None,
+            enabled: true,
+            failures: 0,
+            last_error: None,
+            created_ms: 1_000 + n as i64,
+        };
+        push.put_config(scope, &config).await.unwrap();
+        store
+            .append(scope, &id, 2, &status(&id, TaskState::Working))
+            .await
+            .unwrap();
+        store
+            .append(scope, &id, 3, &chunk(&id, &format!("reply {n}, "), false))
+            .await
+            .unwrap();
+        store
+            .append(scope, &id, 4, &chunk(&id, "more", true))
+            .await
+            .unwrap();
+        if n == 1 {
+            store
+                .append(scope, &id, 5, &status(&id, TaskState::Completed))
+                .await
+                .unwrap();
+        }
+        let link = a2a_gateway::executor::UpstreamLink {
+            upstream_task_id: format!("up-{n}"),
+            upstream_context_id: format!("up-ctx-{n}"),
+            session_id: format!("a2a-session-{n}"),
+        };
+        store.put_upstream_link(scope, &id, &link).await.unwrap();
+    }
+    id
+}
+
+/// Everything the sample's scopes read back: per scope the task, its events, its list
+/// page, its push config and its upstream link; and the pending deliveries.
+async fn read_sample(store: &dyn TaskStore, id: &str) -> Vec<String> {
+    let push = store.push_store().unwrap();
+    let mut out = Vec::new();
+    for (n, scope) in sample_scopes().iter().enumerate() {
+        let task = store
+            .get(scope, id)
+            .await
+            .unwrap()
+            .expect("the task is found");
+        let events = store
+            .events_after(scope, id, 0, 100, u64::MAX)
+            .await
+            .unwrap();
+        let page = store
+            .list(
+                scope,
+                &a2a_gateway::store::TaskQuery {
+                    page_size: 10,
+                    include_artifacts: true,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let config = push
+            .get_config(scope, id, &format!("cfg-{n}"))
+            .await
+            .unwrap()
+            .expect("the push config is found");
+        let link = store.upstream_link(scope, id).await.unwrap();
+        assert!(link.is_some(), "the upstream link of {scope:?} is found");
+        out.push(format!(
+            "{scope:?} {task:?} {events:?} {:?} {config:?} {link:?}",
+            page.tasks
+        ));
+    }
+    let mut pending = push.status(Some(id), 100).await.unwrap().pending;
+    pending.sort_by(|a, b| a.key.cmp(&b.key));
+    // Three deliveries queued per scope (WORKING and two chunks), one more (COMPLETED)
+    // for the completed task.
+    assert_eq!(pending.len(), 10, "{pending:?}");
+    out.push(format!("{pending:?}"));
+    out
+}
+
+/// A store written before migration 0007 (named agents' rows under
+/// `"<agent>\u{1f}<tenant>"`) keeps every row: opened by this build, each task, event,
+/// checkpoint, push config, queued delivery and upstream link reads back through its
+/// agent exactly as this build wrote it, and the same (tenant, caller, id) of two
+/// agents stays two tasks. On SQLite: a database migrated to 0006 gets this build's
+/// rows copied in the old form.
+#[tokio::test]
+async fn sqlite_migration_0007_splits_the_agent_out_of_old_tenant_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let new_url = format!("sqlite://{}", dir.path().join("new.db").display());
+    let new = SqliteTaskStore::open(&new_url, 2).await.unwrap();
+    let id = write_sample(&new).await;
+    let expected = read_sample(&new, &id).await;
+    new.close().await;
+
+    let old_path = dir.path().join("old.db");
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&old_path)
+        .create_if_missing(true);
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    a2a_gateway::store::sqlite::MIGRATOR
+        .run_to(6, &pool)
+        .await
+        .unwrap();
+    let mut conn = pool.acquire().await.unwrap();
+    let attach = format!(
+        "ATTACH DATABASE '{}' AS b",
+        dir.path().join("new.db").display()
+    );
+    sqlx::query(sqlx::AssertSqlSafe(attach))
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    for table in SCOPED_TABLES {
+        let columns: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT name FROM pragma_table_info('{table}')"
+        )))
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+        assert!(!columns.iter().any(|c| c == "agent"), "{table} at 0006");
+        let select: Vec<String> = columns
+            .iter()
+            .map(|c| {
+                if c == "tenant" {
+                    old_tenant("char")
+                } else {
+                    c.clone()
+                }
+            })
+            .collect();
+        let copied = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO main.{table} ({}) SELECT {} FROM b.{table}",
+            columns.join(", "),
+            select.join(", ")
+        )))
+        .execute(&mut *conn)
+        .await
+        .unwrap()
+        .rows_affected();
+        assert!(copied >= 3, "{table}: {copied} rows");
+    }
+    let old_keys: Vec<String> = sqlx::query_scalar("SELECT tenant FROM a2a_tasks ORDER BY tenant")
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        old_keys,
+        ["acme", "reviewer\u{1f}", "reviewer\u{1f}acme"].map(String::from)
+    );
+    drop(conn);
+    pool.close().await;
+
+    let old_url = format!("sqlite://{}", old_path.display());
+    let migrated = SqliteTaskStore::open(&old_url, 2).await.unwrap();
+    assert_eq!(read_sample(&migrated, &id).await, expected);
+    let stored: Vec<(String, String)> =
+        sqlx::query_as("SELECT agent, tenant FROM a2a_tasks ORDER BY agent, tenant")
+            .fetch_all(migrated.writer_pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        stored,
+        [("", "acme"), ("reviewer", ""), ("reviewer", "acme")]
+            .map(|(a, t)| (a.to_owned(), t.to_owned()))
+    );
+    // Still writable: the migrated task of the agent at `/` takes its next event.
+    let root = &sample_scopes()[0];
+    migrated
+        .append(root, &id, 5, &status(&id, TaskState::Completed))
+        .await
+        .unwrap();
+    migrated.close().await;
+}
+
+/// Migration 0007 on PostgreSQL: as on SQLite (a schema migrated to 0006 gets this
+/// build's rows copied in the old form, and reads back the same through each agent),
+/// and the cluster's task leases are split too while existing session leases become
+/// the agent at `/`'s.
+#[tokio::test]
+async fn postgres_migration_0007_splits_the_agent_out_of_old_tenant_keys() {
+    let test = "postgres_migration_0007";
+    let Some(new_schema) = PgSchema::create(&format!("{test}_new")).await else {
+        return;
+    };
+    let old_schema = PgSchema::create(&format!("{test}_old")).await.unwrap();
+    let new = PostgresTaskStore::connect_with(new_schema.connect_options(), 2)
+        .await
+        .unwrap();
+    let id = write_sample(&new).await;
+    let expected = read_sample(&new, &id).await;
+    new.close().await;
+
+    let pool = sqlx::PgPool::connect_with(old_schema.connect_options())
+        .await
+        .unwrap();
+    a2a_gateway::store::postgres::MIGRATOR
+        .run_to(6, &pool)
+        .await
+        .unwrap();
+    for table in SCOPED_TABLES {
+        let columns: Vec<String> = sqlx::query_scalar(
+            "SELECT column_name::text FROM information_schema.columns \
+             WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position",
+        )
+        .bind(old_schema.name())
+        .bind(table)
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        assert!(
+            columns.iter().any(|c| c == "tenant"),
+            "{table}: {columns:?}"
+        );
+        assert!(!columns.iter().any(|c| c == "agent"), "{table} at 0006");
+        let select: Vec<String> = columns
+            .iter()
+            .map(|c| {
+                if c == "tenant" {
+                    old_tenant("chr")
+                } else {
+                    c.clone()
+                }
+            })
+            .collect();
+        let copied = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO {table} ({}) SELECT {} FROM \"{}\".{table}",
+            columns.join(", "),
+            select.join(", "),
+            new_schema.name()
+        )))
+        .execute(&pool)
+        .await
+        .unwrap()
+        .rows_affected();
+        assert!(copied >= 3, "{table}: {copied} rows");
+    }
+    // A task lease and a session lease as the release before 0007 wrote them.
+    sqlx::query(
+        "INSERT INTO a2a_task_leases (tenant, owner, task_id, instance) \
+         VALUES ('reviewer' || chr(31) || 'acme', 'alice', $1, 'instance-1'), \
+                ('acme', 'alice', $1, 'instance-2')",
+    )
+    .bind(&id)
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO a2a_session_leases (session_id, instance, token) \
+         VALUES ('a2a-session', 'instance-1', 7)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+
+    let migrated = PostgresTaskStore::connect_with(old_schema.connect_options(), 2)
+        .await
+        .unwrap();
+    assert_eq!(read_sample(&migrated, &id).await, expected);
+    let stored: Vec<(String, String)> =
+        sqlx::query_as("SELECT agent, tenant FROM a2a_tasks ORDER BY agent, tenant")
+            .fetch_all(migrated.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        stored,
+        [("", "acme"), ("reviewer", ""), ("reviewer", "acme")]
+            .map(|(a, t)| (a.to_owned(), t.to_owned()))
+    );
+    use a2a_gateway::store::ClusterBackend as _;
+    let lease = std::time::Duration::from_secs(30);
+    for (scope, instance) in [
+        (&sample_scopes()[1], "instance-1"),
+        (&sample_scopes()[0], "instance-2"),
+    ] {
+        let holder = migrated.holder(scope, &id, lease).await.unwrap();
+        assert_eq!(holder.map(|h| h.instance).as_deref(), Some(instance));
+    }
+    assert_eq!(
+        migrated
+            .holder(&sample_scopes()[2], &id, lease)
+            .await
+            .unwrap(),
+        None
+    );
+    let sessions: Vec<(String, String)> =
+        sqlx::query_as("SELECT agent, session_id FROM a2a_session_leases")
+            .fetch_all(migrated.pool())
+            .await
+            .unwrap();
+    assert_eq!(sessions, [(String::new(), "a2a-session".to_owned())]);
+    migrated
+        .append(
+            &sample_scopes()[0],
+            &id,
+            5,
+            &status(&id, TaskState::Completed),
+        )
+        .await
+        .unwrap();
+    migrated.close().await;
+    old_schema.close().await;
+    new_schema.close().await;
+}

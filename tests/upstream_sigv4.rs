@@ -901,3 +901,74 @@ async fn an_agentcore_a2a_runtime_is_reached_signed() {
     );
     assert_no_secret_in(&gw.logs(), &[SECRET, SESSION_TOKEN]);
 }
+
+/// Several agents of one gateway (`[agents.<id>]`) signing with the same SigV4
+/// credential (region, no role, refresh margin) share one credential cache: one fetch
+/// from the container endpoint for all of them; an agent whose credential differs (here
+/// its `credentials_refresh_secs`) has a cache of its own.
+#[tokio::test]
+async fn agents_with_the_same_sigv4_credential_share_one_fetch() {
+    let Some(py) = python("agents_with_the_same_sigv4_credential_share_one_fetch") else {
+        return;
+    };
+    let aws = Aws::start(py, &[]);
+    let token_file = aws.path("pod-identity-token");
+    std::fs::write(&token_file, "eks-pod-identity-token-value").unwrap();
+    let ecs = aws.double(
+        "container_credentials_double.py",
+        &[
+            "--token-file",
+            &token_file.display().to_string(),
+            "--path",
+            "/v1/credentials",
+        ],
+    );
+    let agent = |id: &str, extra_auth: &str| {
+        format!(
+            "[agents.{id}]\n[agents.{id}.upstream]\nagent_runtime_arn = \"{ARN}\"\n\
+             url = \"{}/runtimes/{ENCODED_ARN}/invocations?qualifier=DEFAULT\"\n\
+             max_retries = 1\n[agents.{id}.upstream.auth]\nkind = \"sigv4\"\n{extra_auth}\n",
+            aws.agentcore.url
+        )
+    };
+    let config = format!(
+        "{}{}{}",
+        agent("a", ""),
+        agent("b", ""),
+        agent("c", "credentials_refresh_secs = 120")
+    );
+    let gw = aws.gateway_with(
+        config,
+        &[
+            (
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                format!("{}/v1/credentials", ecs.url),
+            ),
+            (
+                "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+                token_file.display().to_string(),
+            ),
+        ],
+    );
+    let client = reqwest::Client::new();
+    let send_to = |id: &str, text: String| {
+        let rb = client.post(format!("{}agents/{id}/", gw.url));
+        async move {
+            let reply = rpc_with(rb, "SendMessage", json!({"message": user_message(&text)})).await;
+            assert!(reply.get("error").is_none(), "{reply}");
+            reply["result"]["task"].clone()
+        }
+    };
+    for (id, n) in [("a", 1), ("b", 1), ("a", 2), ("b", 2)] {
+        let task = send_to(id, format!("echo {id}{n}")).await;
+        assert_completed(&task, &format!("{id}{n}"));
+    }
+    assert_eq!(calls(&ecs).await.len(), 1, "a and b share one fetch");
+    let task = send_to("c", "echo c1".into()).await;
+    assert_completed(&task, "c1");
+    assert_eq!(calls(&ecs).await.len(), 2, "c has a cache of its own");
+    let calls = aws.calls().await;
+    assert_eq!(calls.len(), 5);
+    assert_all_verified(&calls);
+    assert_no_secret_in(&gw.logs(), &["eks-pod-identity-token-value"]);
+}

@@ -51,9 +51,13 @@ pub struct AgentReload {
     push: Option<Arc<PushService>>,
     auth: Authenticator,
     routes: AgentRoutes,
-    /// Each mounted agent's `[agents.<id>]` as TOML (secrets as `***`), by id: an entry
-    /// that reads the same is kept as it is (its executor, token cache and running tasks).
+    /// Each mounted agent's [`entry_fingerprint`], by id: an entry that reads the same
+    /// (secrets included) is kept as it is (its executor, token cache and running tasks).
     built: Arc<std::sync::Mutex<std::collections::BTreeMap<String, String>>>,
+    /// The credentials of the agents, one per distinct credential
+    /// ([`CredentialPool`](crate::upstream::auth::CredentialPool)): a new or changed agent
+    /// shares the cache of an agent with the same credential.
+    credentials: crate::upstream::auth::CredentialPool,
 }
 
 impl AgentReload {
@@ -79,7 +83,7 @@ impl AgentReload {
             ..new.clone()
         };
         for (id, entry) in &new.agents {
-            let text = toml::to_string(entry).unwrap_or_default();
+            let text = entry_fingerprint(entry);
             if built.get(id) == Some(&text)
                 && let Some(kept) = current.iter().find(|a| &a.id == id)
             {
@@ -90,8 +94,8 @@ impl AgentReload {
             let mut config = (*self.config).clone();
             config.agents = new.agents.clone();
             let agent = agent_config(&config, id, entry);
-            let (executor, ready) =
-                super::build_executor(&agent).map_err(|e| format!("[agents.{id}]: {e}"))?;
+            let (executor, ready) = super::upstream::build_executor_in(&agent, &self.credentials)
+                .map_err(|e| format!("[agents.{id}]: {e}"))?;
             let (hc, card) = handler_config(&agent, self.push.clone(), id);
             let handler = self.first.sibling(executor, hc);
             next.push(mount(
@@ -102,6 +106,10 @@ impl AgentReload {
         let n = next.len();
         self.routes.replace(next);
         *built = next_built;
+        // Credentials only removed or replaced agents used are forgotten once their
+        // executors are gone (the running tasks of a removed agent keep theirs).
+        drop(current);
+        self.credentials.prune();
         Ok(n)
     }
 
@@ -219,7 +227,7 @@ impl Gateway {
             let agent = agent_config(config, &parts.id, entry);
             let (hc, card) = handler_config(&agent, push.clone(), &parts.id);
             let handler = new_handler(parts.executor, hc);
-            built.insert(parts.id.clone(), toml::to_string(entry).unwrap_or_default());
+            built.insert(parts.id.clone(), entry_fingerprint(entry));
             mounted.push(mount(
                 config,
                 &parts.id,
@@ -259,6 +267,7 @@ impl Gateway {
             auth,
             routes: routes.clone(),
             built: Arc::new(std::sync::Mutex::new(built)),
+            credentials: crate::upstream::auth::CredentialPool::new(),
         };
         Self {
             state,
@@ -268,6 +277,13 @@ impl Gateway {
             agents: routes,
             reload,
         }
+    }
+
+    /// Makes `pool` the credentials a `SIGHUP` reload builds agents with: the pool
+    /// `serve` built the agents of the start with, so that an agent added later with the
+    /// same credential as a running one shares its cache.
+    pub fn share_credentials(&mut self, pool: crate::upstream::auth::CredentialPool) {
+        self.reload.credentials = pool;
     }
 
     /// Every handler this gateway runs: the one of [`Gateway::state`] first, then each
@@ -494,6 +510,32 @@ fn transport_config(
         ),
         agent: access,
     }
+}
+
+/// What tells whether a reload changed an agent: its `[agents.<id>]` as TOML (secrets as
+/// `***`, as `check-config` prints it) and the SHA-256 of its upstream secrets
+/// (`client_secret`, `token`, also when read from a `*_file`: a new secret in the same
+/// file is a change). Kept in memory only, never logged.
+fn entry_fingerprint(entry: &AgentEntryConfig) -> String {
+    use secrecy::ExposeSecret as _;
+    use sha2::Digest as _;
+    let auth = entry.upstream.auth();
+    let mut h = sha2::Sha256::new();
+    for secret in [&auth.client_secret, &auth.token] {
+        match secret {
+            Some(s) => {
+                h.update([1]);
+                h.update((s.expose_secret().len() as u64).to_be_bytes());
+                h.update(s.expose_secret().as_bytes());
+            }
+            None => h.update([0]),
+        }
+    }
+    let digest: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}\n# secrets {digest}\n",
+        toml::to_string(entry).unwrap_or_default()
+    )
 }
 
 /// The configuration as agent `id` sees it: its `[agents.<id>]` card keys as

@@ -109,8 +109,11 @@ pub async fn start(
     // An `a2a` upstream's card (read now, at most 10 s) fills what its agent's own
     // card does not set (see `card::with_upstream_card`).
     let mut with_cards: Option<Config> = None;
+    // One credential cache per distinct credential, whichever agents use it.
+    let credentials = crate::upstream::auth::CredentialPool::new();
     let root = if config.serves_root_agent() {
-        let (executor, ready, card) = super::upstream::build_executor_with_card(config).await?;
+        let (executor, ready, card) =
+            super::upstream::build_executor_with_card(config, &credentials).await?;
         if let Some(card) = card {
             with_cards = Some(super::card::with_upstream_card(config, &card));
         }
@@ -121,9 +124,10 @@ pub async fn start(
     let mut agents = Vec::new();
     for (id, entry) in &config.agents {
         let agent_config = super::gateway::agent_config(config, id, entry);
-        let (executor, ready, card) = super::upstream::build_executor_with_card(&agent_config)
-            .await
-            .map_err(|e| format!("[agents.{id}]: {e}"))?;
+        let (executor, ready, card) =
+            super::upstream::build_executor_with_card(&agent_config, &credentials)
+                .await
+                .map_err(|e| format!("[agents.{id}]: {e}"))?;
         if let Some(card) = card {
             let merged = super::card::with_upstream_card(&agent_config, &card);
             let c = with_cards.get_or_insert_with(|| config.clone());
@@ -150,6 +154,7 @@ pub async fn start(
         None
     };
     let mut gateway = Gateway::with_agents(config, root, agents, store, push);
+    gateway.share_credentials(credentials);
     let handlers = gateway.handlers();
     crate::allocator::spawn_collector(move || handlers.iter().all(|h| h.active_runs() == 0));
     if let Some(sources) = reload {

@@ -15,19 +15,51 @@ use crate::config::{
 use crate::executor::AgentExecutor;
 use crate::server::ReadinessCheck;
 use crate::upstream::a2a::{A2aExecutor, A2aSettings, BindingChoice, UpstreamCard, VersionChoice};
-use crate::upstream::auth::{AssumeRoleSettings, SigV4Settings};
+use crate::upstream::auth::{AssumeRoleSettings, CredentialKey, CredentialPool, SigV4Settings};
 use crate::upstream::{
     AgentCoreExecutor, AgentCoreSettings, AuthSettings, HttpVersion, OAuth2Settings, TokenEndpoint,
     UpstreamError,
 };
 
 /// Builds the executor for `[upstream]`, plus a readiness check ("a token is
-/// obtainable") when it has one.
+/// obtainable") when it has one, with credentials of its own.
 ///
 /// # Errors
 /// No upstream configured, or settings the executor refuses.
 pub fn build_executor(
     config: &Config,
+) -> Result<(Arc<dyn AgentExecutor>, Option<ReadinessCheck>), AppError> {
+    build_executor_in(config, &CredentialPool::new())
+}
+
+/// The credentials `auth` describes, taken from `pool` when an agent built before
+/// uses the same credential (one cache, one fetch for both), else built and kept there
+/// (see [`CredentialPool`]). OAuth tokens are fetched by a client with `ca_file` and
+/// `connect_timeout`.
+///
+/// # Errors
+/// [`UpstreamError::Settings`] for an unreadable `ca_file`.
+pub fn pooled_credentials(
+    pool: &CredentialPool,
+    auth: &AuthSettings,
+    ca_file: Option<&std::path::Path>,
+    connect_timeout: std::time::Duration,
+) -> Result<Arc<dyn crate::upstream::Credentials>, UpstreamError> {
+    pool.get_or_build(CredentialKey::of(auth, ca_file, connect_timeout), || {
+        crate::upstream::auth::from_settings(auth, || {
+            crate::upstream::http::build_client(HttpVersion::Auto, ca_file, connect_timeout)
+        })
+    })
+}
+
+/// [`build_executor`] with the credentials from `pool` ([`pooled_credentials`]): what
+/// `serve` does for the agent at `/` and each agent of `[agents.<id>]`, with one pool.
+///
+/// # Errors
+/// As [`build_executor`].
+pub fn build_executor_in(
+    config: &Config,
+    pool: &CredentialPool,
 ) -> Result<(Arc<dyn AgentExecutor>, Option<ReadinessCheck>), AppError> {
     // One arm per runtime kind (`upstream.kind`). A new kind adds: its folder under
     // `src/upstream/` (an `impl Runtime` run by `RuntimeExecutor`, passing
@@ -36,7 +68,7 @@ pub fn build_executor(
     // kind's settings and builds its executor.
     match &config.upstream {
         UpstreamConfig::AgentCore(c) => {
-            let executor = AgentCoreExecutor::new(agentcore_settings(c)?)?;
+            let executor = agentcore_executor(agentcore_settings(c)?, pool)?;
             let probe = executor.clone();
             let ready: ReadinessCheck = Arc::new(move || {
                 let probe = probe.clone();
@@ -45,17 +77,45 @@ pub fn build_executor(
             Ok((Arc::new(executor), Some(ready)))
         }
         UpstreamConfig::A2a(c) => {
-            let executor = A2aExecutor::new(a2a_settings(c)?)?;
+            let executor = a2a_executor(a2a_settings(c)?, pool)?;
             let ready = a2a_readiness(&executor);
             Ok((Arc::new(executor), Some(ready)))
         }
     }
 }
 
+/// The AgentCore executor of `settings`, its credentials from `pool`.
+fn agentcore_executor(
+    settings: AgentCoreSettings,
+    pool: &CredentialPool,
+) -> Result<AgentCoreExecutor, UpstreamError> {
+    let credentials = pooled_credentials(
+        pool,
+        &settings.auth,
+        settings.ca_file.as_deref(),
+        settings.connect_timeout,
+    )?;
+    AgentCoreExecutor::with_credentials(settings, credentials)
+}
+
+/// The A2A executor of `settings`, its credentials from `pool`.
+fn a2a_executor(
+    settings: A2aSettings,
+    pool: &CredentialPool,
+) -> Result<A2aExecutor, UpstreamError> {
+    let credentials = pooled_credentials(
+        pool,
+        &settings.auth,
+        settings.ca_file.as_deref(),
+        settings.connect_timeout,
+    )?;
+    A2aExecutor::with_credentials(settings, credentials)
+}
+
 /// How long `serve` waits for an `a2a` agent's card before it starts without it.
 const CARD_AT_START: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// [`build_executor`], and for an `a2a` upstream its card, read now (at most 10 s):
+/// [`build_executor_in`], and for an `a2a` upstream its card, read now (at most 10 s):
 /// `None` when the agent is unreachable or its card unusable (logged; `serve` starts
 /// anyway, `/readyz` says why until the card is read, and the gateway's card is
 /// `[agent]`'s).
@@ -64,6 +124,7 @@ const CARD_AT_START: std::time::Duration = std::time::Duration::from_secs(10);
 /// As [`build_executor`].
 pub async fn build_executor_with_card(
     config: &Config,
+    pool: &CredentialPool,
 ) -> Result<
     (
         Arc<dyn AgentExecutor>,
@@ -73,10 +134,10 @@ pub async fn build_executor_with_card(
     AppError,
 > {
     let UpstreamConfig::A2a(c) = &config.upstream else {
-        let (executor, ready) = build_executor(config)?;
+        let (executor, ready) = build_executor_in(config, pool)?;
         return Ok((executor, ready, None));
     };
-    let executor = A2aExecutor::new(a2a_settings(c)?)?;
+    let executor = a2a_executor(a2a_settings(c)?, pool)?;
     let card = match tokio::time::timeout(CARD_AT_START, executor.card()).await {
         Ok(Ok(card)) => Some(card),
         Ok(Err(e)) => {

@@ -34,7 +34,8 @@
 //! - **Session leases** ([`session`]). At most one invocation per runtime session is
 //!   in flight across all instances: the AgentCore executor takes the session's lease
 //!   ([`Cluster::lock_session`]) around each invocation, after its per-process lock.
-//!   The lease is a row per session naming the instance (`a2a_session_leases`), valid
+//!   The lease is a row per session of an agent naming the instance (`a2a_session_leases`
+//!   keyed by agent and session id: two agents never queue behind each other), valid
 //!   while that instance heart-beats; it is deleted (and `s:` + tag notified) when the
 //!   invocation ends. A waiter sleeps until that notification, re-trying at least
 //!   every [`ClusterOptions::sweep_interval`], and takes a dead holder's row over once
@@ -68,7 +69,7 @@ use crate::store::cluster::{ClusterBackend, Listener, tag};
 pub mod session;
 
 pub use crate::store::cluster::{Holder, Orphan};
-pub use session::{SessionLease, session_tag};
+pub use session::{AgentSessionLeases, SessionLease, session_tag};
 
 /// Timings of a [`Cluster`].
 #[derive(Debug, Clone, PartialEq, Eq)]

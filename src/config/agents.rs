@@ -128,7 +128,7 @@ impl AgentEntryConfig {
     /// Checks one agent: its id, unknown keys, its path, its card keys (errors name
     /// `agents.<id>.<key>`), its upstream, `callers` and `max_concurrent_tasks`.
     pub(crate) fn validate(&self, id: &str) -> Result<(), Invalid> {
-        let base = format!("agents.{id}");
+        let base = format!("agents.{}", key_segment(id));
         if let Some(why) = agent_id_problem(id) {
             return Err(Invalid::new(base, format!("agent id {id:?} {why}")));
         }
@@ -180,6 +180,41 @@ impl AgentEntryConfig {
     }
 }
 
+/// `id` as one segment of a dotted key: bare when TOML allows it bare (letters, digits,
+/// `_` and `-`), else quoted (`"a.b"`), so that `agents."a.b".path` names the key a file
+/// sets with `[agents."a.b"]` and its line is found ([`split_dotted`]).
+pub(crate) fn key_segment(id: &str) -> String {
+    let bare = !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare {
+        id.to_owned()
+    } else {
+        let escaped = id.replace('\\', "\\\\").replace('"', "\\\"");
+        format!("\"{escaped}\"")
+    }
+}
+
+/// The segments of a dotted key as errors name them: split at the dots outside quotes,
+/// a quoted segment unquoted (`agents."a.b".path` is `agents`, `a.b`, `path`).
+pub(crate) fn split_dotted(key: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut chars = key.chars();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' if quoted => current.extend(chars.next()),
+            '.' if !quoted => parts.push(std::mem::take(&mut current)),
+            c => current.push(c),
+        }
+    }
+    parts.push(current);
+    parts
+}
+
 /// `e` with its `agent.` / `upstream.` key moved under `base` (`agents.<id>.`).
 pub(crate) fn rebase(mut e: Invalid, base: &str) -> Invalid {
     let move_key = |key: &str| {
@@ -206,7 +241,7 @@ pub(crate) fn validate_all(agents: &BTreeMap<String, AgentEntryConfig>) -> Resul
         for (other, other_id) in &seen {
             if path.starts_with(other.as_str()) || other.starts_with(path.as_str()) {
                 return Err(Invalid::new(
-                    format!("agents.{id}.path"),
+                    format!("agents.{}.path", key_segment(id)),
                     format!(
                         "{path:?} overlaps {other:?} of agent {other_id:?}: each request path must name one agent"
                     ),
@@ -334,12 +369,31 @@ mod tests {
         assert!(!format!("{c:?}").contains("secret-token-value"));
     }
 
+    /// An agent id TOML must quote (`[agents."a.b"]`) is named quoted, with its line.
+    #[test]
+    fn an_id_with_a_dot_names_its_line() {
+        let toml = "[server]\n\n[agents.\"a.b\"]\nname = \"x\"\n\
+                    [agents.\"a.b\".upstream]\nurl = \"http://127.0.0.1:9/invocations\"\n";
+        let e = load(toml).expect_err(toml);
+        assert!(e.contains("`agents.\"a.b\"`"), "{e}");
+        assert!(e.contains("line 3"), "{e}");
+        assert_eq!(
+            split_dotted("agents.\"a.b\".path"),
+            ["agents", "a.b", "path"]
+        );
+        assert_eq!(
+            split_dotted(&format!("agents.{}", key_segment("q\"x"))),
+            ["agents", "q\"x"]
+        );
+        assert_eq!(key_segment("reviewer-2_b"), "reviewer-2_b");
+    }
+
     #[test]
     fn refusals_name_the_key() {
         let up = "[agents.a.upstream]\nurl = \"http://127.0.0.1:9/invocations\"\n";
         for (toml, key) in [
             (format!("[agents.A]\n{}", up.replace("agents.a", "agents.A")), "agents.A"),
-            (format!("[agents.\"a/b\"]\n{}", up.replace("agents.a", "agents.\"a/b\"")), "agents.a/b"),
+            (format!("[agents.\"a/b\"]\n{}", up.replace("agents.a", "agents.\"a/b\"")), "agents.\"a/b\""),
             (format!("[agents.a]\nnmae = \"x\"\n{up}"), "agents.a.nmae"),
             (format!("[agents.a]\npath = \"/x\"\n{up}"), "agents.a.path"),
             (format!("[agents.a]\npath = \"/healthz/\"\n{up}"), "agents.a.path"),

@@ -154,7 +154,8 @@ impl Layers {
 
     /// A validation failure, with the origin of its key attached.
     pub(crate) fn invalid(&self, invalid: Invalid) -> ConfigError {
-        let path = |key: &str| -> Vec<String> { key.split('.').map(str::to_owned).collect() };
+        // Keys split as TOML does (an agent id with a dot is quoted: `agents."a.b"`).
+        let path = super::agents::split_dotted;
         // Where the key itself was set; where the key it conflicts with was set only
         // when the key is not set at all (`tls_key_file` missing beside `tls_cert_file`).
         let mut message = invalid.message;

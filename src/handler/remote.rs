@@ -61,7 +61,7 @@ impl RequestHandler {
             .map_err(|_| A2aError::internal("the handler joined a cluster already"))?;
         self.inner
             .executor
-            .use_session_leases(std::sync::Arc::new(cluster.clone()));
+            .use_session_leases(std::sync::Arc::new(cluster.session_leases(self.agent())));
         let handler = self.clone();
         let stop = self.inner.shutdown.clone();
         Ok(tokio::spawn(async move {

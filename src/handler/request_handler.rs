@@ -61,7 +61,7 @@ impl RequestHandler {
     pub fn sibling(&self, executor: Arc<dyn AgentExecutor>, config: HandlerConfig) -> Self {
         let permits = Arc::new(Semaphore::new(config.max_concurrent_tasks.max(1)));
         if let Some(cluster) = self.inner.cluster.get() {
-            executor.use_session_leases(Arc::new(cluster.clone()));
+            executor.use_session_leases(Arc::new(cluster.session_leases(&config.agent)));
         }
         Self {
             inner: Arc::new(Inner {
@@ -84,7 +84,7 @@ impl RequestHandler {
         if let Some(cluster) = self.inner.cluster.get() {
             self.inner
                 .executor
-                .use_session_leases(Arc::new(cluster.clone()));
+                .use_session_leases(Arc::new(cluster.session_leases(self.agent())));
         }
     }
 

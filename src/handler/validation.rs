@@ -48,7 +48,8 @@ pub(super) fn check_id(field: &str, id: &str) -> Result<(), A2aError> {
 }
 
 /// Refuses a caller scope whose tenant is longer than an id may be, or holds the
-/// separator of a stored agent key ([`crate::scope::AGENT_SEPARATOR`]).
+/// separator of agent and tenant in ids hashed from a scope and in tenant keys stored
+/// before migration 0007 ([`crate::scope::AGENT_SEPARATOR`]).
 pub(super) fn check_call(call: &CallContext) -> Result<(), A2aError> {
     if call.tenant.contains(crate::scope::AGENT_SEPARATOR) {
         return Err(A2aError::InvalidParams(

@@ -65,7 +65,7 @@ pub fn range_webhook_id(key: &DeliveryKey, last: u64) -> String {
     use sha2::Digest as _;
     let mut h = sha2::Sha256::new();
     for part in [
-        key.scope.tenant_key().as_bytes(),
+        key.scope.id_key().as_bytes(),
         key.scope.owner.as_bytes(),
         key.task_id.as_bytes(),
         key.config_id.as_bytes(),

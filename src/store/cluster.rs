@@ -17,10 +17,10 @@ use crate::scope::Scope;
 pub const CHANNEL: &str = "a2a_gateway";
 
 /// The 16-hex-digit tag of a task in notifications: the first 64 bits of the
-/// SHA-256 of its length-prefixed tenant key ([`Scope::tenant_key`]), owner and id.
+/// SHA-256 of its length-prefixed [`Scope::id_key`] (agent and tenant), owner and id.
 pub fn tag(scope: &Scope, task_id: &str) -> String {
     let mut h = Sha256::new();
-    for part in [scope.tenant_key(), &scope.owner, task_id] {
+    for part in [&*scope.id_key(), &scope.owner, task_id] {
         h.update((part.len() as u64).to_be_bytes());
         h.update(part.as_bytes());
     }
@@ -102,7 +102,7 @@ pub trait ClusterBackend: Send + Sync + 'static {
     /// Moves the orphan's lease to `instance` if it is still as found; `false` when
     /// another instance took it first (or its holder came back).
     async fn take_over(&self, instance: &str, orphan: &Orphan) -> Result<bool, StoreError>;
-    /// Takes the runtime session's lease for `instance` under the claim's random
+    /// Takes the lease of `agent`'s runtime session for `instance` under the claim's random
     /// `token` when it is free, already `instance`'s (this process serialises its own
     /// invocations of a session first), or held by an instance without a heartbeat
     /// within `lease`. `Ok(Ok(lost))` when taken (`lost`: the dead instance it was
@@ -110,14 +110,21 @@ pub trait ClusterBackend: Send + Sync + 'static {
     async fn claim_session(
         &self,
         instance: &str,
+        agent: &str,
         session: &str,
         token: i64,
         lease: Duration,
     ) -> Result<Result<Option<String>, String>, StoreError>;
-    /// Gives up the claim `token` of the session (if it is still the session's lease:
-    /// never a later claim) and notifies `s:` + `tag` ([`session_tag`](crate::cluster::session_tag)).
-    async fn release_session(&self, session: &str, token: i64, tag: &str)
-    -> Result<(), StoreError>;
+    /// Gives up the claim `token` of `agent`'s session (if it is still the session's
+    /// lease: never a later claim) and notifies `s:` + `tag`
+    /// ([`session_tag`](crate::cluster::session_tag)).
+    async fn release_session(
+        &self,
+        agent: &str,
+        session: &str,
+        token: i64,
+        tag: &str,
+    ) -> Result<(), StoreError>;
     /// Sends `payload` on [`CHANNEL`].
     async fn notify(&self, payload: &str) -> Result<(), StoreError>;
     /// Opens a listener connection on [`CHANNEL`].

@@ -351,25 +351,30 @@ struct PgOps {
     notify: bool,
 }
 
-/// The key columns of batch rows, as arrays.
-fn key_arrays<'a>(
-    keys: impl Iterator<Item = &'a Append>,
-) -> (Vec<&'a str>, Vec<&'a str>, Vec<&'a str>) {
+/// The key columns of batch rows, as arrays: tenant, owner, id and agent.
+type KeyArrays<'a> = (Vec<&'a str>, Vec<&'a str>, Vec<&'a str>, Vec<&'a str>);
+
+/// The key columns of batch rows, as arrays ([`KeyArrays`]).
+fn key_arrays<'a>(keys: impl Iterator<Item = &'a Append>) -> KeyArrays<'a> {
     let mut t = Vec::new();
     let mut o = Vec::new();
     let mut i = Vec::new();
+    let mut g = Vec::new();
     for a in keys {
-        t.push(a.scope.tenant_key());
+        t.push(a.scope.tenant.as_str());
         o.push(a.scope.owner.as_str());
         i.push(a.task_id.as_str());
+        g.push(a.scope.agent.as_str());
     }
-    (t, o, i)
+    (t, o, i, g)
 }
 
-/// The key of a returned row (columns 0..3).
-fn row_key(r: &sqlx::postgres::PgRow) -> TaskKey {
+/// The key of a returned row: tenant, owner and id in columns 0..3, the agent in
+/// column `agent`.
+fn row_key(r: &sqlx::postgres::PgRow, agent: usize) -> TaskKey {
     (
-        Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
+        Scope::new(r.get::<String, _>(0), r.get::<String, _>(1))
+            .with_agent(r.get::<String, _>(agent)),
         r.get(2),
     )
 }
@@ -394,18 +399,20 @@ impl BatchOps for PgOps {
         if read.is_empty() {
             return Ok(Vec::new());
         }
-        let (t, o, i) = key_arrays(read.into_iter());
+        let (t, o, i, g) = key_arrays(read.into_iter());
         let rows = sqlx::query(
             "SELECT t.tenant, t.owner, t.id, t.last_seq, t.state, t.status_ms, t.snapshot, \
-                    t.art_seq, t.art_bytes, t.pending_bytes \
-             FROM UNNEST($1::text[], $2::text[], $3::text[]) AS k(tenant, owner, id) \
+                    t.art_seq, t.art_bytes, t.pending_bytes, t.agent \
+             FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[]) \
+                  AS k(tenant, owner, id, agent) \
              JOIN a2a_tasks t \
-               ON t.tenant = k.tenant COLLATE \"C\" AND t.owner = k.owner COLLATE \"C\" \
+               ON t.agent = k.agent COLLATE \"C\" AND t.tenant = k.tenant COLLATE \"C\" AND t.owner = k.owner COLLATE \"C\" \
               AND t.id = k.id COLLATE \"C\"",
         )
         .bind(t)
         .bind(o)
         .bind(i)
+        .bind(g)
         .fetch_all(&mut *self.conn)
         .await
         .map_err(db)?;
@@ -421,7 +428,7 @@ impl BatchOps for PgOps {
                     art_bytes: r.get(8),
                     pending_bytes: r.get(9),
                 };
-                (row_key(r), row)
+                (row_key(r, 10), row)
             })
             .collect())
     }
@@ -430,36 +437,38 @@ impl BatchOps for PgOps {
         &mut self,
         ranges: &[CompactRange<'_>],
     ) -> Result<Vec<(TaskKey, i64, String)>, StoreError> {
-        let (t, o, i) = key_arrays(ranges.iter().map(|(a, _, _)| *a));
+        let (t, o, i, g) = key_arrays(ranges.iter().map(|(a, _, _)| *a));
         let after: Vec<i64> = ranges.iter().map(|(_, after, _)| *after).collect();
         let upto: Vec<i64> = ranges.iter().map(|(_, _, upto)| *upto).collect();
         let rows = sqlx::query(
             "WITH k AS (SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], \
-                                             $5::int8[]) AS k(tenant, owner, id, after, upto)) \
-             SELECT a.tenant, a.owner, a.task_id, 0::int8, a.artifacts \
+                                             $5::int8[], $6::text[]) \
+                        AS k(tenant, owner, id, after, upto, agent)) \
+             SELECT a.tenant, a.owner, a.task_id, 0::int8, a.artifacts, a.agent \
              FROM k JOIN a2a_task_artifacts a \
-               ON a.tenant = k.tenant COLLATE \"C\" AND a.owner = k.owner COLLATE \"C\" \
+               ON a.agent = k.agent COLLATE \"C\" AND a.tenant = k.tenant COLLATE \"C\" AND a.owner = k.owner COLLATE \"C\" \
               AND a.task_id = k.id COLLATE \"C\" \
              UNION ALL \
              SELECT e.tenant, e.owner, e.task_id, 1::int8, \
-                    '[' || string_agg(e.event, ',' ORDER BY e.seq) || ']' \
+                    '[' || string_agg(e.event, ',' ORDER BY e.seq) || ']', e.agent \
              FROM k JOIN a2a_task_events e \
-               ON e.tenant = k.tenant COLLATE \"C\" AND e.owner = k.owner COLLATE \"C\" \
+               ON e.agent = k.agent COLLATE \"C\" AND e.tenant = k.tenant COLLATE \"C\" AND e.owner = k.owner COLLATE \"C\" \
               AND e.task_id = k.id COLLATE \"C\" AND e.seq > k.after AND e.seq <= k.upto \
              WHERE e.folds_artifacts = 1 \
-             GROUP BY e.tenant, e.owner, e.task_id",
+             GROUP BY e.agent, e.tenant, e.owner, e.task_id",
         )
         .bind(t)
         .bind(o)
         .bind(i)
         .bind(after)
         .bind(upto)
+        .bind(g)
         .fetch_all(&mut *self.conn)
         .await
         .map_err(db)?;
         Ok(rows
             .iter()
-            .map(|r| (row_key(r), r.get(3), r.get(4)))
+            .map(|r| (row_key(r, 5), r.get(3), r.get(4)))
             .collect())
     }
 
@@ -469,7 +478,7 @@ impl BatchOps for PgOps {
         // order.
         let mut creates: Vec<_> = w.creates.iter().collect();
         creates.sort_by(|x, y| x.0.key().cmp(&y.0.key()));
-        let (ct, co, ci) = key_arrays(creates.iter().map(|c| c.0));
+        let (ct, co, ci, cg) = key_arrays(creates.iter().map(|c| c.0));
         let c_context: Vec<&str> = creates.iter().map(|(_, c)| c.context_id.as_str()).collect();
         let c_state: Vec<&str> = creates.iter().map(|(_, c)| c.state.as_str()).collect();
         let c_status: Vec<i64> = creates.iter().map(|(_, c)| c.status_ms).collect();
@@ -482,7 +491,7 @@ impl BatchOps for PgOps {
             .collect();
         let c_last_seq: Vec<i64> = creates.iter().map(|(_, c)| c.last_seq).collect();
 
-        let (et, eo, ei) = key_arrays(w.events.iter().map(|(a, _, _)| *a));
+        let (et, eo, ei, eg) = key_arrays(w.events.iter().map(|(a, _, _)| *a));
         let e_seq: Vec<i64> = w.events.iter().map(|(_, e, _)| to_i64(e.seq)).collect();
         let e_kind: Vec<&str> = w.events.iter().map(|(_, e, _)| kind(&e.event)).collect();
         let e_folds: Vec<i32> = w
@@ -493,10 +502,10 @@ impl BatchOps for PgOps {
         let e_json: Vec<&str> = w.events.iter().map(|(_, _, json)| *json).collect();
         let e_now: Vec<i64> = w.events.iter().map(|(a, _, _)| a.now).collect();
 
-        let (at, ao, ai) = key_arrays(w.artifacts.iter().map(|(a, _)| *a));
+        let (at, ao, ai, ag) = key_arrays(w.artifacts.iter().map(|(a, _)| *a));
         let a_artifacts: Vec<&str> = w.artifacts.iter().map(|(_, s)| s.as_str()).collect();
 
-        let (ut, uo, ui) = key_arrays(w.updates.iter().map(|(a, _)| *a));
+        let (ut, uo, ui, ug) = key_arrays(w.updates.iter().map(|(a, _)| *a));
         let u_seq: Vec<i64> = w.updates.iter().map(|(_, u)| u.seq).collect();
         let u_prev: Vec<i64> = w.updates.iter().map(|(_, u)| u.prev_seq).collect();
         let u_state: Vec<&str> = w.updates.iter().map(|(_, u)| u.state.as_str()).collect();
@@ -538,36 +547,40 @@ impl BatchOps for PgOps {
 
         let done = sqlx::query(
             "WITH new_tasks AS ( \
-               INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, \
+               INSERT INTO a2a_tasks (agent, tenant, owner, id, context_id, state, status_ms, \
                  created_ms, updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
-               SELECT tenant, owner, id, context_id, state, status_ms, now, now, last_seq, \
-                      snapshot, last_seq, art_bytes, 0 \
+               SELECT agent, tenant, owner, id, context_id, state, status_ms, now, now, \
+                      last_seq, snapshot, last_seq, art_bytes, 0 \
                FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
-                           $6::int8[], $7::int8[], $8::text[], $9::int8[], $35::int8[]) \
+                           $6::int8[], $7::int8[], $8::text[], $9::int8[], $35::int8[], \
+                           $39::text[]) \
                     AS v(tenant, owner, id, context_id, state, status_ms, now, snapshot, \
-                         art_bytes, last_seq)), \
+                         art_bytes, last_seq, agent)), \
              new_artifacts AS ( \
-               INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) \
-               SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $10::text[])), \
+               INSERT INTO a2a_task_artifacts (agent, tenant, owner, task_id, artifacts) \
+               SELECT * FROM UNNEST($39::text[], $1::text[], $2::text[], $3::text[], \
+                                    $10::text[])), \
              events AS ( \
-               INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, \
+               INSERT INTO a2a_task_events (agent, tenant, owner, task_id, seq, kind, \
                  folds_artifacts, event, created_ms) \
-               SELECT * FROM UNNEST($11::text[], $12::text[], $13::text[], $14::int8[], \
+               SELECT * FROM UNNEST($40::text[], $11::text[], $12::text[], $13::text[], $14::int8[], \
                                     $15::text[], $16::int4[], $17::text[], $18::int8[])), \
              outbox AS ( \
-               INSERT INTO a2a_push_outbox (tenant, owner, task_id, config_id, seq, \
+               INSERT INTO a2a_push_outbox (agent, tenant, owner, task_id, config_id, seq, \
                  created_ms, next_ms, attempts) \
-               SELECT c.tenant, c.owner, c.task_id, c.id, e.seq, e.now, e.now, 0 \
+               SELECT c.agent, c.tenant, c.owner, c.task_id, c.id, e.seq, e.now, e.now, 0 \
                FROM UNNEST($11::text[], $12::text[], $13::text[], $14::int8[], \
-                           $15::text[], $18::int8[]) AS e(tenant, owner, id, seq, kind, now) \
-               JOIN a2a_push_configs c ON c.tenant = e.tenant COLLATE \"C\" \
+                           $15::text[], $18::int8[], $40::text[]) \
+                    AS e(tenant, owner, id, seq, kind, now, agent) \
+               JOIN a2a_push_configs c ON c.agent = e.agent COLLATE \"C\" \
+                 AND c.tenant = e.tenant COLLATE \"C\" \
                  AND c.owner = e.owner COLLATE \"C\" AND c.task_id = e.id COLLATE \"C\" \
                WHERE e.kind <> 'message' AND c.enabled = 1), \
              checkpoints AS ( \
                UPDATE a2a_task_artifacts a SET artifacts = k.artifacts \
-               FROM UNNEST($19::text[], $20::text[], $21::text[], $22::text[]) \
-                    AS k(tenant, owner, id, artifacts) \
-               WHERE a.tenant = k.tenant COLLATE \"C\" AND a.owner = k.owner COLLATE \"C\" \
+               FROM UNNEST($19::text[], $20::text[], $21::text[], $22::text[], $41::text[]) \
+                    AS k(tenant, owner, id, artifacts, agent) \
+               WHERE a.agent = k.agent COLLATE \"C\" AND a.tenant = k.tenant COLLATE \"C\" AND a.owner = k.owner COLLATE \"C\" \
                  AND a.task_id = k.id COLLATE \"C\"), \
              updated AS ( \
                UPDATE a2a_tasks t SET last_seq = k.last_seq, state = k.state, \
@@ -576,10 +589,10 @@ impl BatchOps for PgOps {
                       art_bytes = k.art_bytes, pending_bytes = k.pending \
                FROM UNNEST($23::text[], $24::text[], $25::text[], $26::int8[], $27::text[], \
                            $28::int8[], $29::int8[], $30::text[], $31::int8[], $32::int8[], \
-                           $33::int8[], $36::int8[]) \
+                           $33::int8[], $36::int8[], $42::text[]) \
                     AS k(tenant, owner, id, last_seq, state, status_ms, now, snapshot, \
-                         art_seq, art_bytes, pending, prev_seq) \
-               WHERE t.tenant = k.tenant COLLATE \"C\" AND t.owner = k.owner COLLATE \"C\" \
+                         art_seq, art_bytes, pending, prev_seq, agent) \
+               WHERE t.agent = k.agent COLLATE \"C\" AND t.tenant = k.tenant COLLATE \"C\" AND t.owner = k.owner COLLATE \"C\" \
                  AND t.id = k.id COLLATE \"C\" AND t.last_seq = k.prev_seq \
                RETURNING 1), \
              wakeups AS (SELECT pg_notify($38, n) FROM UNNEST($37::text[]) AS n) \
@@ -624,6 +637,10 @@ impl BatchOps for PgOps {
         .bind(u_prev)
         .bind(wakeups)
         .bind(super::cluster::CHANNEL)
+        .bind(cg)
+        .bind(eg)
+        .bind(ag)
+        .bind(ug)
         .execute(&mut *self.conn)
         .await;
         if text_bytes >= SHRINK_AFTER_BYTES {

@@ -3,13 +3,16 @@
 //!
 //! # Layout (both backends)
 //!
-//! - `a2a_tasks` (key tenant, owner, id): the small, hot row of a task: context id,
+//! Every table keyed by a caller's scope starts its key with `agent, tenant, owner`
+//! (the agent column since migration 0007, see [`crate::scope`]).
+//!
+//! - `a2a_tasks` (key agent, tenant, owner, id): the small, hot row of a task: context id,
 //!   state, status timestamp in milliseconds, created/updated times, `last_seq`, and
 //!   `snapshot`: the projection of the log **without artifacts**. Artifact events do
 //!   not touch `snapshot`; they only bump `last_seq`, `updated_ms` and `pending_bytes`.
 //! - `a2a_task_artifacts` (same key): the task's artifacts folded up to `art_seq`
 //!   (a checkpoint), rewritten only when it is compacted.
-//! - `a2a_task_events` (key tenant, owner, task_id, seq): the append-only log. Each
+//! - `a2a_task_events` (key agent, tenant, owner, task_id, seq): the append-only log. Each
 //!   row says whether it changes artifacts (`folds_artifacts`). A row holds one event,
 //!   or a run of consecutive events of one append (see [Folded rows](#folded-rows)).
 //!

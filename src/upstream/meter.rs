@@ -4,6 +4,11 @@
 //!   task, by [`UpstreamError::category`];
 //! - `a2a_upstream_first_chunk_seconds` (histogram): from an accepted attempt's start
 //!   to the first byte of its reply body;
+//!
+//! and the `agent` label every `a2a_upstream_*` metric of an invocation carries for an
+//! agent of `[agents.<id>]` ([`labels`]; the token and credential fetch metrics carry
+//! none: a credential's cache is shared by the agents that use it). Also:
+//!
 //! - `a2a_context_queued_messages` (gauge) and `a2a_context_queue_wait_seconds`
 //!   (histogram): messages waiting for their context's turn (one invocation per
 //!   runtime session at a time), and how long each waited.
@@ -24,21 +29,38 @@ pub const QUEUED: &str = "a2a_context_queued_messages";
 /// Histogram of the wait for the context's turn (seconds).
 pub const QUEUE_WAIT: &str = "a2a_context_queue_wait_seconds";
 
-/// Counts one invocation that failed its task.
-pub(crate) fn failure(e: &UpstreamError) {
-    metrics::counter!(FAILURES, "category" => e.category()).increment(1);
+/// The labels of an upstream metric of a call to `agent`: `pairs`, and `agent` for an
+/// agent of `[agents.<id>]` (left out for the agent at `/`, `""`, as on the request
+/// metrics, so a gateway with one agent keeps its series as they were).
+pub(crate) fn labels(agent: &str, pairs: &[(&'static str, &str)]) -> Vec<metrics::Label> {
+    let mut labels: Vec<metrics::Label> = pairs
+        .iter()
+        .map(|(k, v)| metrics::Label::new(*k, (*v).to_owned()))
+        .collect();
+    if !agent.is_empty() {
+        labels.push(metrics::Label::new("agent", agent.to_owned()));
+    }
+    labels
 }
 
-/// Records the first chunk of `body` (an attempt that started at `started`).
+/// Counts one invocation by `agent` that failed its task.
+pub(crate) fn failure(e: &UpstreamError, agent: &str) {
+    metrics::counter!(FAILURES, labels(agent, &[("category", e.category())])).increment(1);
+}
+
+/// Records the first chunk of `body` (an attempt to `agent` that started at
+/// `started`).
 pub(crate) fn first_chunk<T: Send + 'static, E: Send + 'static>(
     body: BoxStream<'static, Result<T, E>>,
     started: Instant,
+    agent: &str,
 ) -> BoxStream<'static, Result<T, E>> {
     let mut first = true;
+    let histogram = metrics::histogram!(FIRST_CHUNK, labels(agent, &[]));
     body.inspect(move |item| {
         if first && item.is_ok() {
             first = false;
-            metrics::histogram!(FIRST_CHUNK).record(started.elapsed().as_secs_f64());
+            histogram.record(started.elapsed().as_secs_f64());
         }
     })
     .boxed()

@@ -269,7 +269,7 @@ impl<R: Runtime> Inner<R> {
             drop(attempt);
             let err = match sent {
                 Ok(resp) if resp.status().is_success() => {
-                    record_upstream(resp.status().as_str(), started.elapsed());
+                    record_upstream(resp.status().as_str(), started.elapsed(), &caller.agent);
                     tracing::info!(
                         upstream.status = resp.status().as_u16(),
                         upstream.request_id = header(&resp, R::REQUEST_ID_HEADER).unwrap_or("-"),
@@ -283,7 +283,7 @@ impl<R: Runtime> Inner<R> {
                     return Ok((resp, started));
                 }
                 Ok(resp) => {
-                    record_upstream(resp.status().as_str(), started.elapsed());
+                    record_upstream(resp.status().as_str(), started.elapsed(), &caller.agent);
                     let status = resp.status().as_u16();
                     let headers = resp.headers().clone();
                     let body = read_error_body(resp, limits.send.read).await;
@@ -319,11 +319,11 @@ impl<R: Runtime> Inner<R> {
                         ..
                     }),
                 ) => {
-                    record_upstream("error", started.elapsed());
+                    record_upstream("error", started.elapsed(), &caller.agent);
                     (e, None)
                 }
                 Err(e) => {
-                    record_upstream("error", started.elapsed());
+                    record_upstream("error", started.elapsed(), &caller.agent);
                     return Err(e);
                 }
             };
@@ -335,8 +335,11 @@ impl<R: Runtime> Inner<R> {
                 return Err(e);
             };
             retries += 1;
-            metrics::counter!("a2a_upstream_retries_total", "reason" => retry_reason(&e))
-                .increment(1);
+            metrics::counter!(
+                "a2a_upstream_retries_total",
+                meter::labels(&caller.agent, &[("reason", retry_reason(&e))])
+            )
+            .increment(1);
             tracing::warn!(retry = retries, delay_ms = delay.as_millis() as u64, reason = %e, "retrying the invocation");
             tokio::time::sleep(delay).await;
         }
@@ -385,6 +388,7 @@ impl<R: Runtime> Inner<R> {
         &self,
         resp: reqwest::Response,
         started: Instant,
+        agent: &str,
     ) -> Result<(u16, ReplyKind, BodyStream), UpstreamError> {
         let status = resp.status().as_u16();
         let kind = ReplyKind::of(header(&resp, "content-type"));
@@ -398,7 +402,7 @@ impl<R: Runtime> Inner<R> {
                 limit: limits.max_reply_bytes,
             });
         }
-        let body = meter::first_chunk(reply::body_stream(resp, limits.send.read), started);
+        let body = meter::first_chunk(reply::body_stream(resp, limits.send.read), started, agent);
         Ok((status, kind, body))
     }
 
@@ -453,7 +457,7 @@ impl<R: Runtime> Inner<R> {
         // The response goes into the body stream here, in a plain function: kept as a
         // local of this future, its slot (136 bytes) would stay reserved while the
         // reply streams.
-        let (status, kind, body) = self.open_reply(resp, started)?;
+        let (status, kind, body) = self.open_reply(resp, started, &ctx.call_context.agent)?;
         let limits = self.runtime.limits();
         let mut sink = ReplySink::new(updater, start);
         if kind == ReplyKind::EventStream {
@@ -582,7 +586,7 @@ impl<R: Runtime> AgentExecutor for RuntimeExecutor<R> {
                 Err(SinkError::Upstream(e)) => {
                     // The caller gets the short reason and the id; the log line with
                     // the same id has the details (URLs, addresses, OS errors).
-                    meter::failure(&e);
+                    meter::failure(&e, &context.call_context.agent);
                     context.set_failure_reason(e.category());
                     let id = crate::telemetry::correlation_id();
                     let reason = crate::telemetry::with_correlation(&e.public_reason(), &id);
@@ -645,13 +649,14 @@ impl<R: Runtime> AgentExecutor for RuntimeExecutor<R> {
     }
 }
 
-/// Records one invocation attempt: `a2a_upstream_responses_total{status}` and
-/// `a2a_upstream_request_duration_seconds{status}` (time to the reply headers;
-/// `status` is the HTTP code, or `error` when no reply came).
-fn record_upstream(status: &str, elapsed: Duration) {
-    let status = status.to_owned();
-    metrics::counter!("a2a_upstream_responses_total", "status" => status.clone()).increment(1);
-    metrics::histogram!("a2a_upstream_request_duration_seconds", "status" => status)
+/// Records one invocation attempt to `agent`: `a2a_upstream_responses_total{status}`
+/// and `a2a_upstream_request_duration_seconds{status}` (time to the reply headers;
+/// `status` is the HTTP code, or `error` when no reply came), with the `agent` label
+/// of [`meter::labels`].
+fn record_upstream(status: &str, elapsed: Duration, agent: &str) {
+    let labels = meter::labels(agent, &[("status", status)]);
+    metrics::counter!("a2a_upstream_responses_total", labels.clone()).increment(1);
+    metrics::histogram!("a2a_upstream_request_duration_seconds", labels)
         .record(elapsed.as_secs_f64());
 }
 

@@ -309,9 +309,50 @@ async fn agent_isolation(store: &dyn TaskStore) {
     assert_eq!(listed.tasks.len(), 1);
     let running = store.unsettled(100_000).await.unwrap();
     assert!(running.contains(&(a.clone(), id.clone())), "{running:?}");
+    assert!(running.contains(&(b.clone(), id.clone())), "{running:?}");
+    // Artifacts (folded and compacted when the task settles) stay with their agent.
+    store
+        .append(&a, &id, 3, &chunk(&id, "ctx-a", "for a", false, true))
+        .await
+        .unwrap();
+    store
+        .append(&a, &id, 4, &status(&id, "ctx-a", TaskState::Completed, now))
+        .await
+        .unwrap();
+    let got = store.get(&a, &id).await.unwrap().unwrap().task;
+    assert_eq!(got.artifacts()[0].parts[0].as_text(), Some("for a"));
+    assert_eq!(got.status.state, TaskState::Completed);
+    let other = store.get(&b, &id).await.unwrap().unwrap().task;
+    assert!(other.artifacts().is_empty(), "{other:?}");
+    assert_eq!(other.status.state, TaskState::Submitted);
+    // Upstream links too.
+    let link = crate::executor::UpstreamLink {
+        upstream_task_id: "up-a".into(),
+        upstream_context_id: "up-ctx-a".into(),
+        session_id: "a2a-a".into(),
+    };
+    store.put_upstream_link(&a, &id, &link).await.unwrap();
+    assert_eq!(store.upstream_link(&a, &id).await.unwrap(), Some(link));
+    assert_eq!(store.upstream_link(&b, &id).await.unwrap(), None);
+    assert_eq!(store.upstream_link(&root, &id).await.unwrap(), None);
     if let Some(push) = store.push_store() {
+        // The deliveries of a's config are queued under a's scope (what the sender
+        // reads back and keys its webhook ids by), none under b's or the root's.
+        let status = push.status(Some(&id), 100).await.unwrap();
+        assert_eq!(status.pending.len(), 2, "{status:?}");
+        assert!(
+            status.pending.iter().all(|p| p.key.scope == a),
+            "{status:?}"
+        );
         // The push cases start from a store without configs.
         assert!(push.delete_config(&a, &id, "cfg").await.unwrap());
+        assert!(
+            push.status(Some(&id), 100)
+                .await
+                .unwrap()
+                .pending
+                .is_empty()
+        );
     }
 }
 

@@ -87,16 +87,17 @@ impl ClusterBackend for PostgresTaskStore {
     ) -> Result<Result<(), String>, StoreError> {
         for _ in 0..3 {
             let got: Option<String> = sqlx::query_scalar(
-                "INSERT INTO a2a_task_leases (tenant, owner, task_id, instance) \
-                 VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (tenant, owner, task_id) DO UPDATE SET claimed_at = now() \
+                "INSERT INTO a2a_task_leases (agent, tenant, owner, task_id, instance) \
+                 VALUES ($5, $1, $2, $3, $4) \
+                 ON CONFLICT (agent, tenant, owner, task_id) DO UPDATE SET claimed_at = now() \
                  WHERE a2a_task_leases.instance = EXCLUDED.instance \
                  RETURNING instance",
             )
-            .bind(scope.tenant_key())
+            .bind(&scope.tenant)
             .bind(&scope.owner)
             .bind(task_id)
             .bind(instance)
+            .bind(&scope.agent)
             .fetch_optional(self.pool())
             .await
             .map_err(db)?;
@@ -105,11 +106,12 @@ impl ClusterBackend for PostgresTaskStore {
             }
             let holder: Option<String> = sqlx::query_scalar(
                 "SELECT instance FROM a2a_task_leases \
-                 WHERE tenant = $1 AND owner = $2 AND task_id = $3",
+                 WHERE agent = $4 AND tenant = $1 AND owner = $2 AND task_id = $3",
             )
-            .bind(scope.tenant_key())
+            .bind(&scope.tenant)
             .bind(&scope.owner)
             .bind(task_id)
+            .bind(&scope.agent)
             .fetch_optional(self.pool())
             .await
             .map_err(db)?;
@@ -132,15 +134,17 @@ impl ClusterBackend for PostgresTaskStore {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "WITH gone AS (DELETE FROM a2a_task_leases \
-               WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND instance = $4 RETURNING 1) \
+               WHERE agent = $7 AND tenant = $1 AND owner = $2 AND task_id = $3 \
+                 AND instance = $4 RETURNING 1) \
              SELECT pg_notify($5, $6), (SELECT count(*) FROM gone)",
         )
-        .bind(scope.tenant_key())
+        .bind(&scope.tenant)
         .bind(&scope.owner)
         .bind(task_id)
         .bind(instance)
         .bind(CHANNEL)
         .bind(format!("r:{tag}"))
+        .bind(&scope.agent)
         .execute(self.pool())
         .await
         .map_err(db)?;
@@ -157,12 +161,13 @@ impl ClusterBackend for PostgresTaskStore {
             "SELECT l.instance, \
                     COALESCE(i.heartbeat_at > now() - $4::float8 * interval '1 millisecond', false) \
              FROM a2a_task_leases l LEFT JOIN a2a_instances i ON i.id = l.instance \
-             WHERE l.tenant = $1 AND l.owner = $2 AND l.task_id = $3",
+             WHERE l.agent = $5 AND l.tenant = $1 AND l.owner = $2 AND l.task_id = $3",
         )
-        .bind(scope.tenant_key())
+        .bind(&scope.tenant)
         .bind(&scope.owner)
         .bind(task_id)
         .bind(ms(lease))
+        .bind(&scope.agent)
         .fetch_optional(self.pool())
         .await
         .map_err(db)?;
@@ -194,10 +199,10 @@ impl ClusterBackend for PostgresTaskStore {
         .await
         .map_err(db)?;
         let rows = sqlx::query(
-            "SELECT t.tenant, t.owner, t.id, l.instance \
+            "SELECT t.tenant, t.owner, t.id, l.instance, t.agent \
              FROM a2a_tasks t \
              LEFT JOIN a2a_task_leases l \
-               ON l.tenant = t.tenant AND l.owner = t.owner AND l.task_id = t.id \
+               ON l.agent = t.agent AND l.tenant = t.tenant AND l.owner = t.owner AND l.task_id = t.id \
              LEFT JOIN a2a_instances i ON i.id = l.instance \
              WHERE t.state IN ($1, $2, $3) \
                AND (l.instance IS NULL OR i.id IS NULL \
@@ -215,7 +220,8 @@ impl ClusterBackend for PostgresTaskStore {
         Ok(rows
             .iter()
             .map(|r| Orphan {
-                scope: Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
+                scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1))
+                    .with_agent(r.get::<String, _>(4)),
                 task_id: r.get(2),
                 lost: r.get(3),
             })
@@ -227,21 +233,24 @@ impl ClusterBackend for PostgresTaskStore {
         let taken = match &orphan.lost {
             Some(lost) => sqlx::query(
                 "UPDATE a2a_task_leases SET instance = $4, claimed_at = now() \
-                 WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND instance = $5",
+                 WHERE agent = $6 AND tenant = $1 AND owner = $2 AND task_id = $3 \
+                   AND instance = $5",
             )
-            .bind(s.tenant_key())
+            .bind(&s.tenant)
             .bind(&s.owner)
             .bind(id)
             .bind(instance)
-            .bind(lost),
+            .bind(lost)
+            .bind(&s.agent),
             None => sqlx::query(
-                "INSERT INTO a2a_task_leases (tenant, owner, task_id, instance) \
-                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                "INSERT INTO a2a_task_leases (agent, tenant, owner, task_id, instance) \
+                 VALUES ($5, $1, $2, $3, $4) ON CONFLICT DO NOTHING",
             )
-            .bind(s.tenant_key())
+            .bind(&s.tenant)
             .bind(&s.owner)
             .bind(id)
-            .bind(instance),
+            .bind(instance)
+            .bind(&s.agent),
         }
         .execute(self.pool())
         .await
@@ -252,6 +261,7 @@ impl ClusterBackend for PostgresTaskStore {
     async fn claim_session(
         &self,
         instance: &str,
+        agent: &str,
         session: &str,
         token: i64,
         lease: Duration,
@@ -260,10 +270,12 @@ impl ClusterBackend for PostgresTaskStore {
         // whose instance has no heartbeat within the lease. `prev` (the statement's
         // snapshot) names the holder for the log and the refusal.
         let row = sqlx::query(
-            "WITH prev AS (SELECT instance FROM a2a_session_leases WHERE session_id = $1), \
+            "WITH prev AS (SELECT instance FROM a2a_session_leases \
+                           WHERE agent = $5 AND session_id = $1), \
              got AS ( \
-               INSERT INTO a2a_session_leases (session_id, instance, token) VALUES ($1, $2, $4) \
-               ON CONFLICT (session_id) DO UPDATE \
+               INSERT INTO a2a_session_leases (agent, session_id, instance, token) \
+               VALUES ($5, $1, $2, $4) \
+               ON CONFLICT (agent, session_id) DO UPDATE \
                  SET instance = EXCLUDED.instance, token = EXCLUDED.token, claimed_at = now() \
                  WHERE a2a_session_leases.instance = EXCLUDED.instance \
                     OR NOT EXISTS (SELECT 1 FROM a2a_instances i \
@@ -276,6 +288,7 @@ impl ClusterBackend for PostgresTaskStore {
         .bind(instance)
         .bind(ms(lease))
         .bind(token)
+        .bind(agent)
         .fetch_one(self.pool())
         .await
         .map_err(db)?;
@@ -289,19 +302,21 @@ impl ClusterBackend for PostgresTaskStore {
 
     async fn release_session(
         &self,
+        agent: &str,
         session: &str,
         token: i64,
         tag: &str,
     ) -> Result<(), StoreError> {
         sqlx::query(
             "WITH gone AS (DELETE FROM a2a_session_leases \
-               WHERE session_id = $1 AND token = $2 RETURNING 1) \
+               WHERE agent = $5 AND session_id = $1 AND token = $2 RETURNING 1) \
              SELECT pg_notify($3, $4), (SELECT count(*) FROM gone)",
         )
         .bind(session)
         .bind(token)
         .bind(CHANNEL)
         .bind(format!("s:{tag}"))
+        .bind(agent)
         .execute(self.pool())
         .await
         .map_err(db)?;

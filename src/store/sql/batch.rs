@@ -115,9 +115,14 @@ impl Append {
         self.seq + self.events.len() as u64 - 1
     }
 
-    /// The task key, borrowed.
-    pub(crate) fn key(&self) -> (&str, &str, &str) {
-        (self.scope.tenant_key(), &self.scope.owner, &self.task_id)
+    /// The task key (agent, tenant, owner, id), borrowed.
+    pub(crate) fn key(&self) -> (&str, &str, &str, &str) {
+        (
+            &self.scope.agent,
+            &self.scope.tenant,
+            &self.scope.owner,
+            &self.task_id,
+        )
     }
 }
 

@@ -27,7 +27,7 @@ macro_rules! sql_purge {
             batch: usize,
         ) -> Result<usize, StoreError> {
             let rows = sqlx::query(concat!(
-                "SELECT tenant, owner, id FROM a2a_tasks \
+                "SELECT tenant, owner, id, agent FROM a2a_tasks \
                  WHERE state IN ($1, $2, $3, $4) AND status_ms < $5 ",
                 $limit
             ))
@@ -43,17 +43,18 @@ macro_rules! sql_purge {
             let found = rows.len();
             for (scope, id) in scoped_ids(rows) {
                 for sql in [
-                    "DELETE FROM a2a_task_events WHERE tenant = $1 AND owner = $2 AND task_id = $3",
-                    "DELETE FROM a2a_task_artifacts WHERE tenant = $1 AND owner = $2 AND task_id = $3",
-                    "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 AND task_id = $3",
-                    "DELETE FROM a2a_push_configs WHERE tenant = $1 AND owner = $2 AND task_id = $3",
-                    "DELETE FROM a2a_upstream_links WHERE tenant = $1 AND owner = $2 AND task_id = $3",
-                    "DELETE FROM a2a_tasks WHERE tenant = $1 AND owner = $2 AND id = $3",
+                    "DELETE FROM a2a_task_events WHERE agent = $4 AND tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_task_artifacts WHERE agent = $4 AND tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_push_outbox WHERE agent = $4 AND tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_push_configs WHERE agent = $4 AND tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_upstream_links WHERE agent = $4 AND tenant = $1 AND owner = $2 AND task_id = $3",
+                    "DELETE FROM a2a_tasks WHERE agent = $4 AND tenant = $1 AND owner = $2 AND id = $3",
                 ] {
                     sqlx::query(sql)
-                        .bind(scope.tenant_key())
+                        .bind(&scope.tenant)
                         .bind(&scope.owner)
                         .bind(&id)
+                        .bind(&scope.agent)
                         .execute(&mut *conn)
                         .await
                         .map_err(db)?;

@@ -12,17 +12,17 @@ macro_rules! claim_sql {
     ($lock:literal) => {
         concat!(
             "UPDATE a2a_push_outbox SET next_ms = $2, claim = $4 \
-             FROM (SELECT o.tenant AS kt, o.owner AS ko, o.task_id AS ki, \
+             FROM (SELECT o.agent AS ka, o.tenant AS kt, o.owner AS ko, o.task_id AS ki, \
                           o.config_id AS kc, o.seq AS ks \
                    FROM a2a_push_outbox o \
                    WHERE o.next_ms <= $1 AND NOT EXISTS ( \
                      SELECT 1 FROM a2a_push_outbox p \
-                     WHERE p.tenant = o.tenant AND p.owner = o.owner AND p.task_id = o.task_id \
+                     WHERE p.agent = o.agent AND p.tenant = o.tenant AND p.owner = o.owner AND p.task_id = o.task_id \
                        AND p.config_id = o.config_id AND p.seq < o.seq) \
                    ORDER BY o.next_ms LIMIT $3 + 0 ",
             $lock,
             ") AS k \
-             WHERE tenant = k.kt AND owner = k.ko AND task_id = k.ki AND config_id = k.kc \
+             WHERE agent = k.ka AND tenant = k.kt AND owner = k.ko AND task_id = k.ki AND config_id = k.kc \
                AND seq = k.ks"
         )
     };
@@ -38,14 +38,15 @@ macro_rules! claimed_columns {
     () => {
         "SELECT o.tenant, o.owner, o.config_id, o.seq, o.attempts, o.created_ms, \
            c.task_id, c.id, c.url, c.token, c.auth_scheme, c.auth_credentials, \
-           c.enabled, c.failures, c.last_error, c.created_ms, e.event, e.seq, o.range_end \
+           c.enabled, c.failures, c.last_error, c.created_ms, e.event, e.seq, o.range_end, \
+           o.agent \
          FROM a2a_push_outbox o \
-         JOIN a2a_push_configs c ON c.tenant = o.tenant AND c.owner = o.owner \
+         JOIN a2a_push_configs c ON c.agent = o.agent AND c.tenant = o.tenant AND c.owner = o.owner \
            AND c.task_id = o.task_id AND c.id = o.config_id \
-         LEFT JOIN a2a_task_events e ON e.tenant = o.tenant AND e.owner = o.owner \
+         LEFT JOIN a2a_task_events e ON e.agent = o.agent AND e.tenant = o.tenant AND e.owner = o.owner \
            AND e.task_id = o.task_id \
            AND e.seq = (SELECT min(x.seq) FROM a2a_task_events x \
-                        WHERE x.tenant = o.tenant AND x.owner = o.owner \
+                        WHERE x.agent = o.agent AND x.tenant = o.tenant AND x.owner = o.owner \
                           AND x.task_id = o.task_id AND x.seq >= o.seq)"
     };
 }
@@ -106,7 +107,8 @@ macro_rules! sql_push {
             let event = event_at(r, 16, seq);
             Claimed {
                 key: DeliveryKey {
-                    scope: Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
+                    scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1))
+                        .with_agent(r.get::<String, _>(19)),
                     task_id: config.task_id.clone(),
                     config_id: r.get(2),
                     seq,
@@ -127,19 +129,21 @@ macro_rules! sql_push {
         ) -> Result<u64, StoreError> {
             Ok(sqlx::query(
                 "DELETE FROM a2a_push_outbox \
-                 WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND config_id = $4",
+                 WHERE agent = $5 AND tenant = $1 AND owner = $2 AND task_id = $3 \
+                   AND config_id = $4",
             )
-            .bind(key.scope.tenant_key())
+            .bind(&key.scope.tenant)
             .bind(&key.scope.owner)
             .bind(&key.task_id)
             .bind(&key.config_id)
+            .bind(&key.scope.agent)
             .execute(&mut *conn)
             .await
             .map_err(db)?
             .rows_affected())
         }
 
-        /// Configs reset by one statement of [`reset_failures`] at most (4 parameters
+        /// Configs reset by one statement of [`reset_failures`] at most (5 parameters
         /// each).
         const BATCH_CHUNK: usize = 128;
 
@@ -166,14 +170,15 @@ macro_rules! sql_push {
             }
             let sql = format!(
                 "UPDATE a2a_push_configs SET failures = 0 WHERE failures <> 0 \
-                 AND (tenant, owner, task_id, id) IN (VALUES {})",
-                placeholders(keys.len(), 4)
+                 AND (agent, tenant, owner, task_id, id) IN (VALUES {})",
+                placeholders(keys.len(), 5)
             );
             // Only placeholders are formatted in; every value is bound.
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
             for key in keys {
                 q = q
-                    .bind(key.scope.tenant_key())
+                    .bind(&key.scope.agent)
+                    .bind(&key.scope.tenant)
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id);
@@ -197,16 +202,17 @@ macro_rules! sql_push {
                     sqlx::query(
                         "UPDATE a2a_push_outbox SET attempts = attempts + 1, next_ms = $6, \
                            last_error = $7, claim = NULL \
-                         WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
+                         WHERE agent = $8 AND tenant = $1 AND owner = $2 AND task_id = $3 \
                            AND config_id = $4 AND seq = $5",
                     )
-                    .bind(key.scope.tenant_key())
+                    .bind(&key.scope.tenant)
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id)
                     .bind(seq)
                     .bind(*next_ms)
                     .bind(error)
+                    .bind(&key.scope.agent)
                     .execute(&mut *conn)
                     .await
                     .map_err(db)?;
@@ -216,19 +222,20 @@ macro_rules! sql_push {
                     // delivered or given up (a disabled config drops every row below).
                     let range = matches!(outcome, Settle::Delivered | Settle::GiveUp { .. });
                     let gone = sqlx::query(
-                        "DELETE FROM a2a_push_outbox WHERE tenant = $1 AND owner = $2 \
+                        "DELETE FROM a2a_push_outbox WHERE agent = $7 AND tenant = $1 AND owner = $2 \
                            AND task_id = $3 AND config_id = $4 AND seq >= $5 \
                            AND seq <= CASE WHEN $6 THEN COALESCE((SELECT h.range_end \
-                             FROM a2a_push_outbox h WHERE h.tenant = $1 AND h.owner = $2 \
+                             FROM a2a_push_outbox h WHERE h.agent = $7 AND h.tenant = $1 AND h.owner = $2 \
                                AND h.task_id = $3 AND h.config_id = $4 AND h.seq = $5), $5) \
                              ELSE $5 END",
                     )
-                    .bind(key.scope.tenant_key())
+                    .bind(&key.scope.tenant)
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id)
                     .bind(seq)
                     .bind(range)
+                    .bind(&key.scope.agent)
                     .execute(&mut *conn)
                     .await
                     .map_err(db)?
@@ -243,13 +250,14 @@ macro_rules! sql_push {
                         // The failure run ends; the row is written only when there was one.
                         sqlx::query(
                             "UPDATE a2a_push_configs SET failures = 0 \
-                             WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4 \
-                               AND failures <> 0",
+                             WHERE agent = $5 AND tenant = $1 AND owner = $2 AND task_id = $3 \
+                               AND id = $4 AND failures <> 0",
                         )
-                        .bind(key.scope.tenant_key())
+                        .bind(&key.scope.tenant)
                         .bind(&key.scope.owner)
                         .bind(&key.task_id)
                         .bind(&key.config_id)
+                        .bind(&key.scope.agent)
                         .execute(&mut *conn)
                         .await
                         .map_err(db)?;
@@ -270,16 +278,18 @@ macro_rules! sql_push {
                            failures = CASE WHEN $5 THEN failures ELSE failures + 1 END, \
                            last_error = $6, \
                            enabled = CASE WHEN $5 OR failures + 1 >= $7 THEN 0 ELSE enabled END \
-                         WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4 \
+                         WHERE agent = $8 AND tenant = $1 AND owner = $2 AND task_id = $3 \
+                           AND id = $4 \
                          RETURNING enabled",
                     )
-                    .bind(key.scope.tenant_key())
+                    .bind(&key.scope.tenant)
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id)
                     .bind(now)
                     .bind(error)
                     .bind(disable_after)
+                    .bind(&key.scope.agent)
                     .fetch_optional(&mut *conn)
                     .await
                     .map_err(db)?;
@@ -300,16 +310,16 @@ macro_rules! sql_push {
                 c: &StoredPushConfig,
             ) -> Result<(), StoreError> {
                 sqlx::query(
-                    "INSERT INTO a2a_push_configs (tenant, owner, task_id, id, url, token, \
+                    "INSERT INTO a2a_push_configs (agent, tenant, owner, task_id, id, url, token, \
                        auth_scheme, auth_credentials, enabled, failures, last_error, created_ms) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, 0, NULL, $9) \
-                     ON CONFLICT (tenant, owner, task_id, id) DO UPDATE SET \
+                     VALUES ($10, $1, $2, $3, $4, $5, $6, $7, $8, 1, 0, NULL, $9) \
+                     ON CONFLICT (agent, tenant, owner, task_id, id) DO UPDATE SET \
                        url = excluded.url, token = excluded.token, \
                        auth_scheme = excluded.auth_scheme, \
                        auth_credentials = excluded.auth_credentials, enabled = 1, failures = 0, \
                        last_error = NULL, created_ms = excluded.created_ms",
                 )
-                .bind(scope.tenant_key())
+                .bind(&scope.tenant)
                 .bind(&scope.owner)
                 .bind(&c.task_id)
                 .bind(&c.id)
@@ -318,6 +328,7 @@ macro_rules! sql_push {
                 .bind(&c.auth_scheme)
                 .bind(&c.auth_credentials)
                 .bind(c.created_ms)
+                .bind(&scope.agent)
                 .execute(self.writer())
                 .await
                 .map_err(db)?;
@@ -333,12 +344,13 @@ macro_rules! sql_push {
                 let row = sqlx::query(
                     "SELECT task_id, id, url, token, auth_scheme, auth_credentials, \
                        enabled, failures, last_error, created_ms FROM a2a_push_configs \
-                     WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4",
+                     WHERE agent = $5 AND tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4",
                 )
-                .bind(scope.tenant_key())
+                .bind(&scope.tenant)
                 .bind(&scope.owner)
                 .bind(task_id)
                 .bind(id)
+                .bind(&scope.agent)
                 .fetch_optional(self.reader())
                 .await
                 .map_err(db)?;
@@ -355,14 +367,15 @@ macro_rules! sql_push {
                 let rows = sqlx::query(
                     "SELECT task_id, id, url, token, auth_scheme, auth_credentials, \
                        enabled, failures, last_error, created_ms FROM a2a_push_configs \
-                     WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id > $4 \
+                     WHERE agent = $6 AND tenant = $1 AND owner = $2 AND task_id = $3 AND id > $4 \
                      ORDER BY id LIMIT $5 + 0",
                 )
-                .bind(scope.tenant_key())
+                .bind(&scope.tenant)
                 .bind(&scope.owner)
                 .bind(task_id)
                 .bind(after.unwrap_or(""))
                 .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                .bind(&scope.agent)
                 .fetch_all(self.reader())
                 .await
                 .map_err(db)?;
@@ -385,12 +398,13 @@ macro_rules! sql_push {
                 drop_pending(&mut tx, &key).await?;
                 let n = sqlx::query(
                     "DELETE FROM a2a_push_configs \
-                     WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4",
+                     WHERE agent = $5 AND tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4",
                 )
-                .bind(scope.tenant_key())
+                .bind(&scope.tenant)
                 .bind(&scope.owner)
                 .bind(task_id)
                 .bind(id)
+                .bind(&scope.agent)
                 .execute(&mut *tx)
                 .await
                 .map_err(db)?
@@ -438,21 +452,22 @@ macro_rules! sql_push {
             ) -> Result<Vec<(u64, Option<String>)>, StoreError> {
                 let rows = sqlx::query(
                     "SELECT o.seq, e.event, e.seq FROM a2a_push_outbox o \
-                     LEFT JOIN a2a_task_events e ON e.tenant = o.tenant AND e.owner = o.owner \
+                     LEFT JOIN a2a_task_events e ON e.agent = o.agent AND e.tenant = o.tenant AND e.owner = o.owner \
                        AND e.task_id = o.task_id \
                        AND e.seq = (SELECT min(x.seq) FROM a2a_task_events x \
-                                    WHERE x.tenant = o.tenant AND x.owner = o.owner \
+                                    WHERE x.agent = o.agent AND x.tenant = o.tenant AND x.owner = o.owner \
                                       AND x.task_id = o.task_id AND x.seq >= o.seq) \
-                     WHERE o.tenant = $1 AND o.owner = $2 AND o.task_id = $3 \
+                     WHERE o.agent = $7 AND o.tenant = $1 AND o.owner = $2 AND o.task_id = $3 \
                        AND o.config_id = $4 AND o.seq > $5 \
                      ORDER BY o.seq LIMIT $6 + 0",
                 )
-                .bind(head.scope.tenant_key())
+                .bind(&head.scope.tenant)
                 .bind(&head.scope.owner)
                 .bind(&head.task_id)
                 .bind(&head.config_id)
                 .bind(i64::try_from(head.seq).unwrap_or(i64::MAX))
                 .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                .bind(&head.scope.agent)
                 .fetch_all(self.reader())
                 .await
                 .map_err(db)?;
@@ -468,16 +483,17 @@ macro_rules! sql_push {
             async fn fix_range(&self, head: &DeliveryKey, last: u64) -> Result<u64, StoreError> {
                 let row = sqlx::query(
                     "UPDATE a2a_push_outbox SET range_end = COALESCE(range_end, $6) \
-                     WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND config_id = $4 \
-                       AND seq = $5 \
+                     WHERE agent = $7 AND tenant = $1 AND owner = $2 AND task_id = $3 \
+                       AND config_id = $4 AND seq = $5 \
                      RETURNING range_end",
                 )
-                .bind(head.scope.tenant_key())
+                .bind(&head.scope.tenant)
                 .bind(&head.scope.owner)
                 .bind(&head.task_id)
                 .bind(&head.config_id)
                 .bind(i64::try_from(head.seq).unwrap_or(i64::MAX))
                 .bind(i64::try_from(last).unwrap_or(i64::MAX))
+                .bind(&head.scope.agent)
                 .fetch_optional(self.writer())
                 .await
                 .map_err(db)?;
@@ -500,16 +516,17 @@ macro_rules! sql_push {
                 for key in keys {
                     sqlx::query(
                         "UPDATE a2a_push_outbox SET next_ms = $6, claim = NULL \
-                         WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
+                         WHERE agent = $8 AND tenant = $1 AND owner = $2 AND task_id = $3 \
                            AND config_id = $4 AND seq = $5 AND next_ms = $7",
                     )
-                    .bind(key.scope.tenant_key())
+                    .bind(&key.scope.tenant)
                     .bind(&key.scope.owner)
                     .bind(&key.task_id)
                     .bind(&key.config_id)
                     .bind(i64::try_from(key.seq).unwrap_or(i64::MAX))
                     .bind(now_ms)
                     .bind(claimed_until)
+                    .bind(&key.scope.agent)
                     .execute(&mut *tx)
                     .await
                     .map_err(db)?;
@@ -542,10 +559,10 @@ macro_rules! sql_push {
                 // First the keys alone (no config, no event text), past the skipped
                 // ones; then the rows of the keys wanted, in one statement.
                 let keys = sqlx::query(
-                    "SELECT o.tenant, o.owner, o.task_id, o.config_id, o.seq \
+                    "SELECT o.tenant, o.owner, o.task_id, o.config_id, o.seq, o.agent \
                      FROM a2a_push_outbox o WHERE o.next_ms <= $1 AND NOT EXISTS ( \
                        SELECT 1 FROM a2a_push_outbox p \
-                       WHERE p.tenant = o.tenant AND p.owner = o.owner \
+                       WHERE p.agent = o.agent AND p.tenant = o.tenant AND p.owner = o.owner \
                          AND p.task_id = o.task_id AND p.config_id = o.config_id \
                          AND p.seq < o.seq) \
                      ORDER BY o.next_ms LIMIT $2 + 0",
@@ -558,7 +575,8 @@ macro_rules! sql_push {
                 let wanted: Vec<DeliveryKey> = keys
                     .iter()
                     .map(|r| DeliveryKey {
-                        scope: Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
+                        scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1))
+                            .with_agent(r.get::<String, _>(5)),
                         task_id: r.get(2),
                         config_id: r.get(3),
                         seq: u64::try_from(r.get::<i64, _>(4)).unwrap_or(0),
@@ -570,16 +588,18 @@ macro_rules! sql_push {
                     return Ok(Vec::new());
                 }
                 let sql = format!(
-                    "{} WHERE (o.tenant, o.owner, o.task_id, o.config_id, o.seq) IN (VALUES {}) \
+                    "{} WHERE (o.agent, o.tenant, o.owner, o.task_id, o.config_id, o.seq) \
+                     IN (VALUES {}) \
                      ORDER BY o.next_ms",
                     $crate::store::sql::push::claimed_columns!(),
-                    placeholders(wanted.len(), 5)
+                    placeholders(wanted.len(), 6)
                 );
                 // Only placeholders are formatted in; every value is bound.
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
                 for k in &wanted {
                     q = q
-                        .bind(k.scope.tenant_key())
+                        .bind(&k.scope.agent)
+                        .bind(&k.scope.tenant)
                         .bind(&k.scope.owner)
                         .bind(&k.task_id)
                         .bind(&k.config_id)
@@ -651,7 +671,7 @@ macro_rules! sql_push {
                 let limit = i64::try_from(limit).unwrap_or(i64::MAX);
                 let rows = sqlx::query(
                     "SELECT tenant, owner, task_id, config_id, seq, attempts, created_ms, \
-                       next_ms, last_error FROM a2a_push_outbox \
+                       next_ms, last_error, agent FROM a2a_push_outbox \
                      WHERE ($1 IS NULL OR task_id = $1) ORDER BY created_ms, task_id, seq LIMIT $2 + 0",
                 )
                 .bind(task_id)
@@ -663,7 +683,8 @@ macro_rules! sql_push {
                     .iter()
                     .map(|r| PendingDelivery {
                         key: DeliveryKey {
-                            scope: Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
+                            scope: Scope::new(r.get::<String, _>(0), r.get::<String, _>(1))
+                                .with_agent(r.get::<String, _>(9)),
                             task_id: r.get(2),
                             config_id: r.get(3),
                             seq: u64::try_from(r.get::<i64, _>(4)).unwrap_or(0),
@@ -684,7 +705,7 @@ macro_rules! sql_push {
                 .map_err(db)?;
                 let troubled = sqlx::query(
                     "SELECT tenant, owner, task_id, id, url, token, auth_scheme, auth_credentials, \
-                       enabled, failures, last_error, created_ms FROM a2a_push_configs \
+                       enabled, failures, last_error, created_ms, agent FROM a2a_push_configs \
                      WHERE ($1 IS NULL OR task_id = $1) \
                        AND (enabled = 0 OR last_error IS NOT NULL) \
                      ORDER BY created_ms DESC LIMIT $2 + 0",
@@ -697,7 +718,8 @@ macro_rules! sql_push {
                 .iter()
                 .map(|r| {
                     (
-                        Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
+                        Scope::new(r.get::<String, _>(0), r.get::<String, _>(1))
+                            .with_agent(r.get::<String, _>(12)),
                         config_at(r, 2),
                     )
                 })

@@ -24,14 +24,15 @@ macro_rules! sql_reads {
         ) -> Result<Vec<StreamResponse>, StoreError> {
             let rows = sqlx::query(
                 "SELECT seq, event FROM a2a_task_events \
-                 WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND seq > $4 AND seq <= $5 \
-                   AND folds_artifacts = 1 ORDER BY seq",
+                 WHERE agent = $6 AND tenant = $1 AND owner = $2 AND task_id = $3 \
+                   AND seq > $4 AND seq <= $5 AND folds_artifacts = 1 ORDER BY seq",
             )
-            .bind(scope.tenant_key())
+            .bind(&scope.tenant)
             .bind(&scope.owner)
             .bind(task_id)
             .bind(art_seq)
             .bind(upto)
+            .bind(&scope.agent)
             .fetch_all(&mut *conn)
             .await
             .map_err(db)?;
@@ -67,12 +68,13 @@ macro_rules! sql_reads {
             };
             Ok(task)
         }
-        /// `(scope, id)` pairs from rows of `tenant, owner, id`.
+        /// `(scope, id)` pairs from rows of `tenant, owner, id, agent`.
         pub(crate) fn scoped_ids(rows: Vec<$row>) -> Vec<TaskKey> {
             rows.into_iter()
                 .map(|r| {
                     (
-                        Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
+                        Scope::new(r.get::<String, _>(0), r.get::<String, _>(1))
+                            .with_agent(r.get::<String, _>(3)),
                         r.get::<String, _>(2),
                     )
                 })
@@ -86,11 +88,12 @@ macro_rules! sql_reads {
         ) -> Result<Option<$crate::store::TaskHead>, StoreError> {
             let row = sqlx::query(
                 "SELECT state, last_seq FROM a2a_tasks \
-                 WHERE tenant = $1 AND owner = $2 AND id = $3",
+                 WHERE agent = $4 AND tenant = $1 AND owner = $2 AND id = $3",
             )
-            .bind(scope.tenant_key())
+            .bind(&scope.tenant)
             .bind(&scope.owner)
             .bind(task_id)
+            .bind(&scope.agent)
             .fetch_optional(&mut *conn)
             .await
             .map_err(db)?;
@@ -108,12 +111,14 @@ macro_rules! sql_reads {
             let row = sqlx::query(
                 "SELECT t.last_seq, t.snapshot, t.art_seq, t.pending_bytes, a.artifacts \
                  FROM a2a_tasks t JOIN a2a_task_artifacts a \
-                   ON a.tenant = t.tenant AND a.owner = t.owner AND a.task_id = t.id \
-                 WHERE t.tenant = $1 AND t.owner = $2 AND t.id = $3",
+                   ON a.agent = t.agent AND a.tenant = t.tenant AND a.owner = t.owner \
+                  AND a.task_id = t.id \
+                 WHERE t.agent = $4 AND t.tenant = $1 AND t.owner = $2 AND t.id = $3",
             )
-            .bind(scope.tenant_key())
+            .bind(&scope.tenant)
             .bind(&scope.owner)
             .bind(task_id)
+            .bind(&scope.agent)
             .fetch_optional(&mut *conn)
             .await
             .map_err(db)?;
@@ -153,21 +158,23 @@ macro_rules! sql_reads {
         ) -> Result<Vec<StoredEvent>, StoreError> {
             let rows = sqlx::query(
                 "WITH k AS (SELECT seq, octet_length(event) AS n FROM a2a_task_events \
-                            WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND seq > $4 \
+                            WHERE agent = $7 AND tenant = $1 AND owner = $2 \
+                              AND task_id = $3 AND seq > $4 \
                             ORDER BY seq LIMIT $5 + 0), \
                  r AS (SELECT seq, sum(n) OVER (ORDER BY seq) AS upto, \
                               row_number() OVER (ORDER BY seq) AS i FROM k) \
                  SELECT seq, event FROM a2a_task_events \
-                 WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND seq > $4 \
+                 WHERE agent = $7 AND tenant = $1 AND owner = $2 AND task_id = $3 AND seq > $4 \
                    AND seq <= (SELECT max(seq) FROM r WHERE upto <= $6 OR i = 1) \
                  ORDER BY seq",
             )
-            .bind(scope.tenant_key())
+            .bind(&scope.tenant)
             .bind(&scope.owner)
             .bind(task_id)
             .bind(to_i64(after))
             .bind(to_i64(limit as u64))
             .bind(to_i64(max_bytes))
+            .bind(&scope.agent)
             .fetch_all(&mut *conn)
             .await
             .map_err(db)?;
@@ -198,15 +205,16 @@ macro_rules! sql_reads {
                 .map(TaskState::as_str);
             let after = query.status_timestamp_after.map(|t| t.timestamp_millis());
             let total: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM a2a_tasks WHERE tenant = $1 AND owner = $2 \
+                "SELECT COUNT(*) FROM a2a_tasks WHERE agent = $6 AND tenant = $1 AND owner = $2 \
                  AND ($3 IS NULL OR context_id = $3) AND ($4 IS NULL OR state = $4) \
                  AND ($5 IS NULL OR status_ms >= $5)",
             )
-            .bind(scope.tenant_key())
+            .bind(&scope.tenant)
             .bind(&scope.owner)
             .bind(query.context_id.as_deref())
             .bind(state)
             .bind(after)
+            .bind(&scope.agent)
             .fetch_one(&mut *conn)
             .await
             .map_err(db)?;
@@ -226,7 +234,7 @@ macro_rules! sql_reads {
                                    octet_length(t.snapshot) + CASE WHEN $8 \
                                      THEN t.art_bytes + t.pending_bytes ELSE 0 END AS size \
                             FROM a2a_tasks t \
-                            WHERE t.tenant = $1 AND t.owner = $2 \
+                            WHERE t.agent = $11 AND t.tenant = $1 AND t.owner = $2 \
                               AND ($3 IS NULL OR t.context_id = $3) \
                               AND ($4 IS NULL OR t.state = $4) \
                               AND ($5 IS NULL OR t.status_ms >= $5) \
@@ -240,14 +248,16 @@ macro_rules! sql_reads {
                                                 ROWS UNBOUNDED PRECEDING)) \
                  SELECT q.id, q.status_ms, q.last_seq, \
                         CASE WHEN q.fits THEN (SELECT t.snapshot FROM a2a_tasks t \
-                          WHERE t.tenant = $1 AND t.owner = $2 AND t.status_ms = q.status_ms \
+                          WHERE t.agent = $11 AND t.tenant = $1 AND t.owner = $2 \
+                            AND t.status_ms = q.status_ms \
                             AND t.id = q.id) END, \
                         q.art_seq, q.pending_bytes, \
                         CASE WHEN $8 AND q.fits THEN (SELECT a.artifacts FROM a2a_task_artifacts a \
-                          WHERE a.tenant = $1 AND a.owner = $2 AND a.task_id = q.id) END \
+                          WHERE a.agent = $11 AND a.tenant = $1 AND a.owner = $2 \
+                            AND a.task_id = q.id) END \
                  FROM q ORDER BY q.status_ms DESC, q.id ASC",
             )
-            .bind(scope.tenant_key())
+            .bind(&scope.tenant)
             .bind(&scope.owner)
             .bind(query.context_id.as_deref())
             .bind(state)
@@ -257,6 +267,7 @@ macro_rules! sql_reads {
             .bind(query.include_artifacts)
             .bind(to_i64(query.page_size as u64 + 1))
             .bind(query.max_bytes.map_or(i64::MAX, to_i64))
+            .bind(&scope.agent)
             .fetch_all(&mut *conn)
             .await
             .map_err(db)?;
@@ -296,7 +307,7 @@ macro_rules! sql_reads {
             limit: usize,
         ) -> Result<Vec<TaskKey>, StoreError> {
             let rows =
-                sqlx::query("SELECT tenant, owner, id FROM a2a_tasks WHERE state IN ($1, $2) LIMIT $3 + 0")
+                sqlx::query("SELECT tenant, owner, id, agent FROM a2a_tasks WHERE state IN ($1, $2) LIMIT $3 + 0")
                     .bind(TaskState::Submitted.as_str())
                     .bind(TaskState::Working.as_str())
                     .bind(to_i64(limit as u64))
@@ -312,7 +323,8 @@ macro_rules! sql_reads {
             limit: usize,
         ) -> Result<Vec<TaskKey>, StoreError> {
             let rows = sqlx::query(
-                "SELECT tenant, owner, id FROM a2a_tasks WHERE state = $1 AND status_ms < $2 LIMIT $3 + 0",
+                "SELECT tenant, owner, id, agent FROM a2a_tasks WHERE state = $1 AND status_ms < $2 \
+                 LIMIT $3 + 0",
             )
             .bind(TaskState::InputRequired.as_str())
             .bind(older_than.timestamp_millis())

@@ -44,8 +44,8 @@ impl BatchWriter for SqliteWriter {
 /// for the statements that expand them into their events.
 macro_rules! event_groups {
     () => {
-        "WITH a AS MATERIALIZED (SELECT value->>0 AS tenant, value->>1 AS owner, \
-         value->>2 AS id, value->>3 AS seq, value->>4 AS now, value AS v \
+        "WITH a AS MATERIALIZED (SELECT value->>7 AS agent, value->>0 AS tenant, \
+         value->>1 AS owner, value->>2 AS id, value->>3 AS seq, value->>4 AS now, value AS v \
          FROM jsonb_each($2)) "
     };
 }
@@ -54,46 +54,47 @@ macro_rules! event_groups {
 macro_rules! write_sql {
     () => {
         concat!(
-            "INSERT INTO a2a_tasks (tenant, owner, id, context_id, state, status_ms, created_ms, \
-             updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
-             SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
+            "INSERT INTO a2a_tasks (agent, tenant, owner, id, context_id, state, status_ms, \
+             created_ms, updated_ms, last_seq, snapshot, art_seq, art_bytes, pending_bytes) \
+             SELECT value->>12, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
                     value->>6, value->>10, CAST(substr($5, value->>7, value->>11) AS TEXT), \
                     value->>10, value->>8, 0 \
              FROM jsonb_each($1); \
-             INSERT INTO a2a_task_artifacts (tenant, owner, task_id, artifacts) \
-             SELECT value->>0, value->>1, value->>2, CAST(substr($5, value->>9, value->>8) AS TEXT) \
+             INSERT INTO a2a_task_artifacts (agent, tenant, owner, task_id, artifacts) \
+             SELECT value->>12, value->>0, value->>1, value->>2, CAST(substr($5, value->>9, value->>8) AS TEXT) \
              FROM jsonb_each($1); \
              ", event_groups!(), " \
-             INSERT INTO a2a_task_events (tenant, owner, task_id, seq, kind, folds_artifacts, \
-             event, created_ms) \
-             SELECT a.tenant, a.owner, a.id, a.seq + e.value->>4, e.value->>2, e.value->>3, \
+             INSERT INTO a2a_task_events (agent, tenant, owner, task_id, seq, kind, \
+             folds_artifacts, event, created_ms) \
+             SELECT a.agent, a.tenant, a.owner, a.id, a.seq + e.value->>4, e.value->>2, e.value->>3, \
                     CAST(substr($5, e.value->>0, e.value->>1) AS TEXT), a.now \
              FROM a CROSS JOIN jsonb_each(a.v, '$[5]') AS e; \
              ", event_groups!(), " \
              INSERT INTO a2a_push_outbox \
-               (tenant, owner, task_id, config_id, seq, created_ms, next_ms, attempts) \
-             SELECT c.tenant, c.owner, c.task_id, c.id, a.seq + e.value, a.now, a.now, 0 \
+               (agent, tenant, owner, task_id, config_id, seq, created_ms, next_ms, attempts) \
+             SELECT c.agent, c.tenant, c.owner, c.task_id, c.id, a.seq + e.value, a.now, a.now, 0 \
              FROM a CROSS JOIN a2a_push_configs c CROSS JOIN jsonb_each(a.v, '$[6]') AS e \
-             WHERE c.tenant = a.tenant AND c.owner = a.owner AND c.task_id = a.id \
+             WHERE c.agent = a.agent AND c.tenant = a.tenant AND c.owner = a.owner AND c.task_id = a.id \
                AND c.enabled = 1; \
              UPDATE a2a_task_artifacts SET artifacts = k.artifacts \
-             FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
+             FROM (SELECT value->>5 AS agent, value->>0 AS tenant, value->>1 AS owner, \
+                          value->>2 AS id, \
                           CAST(substr($5, value->>3, value->>4) AS TEXT) AS artifacts \
                    FROM jsonb_each($3)) AS k \
-             WHERE a2a_task_artifacts.tenant = k.tenant AND a2a_task_artifacts.owner = k.owner \
+             WHERE a2a_task_artifacts.agent = k.agent AND a2a_task_artifacts.tenant = k.tenant AND a2a_task_artifacts.owner = k.owner \
                AND a2a_task_artifacts.task_id = k.id; \
              UPDATE a2a_tasks SET last_seq = k.last_seq, state = k.state, \
                     status_ms = k.status_ms, updated_ms = k.now, \
                     snapshot = COALESCE(k.snapshot, a2a_tasks.snapshot), art_seq = k.art_seq, \
                     art_bytes = k.art_bytes, pending_bytes = k.pending \
-             FROM (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
-                          value->>3 AS last_seq, value->>4 AS state, value->>5 AS status_ms, \
+             FROM (SELECT value->>12 AS agent, value->>0 AS tenant, value->>1 AS owner, \
+                          value->>2 AS id, value->>3 AS last_seq, value->>4 AS state, value->>5 AS status_ms, \
                           value->>6 AS now, \
                           CAST(substr($5, value->>7, value->>11) AS TEXT) AS snapshot, \
                           value->>8 AS art_seq, \
                           value->>9 AS art_bytes, value->>10 AS pending \
                    FROM jsonb_each($4)) AS k \
-             WHERE a2a_tasks.tenant = k.tenant AND a2a_tasks.owner = k.owner \
+             WHERE a2a_tasks.agent = k.agent AND a2a_tasks.tenant = k.tenant AND a2a_tasks.owner = k.owner \
                AND a2a_tasks.id = k.id; \
              COMMIT"
         )
@@ -101,11 +102,11 @@ macro_rules! write_sql {
 }
 
 /// Rewrites one task's artifact checkpoint with its text bound as is: `$1` tenant, `$2`
-/// owner, `$3` task id, `$4` the checkpoint (see [`OWN_STATEMENT_BYTES`]).
+/// owner, `$3` task id, `$4` the checkpoint, `$5` agent (see [`OWN_STATEMENT_BYTES`]).
 macro_rules! checkpoint_sql {
     () => {
         "UPDATE a2a_task_artifacts SET artifacts = $4 \
-         WHERE tenant = $1 AND owner = $2 AND task_id = $3"
+         WHERE agent = $5 AND tenant = $1 AND owner = $2 AND task_id = $3"
     };
 }
 
@@ -149,7 +150,7 @@ struct SqliteOps {
 type LogRow = (usize, usize, &'static str, i32, u64);
 
 /// The events of one append as the events and outbox statements unpack them:
-/// `[tenant, owner, task id, first seq, now, rows, deliverable]`, where `rows` are the
+/// `[tenant, owner, task id, first seq, now, rows, deliverable, agent]`, where `rows` are the
 /// append's log rows (`[offset, length, kind, folds, last index]`: a row is one event,
 /// or consecutive artifact updates folded into one row as [`super::fold::row_sizes`] cuts
 /// them, see [Folded rows](crate::store::sql#folded-rows); its number is the first seq plus
@@ -165,7 +166,7 @@ struct EventGroup<'a> {
 impl serde::Serialize for EventGroup<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let a = self.append;
-        let (tenant, owner, id) = (a.scope.tenant_key(), &a.scope.owner, &a.task_id);
+        let (tenant, owner, id) = (&a.scope.tenant, &a.scope.owner, &a.task_id);
         (
             tenant,
             owner,
@@ -174,6 +175,7 @@ impl serde::Serialize for EventGroup<'_> {
             a.now,
             &self.rows,
             &self.deliverable,
+            &a.scope.agent,
         )
             .serialize(s)
     }
@@ -184,10 +186,12 @@ fn rows_json<T: serde::Serialize>(rows: &[T]) -> Result<String, StoreError> {
     to_json(&rows)
 }
 
-/// The key of a returned row (columns 0..3).
-fn row_key(r: &sqlx::sqlite::SqliteRow) -> TaskKey {
+/// The key of a returned row: tenant, owner and id in columns 0..3, the agent in
+/// column `agent`.
+fn row_key(r: &sqlx::sqlite::SqliteRow, agent: usize) -> TaskKey {
     (
-        Scope::from_stored(r.get::<String, _>(0), r.get::<String, _>(1)),
+        Scope::new(r.get::<String, _>(0), r.get::<String, _>(1))
+            .with_agent(r.get::<String, _>(agent)),
         r.get(2),
     )
 }
@@ -196,7 +200,7 @@ fn row_key(r: &sqlx::sqlite::SqliteRow) -> TaskKey {
 impl BatchOps for SqliteOps {
     async fn rows(&mut self, batch: &[Append]) -> Result<Vec<(TaskKey, TaskRow)>, StoreError> {
         let keys: Vec<_> = to_read(batch)
-            .map(|a| (a.scope.tenant_key(), &a.scope.owner, &a.task_id))
+            .map(|a| (&a.scope.tenant, &a.scope.owner, &a.task_id, &a.scope.agent))
             .collect();
         if keys.is_empty() {
             // Nothing to read: the transaction begins with the writes.
@@ -205,12 +209,12 @@ impl BatchOps for SqliteOps {
         self.open = true;
         let rows = sqlx::query(
             "BEGIN IMMEDIATE; \
-             WITH k AS (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id \
-                        FROM jsonb_each($1)) \
+             WITH k AS (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
+                               value->>3 AS agent FROM jsonb_each($1)) \
              SELECT t.tenant, t.owner, t.id, t.last_seq, t.state, t.status_ms, t.snapshot, \
-                    t.art_seq, t.art_bytes, t.pending_bytes \
+                    t.art_seq, t.art_bytes, t.pending_bytes, t.agent \
              FROM k CROSS JOIN a2a_tasks t \
-               ON t.tenant = k.tenant AND t.owner = k.owner AND t.id = k.id",
+               ON t.agent = k.agent AND t.tenant = k.tenant AND t.owner = k.owner AND t.id = k.id",
         )
         .bind(rows_json(&keys)?)
         .fetch_all(&mut *self.conn)
@@ -228,7 +232,7 @@ impl BatchOps for SqliteOps {
                     art_bytes: r.get(8),
                     pending_bytes: r.get(9),
                 };
-                (row_key(r), row)
+                (row_key(r, 10), row)
             })
             .collect())
     }
@@ -241,28 +245,30 @@ impl BatchOps for SqliteOps {
             .iter()
             .map(|(a, after, upto)| {
                 (
-                    a.scope.tenant_key(),
+                    &a.scope.tenant,
                     &a.scope.owner,
                     &a.task_id,
                     after,
                     upto,
+                    &a.scope.agent,
                 )
             })
             .collect();
         let rows = sqlx::query(
             "WITH k AS (SELECT value->>0 AS tenant, value->>1 AS owner, value->>2 AS id, \
-                               value->>3 AS after, value->>4 AS upto FROM jsonb_each($1)) \
-             SELECT a.tenant, a.owner, a.task_id, 0, a.artifacts \
+                               value->>3 AS after, value->>4 AS upto, value->>5 AS agent \
+                        FROM jsonb_each($1)) \
+             SELECT a.tenant, a.owner, a.task_id, 0, a.artifacts, a.agent \
              FROM k CROSS JOIN a2a_task_artifacts a \
-               ON a.tenant = k.tenant AND a.owner = k.owner AND a.task_id = k.id \
+               ON a.agent = k.agent AND a.tenant = k.tenant AND a.owner = k.owner AND a.task_id = k.id \
              UNION ALL \
              SELECT e.tenant, e.owner, e.task_id, 1, \
-                    '[' || group_concat(e.event, ',' ORDER BY e.seq) || ']' \
+                    '[' || group_concat(e.event, ',' ORDER BY e.seq) || ']', e.agent \
              FROM k CROSS JOIN a2a_task_events e \
-               ON e.tenant = k.tenant AND e.owner = k.owner AND e.task_id = k.id \
+               ON e.agent = k.agent AND e.tenant = k.tenant AND e.owner = k.owner AND e.task_id = k.id \
               AND e.seq > k.after AND e.seq <= k.upto \
              WHERE e.folds_artifacts = 1 \
-             GROUP BY e.tenant, e.owner, e.task_id",
+             GROUP BY e.agent, e.tenant, e.owner, e.task_id",
         )
         .bind(rows_json(&keys)?)
         .fetch_all(&mut *self.conn)
@@ -270,7 +276,7 @@ impl BatchOps for SqliteOps {
         .map_err(db)?;
         Ok(rows
             .iter()
-            .map(|r| (row_key(r), r.get(3), r.get(4)))
+            .map(|r| (row_key(r, 5), r.get(3), r.get(4)))
             .collect())
     }
 
@@ -281,10 +287,11 @@ impl BatchOps for SqliteOps {
         w.artifacts = small;
         for (a, artifacts) in large {
             sqlx::query(in_transaction!(self, checkpoint_sql!()))
-                .bind(a.scope.tenant_key())
+                .bind(a.scope.tenant.as_str())
                 .bind(a.scope.owner.as_str())
                 .bind(a.task_id.as_str())
                 .bind(artifacts)
+                .bind(a.scope.agent.as_str())
                 .execute(&mut *self.conn)
                 .await
                 .map_err(|e| BatchError::Write(db(e)))?;
@@ -305,7 +312,7 @@ impl BatchOps for SqliteOps {
             .iter()
             .map(|(a, c)| {
                 (
-                    a.scope.tenant_key(),
+                    &a.scope.tenant,
                     &a.scope.owner,
                     &a.task_id,
                     &c.context_id,
@@ -317,6 +324,7 @@ impl BatchOps for SqliteOps {
                     put(&c.artifacts),
                     c.last_seq,
                     c.snapshot.len(),
+                    &a.scope.agent,
                 )
             })
             .collect();
@@ -338,7 +346,7 @@ impl BatchOps for SqliteOps {
             let (append, after) = rest.split_at(n);
             rest = after;
             let local = super::fold::local_budget(
-                a.scope.tenant_key().len() + a.scope.owner.len() + a.task_id.len(),
+                a.scope.agent.len() + a.scope.tenant.len() + a.scope.owner.len() + a.task_id.len(),
             );
             let mut group = EventGroup {
                 append: a,
@@ -391,11 +399,12 @@ impl BatchOps for SqliteOps {
             .iter()
             .map(|(a, artifacts)| {
                 (
-                    a.scope.tenant_key(),
+                    &a.scope.tenant,
                     &a.scope.owner,
                     &a.task_id,
                     put(artifacts),
                     artifacts.len(),
+                    &a.scope.agent,
                 )
             })
             .collect();
@@ -404,7 +413,7 @@ impl BatchOps for SqliteOps {
             .iter()
             .map(|(a, u)| {
                 (
-                    a.scope.tenant_key(),
+                    &a.scope.tenant,
                     &a.scope.owner,
                     &a.task_id,
                     u.seq,
@@ -416,6 +425,7 @@ impl BatchOps for SqliteOps {
                     u.art_bytes,
                     u.pending_bytes,
                     u.snapshot.as_ref().map(String::len),
+                    &a.scope.agent,
                 )
             })
             .collect();

@@ -83,6 +83,19 @@ impl A2aExecutor {
         Self::build(settings, credentials)
     }
 
+    /// Like [`new`](Self::new), but authenticating with `credentials` whatever
+    /// `settings.auth` says (the ones a gateway shares between agents with the same
+    /// credential, [`CredentialPool`](crate::upstream::auth::CredentialPool)).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn with_credentials(
+        settings: A2aSettings,
+        credentials: Arc<dyn crate::upstream::Credentials>,
+    ) -> Result<Self, UpstreamError> {
+        Self::build(settings, credentials)
+    }
+
     /// Like [`new`](Self::new), but bearer tokens come from `source` (cached with
     /// `refresh_before`, refetched once on a 401) whatever `settings.auth` says.
     ///
@@ -387,8 +400,11 @@ impl A2aExecutor {
                     .await;
             match resubscribed {
                 Ok(Ok(reply)) => {
-                    metrics::counter!(crate::telemetry::metrics::UPSTREAM_RESUMES, "how" => "resubscribe")
-                        .increment(1);
+                    metrics::counter!(
+                        crate::telemetry::metrics::UPSTREAM_RESUMES,
+                        crate::upstream::meter::labels(&caller.agent, &[("how", "resubscribe")])
+                    )
+                    .increment(1);
                     let until = stalled_at.unwrap_or(deadline);
                     if let Ended::Settled = self.consume(reply, v, relay, link, until).await? {
                         return Ok(());
@@ -412,8 +428,11 @@ impl A2aExecutor {
                 ))
                 .into());
             }
-            metrics::counter!(crate::telemetry::metrics::UPSTREAM_RESUMES, "how" => "poll")
-                .increment(1);
+            metrics::counter!(
+                crate::telemetry::metrics::UPSTREAM_RESUMES,
+                crate::upstream::meter::labels(&caller.agent, &[("how", "poll")])
+            )
+            .increment(1);
             let got =
                 tokio::time::timeout_at(deadline, i.rpc.call(target, Method::GetTask, &params))
                     .await;
@@ -543,7 +562,7 @@ impl AgentExecutor for A2aExecutor {
                 Err(RunError::Closed) => Ok(()),
                 Err(RunError::Upstream(e)) => {
                     let _ = relay.start().await;
-                    crate::upstream::meter::failure(&e);
+                    crate::upstream::meter::failure(&e, &context.call_context.agent);
                     context.set_failure_reason(e.category());
                     let id = crate::telemetry::correlation_id();
                     let reason = crate::telemetry::with_correlation(&public_reason(&e), &id);
