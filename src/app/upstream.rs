@@ -107,7 +107,8 @@ pub fn a2a_readiness(executor: &A2aExecutor) -> ReadinessCheck {
 /// Converts the loaded `[upstream]` section of kind `a2a` into the A2A executor's
 /// settings: the agent's base URL and card URL
 /// ([`A2aUpstreamConfig::base_url`], [`A2aUpstreamConfig::card_url`]), the version
-/// choice, AgentCore specifics for `agent_runtime_arn`, and the keys shared with the
+/// choice, the resume bounds (`resume_secs`, `submitted_stall_secs`),
+/// `card_min_refresh_secs`, AgentCore specifics for `agent_runtime_arn`, and the keys shared with the
 /// `agentcore` kind (timeouts, limits, retries, identity headers, auth).
 ///
 /// # Errors
@@ -136,6 +137,9 @@ pub fn a2a_settings(c: &A2aUpstreamConfig) -> Result<A2aSettings, UpstreamError>
         A2aProtocolBinding::HttpJson => BindingChoice::HttpJson,
     };
     s.agentcore = c.is_agentcore();
+    s.resume_for = std::time::Duration::from_secs(c.resume_secs);
+    s.stall_for = std::time::Duration::from_secs(c.submitted_stall_secs);
+    s.card_min_refresh = std::time::Duration::from_secs(c.card_min_refresh_secs);
     s.stop_session_url = c.stop_session_url().map(|u| u.to_string());
     s.http_version = shared.http_version;
     s.ca_file = shared.ca_file;
@@ -294,6 +298,21 @@ mod tests {
                 .unwrap()
                 .contains("/stopruntimesession?qualifier=DEFAULT")
         );
+    }
+
+    #[test]
+    fn a2a_resume_keys_reach_the_settings() {
+        let c: crate::config::UpstreamConfig = toml::from_str(
+            "kind = \"a2a\"\nurl = \"http://h/\"\nresume_secs = 60\nsubmitted_stall_secs = 7\ncard_min_refresh_secs = 2",
+        )
+        .unwrap();
+        let crate::config::UpstreamConfig::A2a(c) = c else {
+            panic!("{c:?}")
+        };
+        let s = a2a_settings(&c).unwrap();
+        assert_eq!(s.resume_for, Duration::from_secs(60));
+        assert_eq!(s.stall_for, Duration::from_secs(7));
+        assert_eq!(s.card_min_refresh, Duration::from_secs(2));
     }
 
     #[test]
