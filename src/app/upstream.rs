@@ -29,6 +29,24 @@ use crate::upstream::{
 pub fn build_executor(
     config: &Config,
 ) -> Result<(Arc<dyn AgentExecutor>, Option<ReadinessCheck>), AppError> {
+    let (executor, ready, _) = build_executor_parts(config)?;
+    Ok((executor, ready))
+}
+
+/// What [`build_executor_parts`] builds: the executor, its readiness check, and for an
+/// `a2a` upstream the executor as such.
+pub type ExecutorParts = (
+    Arc<dyn AgentExecutor>,
+    Option<ReadinessCheck>,
+    Option<A2aExecutor>,
+);
+
+/// [`build_executor`], and for an `a2a` upstream its executor as such (for the
+/// gateway's card to follow the agent's card: [`super::Gateway::follow_upstream_card`]).
+///
+/// # Errors
+/// As [`build_executor`].
+pub fn build_executor_parts(config: &Config) -> Result<ExecutorParts, AppError> {
     // One arm per runtime kind (`upstream.kind`). A new kind adds: its folder under
     // `src/upstream/` (an `impl Runtime` run by `RuntimeExecutor`, passing
     // `upstream/conformance.rs` against the mock), its variant of `UpstreamConfig` (its own
@@ -42,23 +60,34 @@ pub fn build_executor(
                 let probe = probe.clone();
                 Box::pin(async move { probe.token_ready().await })
             });
-            Ok((Arc::new(executor), Some(ready)))
+            Ok((Arc::new(executor), Some(ready), None))
         }
         UpstreamConfig::A2a(c) => {
             let executor = A2aExecutor::new(a2a_settings(c)?)?;
             let ready = a2a_readiness(&executor);
-            Ok((Arc::new(executor), Some(ready)))
+            Ok((Arc::new(executor.clone()), Some(ready), Some(executor)))
         }
     }
+}
+
+/// An `a2a` upstream's executor and the agent's card read at start (`None`: it could
+/// not be read then), for the gateway's card to follow the agent's
+/// ([`super::Gateway::follow_upstream_card`]).
+#[derive(Debug, Clone)]
+pub struct UpstreamCardSource {
+    /// The executor, which reads and keeps the agent's card.
+    pub executor: A2aExecutor,
+    /// The card read at start.
+    pub card: Option<Arc<UpstreamCard>>,
 }
 
 /// How long `serve` waits for an `a2a` agent's card before it starts without it.
 const CARD_AT_START: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// [`build_executor`], and for an `a2a` upstream its card, read now (at most 10 s):
-/// `None` when the agent is unreachable or its card unusable (logged; `serve` starts
-/// anyway, `/readyz` says why until the card is read, and the gateway's card is
-/// `[agent]`'s).
+/// [`build_executor`], and for an `a2a` upstream its executor with its card, read now
+/// (at most 10 s): no card when the agent is unreachable or its card unusable (logged;
+/// `serve` starts anyway, `/readyz` says why until the card is read, and the gateway's
+/// card is `[agent]`'s until then).
 ///
 /// # Errors
 /// As [`build_executor`].
@@ -68,7 +97,7 @@ pub async fn build_executor_with_card(
     (
         Arc<dyn AgentExecutor>,
         Option<ReadinessCheck>,
-        Option<Arc<UpstreamCard>>,
+        Option<UpstreamCardSource>,
     ),
     AppError,
 > {
@@ -91,7 +120,11 @@ pub async fn build_executor_with_card(
         }
     };
     let ready = a2a_readiness(&executor);
-    Ok((Arc::new(executor), Some(ready), card))
+    let source = UpstreamCardSource {
+        executor: executor.clone(),
+        card,
+    };
+    Ok((Arc::new(executor), Some(ready), Some(source)))
 }
 
 /// The readiness check of an `a2a` upstream: its card is read (tried again at each

@@ -142,6 +142,24 @@ impl A2aExecutor {
             .await
     }
 
+    /// When the card held goes stale (the next [`card`](Self::card) reads it again);
+    /// `None` while none was read.
+    pub fn card_stale_at(&self) -> Option<Instant> {
+        self.inner.card.stale_at()
+    }
+
+    /// Resolves once a card that differs from the one held before (or the first one)
+    /// was read, by whichever call read it, since it last resolved. For one waiter.
+    pub async fn card_changed(&self) {
+        self.inner.card.changed().await;
+    }
+
+    /// The shortest time between two reads of the agent's card
+    /// (`upstream.card_min_refresh_secs`).
+    pub fn card_min_refresh(&self) -> std::time::Duration {
+        self.inner.settings.card_min_refresh
+    }
+
     /// Readiness: the agent's card is read, and a token is obtainable.
     ///
     /// # Errors
