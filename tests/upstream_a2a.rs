@@ -1295,6 +1295,93 @@ async fn official_clients_on_every_binding_through_the_gateway() {
     }
 }
 
+/// The official a2a-sdk 1.x client through the gateway to the a2a-sdk 1.x agent, on each
+/// of the gateway's bindings (JSON-RPC, HTTP+JSON, gRPC on the shared listener): a
+/// streamed message (each chunk once, in order, then COMPLETED), INPUT_REQUIRED then a
+/// follow-up (one gateway task; the agent saw the same task and context both turns),
+/// and a cancel mid-stream (CANCELED, and the agent's own cancel ran for its task).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn official_client_streams_asks_and_cancels_on_every_binding() {
+    use a2a_gateway::test_util::{official_client, python_for};
+    let test = "official_client_streams_asks_and_cancels_on_every_binding";
+    let Some(agent) = agent(test, AgentKind::Sdk1, &[]) else {
+        return;
+    };
+    let Some(py) = python_for(
+        test,
+        "A2A_GATEWAY_TEST_PYTHON",
+        ".venv/bin/python",
+        "a2a.client",
+    ) else {
+        return;
+    };
+    let gw = gateway(&agent.url, &[]);
+    let run = async |binding: &str, scenario: &str, text: &str| {
+        official_client(
+            &py,
+            json!({"sdk": "1", "url": gw.url, "binding": binding, "key": null,
+                "text": text, "scenario": scenario}),
+        )
+        .await
+    };
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let got = run(binding, "stream", "stream 4 20").await;
+        assert_eq!(
+            got["chunks"],
+            json!(["chunk 1/4\n", "chunk 2/4\n", "chunk 3/4\n", "chunk 4/4\n"]),
+            "{binding}: {got}"
+        );
+        assert_eq!(
+            got["states"].as_array().and_then(|s| s.last()),
+            Some(&json!("TASK_STATE_COMPLETED")),
+            "{binding}: {got}"
+        );
+        assert_eq!(got["got"], "TASK_STATE_COMPLETED", "{binding}: {got}");
+
+        let got = run(binding, "ask", "ask").await;
+        assert_eq!(
+            got["first"], "TASK_STATE_INPUT_REQUIRED",
+            "{binding}: {got}"
+        );
+        assert_eq!(got["second"], "TASK_STATE_COMPLETED", "{binding}: {got}");
+        assert_eq!(
+            got["second_task"], got["task"],
+            "{binding}: one gateway task"
+        );
+        let answer: Value = serde_json::from_str(got["answer"].as_str().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{binding}: {e}: {got}"));
+        assert_eq!(answer["answer"], "42", "{binding}: {answer}");
+        assert_eq!(
+            answer["task_id"], answer["first_turn"]["task_id"],
+            "{binding}: the agent saw one task: {answer}"
+        );
+        assert_eq!(
+            answer["context_id"], answer["first_turn"]["context_id"],
+            "{binding}: {answer}"
+        );
+        assert_ne!(answer["task_id"], got["task"], "gateway ids are its own");
+
+        let got = run(binding, "cancel", "slow").await;
+        assert_eq!(got["canceled"], "TASK_STATE_CANCELED", "{binding}: {got}");
+        assert_eq!(got["got"], "TASK_STATE_CANCELED", "{binding}: {got}");
+        // The agent's cancel ran for the agent's task of this run (the last `slow`).
+        let calls = agent.calls().await;
+        let upstream = calls
+            .iter()
+            .rev()
+            .find(|c| c["op"] == "execute" && c["scenario"] == "slow")
+            .and_then(|c| c["task_id"].as_str())
+            .unwrap_or_else(|| panic!("{binding}: the agent ran `slow`: {calls:?}"))
+            .to_owned();
+        assert!(
+            calls
+                .iter()
+                .any(|c| c["op"] == "cancel" && c["task_id"] == upstream.as_str()),
+            "{binding}: the agent's cancel ran for {upstream}: {calls:?}"
+        );
+    }
+}
+
 /// A stand-in A2A agent on `listener` whose card is `card` (shared: the test changes
 /// it), served with `Cache-Control: max-age=1` and an ETag of its content (304 to a
 /// matching `If-None-Match`); its JSON-RPC endpoint answers every message with a direct
