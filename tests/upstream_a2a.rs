@@ -1669,3 +1669,102 @@ async fn sighup_keeps_an_a2a_agents_card_merged_and_following() {
     .await;
     assert!(followed, "{}", gw.logs());
 }
+
+/// The agent's stream ends before its task settles and the agent then does not answer
+/// (503) for a while: the gateway's client is told once, in a WORKING status message,
+/// that the answer broke off and the gateway keeps trying; once GetTask answers, the
+/// task completes with the agent's artifact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_is_told_once_while_the_gateway_waits_for_a_silent_agent() {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    use axum::routing::{get, post};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let base = url.clone();
+    let refused = std::sync::Arc::new(AtomicU32::new(0));
+    let counted = refused.clone();
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move || {
+                let mut card = card_generation(1, true);
+                card["supportedInterfaces"] =
+                    json!([{"url": base, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]);
+                async move { axum::Json(card) }
+            }),
+        )
+        .route(
+            "/",
+            post(move |body: String| {
+                let refused = counted.clone();
+                async move {
+                    let req: Value = serde_json::from_str(&body).unwrap_or_default();
+                    let task = json!({"id": "up-1", "contextId": "uc-1"});
+                    match req["method"].as_str().unwrap_or_default() {
+                        // One WORKING, then the stream ends: not settled.
+                        "SendStreamingMessage" => {
+                            let event = json!({"jsonrpc": "2.0", "id": req["id"], "result": {
+                                "statusUpdate": {"taskId": "up-1", "contextId": "uc-1",
+                                    "status": {"state": "TASK_STATE_WORKING"}}}});
+                            (
+                                [(header::CONTENT_TYPE, "text/event-stream")],
+                                format!("data: {event}\n\n"),
+                            )
+                                .into_response()
+                        }
+                        // Down for the resubscription and the first two polls.
+                        _ if refused.fetch_add(1, Ordering::SeqCst) < 3 => {
+                            StatusCode::SERVICE_UNAVAILABLE.into_response()
+                        }
+                        "GetTask" => {
+                            let mut task = task;
+                            task["status"] = json!({"state": "TASK_STATE_COMPLETED"});
+                            task["artifacts"] =
+                                json!([{"artifactId": "a", "parts": [{"text": "done"}]}]);
+                            axum::Json(json!({"jsonrpc": "2.0", "id": req["id"], "result": task}))
+                                .into_response()
+                        }
+                        _ => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+                    }
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let gw = gateway(&url, &[("A2A_GATEWAY_UPSTREAM__MAX_RETRIES", "0")]);
+    let http = reqwest::Client::new();
+    let mut events = rpc_stream(
+        &http,
+        &gw.url,
+        "SendStreamingMessage",
+        json!({ "message": user_message("hello") }),
+        None,
+    )
+    .await;
+    let (mut notices, mut artifact, mut last) = (Vec::new(), String::new(), String::new());
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(30), events.next())
+        .await
+        .unwrap()
+    {
+        if let Some(s) = ev.result.get("statusUpdate") {
+            last = s["status"]["state"].as_str().unwrap_or_default().to_owned();
+            let text = text_of(&s["status"]["message"]["parts"]);
+            if !text.is_empty() {
+                notices.push((last.clone(), text));
+            }
+        }
+        if let Some(a) = ev.result.get("artifactUpdate") {
+            artifact.push_str(&text_of(&a["artifact"]["parts"]));
+        }
+    }
+    assert_eq!(last, "TASK_STATE_COMPLETED", "{notices:?}");
+    assert_eq!(artifact, "done");
+    assert_eq!(notices.len(), 1, "told once: {notices:?}");
+    assert_eq!(notices[0].0, "TASK_STATE_WORKING");
+    assert!(
+        notices[0].1.contains("broke off") && notices[0].1.contains("keeps trying"),
+        "{notices:?}"
+    );
+    assert!(refused.load(Ordering::SeqCst) >= 4);
+}

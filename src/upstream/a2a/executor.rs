@@ -398,6 +398,11 @@ impl A2aExecutor {
             caller,
         };
         let params = v.task_params(&up.task_id);
+        // Told the client once, when the agent does not answer (it may be restarting).
+        let notice = format!(
+            "the A2A agent's answer broke off ({why_text}) and the agent does not answer now; the gateway keeps trying to get the task back for up to {} s",
+            s.resume_for.as_secs()
+        );
         if streaming {
             let until = stalled_at.unwrap_or(deadline);
             let resubscribed =
@@ -416,7 +421,11 @@ impl A2aExecutor {
                     }
                 }
                 Ok(Err(e)) => {
+                    let unreachable = !matches!(e, RpcFailure::Rpc { .. });
                     tracing::warn!(reason = %detail(&UpstreamError::from(e)), "resubscribing to the A2A agent's task failed; polling it");
+                    if unreachable {
+                        relay.notice(notice.clone()).await?;
+                    }
                 }
                 Err(_) => {}
             }
@@ -463,6 +472,7 @@ impl A2aExecutor {
                 }
                 Ok(Err(e)) => {
                     tracing::warn!(reason = %detail(&UpstreamError::from(e)), "GetTask on the A2A agent failed; trying again");
+                    relay.notice(notice.clone()).await?;
                 }
                 Err(_) => continue,
             }
