@@ -268,3 +268,35 @@ pub async fn handle(
     );
     resp
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(name: &str) -> AgentCard {
+        crate::server::simple_card(name, "d", "http://127.0.0.1:1/", vec![])
+    }
+
+    /// The same card leaves the rendering as it is; another is rendered again, in both
+    /// variants, with the 0.3 fields as before and a `Last-Modified` after the old one
+    /// even within the same second.
+    #[test]
+    fn a_live_card_is_rendered_again_only_when_it_changes() {
+        let live = LiveCard::new(CardDocument::new(card("one")));
+        let before = live.get();
+        assert!(!live.set(card("one")));
+        assert!(Arc::ptr_eq(&before, &live.get()));
+        assert!(live.set(card("two")));
+        let after = live.get();
+        assert_eq!(after.card.name, "two");
+        assert_ne!(after.etag(), before.etag());
+        assert_ne!(after.variant(true).1, before.variant(true).1);
+        assert_ne!(after.etag(), after.variant(true).1, "0.3 fields kept");
+        assert!(after.modified > before.modified);
+        assert_ne!(after.last_modified(), before.last_modified());
+        let plain = LiveCard::new(CardDocument::render(card("one"), SystemTime::now(), false));
+        plain.set(card("two"));
+        let doc = plain.get();
+        assert_eq!(doc.etag(), doc.variant(true).1, "no 0.3 fields, as before");
+    }
+}
