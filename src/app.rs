@@ -2,7 +2,8 @@
 //! every configuration-to-settings step and the start of every part. The command line
 //! (`cli`) parses arguments, calls in here and prints.
 //!
-//! - [`card`]: the agent cards from `[agent]` and `[server]`;
+//! - [`card`]: the agent cards from `[agent]` and `[server]`; `card_follow`: an `a2a`
+//!   agent's card followed while serving;
 //! - [`gateway`]: a [`Gateway`] (handler, transport state, router) and serving it;
 //! - [`upstream`]: the executor `[upstream]` describes, and the conversion of that
 //!   section into the executor's settings;
@@ -12,6 +13,7 @@
 //! - [`reload`]: the API keys read again on `SIGHUP`.
 
 pub mod card;
+mod card_follow;
 pub mod gateway;
 pub mod reload;
 pub mod serve;
@@ -22,7 +24,10 @@ pub use card::{API_KEY_SCHEME, agent_card, extended_agent_card, interfaces};
 pub use gateway::Gateway;
 pub use serve::{Running, init_log, init_telemetry, start};
 pub use store::{build_store, build_store_for_cluster, check_store_location, read_store};
-pub use upstream::{a2a_readiness, a2a_settings, agentcore_settings, build_executor};
+pub use upstream::{
+    UpstreamCardSource, a2a_readiness, a2a_settings, agentcore_settings, build_executor,
+    build_executor_parts,
+};
 
 /// Why the gateway could not be built or started: one line for the operator. Never holds
 /// a secret.

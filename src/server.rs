@@ -28,7 +28,7 @@ use crate::protocol::{AgentCapabilities, AgentCard, AgentSkill};
 use crate::telemetry::metrics::{
     ACCEPT_ERRORS, CONNECTIONS_OVER_LIMIT, CONNECTIONS_TIMED_OUT, OPEN_CONNECTIONS,
 };
-use crate::transport::agent_card::CardDocument;
+use crate::transport::agent_card::{CardDocument, LiveCard};
 use crate::transport::{AppState, TransportConfig, a2a_routes};
 
 /// A readiness probe: `Ok(())` when the gateway can serve, `Err(reason)` otherwise.
@@ -40,11 +40,11 @@ impl AppState {
     pub fn new(handler: RequestHandler, card: AgentCard, config: TransportConfig) -> Self {
         Self {
             handler,
-            card: Arc::new(CardDocument::render(
+            card: Arc::new(LiveCard::new(CardDocument::render(
                 card,
                 std::time::SystemTime::now(),
                 config.card_v03_fields,
-            )),
+            ))),
             config: Arc::new(config),
             shutdown: CancellationToken::new(),
         }

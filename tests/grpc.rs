@@ -788,9 +788,8 @@ async fn grpc_listen_gives_grpc_its_own_port() {
         Arc::new(MemoryTaskStore::new()),
         None,
     );
-    let grpc_card = gateway
-        .state
-        .card
+    let card = gateway.state.card.get();
+    let grpc_card = card
         .card
         .supported_interfaces
         .iter()

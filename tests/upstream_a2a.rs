@@ -1294,3 +1294,477 @@ async fn official_clients_on_every_binding_through_the_gateway() {
         assert_eq!(got["text"], "echo: hello from 0.3", "{got}");
     }
 }
+
+/// The official a2a-sdk 1.x client through the gateway to the a2a-sdk 1.x agent, on each
+/// of the gateway's bindings (JSON-RPC, HTTP+JSON, gRPC on the shared listener): a
+/// streamed message (each chunk once, in order, then COMPLETED), INPUT_REQUIRED then a
+/// follow-up (one gateway task; the agent saw the same task and context both turns),
+/// and a cancel mid-stream (CANCELED, and the agent's own cancel ran for its task).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn official_client_streams_asks_and_cancels_on_every_binding() {
+    use a2a_gateway::test_util::{official_client, python_for};
+    let test = "official_client_streams_asks_and_cancels_on_every_binding";
+    let Some(agent) = agent(test, AgentKind::Sdk1, &[]) else {
+        return;
+    };
+    let Some(py) = python_for(
+        test,
+        "A2A_GATEWAY_TEST_PYTHON",
+        ".venv/bin/python",
+        "a2a.client",
+    ) else {
+        return;
+    };
+    let gw = gateway(&agent.url, &[]);
+    let run = async |binding: &str, scenario: &str, text: &str| {
+        official_client(
+            &py,
+            json!({"sdk": "1", "url": gw.url, "binding": binding, "key": null,
+                "text": text, "scenario": scenario}),
+        )
+        .await
+    };
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let got = run(binding, "stream", "stream 4 20").await;
+        assert_eq!(
+            got["chunks"],
+            json!(["chunk 1/4\n", "chunk 2/4\n", "chunk 3/4\n", "chunk 4/4\n"]),
+            "{binding}: {got}"
+        );
+        assert_eq!(
+            got["states"].as_array().and_then(|s| s.last()),
+            Some(&json!("TASK_STATE_COMPLETED")),
+            "{binding}: {got}"
+        );
+        assert_eq!(got["got"], "TASK_STATE_COMPLETED", "{binding}: {got}");
+
+        let got = run(binding, "ask", "ask").await;
+        assert_eq!(
+            got["first"], "TASK_STATE_INPUT_REQUIRED",
+            "{binding}: {got}"
+        );
+        assert_eq!(got["second"], "TASK_STATE_COMPLETED", "{binding}: {got}");
+        assert_eq!(
+            got["second_task"], got["task"],
+            "{binding}: one gateway task"
+        );
+        let answer: Value = serde_json::from_str(got["answer"].as_str().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{binding}: {e}: {got}"));
+        assert_eq!(answer["answer"], "42", "{binding}: {answer}");
+        assert_eq!(
+            answer["task_id"], answer["first_turn"]["task_id"],
+            "{binding}: the agent saw one task: {answer}"
+        );
+        assert_eq!(
+            answer["context_id"], answer["first_turn"]["context_id"],
+            "{binding}: {answer}"
+        );
+        assert_ne!(answer["task_id"], got["task"], "gateway ids are its own");
+
+        let got = run(binding, "cancel", "slow").await;
+        assert_eq!(got["canceled"], "TASK_STATE_CANCELED", "{binding}: {got}");
+        assert_eq!(got["got"], "TASK_STATE_CANCELED", "{binding}: {got}");
+        // The agent's cancel ran for the agent's task of this run (the last `slow`).
+        let calls = agent.calls().await;
+        let upstream = calls
+            .iter()
+            .rev()
+            .find(|c| c["op"] == "execute" && c["scenario"] == "slow")
+            .and_then(|c| c["task_id"].as_str())
+            .unwrap_or_else(|| panic!("{binding}: the agent ran `slow`: {calls:?}"))
+            .to_owned();
+        assert!(
+            calls
+                .iter()
+                .any(|c| c["op"] == "cancel" && c["task_id"] == upstream.as_str()),
+            "{binding}: the agent's cancel ran for {upstream}: {calls:?}"
+        );
+    }
+}
+
+/// A stand-in A2A agent on `listener` whose card is `card` (shared: the test changes
+/// it), served with `Cache-Control: max-age=1` and an ETag of its content (304 to a
+/// matching `If-None-Match`); its JSON-RPC endpoint answers every message with a direct
+/// Message. Returns its base URL.
+fn changing_agent(
+    listener: tokio::net::TcpListener,
+    card: std::sync::Arc<std::sync::Mutex<Value>>,
+) -> String {
+    use axum::http::{HeaderMap, StatusCode, header};
+    use axum::response::IntoResponse;
+    use axum::routing::{get, post};
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let base = url.clone();
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move |headers: HeaderMap| {
+                let (card, base) = (card.clone(), base.clone());
+                async move {
+                    let mut card = card.lock().unwrap().clone();
+                    card["supportedInterfaces"] = json!([
+                        {"url": base, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+                    ]);
+                    let tag = format!("\"{:x}\"", {
+                        use std::hash::{Hash, Hasher};
+                        let mut h = std::collections::hash_map::DefaultHasher::new();
+                        card.to_string().hash(&mut h);
+                        h.finish()
+                    });
+                    let cache = (header::CACHE_CONTROL, "max-age=1".to_owned());
+                    if headers
+                        .get(header::IF_NONE_MATCH)
+                        .is_some_and(|v| v.as_bytes() == tag.as_bytes())
+                    {
+                        return (StatusCode::NOT_MODIFIED, [cache]).into_response();
+                    }
+                    ([cache, (header::ETAG, tag)], axum::Json(card)).into_response()
+                }
+            }),
+        )
+        .route(
+            "/",
+            post(|body: String| async move {
+                let req: Value = serde_json::from_str(&body).unwrap_or_default();
+                axum::Json(
+                    json!({"jsonrpc": "2.0", "id": req["id"], "result": {"message": {
+                    "messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}}}),
+                )
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+/// The card of generation `n` of [`changing_agent`]: its name, description, version and
+/// one skill say `n`; it streams when `streaming`.
+fn card_generation(n: u32, streaming: bool) -> Value {
+    json!({"name": format!("Agent gen {n}"), "description": format!("generation {n}"),
+        "version": format!("{n}.0.0"),
+        "skills": [{"id": format!("s{n}"), "name": format!("Skill {n}"), "description": "d", "tags": []}],
+        "capabilities": {"streaming": streaming},
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"]})
+}
+
+/// GET `url` with `headers`: the status, the named response headers and the JSON body
+/// (`Null` without one).
+async fn get_card(
+    http: &reqwest::Client,
+    url: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String, String, Value) {
+    let mut req = http.get(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let header = |name: &str| {
+        r.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (etag, modified) = (header("etag"), header("last-modified"));
+    let body = r.json().await.unwrap_or(Value::Null);
+    (status, etag, modified, body)
+}
+
+/// Polls `f` every 200 ms until it is true, at most `within`.
+async fn eventually<F: AsyncFn() -> bool>(within: Duration, f: F) -> bool {
+    let until = std::time::Instant::now() + within;
+    while std::time::Instant::now() < until {
+        if f().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    false
+}
+
+/// The gateway's card follows the agent's: when the agent's card changes (read again
+/// after its max-age), the gateway's public card is rendered again in both generations
+/// (new ETags, a later Last-Modified; the 0.3 fields still there), its extended card
+/// too, and what the new card declares is enforced (streaming turned off: a streamed
+/// message is refused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateways_card_follows_the_agents_card() {
+    let card = std::sync::Arc::new(std::sync::Mutex::new(card_generation(1, true)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = changing_agent(listener, card.clone());
+    let gw = GatewayProcess::init(env!("CARGO_BIN_EXE_a2a-gateway"))
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(format!(
+            "[agent.extended]\ndescription = \"for members\"\n[server.auth]\nkind = \"api_key\"\n\
+             [[server.auth.keys]]\ncaller = \"alice\"\nsha256 = \"{}\"\n",
+            a2a_gateway::config::sha256_hex("alice-key")
+        ))
+        .env("A2A_GATEWAY_STORE__URL", "memory:")
+        .env("A2A_GATEWAY_UPSTREAM__KIND", "a2a")
+        .env("A2A_GATEWAY_UPSTREAM__URL", &url)
+        .env("A2A_GATEWAY_UPSTREAM__CARD_MIN_REFRESH_SECS", "1")
+        .start();
+    let http = reqwest::Client::new();
+    let card_url = format!("{}.well-known/agent-card.json", gw.url);
+    let v1 = [("A2A-Version", "1.0")];
+    let (_, etag, modified, first) = get_card(&http, &card_url, &[]).await;
+    let (_, etag_v1, _, first_v1) = get_card(&http, &card_url, &v1).await;
+    assert_eq!(first["name"], "Agent gen 1", "{first}");
+    assert_eq!(first_v1["skills"][0]["id"], "s1", "{first_v1}");
+    assert_eq!(first["capabilities"]["streaming"], true, "{first}");
+    let as_alice = async |method: &str, params: Value| {
+        a2a_gateway::test_util::rpc_with(
+            http.post(&gw.url).bearer_auth("alice-key"),
+            method,
+            params,
+        )
+        .await
+    };
+    let extended = as_alice("GetExtendedAgentCard", json!({})).await;
+    assert_eq!(extended["result"]["name"], "Agent gen 1", "{extended}");
+
+    *card.lock().unwrap() = card_generation(2, false);
+    let seen = std::sync::Mutex::new(None);
+    let changed = eventually(Duration::from_secs(15), async || {
+        let got = get_card(&http, &card_url, &[("If-None-Match", &etag)]).await;
+        let done = got.0 == 200 && got.3["name"] == "Agent gen 2";
+        *seen.lock().unwrap() = Some(got);
+        done
+    })
+    .await;
+    let (_, etag2, modified2, second) = seen.into_inner().unwrap().unwrap();
+    assert!(changed, "the gateway's card did not follow: {second}");
+    assert_ne!(etag2, etag);
+    assert_eq!(second["description"], "generation 2", "{second}");
+    assert_eq!(second["version"], "2.0.0", "{second}");
+    assert_eq!(second["skills"][0]["id"], "s2", "{second}");
+    assert_eq!(second["capabilities"]["streaming"], false, "{second}");
+    assert!(
+        second["url"].is_string() && second["supportedInterfaces"].is_array(),
+        "both generations' fields: {second}"
+    );
+    let modified = httpdate::parse_http_date(&modified).unwrap();
+    let modified2 = httpdate::parse_http_date(&modified2).unwrap();
+    assert!(modified2 > modified, "Last-Modified moved on");
+    // The 1.0 variant is rendered again too.
+    let (status, etag2_v1, _, second_v1) = get_card(
+        &http,
+        &card_url,
+        &[("A2A-Version", "1.0"), ("If-None-Match", &etag_v1)],
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_ne!(etag2_v1, etag_v1);
+    assert_eq!(second_v1["name"], "Agent gen 2", "{second_v1}");
+    assert!(second_v1.get("url").is_none(), "{second_v1}");
+    // The old validators no longer match; the new one does.
+    let (status, ..) = get_card(&http, &card_url, &[("If-None-Match", &etag2)]).await;
+    assert_eq!(status, 304);
+    // The extended card follows, and the handler enforces the new card.
+    let extended = as_alice("GetExtendedAgentCard", json!({})).await;
+    assert_eq!(extended["result"]["name"], "Agent gen 2", "{extended}");
+    assert_eq!(
+        extended["result"]["description"], "for members",
+        "{extended}"
+    );
+    let refused = as_alice(
+        "SendStreamingMessage",
+        json!({"message": user_message("hi")}),
+    )
+    .await;
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("streaming is not supported")),
+        "{refused}"
+    );
+    assert!(
+        gw.logs().contains(
+            "the upstream A2A agent's card changed: the gateway's card is rendered again"
+        ),
+        "{}",
+        gw.logs()
+    );
+}
+
+/// An agent down at start: `/readyz` says why and the card is `[agent]`'s; once the
+/// agent comes up, its card is merged (tried again every `card_min_refresh_secs`) and
+/// `/readyz` turns ready, without a request to the agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_down_at_start_is_merged_once_it_comes_up() {
+    let port = free_port();
+    let gw = gateway(
+        &format!("http://127.0.0.1:{port}/"),
+        &[
+            ("A2A_GATEWAY_UPSTREAM__CONNECT_TIMEOUT_SECS", "2"),
+            ("A2A_GATEWAY_UPSTREAM__CARD_MIN_REFRESH_SECS", "1"),
+        ],
+    );
+    let http = reqwest::Client::new();
+    let card_url = format!("{}.well-known/agent-card.json", gw.url);
+    let r = http.get(format!("{}readyz", gw.url)).send().await.unwrap();
+    assert_eq!(r.status(), 503);
+    let (.., card) = get_card(&http, &card_url, &[]).await;
+    assert_eq!(card["name"], "a2a-gateway", "{card}");
+
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let card = std::sync::Arc::new(std::sync::Mutex::new(card_generation(1, true)));
+    changing_agent(listener, card);
+    let merged = eventually(Duration::from_secs(15), async || {
+        get_card(&http, &card_url, &[]).await.3["name"] == "Agent gen 1"
+    })
+    .await;
+    assert!(merged, "{}", gw.logs());
+    let r = http.get(format!("{}readyz", gw.url)).send().await.unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+}
+
+/// `SIGHUP` rebuilds a changed `[agents.<id>]` of kind `a2a` with its agent's card
+/// merged (not `[agents.<id>]`'s defaults), and the rebuilt agent's card keeps
+/// following the agent's (the index of `/agents` too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_keeps_an_a2a_agents_card_merged_and_following() {
+    let card = std::sync::Arc::new(std::sync::Mutex::new(card_generation(1, true)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = changing_agent(listener, card.clone());
+    let config = |max: u32| {
+        format!(
+            "[store]\nurl = \"memory:\"\n[agents.helper]\nmax_concurrent_tasks = {max}\n\
+             [agents.helper.upstream]\nkind = \"a2a\"\nurl = \"{url}\"\ncard_min_refresh_secs = 1\n"
+        )
+    };
+    let gw = GatewayProcess::init(env!("CARGO_BIN_EXE_a2a-gateway"))
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(config(4))
+        .start();
+    let http = reqwest::Client::new();
+    let card_url = format!("{}agents/helper/.well-known/agent-card.json", gw.url);
+    let (.., first) = get_card(&http, &card_url, &[]).await;
+    assert_eq!(first["name"], "Agent gen 1", "{first}");
+
+    std::fs::write(gw.config_path().unwrap(), config(5)).unwrap();
+    gw.hang_up();
+    gw.logs_when(
+        |l| l.contains("SIGHUP: agents reloaded"),
+        Duration::from_secs(10),
+    );
+    let merged = eventually(Duration::from_secs(10), async || {
+        get_card(&http, &card_url, &[]).await.3["name"] == "Agent gen 1"
+    })
+    .await;
+    assert!(merged, "the rebuilt agent's card lost the merge");
+
+    *card.lock().unwrap() = card_generation(2, true);
+    let followed = eventually(Duration::from_secs(15), async || {
+        let (.., card) = get_card(&http, &card_url, &[]).await;
+        let index: Value =
+            a2a_gateway::test_util::get_json(&http, &format!("{}agents", gw.url)).await;
+        card["name"] == "Agent gen 2" && index["agents"][0]["name"] == "Agent gen 2"
+    })
+    .await;
+    assert!(followed, "{}", gw.logs());
+}
+
+/// The agent's stream ends before its task settles and the agent then does not answer
+/// (503) for a while: the gateway's client is told once, in a WORKING status message,
+/// that the answer broke off and the gateway keeps trying; once GetTask answers, the
+/// task completes with the agent's artifact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_is_told_once_while_the_gateway_waits_for_a_silent_agent() {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    use axum::routing::{get, post};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let base = url.clone();
+    let refused = std::sync::Arc::new(AtomicU32::new(0));
+    let counted = refused.clone();
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move || {
+                let mut card = card_generation(1, true);
+                card["supportedInterfaces"] =
+                    json!([{"url": base, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]);
+                async move { axum::Json(card) }
+            }),
+        )
+        .route(
+            "/",
+            post(move |body: String| {
+                let refused = counted.clone();
+                async move {
+                    let req: Value = serde_json::from_str(&body).unwrap_or_default();
+                    let task = json!({"id": "up-1", "contextId": "uc-1"});
+                    match req["method"].as_str().unwrap_or_default() {
+                        // One WORKING, then the stream ends: not settled.
+                        "SendStreamingMessage" => {
+                            let event = json!({"jsonrpc": "2.0", "id": req["id"], "result": {
+                                "statusUpdate": {"taskId": "up-1", "contextId": "uc-1",
+                                    "status": {"state": "TASK_STATE_WORKING"}}}});
+                            (
+                                [(header::CONTENT_TYPE, "text/event-stream")],
+                                format!("data: {event}\n\n"),
+                            )
+                                .into_response()
+                        }
+                        // Down for the resubscription and the first two polls.
+                        _ if refused.fetch_add(1, Ordering::SeqCst) < 3 => {
+                            StatusCode::SERVICE_UNAVAILABLE.into_response()
+                        }
+                        "GetTask" => {
+                            let mut task = task;
+                            task["status"] = json!({"state": "TASK_STATE_COMPLETED"});
+                            task["artifacts"] =
+                                json!([{"artifactId": "a", "parts": [{"text": "done"}]}]);
+                            axum::Json(json!({"jsonrpc": "2.0", "id": req["id"], "result": task}))
+                                .into_response()
+                        }
+                        _ => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+                    }
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let gw = gateway(&url, &[("A2A_GATEWAY_UPSTREAM__MAX_RETRIES", "0")]);
+    let http = reqwest::Client::new();
+    let mut events = rpc_stream(
+        &http,
+        &gw.url,
+        "SendStreamingMessage",
+        json!({ "message": user_message("hello") }),
+        None,
+    )
+    .await;
+    let (mut notices, mut artifact, mut last) = (Vec::new(), String::new(), String::new());
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(30), events.next())
+        .await
+        .unwrap()
+    {
+        if let Some(s) = ev.result.get("statusUpdate") {
+            last = s["status"]["state"].as_str().unwrap_or_default().to_owned();
+            let text = text_of(&s["status"]["message"]["parts"]);
+            if !text.is_empty() {
+                notices.push((last.clone(), text));
+            }
+        }
+        if let Some(a) = ev.result.get("artifactUpdate") {
+            artifact.push_str(&text_of(&a["artifact"]["parts"]));
+        }
+    }
+    assert_eq!(last, "TASK_STATE_COMPLETED", "{notices:?}");
+    assert_eq!(artifact, "done");
+    assert_eq!(notices.len(), 1, "told once: {notices:?}");
+    assert_eq!(notices[0].0, "TASK_STATE_WORKING");
+    assert!(
+        notices[0].1.contains("broke off") && notices[0].1.contains("keeps trying"),
+        "{notices:?}"
+    );
+    assert!(refused.load(Ordering::SeqCst) >= 4);
+}

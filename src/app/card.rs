@@ -1,8 +1,11 @@
 //! The agent cards `[agent]` and `[server]` describe: the public card (its interfaces,
 //! security schemes and, with push, the webhook signature extension) and the extended
-//! card.
+//! card; and the handler settings that enforce them.
+
+use std::sync::Arc;
 
 use crate::config::{Config, ServerConfig};
+use crate::handler::HandlerConfig;
 use crate::protocol::{
     AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill,
 };
@@ -128,7 +131,7 @@ pub fn extended_agent_card(config: &Config, card: &AgentCard) -> Option<AgentCar
 
 /// The card extension that tells receivers how webhook calls are signed: `signature`
 /// (`v1a` or `v1`) and, for `v1a`, `jwksUri` (the public keys).
-pub(super) fn push_extension(config: &Config, push: &PushService) -> AgentExtension {
+fn push_extension(config: &Config, push: &PushService) -> AgentExtension {
     let mut params = serde_json::Map::new();
     let (scheme, description) = match push.signature() {
         crate::config::SignatureScheme::V1a => {
@@ -168,4 +171,29 @@ pub fn interfaces(server: &ServerConfig) -> Vec<AgentInterface> {
         &server.bindings,
         grpc.as_deref(),
     )
+}
+
+/// The handler settings and the public card of the agent `config` describes (its
+/// `[agent]`, `[server]` limits and push), for agent `agent` (`""`: the agent at `/`).
+pub(super) fn handler_config(
+    config: &Config,
+    push: Option<Arc<PushService>>,
+    agent: &str,
+) -> (HandlerConfig, AgentCard) {
+    let mut card = agent_card(config);
+    if let Some(p) = &push {
+        card.capabilities.push_notifications = Some(true);
+        card.capabilities.extensions.push(push_extension(config, p));
+    }
+    let hc = HandlerConfig {
+        max_concurrent_tasks: config.server.max_concurrent_tasks,
+        max_list_page_bytes: config.server.max_list_page_bytes,
+        extended_agent_card: extended_agent_card(config, &card),
+        extended_agent_card_enabled: config.agent.extended.is_some(),
+        push,
+        agent: agent.to_owned(),
+        ..HandlerConfig::default()
+    }
+    .with_card(&card);
+    (hc, card)
 }

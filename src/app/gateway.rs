@@ -8,7 +8,7 @@ use axum::Router;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::card::{agent_card, extended_agent_card, push_extension};
+use super::card::handler_config;
 use crate::config::{AgentEntryConfig, Config};
 use crate::executor::AgentExecutor;
 use crate::handler::{HandlerConfig, MaintenanceConfig, RequestHandler};
@@ -58,6 +58,9 @@ pub struct AgentReload {
     /// ([`CredentialPool`](crate::upstream::auth::CredentialPool)): a new or changed agent
     /// shares the cache of an agent with the same credential.
     credentials: crate::upstream::auth::CredentialPool,
+    /// The card follower of each agent of kind `a2a` (`""`: the agent at `/`), by id:
+    /// cancelled when a reload replaces or removes the agent.
+    followers: Arc<std::sync::Mutex<std::collections::BTreeMap<String, CancellationToken>>>,
 }
 
 impl AgentReload {
@@ -77,6 +80,7 @@ impl AgentReload {
         let current = self.routes.agents();
         let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
         let mut next = Vec::new();
+        let mut follows = Vec::new();
         let mut next_built = std::collections::BTreeMap::new();
         let new = &Config {
             agents,
@@ -94,23 +98,71 @@ impl AgentReload {
             let mut config = (*self.config).clone();
             config.agents = new.agents.clone();
             let agent = agent_config(&config, id, entry);
-            let (executor, ready) = super::upstream::build_executor_in(&agent, &self.credentials)
-                .map_err(|e| format!("[agents.{id}]: {e}"))?;
+            let (executor, ready, a2a) =
+                super::upstream::build_executor_parts(&agent, &self.credentials)
+                    .map_err(|e| format!("[agents.{id}]: {e}"))?;
             let (hc, card) = handler_config(&agent, self.push.clone(), id);
             let handler = self.first.sibling(executor, hc);
-            next.push(mount(
-                &config, id, entry, &agent, handler, card, &self.auth, ready,
-            ));
+            let mounted = mount(&config, id, entry, &agent, handler, card, &self.auth, ready);
+            if let Some(executor) = a2a {
+                follows.push((id.clone(), agent, mounted.state.clone(), executor));
+            }
+            next.push(mounted);
             next_built.insert(id.clone(), text);
         }
         let n = next.len();
         self.routes.replace(next);
+        // The followers of agents replaced or removed stop; new `a2a` agents get theirs
+        // (their card is `[agents.<id>]`'s until their agent's card is read).
+        {
+            let mut followers = self.followers.lock().unwrap_or_else(|p| p.into_inner());
+            followers.retain(|id, stop| {
+                let kept = id.is_empty()
+                    || (next_built.contains_key(id) && built.get(id) == next_built.get(id));
+                if !kept {
+                    stop.cancel();
+                }
+                kept
+            });
+        }
+        for (id, agent, state, executor) in follows {
+            self.follow(id, agent, state, executor, None);
+        }
         *built = next_built;
         // Credentials only removed or replaced agents used are forgotten once their
         // executors are gone (the running tasks of a removed agent keep theirs).
         drop(current);
         self.credentials.prune();
         Ok(n)
+    }
+
+    /// Starts the card follower of agent `id` (`""`: the agent at `/`), whose
+    /// configuration without its upstream card is `base` and which `state` serves (see
+    /// [`super::card_follow`]); `card`, when given, is published at once.
+    fn follow(
+        &self,
+        id: String,
+        base: Config,
+        state: AppState,
+        executor: crate::upstream::a2a::A2aExecutor,
+        card: Option<Arc<crate::upstream::a2a::UpstreamCard>>,
+    ) {
+        let stop = state.shutdown.child_token();
+        if let Some(old) = self
+            .followers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), stop.clone())
+        {
+            old.cancel();
+        }
+        let publisher = super::card_follow::Publisher {
+            base,
+            agent: id,
+            push: self.push.clone(),
+            state,
+        };
+        super::card_follow::start(publisher, executor, card, stop);
     }
 
     /// `new`'s agents with each `grpc_listen` as bound at start (a port 0 in the file
@@ -240,7 +292,7 @@ impl Gateway {
             ));
         }
         let root_entry = root_state.as_ref().map(|(s, _)| RootEntry {
-            name: s.card.card.name.clone(),
+            card: s.card.clone(),
             card_url: card_url(config),
         });
         let first_state = mounted.first().map(|a| a.state.clone());
@@ -268,6 +320,7 @@ impl Gateway {
             routes: routes.clone(),
             built: Arc::new(std::sync::Mutex::new(built)),
             credentials: crate::upstream::auth::CredentialPool::new(),
+            followers: Arc::default(),
         };
         Self {
             state,
@@ -284,6 +337,32 @@ impl Gateway {
     /// same credential as a running one shares its cache.
     pub fn share_credentials(&mut self, pool: crate::upstream::auth::CredentialPool) {
         self.reload.credentials = pool;
+    }
+
+    /// Has the card of agent `id` (`""`: the agent at `/`; it must be served) follow its
+    /// upstream A2A agent's card, `source`: the card read at start is published now
+    /// (merged into what `[agent]` / `[agents.<id>]` leaves at its defaults, see
+    /// [`super::card::with_upstream_card`]), and each card read later that differs is
+    /// published when it is read (see `card_follow`). Until the gateway shuts down, or
+    /// a reload replaces or removes the agent.
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime.
+    pub fn follow_upstream_card(&self, id: &str, source: super::UpstreamCardSource) {
+        let config = &self.reload.config;
+        let (base, state) = if id.is_empty() {
+            ((**config).clone(), self.state.clone())
+        } else {
+            let (Some(entry), Some(mounted)) = (
+                config.agents.get(id),
+                self.agents.agents().into_iter().find(|a| a.id == id),
+            ) else {
+                return;
+            };
+            (agent_config(config, id, entry), mounted.state)
+        };
+        self.reload
+            .follow(id.to_owned(), base, state, source.executor, source.card);
     }
 
     /// Every handler this gateway runs: the one of [`Gateway::state`] first, then each
@@ -461,31 +540,6 @@ fn mount(
     }
 }
 
-/// The handler settings and the public card of the agent `config` describes (its
-/// `[agent]`, `[server]` limits and push), for agent `agent` (`""`: the agent at `/`).
-fn handler_config(
-    config: &Config,
-    push: Option<Arc<PushService>>,
-    agent: &str,
-) -> (HandlerConfig, AgentCard) {
-    let mut card = agent_card(config);
-    if let Some(p) = &push {
-        card.capabilities.push_notifications = Some(true);
-        card.capabilities.extensions.push(push_extension(config, p));
-    }
-    let hc = HandlerConfig {
-        max_concurrent_tasks: config.server.max_concurrent_tasks,
-        max_list_page_bytes: config.server.max_list_page_bytes,
-        extended_agent_card: extended_agent_card(config, &card),
-        extended_agent_card_enabled: config.agent.extended.is_some(),
-        push,
-        agent: agent.to_owned(),
-        ..HandlerConfig::default()
-    }
-    .with_card(&card);
-    (hc, card)
-}
-
 /// The transport settings of one agent: the listener's rules from `base` (the whole
 /// configuration), the bindings and card options from `agent` (its own view, see
 /// [`agent_config`]), one authenticator for all.
@@ -580,6 +634,7 @@ fn card_url(config: &Config) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::card::agent_card;
 
     fn load(toml: &str) -> Config {
         let dir = tempfile::tempdir().unwrap();

@@ -107,16 +107,15 @@ pub async fn start(
     let metrics = crate::ops::install_metrics();
     // The executors first: a config they refuse must not leave a new database behind.
     // An `a2a` upstream's card (read now, at most 10 s) fills what its agent's own
-    // card does not set (see `card::with_upstream_card`).
-    let mut with_cards: Option<Config> = None;
+    // card does not set (see `card::with_upstream_card`), and is followed while serving
+    // (see `card_follow`).
+    let mut sources = Vec::new();
     // One credential cache per distinct credential, whichever agents use it.
     let credentials = crate::upstream::auth::CredentialPool::new();
     let root = if config.serves_root_agent() {
-        let (executor, ready, card) =
+        let (executor, ready, source) =
             super::upstream::build_executor_with_card(config, &credentials).await?;
-        if let Some(card) = card {
-            with_cards = Some(super::card::with_upstream_card(config, &card));
-        }
+        sources.extend(source.map(|s| (String::new(), s)));
         Some((executor, ready))
     } else {
         None
@@ -124,24 +123,17 @@ pub async fn start(
     let mut agents = Vec::new();
     for (id, entry) in &config.agents {
         let agent_config = super::gateway::agent_config(config, id, entry);
-        let (executor, ready, card) =
+        let (executor, ready, source) =
             super::upstream::build_executor_with_card(&agent_config, &credentials)
                 .await
                 .map_err(|e| format!("[agents.{id}]: {e}"))?;
-        if let Some(card) = card {
-            let merged = super::card::with_upstream_card(&agent_config, &card);
-            let c = with_cards.get_or_insert_with(|| config.clone());
-            if let Some(e) = c.agents.get_mut(id) {
-                e.card = merged.agent;
-            }
-        }
+        sources.extend(source.map(|s| (id.clone(), s)));
         agents.push(super::gateway::AgentParts {
             id: id.clone(),
             executor,
             ready,
         });
     }
-    let config = with_cards.as_ref().unwrap_or(config);
     let (store, backend) = build_store_for_cluster(config).await?;
     let closing = store.clone();
     let push = if config.push.enabled {
@@ -155,6 +147,9 @@ pub async fn start(
     };
     let mut gateway = Gateway::with_agents(config, root, agents, store, push);
     gateway.share_credentials(credentials);
+    for (id, source) in sources {
+        gateway.follow_upstream_card(&id, source);
+    }
     let handlers = gateway.handlers();
     crate::allocator::spawn_collector(move || handlers.iter().all(|h| h.active_runs() == 0));
     if let Some(sources) = reload {

@@ -29,7 +29,8 @@ use crate::upstream::{
 pub fn build_executor(
     config: &Config,
 ) -> Result<(Arc<dyn AgentExecutor>, Option<ReadinessCheck>), AppError> {
-    build_executor_in(config, &CredentialPool::new())
+    let (executor, ready, _) = build_executor_parts(config, &CredentialPool::new())?;
+    Ok((executor, ready))
 }
 
 /// The credentials `auth` describes, taken from `pool` when an agent built before
@@ -52,15 +53,25 @@ pub fn pooled_credentials(
     })
 }
 
-/// [`build_executor`] with the credentials from `pool` ([`pooled_credentials`]): what
-/// `serve` does for the agent at `/` and each agent of `[agents.<id>]`, with one pool.
+/// What [`build_executor_parts`] builds: the executor, its readiness check, and for an
+/// `a2a` upstream the executor as such.
+pub type ExecutorParts = (
+    Arc<dyn AgentExecutor>,
+    Option<ReadinessCheck>,
+    Option<A2aExecutor>,
+);
+
+/// [`build_executor`] with the credentials from `pool` ([`pooled_credentials`]), and for
+/// an `a2a` upstream its executor as such (for the gateway's card to follow the agent's
+/// card: [`super::Gateway::follow_upstream_card`]): what `serve` and a `SIGHUP` reload do
+/// for the agent at `/` and each agent of `[agents.<id>]`, with one pool.
 ///
 /// # Errors
 /// As [`build_executor`].
-pub fn build_executor_in(
+pub fn build_executor_parts(
     config: &Config,
     pool: &CredentialPool,
-) -> Result<(Arc<dyn AgentExecutor>, Option<ReadinessCheck>), AppError> {
+) -> Result<ExecutorParts, AppError> {
     // One arm per runtime kind (`upstream.kind`). A new kind adds: its folder under
     // `src/upstream/` (an `impl Runtime` run by `RuntimeExecutor`, passing
     // `upstream/conformance.rs` against the mock), its variant of `UpstreamConfig` (its own
@@ -74,12 +85,12 @@ pub fn build_executor_in(
                 let probe = probe.clone();
                 Box::pin(async move { probe.token_ready().await })
             });
-            Ok((Arc::new(executor), Some(ready)))
+            Ok((Arc::new(executor), Some(ready), None))
         }
         UpstreamConfig::A2a(c) => {
             let executor = a2a_executor(a2a_settings(c)?, pool)?;
             let ready = a2a_readiness(&executor);
-            Ok((Arc::new(executor), Some(ready)))
+            Ok((Arc::new(executor.clone()), Some(ready), Some(executor)))
         }
     }
 }
@@ -112,13 +123,24 @@ fn a2a_executor(
     A2aExecutor::with_credentials(settings, credentials)
 }
 
+/// An `a2a` upstream's executor and the agent's card read at start (`None`: it could
+/// not be read then), for the gateway's card to follow the agent's
+/// ([`super::Gateway::follow_upstream_card`]).
+#[derive(Debug, Clone)]
+pub struct UpstreamCardSource {
+    /// The executor, which reads and keeps the agent's card.
+    pub executor: A2aExecutor,
+    /// The card read at start.
+    pub card: Option<Arc<UpstreamCard>>,
+}
+
 /// How long `serve` waits for an `a2a` agent's card before it starts without it.
 const CARD_AT_START: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// [`build_executor_in`], and for an `a2a` upstream its card, read now (at most 10 s):
-/// `None` when the agent is unreachable or its card unusable (logged; `serve` starts
-/// anyway, `/readyz` says why until the card is read, and the gateway's card is
-/// `[agent]`'s).
+/// [`build_executor`], and for an `a2a` upstream its executor with its card, read now
+/// (at most 10 s): no card when the agent is unreachable or its card unusable (logged;
+/// `serve` starts anyway, `/readyz` says why until the card is read, and the gateway's
+/// card is `[agent]`'s until then).
 ///
 /// # Errors
 /// As [`build_executor`].
@@ -129,12 +151,12 @@ pub async fn build_executor_with_card(
     (
         Arc<dyn AgentExecutor>,
         Option<ReadinessCheck>,
-        Option<Arc<UpstreamCard>>,
+        Option<UpstreamCardSource>,
     ),
     AppError,
 > {
     let UpstreamConfig::A2a(c) = &config.upstream else {
-        let (executor, ready) = build_executor_in(config, pool)?;
+        let (executor, ready, _) = build_executor_parts(config, pool)?;
         return Ok((executor, ready, None));
     };
     let executor = a2a_executor(a2a_settings(c)?, pool)?;
@@ -152,7 +174,11 @@ pub async fn build_executor_with_card(
         }
     };
     let ready = a2a_readiness(&executor);
-    Ok((Arc::new(executor), Some(ready), card))
+    let source = UpstreamCardSource {
+        executor: executor.clone(),
+        card,
+    };
+    Ok((Arc::new(executor), Some(ready), Some(source)))
 }
 
 /// The readiness check of an `a2a` upstream: its card is read (tried again at each
@@ -168,7 +194,8 @@ pub fn a2a_readiness(executor: &A2aExecutor) -> ReadinessCheck {
 /// Converts the loaded `[upstream]` section of kind `a2a` into the A2A executor's
 /// settings: the agent's base URL and card URL
 /// ([`A2aUpstreamConfig::base_url`], [`A2aUpstreamConfig::card_url`]), the version
-/// choice, AgentCore specifics for `agent_runtime_arn`, and the keys shared with the
+/// choice, the resume bounds (`resume_secs`, `submitted_stall_secs`),
+/// `card_min_refresh_secs`, AgentCore specifics for `agent_runtime_arn`, and the keys shared with the
 /// `agentcore` kind (timeouts, limits, retries, identity headers, auth).
 ///
 /// # Errors
@@ -197,6 +224,9 @@ pub fn a2a_settings(c: &A2aUpstreamConfig) -> Result<A2aSettings, UpstreamError>
         A2aProtocolBinding::HttpJson => BindingChoice::HttpJson,
     };
     s.agentcore = c.is_agentcore();
+    s.resume_for = std::time::Duration::from_secs(c.resume_secs);
+    s.stall_for = std::time::Duration::from_secs(c.submitted_stall_secs);
+    s.card_min_refresh = std::time::Duration::from_secs(c.card_min_refresh_secs);
     s.stop_session_url = c.stop_session_url().map(|u| u.to_string());
     s.http_version = shared.http_version;
     s.ca_file = shared.ca_file;
@@ -355,6 +385,21 @@ mod tests {
                 .unwrap()
                 .contains("/stopruntimesession?qualifier=DEFAULT")
         );
+    }
+
+    #[test]
+    fn a2a_resume_keys_reach_the_settings() {
+        let c: crate::config::UpstreamConfig = toml::from_str(
+            "kind = \"a2a\"\nurl = \"http://h/\"\nresume_secs = 60\nsubmitted_stall_secs = 7\ncard_min_refresh_secs = 2",
+        )
+        .unwrap();
+        let crate::config::UpstreamConfig::A2a(c) = c else {
+            panic!("{c:?}")
+        };
+        let s = a2a_settings(&c).unwrap();
+        assert_eq!(s.resume_for, Duration::from_secs(60));
+        assert_eq!(s.stall_for, Duration::from_secs(7));
+        assert_eq!(s.card_min_refresh, Duration::from_secs(2));
     }
 
     #[test]

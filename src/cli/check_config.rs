@@ -152,6 +152,12 @@ async fn a2a_derived(upstream: &A2aUpstreamConfig, probe: bool, out: &mut Vec<St
     };
     auth_derived(settings.auth.clone(), probe, out).await;
     out.push(format!("agent card URL: {}", LogUrl(&settings.card_url)));
+    out.push(format!(
+        "agent resume: up to {} s after a broken stream; a task left SUBMITTED by a broken answer fails after {} s; card read at most every {} s",
+        settings.resume_for.as_secs(),
+        settings.stall_for.as_secs(),
+        settings.card_min_refresh.as_secs()
+    ));
     let Ok(executor) = crate::upstream::a2a::A2aExecutor::new(settings) else {
         return;
     };

@@ -1903,3 +1903,77 @@ fn upstream_kind_a2a_host_only_url_beside_an_arn_gets_the_runtimes_path() {
     let c = load("http://127.0.0.1:9000");
     assert_eq!(c.base_url().unwrap().as_str(), "http://127.0.0.1:9000/");
 }
+
+/// `[upstream]` of kind `a2a`: the resume bounds and the card's refresh floor are read
+/// (defaults 300, 30, 30), checked against their ranges (`submitted_stall_secs` at most
+/// `resume_secs`), and refused under `kind = "agentcore"`.
+#[test]
+fn upstream_kind_a2a_resume_keys() {
+    let (_dir, path) = file("[upstream]\nkind = \"a2a\"\nurl = \"http://h/\"\n");
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    let UpstreamConfig::A2a(c) = &config.upstream else {
+        panic!("{:?}", config.upstream)
+    };
+    assert_eq!(
+        (
+            c.resume_secs,
+            c.submitted_stall_secs,
+            c.card_min_refresh_secs
+        ),
+        (300, 30, 30)
+    );
+    let env = [
+        ("A2A_GATEWAY_UPSTREAM__RESUME_SECS", "60"),
+        ("A2A_GATEWAY_UPSTREAM__SUBMITTED_STALL_SECS", "5"),
+        ("A2A_GATEWAY_UPSTREAM__CARD_MIN_REFRESH_SECS", "2"),
+    ];
+    let config = Config::load(sources(Some(&path), &env)).unwrap();
+    let UpstreamConfig::A2a(c) = &config.upstream else {
+        panic!("{:?}", config.upstream)
+    };
+    assert_eq!(
+        (
+            c.resume_secs,
+            c.submitted_stall_secs,
+            c.card_min_refresh_secs
+        ),
+        (60, 5, 2)
+    );
+    assert!(config.redacted_toml().contains("resume_secs = 60"));
+    for (key, bad, why) in [
+        ("resume_secs", "0", "1 to 86400"),
+        ("resume_secs", "86401", "1 to 86400"),
+        (
+            "submitted_stall_secs",
+            "301",
+            "at most upstream.resume_secs",
+        ),
+        ("submitted_stall_secs", "0", "1 to 300"),
+        ("card_min_refresh_secs", "3601", "1 to 3600"),
+    ] {
+        let (_dir, path) = file(&format!(
+            "[upstream]\nkind = \"a2a\"\nurl = \"http://h/\"\n{key} = {bad}\n"
+        ));
+        let (message, err) = load_err(sources(Some(&path), &[]));
+        assert_eq!(
+            invalid_parts(&err).0,
+            format!("upstream.{key}"),
+            "{message}"
+        );
+        assert!(message.contains(why), "{message}");
+    }
+    for key in [
+        "resume_secs",
+        "submitted_stall_secs",
+        "card_min_refresh_secs",
+    ] {
+        let (_dir, path) = file(&format!(
+            "[upstream]\nurl = \"http://h/invocations\"\n{key} = 5\n"
+        ));
+        let (message, _) = load_err(sources(Some(&path), &[]));
+        assert!(
+            message.contains(&format!("upstream.{key} applies to kind = \"a2a\" only")),
+            "{message}"
+        );
+    }
+}

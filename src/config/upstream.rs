@@ -95,16 +95,14 @@ impl<'de> Visitor<'de> for KindVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<UpstreamConfig, A::Error> {
         let mut kind = None;
-        let mut protocol_version = None;
-        let mut protocol_binding = None;
+        let mut a2a = A2aOnlyKeys::default();
         let mut unknown = None;
         let mut agentcore_only = None;
         let fields = AgentCoreUpstreamConfig::deserialize(de::value::MapAccessDeserializer::new(
             WithoutKind {
                 map,
                 kind: &mut kind,
-                protocol_version: &mut protocol_version,
-                protocol_binding: &mut protocol_binding,
+                a2a: &mut a2a,
                 unknown: &mut unknown,
                 agentcore_only: &mut agentcore_only,
             },
@@ -133,18 +131,27 @@ impl<'de> Visitor<'de> for KindVisitor {
             )));
         }
         match kind {
-            UpstreamKind::AgentCore if protocol_version.is_some() => Err(de::Error::custom(
-                "upstream.protocol_version applies to kind = \"a2a\" only",
-            )),
-            UpstreamKind::AgentCore if protocol_binding.is_some() => Err(de::Error::custom(
-                "upstream.protocol_binding applies to kind = \"a2a\" only",
-            )),
-            UpstreamKind::AgentCore => Ok(UpstreamConfig::AgentCore(fields)),
-            UpstreamKind::A2a => Ok(UpstreamConfig::A2a(A2aUpstreamConfig {
-                protocol_version: protocol_version.unwrap_or_default(),
-                protocol_binding: protocol_binding.unwrap_or_default(),
-                connection: fields,
-            })),
+            UpstreamKind::AgentCore => match a2a.first_set() {
+                Some(key) => Err(de::Error::custom(format!(
+                    "upstream.{key} applies to kind = \"a2a\" only"
+                ))),
+                None => Ok(UpstreamConfig::AgentCore(fields)),
+            },
+            UpstreamKind::A2a => {
+                let d = A2aUpstreamConfig::default();
+                Ok(UpstreamConfig::A2a(A2aUpstreamConfig {
+                    protocol_version: a2a.protocol_version.unwrap_or_default(),
+                    protocol_binding: a2a.protocol_binding.unwrap_or_default(),
+                    resume_secs: a2a.resume_secs.unwrap_or(d.resume_secs),
+                    submitted_stall_secs: a2a
+                        .submitted_stall_secs
+                        .unwrap_or(d.submitted_stall_secs),
+                    card_min_refresh_secs: a2a
+                        .card_min_refresh_secs
+                        .unwrap_or(d.card_min_refresh_secs),
+                    connection: fields,
+                }))
+            }
         }
     }
 }
@@ -175,6 +182,15 @@ const AGENTCORE_KEYS: &[&str] = &[
     "auth",
 ];
 
+/// The keys of `kind = "a2a"` alone (refused with `kind = "agentcore"`).
+const A2A_ONLY_KEYS: &[&str] = &[
+    "protocol_version",
+    "protocol_binding",
+    "resume_secs",
+    "submitted_stall_secs",
+    "card_min_refresh_secs",
+];
+
 /// The keys of `kind = "agentcore"` that do not apply to `kind = "a2a"` (refused there).
 const AGENTCORE_ONLY_KEYS: &[&str] = &["include_message", "user_id"];
 
@@ -186,6 +202,9 @@ const A2A_KEYS: &[&str] = &[
     "qualifier",
     "protocol_version",
     "protocol_binding",
+    "resume_secs",
+    "submitted_stall_secs",
+    "card_min_refresh_secs",
     "http_version",
     "ca_file",
     "connect_timeout_secs",
@@ -204,14 +223,41 @@ const A2A_KEYS: &[&str] = &[
     "auth",
 ];
 
-/// A map with its `kind`, `protocol_version` and `protocol_binding` entries taken out,
-/// and its unknown keys (the first is kept, its value skipped) and the first key that
-/// is `agentcore`'s only noted, for the kind to decide once the table is read.
+/// The keys of `kind = "a2a"` alone, as read (`None`: absent).
+#[derive(Default)]
+struct A2aOnlyKeys {
+    protocol_version: Option<A2aProtocolVersion>,
+    protocol_binding: Option<A2aProtocolBinding>,
+    resume_secs: Option<u64>,
+    submitted_stall_secs: Option<u64>,
+    card_min_refresh_secs: Option<u64>,
+}
+
+impl A2aOnlyKeys {
+    /// The name of the first key set, if any.
+    fn first_set(&self) -> Option<&'static str> {
+        [
+            ("protocol_version", self.protocol_version.is_some()),
+            ("protocol_binding", self.protocol_binding.is_some()),
+            ("resume_secs", self.resume_secs.is_some()),
+            ("submitted_stall_secs", self.submitted_stall_secs.is_some()),
+            (
+                "card_min_refresh_secs",
+                self.card_min_refresh_secs.is_some(),
+            ),
+        ]
+        .into_iter()
+        .find_map(|(key, set)| set.then_some(key))
+    }
+}
+
+/// A map with its `kind` entry and the keys of `kind = "a2a"` alone taken out, and its
+/// unknown keys (the first is kept, its value skipped) and the first key that is
+/// `agentcore`'s only noted, for the kind to decide once the table is read.
 struct WithoutKind<'k, A> {
     map: A,
     kind: &'k mut Option<UpstreamKind>,
-    protocol_version: &'k mut Option<A2aProtocolVersion>,
-    protocol_binding: &'k mut Option<A2aProtocolBinding>,
+    a2a: &'k mut A2aOnlyKeys,
     unknown: &'k mut Option<String>,
     agentcore_only: &'k mut Option<String>,
 }
@@ -228,12 +274,20 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutKind<'_, A> {
                 *self.kind = Some(self.map.next_value()?);
                 continue;
             }
-            if key == "protocol_version" {
-                *self.protocol_version = Some(self.map.next_value()?);
-                continue;
+            let a2a = &mut *self.a2a;
+            match key.as_str() {
+                "protocol_version" => a2a.protocol_version = Some(self.map.next_value()?),
+                "protocol_binding" => a2a.protocol_binding = Some(self.map.next_value()?),
+                "resume_secs" => a2a.resume_secs = Some(self.map.next_value()?),
+                "submitted_stall_secs" => {
+                    a2a.submitted_stall_secs = Some(self.map.next_value()?);
+                }
+                "card_min_refresh_secs" => {
+                    a2a.card_min_refresh_secs = Some(self.map.next_value()?);
+                }
+                _ => {}
             }
-            if key == "protocol_binding" {
-                *self.protocol_binding = Some(self.map.next_value()?);
+            if A2A_ONLY_KEYS.contains(&key.as_str()) {
                 continue;
             }
             if !AGENTCORE_KEYS.contains(&key.as_str()) {
@@ -473,7 +527,8 @@ pub enum A2aProtocolBinding {
 /// Keys (besides `kind`): `url` (the agent's base URL; its card is read from
 /// `<url>.well-known/agent-card.json`) or `agent_runtime_arn` (+ `qualifier`: an AgentCore
 /// A2A runtime, JSON-RPC at `…/runtimes/{ARN}/invocations/`, its card below it),
-/// `protocol_version`, `protocol_binding`, and the keys it shares with `kind = "agentcore"`: `http_version`,
+/// `protocol_version`, `protocol_binding`, `resume_secs`, `submitted_stall_secs`,
+/// `card_min_refresh_secs`, and the keys it shares with `kind = "agentcore"`: `http_version`,
 /// `ca_file`, the `*_timeout_secs`, `max_stream_secs`, the byte limits, `max_retries`,
 /// `stop_session_on_cancel` (AgentCore runtimes only), `caller_header`, `tenant_header`
 /// and `[upstream.auth]`. `include_message` and `user_id` are refused (the whole message
@@ -484,9 +539,38 @@ pub struct A2aUpstreamConfig {
     pub protocol_version: A2aProtocolVersion,
     /// `protocol_binding`: the binding the agent is called over. Default `auto`.
     pub protocol_binding: A2aProtocolBinding,
+    /// `resume_secs`: after the agent's stream broke before its task settled (or a
+    /// blocking answer left it unsettled), seconds the gateway tries to get the task
+    /// back (resubscribing, then polling GetTask) before it fails the task. 1 to
+    /// 86400; default 300.
+    pub resume_secs: u64,
+    /// `submitted_stall_secs`: after the agent's answer broke off with an error while
+    /// its task was still SUBMITTED, seconds the task may stay SUBMITTED and unchanged
+    /// before the gateway takes the agent's executor for crashed and fails the task
+    /// (an a2a-sdk 0.3 agent whose executor raises leaves its task SUBMITTED for
+    /// good). 1 to `resume_secs`; default 30.
+    pub submitted_stall_secs: u64,
+    /// `card_min_refresh_secs`: the shortest time between two reads of the agent's
+    /// card, in seconds: a card answered with a shorter `max-age` (or `no-cache`) is
+    /// kept this long, and an unreadable card (the agent down) is tried again after
+    /// this. 1 to 3600; default 30.
+    pub card_min_refresh_secs: u64,
     /// The keys shared with `kind = "agentcore"` (see the type's doc).
     #[serde(flatten)]
     pub connection: AgentCoreUpstreamConfig,
+}
+
+impl Default for A2aUpstreamConfig {
+    fn default() -> Self {
+        Self {
+            protocol_version: A2aProtocolVersion::default(),
+            protocol_binding: A2aProtocolBinding::default(),
+            resume_secs: 300,
+            submitted_stall_secs: 30,
+            card_min_refresh_secs: 30,
+            connection: AgentCoreUpstreamConfig::default(),
+        }
+    }
 }
 
 impl A2aUpstreamConfig {
@@ -588,6 +672,29 @@ impl A2aUpstreamConfig {
                  AgentCore A2A runtime",
             ));
         }
+        let within = |key: &str, value: u64, max: u64, why: &str| {
+            if (1..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(Invalid::new(
+                    format!("upstream.{key}"),
+                    format!("is {value}; it must be 1 to {max}{why}"),
+                ))
+            }
+        };
+        within("resume_secs", self.resume_secs, 86_400, "")?;
+        within(
+            "submitted_stall_secs",
+            self.submitted_stall_secs,
+            self.resume_secs,
+            " (at most upstream.resume_secs)",
+        )?;
+        within(
+            "card_min_refresh_secs",
+            self.card_min_refresh_secs,
+            3600,
+            "",
+        )?;
         c.validate_shared()
     }
 }

@@ -1,5 +1,6 @@
-//! GetExtendedAgentCard (spec §3.1.11).
+//! GetExtendedAgentCard (spec §3.1.11), and replacing what of the card is enforced.
 
+use super::config::HandlerConfig;
 use super::request_handler::RequestHandler;
 use crate::error::A2aError;
 use crate::executor::CallContext;
@@ -18,9 +19,18 @@ impl RequestHandler {
             ));
         }
         self.inner
-            .config
+            .terms
+            .get()
             .extended_agent_card
             .clone()
             .ok_or(A2aError::ExtendedAgentCardNotConfigured)
+    }
+
+    /// Enforces what `config`'s card declares (streaming, input modes, the extended
+    /// card; see [`HandlerConfig::with_card`]) from the next request on, in place of
+    /// what this handler was built with: for a card rendered again while serving (the
+    /// upstream A2A agent's card changed). Its other settings stay.
+    pub fn publish_card(&self, config: &HandlerConfig) {
+        self.inner.terms.set(config);
     }
 }

@@ -12,10 +12,11 @@
 //! (`request_handler`) and uses what lies below: `validation` (a request's checks),
 //! `stream` (response streams), `registry` (reaching a task's driver), `driver` (one
 //! task's single writer), `follow` (reading a task's log), `turns`, `input_modes`,
-//! `config` (the settings) and `shared` (what the handler's clones and its drivers
+//! `config` (the settings), `card_terms` (what of the card is enforced, swappable) and `shared` (what the handler's clones and its drivers
 //! share). This file is the map.
 
 mod card;
+mod card_terms;
 mod config;
 mod driver;
 mod follow;

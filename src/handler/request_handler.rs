@@ -42,6 +42,7 @@ impl RequestHandler {
             inner: Arc::new(Inner {
                 executor,
                 store,
+                terms: super::card_terms::LiveTerms::of(&config),
                 config,
                 registry: Arc::new(Mutex::new(HashMap::new())),
                 permits,
@@ -67,6 +68,7 @@ impl RequestHandler {
             inner: Arc::new(Inner {
                 executor,
                 store: self.inner.store.clone(),
+                terms: super::card_terms::LiveTerms::of(&config),
                 config,
                 registry: self.inner.registry.clone(),
                 permits,

@@ -17,7 +17,7 @@ impl RequestHandler {
     /// part's media type against the input modes.
     fn admit(&self, call: &CallContext, req: &SendMessageRequest) -> Result<(), A2aError> {
         self.check_extensions(call)?;
-        self.inner.config.input_modes.check(&req.message)
+        self.inner.terms.get().input_modes.check(&req.message)
     }
 
     /// Validates a send, resolves its task and context, and starts (or queues) the
@@ -213,7 +213,7 @@ impl RequestHandler {
         call: &CallContext,
         req: SendMessageRequest,
     ) -> Result<EventStream, A2aError> {
-        if !self.inner.config.streaming {
+        if !self.inner.terms.get().streaming {
             return Err(A2aError::UnsupportedOperation(
                 "streaming is not supported by this agent".into(),
             ));

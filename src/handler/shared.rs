@@ -19,6 +19,9 @@ pub(crate) struct Inner {
     pub(crate) executor: Arc<dyn AgentExecutor>,
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) config: HandlerConfig,
+    /// What of the card is enforced (from `config`, replaced by
+    /// [`RequestHandler::publish_card`](super::RequestHandler::publish_card)).
+    pub(crate) terms: super::card_terms::LiveTerms,
     /// The live drivers, shared with the handler's siblings (the other agents of one
     /// gateway, [`RequestHandler::sibling`](super::RequestHandler::sibling)): a task's
     /// key holds its agent, and a job of one handler (a cancel from another instance,

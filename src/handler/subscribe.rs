@@ -33,7 +33,7 @@ impl RequestHandler {
         last_event_id: Option<u64>,
     ) -> Result<EventStream, A2aError> {
         check_call(call)?;
-        if !self.inner.config.streaming {
+        if !self.inner.terms.get().streaming {
             return Err(A2aError::UnsupportedOperation(
                 "streaming is not supported by this agent".into(),
             ));

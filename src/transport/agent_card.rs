@@ -1,7 +1,10 @@
-//! `GET /.well-known/agent-card.json` (spec §8.2): the card rendered once, served
-//! with `Cache-Control`, a content-hash `ETag` that honours `If-None-Match`, and
-//! `Last-Modified` (when the card was rendered: process start) that honours
-//! `If-Modified-Since` (RFC 9110 §13.1.3: only when `If-None-Match` is absent).
+//! `GET /.well-known/agent-card.json` (spec §8.2): the card rendered ahead of requests,
+//! served with `Cache-Control`, a content-hash `ETag` that honours `If-None-Match`, and
+//! `Last-Modified` (when the card was rendered: process start, or when it was rendered
+//! again) that honours `If-Modified-Since` (RFC 9110 §13.1.3: only when
+//! `If-None-Match` is absent). The rendering in use is a [`LiveCard`]: swapped whole
+//! when the card changes while serving (an upstream A2A agent's card changed), read by
+//! each request with one uncontended lock and an `Arc` clone.
 //!
 //! One URL, two generations of the card. A request that declares `A2A-Version: 1.0`
 //! (header, or `?A2A-Version=1.0`; any 1.0.x) gets the card exactly as the 1.0 schema
@@ -21,6 +24,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::AppState;
@@ -62,6 +66,8 @@ pub struct CardDocument {
     /// When it was rendered, whole seconds (HTTP dates have no fraction).
     modified: SystemTime,
     last_modified: String,
+    /// Whether the 0.3 discovery fields are added to the unversioned variant.
+    v03_fields: bool,
 }
 
 impl CardDocument {
@@ -97,6 +103,7 @@ impl CardDocument {
             v1,
             modified,
             last_modified: httpdate::fmt_http_date(modified),
+            v03_fields,
         }
     }
 
@@ -115,6 +122,38 @@ impl CardDocument {
     /// The quoted ETag of the variant served to requests without `A2A-Version`.
     pub fn etag(&self) -> &str {
         &self.unversioned.etag
+    }
+}
+
+/// The card an agent of the gateway serves now: a [`CardDocument`], replaced whole by
+/// [`set`](Self::set).
+#[derive(Debug)]
+pub struct LiveCard(RwLock<Arc<CardDocument>>);
+
+impl LiveCard {
+    /// Serves `doc`.
+    pub fn new(doc: CardDocument) -> Self {
+        Self(RwLock::new(Arc::new(doc)))
+    }
+
+    /// The rendering served now.
+    pub fn get(&self) -> Arc<CardDocument> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Serves `card` from now on, rendered as the one served so far was (with or
+    /// without the 0.3 fields), modified now; when that is the second the served one
+    /// was modified in, the second after, so `If-Modified-Since` never takes the new
+    /// card for the old one. Returns whether the card differs from the one served.
+    pub fn set(&self, card: AgentCard) -> bool {
+        let mut held = self.0.write().unwrap_or_else(|p| p.into_inner());
+        if held.card == card {
+            return false;
+        }
+        let after = held.modified + Duration::from_secs(1);
+        let when = SystemTime::now().max(after);
+        *held = Arc::new(CardDocument::render(card, when, held.v03_fields));
+        true
     }
 }
 
@@ -150,7 +189,7 @@ fn unchanged(headers: &HeaderMap, etag: &str, modified: SystemTime) -> bool {
 /// The answer to `GET /extendedAgentCard` whose card rendered to `json` (served as
 /// `media`): 200 with it, or `304 Not Modified` (no body) when the request's validators
 /// match, as for the public card. Headers: a content-hash `ETag`, `Last-Modified` of the
-/// public card (both cards come from the configuration read at start),
+/// public card (both cards are rendered together),
 /// `Cache-Control: private, max-age=300` and `Vary: Authorization`.
 pub fn extended_response(
     headers: &HeaderMap,
@@ -196,7 +235,7 @@ pub async fn handle(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let doc = &state.card;
+    let doc = state.card.get();
     let requested = operations::requested_version(&headers, query.as_deref());
     let v1 = matches!(
         operations::negotiate_version(requested.as_deref()),
@@ -228,4 +267,36 @@ pub async fn handle(
         HeaderValue::from_static("application/json"),
     );
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(name: &str) -> AgentCard {
+        crate::server::simple_card(name, "d", "http://127.0.0.1:1/", vec![])
+    }
+
+    /// The same card leaves the rendering as it is; another is rendered again, in both
+    /// variants, with the 0.3 fields as before and a `Last-Modified` after the old one
+    /// even within the same second.
+    #[test]
+    fn a_live_card_is_rendered_again_only_when_it_changes() {
+        let live = LiveCard::new(CardDocument::new(card("one")));
+        let before = live.get();
+        assert!(!live.set(card("one")));
+        assert!(Arc::ptr_eq(&before, &live.get()));
+        assert!(live.set(card("two")));
+        let after = live.get();
+        assert_eq!(after.card.name, "two");
+        assert_ne!(after.etag(), before.etag());
+        assert_ne!(after.variant(true).1, before.variant(true).1);
+        assert_ne!(after.etag(), after.variant(true).1, "0.3 fields kept");
+        assert!(after.modified > before.modified);
+        assert_ne!(after.last_modified(), before.last_modified());
+        let plain = LiveCard::new(CardDocument::render(card("one"), SystemTime::now(), false));
+        plain.set(card("two"));
+        let doc = plain.get();
+        assert_eq!(doc.etag(), doc.variant(true).1, "no 0.3 fields, as before");
+    }
 }

@@ -61,8 +61,8 @@ impl std::fmt::Debug for MountedAgent {
 /// An entry of the index for the agent at `/` (it has no prefix).
 #[derive(Clone, Debug)]
 pub struct RootEntry {
-    /// The card's name.
-    pub name: String,
+    /// Its public card (the index shows the name it has now).
+    pub card: Arc<super::agent_card::LiveCard>,
     /// The absolute URL of its public card.
     pub card_url: String,
 }
@@ -208,7 +208,7 @@ struct IndexEntry<'a> {
     /// The agent id (`""` for the agent at `/`).
     id: &'a str,
     /// The card's `name`.
-    name: &'a str,
+    name: String,
     /// Where its public card is.
     card_url: &'a str,
 }
@@ -222,14 +222,14 @@ async fn index(State(routes): State<AgentRoutes>) -> Response {
     if let Some(root) = &table.root {
         entries.push(IndexEntry {
             id: "",
-            name: &root.name,
+            name: root.card.get().card.name.clone(),
             card_url: &root.card_url,
         });
     }
     for a in &table.agents {
         entries.push(IndexEntry {
             id: &a.id,
-            name: &a.state.card.card.name,
+            name: a.state.card.get().card.name.clone(),
             card_url: &a.card_url,
         });
     }

@@ -40,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Binding;
 use crate::handler::RequestHandler;
-use agent_card::CardDocument;
+use agent_card::LiveCard;
 
 /// Transport limits and inbound authentication.
 #[derive(Debug, Clone)]
@@ -116,8 +116,8 @@ impl Default for TransportConfig {
 pub struct AppState {
     /// The protocol handler.
     pub handler: RequestHandler,
-    /// The public agent card, pre-rendered.
-    pub card: Arc<CardDocument>,
+    /// The public agent card, pre-rendered; replaced whole when it is rendered again.
+    pub card: Arc<LiveCard>,
     /// Limits.
     pub config: Arc<TransportConfig>,
     /// Cancelled at shutdown: open streams end cleanly.

@@ -12,6 +12,11 @@
 //!   correlation id: the transport's error chain, the runtime's `message`, the
 //!   endpoint.
 //!
+//! Both name the upstream as its kind does ([`Peer`]): `Display` and
+//! [`UpstreamError::public_reason`] as the AgentCore runtime,
+//! [`UpstreamError::detail_for`] and [`UpstreamError::public_reason_for`] as the peer
+//! passed in (the `a2a` kind: the A2A agent).
+//!
 //! Neither contains a token or a client secret: error bodies are reduced to their
 //! `message` field (or a one-line excerpt) and any occurrence of the bearer token in
 //! them is replaced with `[redacted]` before the error is built.
@@ -24,6 +29,22 @@ use serde_json::Value;
 
 use super::auth::TokenError;
 use super::text::fmt_duration;
+
+/// How the failure texts name the upstream: each kind passes its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// Mid-sentence, with its article: `the AgentCore runtime`.
+    pub the: &'static str,
+    /// Where a status answer's text begins: `AgentCore runtime` (as in `AgentCore
+    /// runtime answered HTTP 503`).
+    pub lead: &'static str,
+}
+
+/// The upstream of `kind = "agentcore"` (and of `Display`).
+pub const AGENTCORE_RUNTIME: Peer = Peer {
+    the: "the AgentCore runtime",
+    lead: "AgentCore runtime",
+};
 
 /// The longest excerpt of a non-JSON error body kept in a reason, in characters.
 const BODY_EXCERPT_CHARS: usize = 300;
@@ -67,14 +88,15 @@ impl TimeoutKind {
         }
     }
 
-    fn what(self) -> &'static str {
+    fn what(self, peer: Peer) -> String {
+        let the = peer.the;
         match self {
-            Self::Connect => "connecting to the AgentCore runtime took too long",
-            Self::Pool => "waiting for a connection to the AgentCore runtime took too long",
-            Self::Write => "sending the request to the AgentCore runtime took too long",
-            Self::Read => "the AgentCore runtime sent nothing for too long",
-            Self::Request => "the AgentCore runtime's JSON reply did not finish in time",
-            Self::Stream => "the AgentCore runtime's streamed reply did not finish in time",
+            Self::Connect => format!("connecting to {the} took too long"),
+            Self::Pool => format!("waiting for a connection to {the} took too long"),
+            Self::Write => format!("sending the request to {the} took too long"),
+            Self::Read => format!("{the} sent nothing for too long"),
+            Self::Request => format!("{the}'s JSON reply did not finish in time"),
+            Self::Stream => format!("{the}'s streamed reply did not finish in time"),
         }
     }
 }
@@ -227,7 +249,12 @@ impl StatusError {
     /// request id; not the body's free text (that is in the `Display` form, for the
     /// log).
     pub fn public_reason(&self) -> String {
-        let mut out = format!("AgentCore runtime answered HTTP {}", self.status);
+        self.public_reason_for(AGENTCORE_RUNTIME)
+    }
+
+    /// [`public_reason`](Self::public_reason) naming the upstream as `peer`.
+    pub fn public_reason_for(&self, peer: Peer) -> String {
+        let mut out = format!("{} answered HTTP {}", peer.lead, self.status);
         if let Some(t) = &self.error_type {
             out.push(' ');
             out.push_str(&token_text(t));
@@ -247,7 +274,24 @@ impl StatusError {
 
 impl fmt::Display for StatusError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "AgentCore runtime answered HTTP {}", self.status)?;
+        self.write_for(f, AGENTCORE_RUNTIME)
+    }
+}
+
+impl StatusError {
+    /// The `Display` form naming the upstream as `peer`.
+    pub fn detail_for(&self, peer: Peer) -> String {
+        struct For<'a>(&'a StatusError, Peer);
+        impl fmt::Display for For<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.write_for(f, self.1)
+            }
+        }
+        For(self, peer).to_string()
+    }
+
+    fn write_for(&self, f: &mut fmt::Formatter<'_>, peer: Peer) -> fmt::Result {
+        write!(f, "{} answered HTTP {}", peer.lead, self.status)?;
         if let Some(t) = &self.error_type {
             write!(f, " {t}")?;
         }
@@ -266,18 +310,16 @@ impl fmt::Display for StatusError {
     }
 }
 
-/// Why an invocation failed. The `Display` text is the task's FAILED reason.
-#[derive(Debug, Clone, thiserror::Error)]
+/// Why an invocation failed. The `Display` text is the operator's detail, logged under
+/// the correlation id (see the module docs).
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum UpstreamError {
     /// No bearer token could be had.
-    #[error("{0}")]
-    Token(#[from] TokenError),
+    Token(TokenError),
     /// The runtime answered with a non-2xx status.
-    #[error("{0}")]
     Status(Box<StatusError>),
     /// A configured time limit fired.
-    #[error("{} ({} {}; setting `{}`)", .kind.what(), .kind.limit(), fmt_duration(*.after), .kind.setting())]
     Timeout {
         /// Which limit.
         kind: TimeoutKind,
@@ -285,15 +327,10 @@ pub enum UpstreamError {
         after: Duration,
     },
     /// The connection could not be opened (refused, DNS, TLS).
-    #[error("could not connect to the AgentCore runtime: {0}")]
     Connect(String),
     /// The request failed before any reply arrived (connection closed, protocol error).
-    #[error("the request to the AgentCore runtime failed before a reply arrived: {0}")]
     Send(String),
     /// The reply broke off (reset, truncated body) after it had started.
-    #[error(
-        "the AgentCore runtime's reply broke off after {bytes} bytes ({reason}); the partial output is not a complete answer"
-    )]
     Broken {
         /// Reply body bytes received before the break.
         bytes: u64,
@@ -302,13 +339,11 @@ pub enum UpstreamError {
     },
     /// The agent reported an error (the SDK's trailing `{"error", "error_type"}` frame,
     /// or a `fail` control object).
-    #[error("the agent failed: {message}")]
     Agent {
         /// The agent's message, prefixed with its exception class when known.
         message: String,
     },
     /// A 2xx reply with an empty body, or one that is an HTML page.
-    #[error("the AgentCore runtime answered HTTP {status} {what} instead of an agent reply")]
     BadReply {
         /// The HTTP status.
         status: u16,
@@ -317,12 +352,8 @@ pub enum UpstreamError {
     },
     /// The reply is not well-formed (invalid UTF-8 in an SSE stream, a body declared
     /// JSON that is not). The text is the gateway's own, never the body's.
-    #[error("the AgentCore runtime's reply is malformed: {0}")]
     Malformed(String),
     /// A 2xx reply whose `Content-Type` is none the gateway reads (contract §3).
-    #[error(
-        "the AgentCore runtime answered HTTP {status} with Content-Type `{content_type}` instead of an agent reply (text/event-stream, application/json or text/plain)"
-    )]
     ContentType {
         /// The HTTP status.
         status: u16,
@@ -330,48 +361,55 @@ pub enum UpstreamError {
         content_type: String,
     },
     /// One SSE event was larger than `upstream.max_event_bytes`.
-    #[error(
-        "an event in the AgentCore runtime's stream exceeded {limit} bytes (setting `max_event_bytes`); the partial output is not a complete answer"
-    )]
     EventTooLarge {
         /// The limit in bytes.
         limit: u64,
     },
     /// A streamed (SSE) reply's body was larger in total than
     /// `upstream.max_stream_bytes`.
-    #[error(
-        "the AgentCore runtime's streamed reply exceeded {limit} bytes (setting `max_stream_bytes`); the partial output is not a complete answer"
-    )]
     StreamTooLarge {
         /// The limit in bytes.
         limit: u64,
     },
     /// The SSE body ended in the middle of an event's line.
-    #[error(
-        "the AgentCore runtime's event stream ended in the middle of an event line; the partial output is not a complete answer"
-    )]
     Truncated,
     /// A JSON (non-SSE) reply was larger than `upstream.max_reply_bytes`.
-    #[error("the AgentCore runtime's reply exceeded {limit} bytes (setting `max_reply_bytes`)")]
     TooLarge {
         /// The limit in bytes.
         limit: u64,
     },
     /// The agent sent a malformed control object (see `docs/upstream-contract.md`).
-    #[error("the agent sent an invalid control object: {0}")]
     Control(String),
     /// The executor's settings are unusable (bad URL, unreadable CA file).
-    #[error("invalid upstream settings: {0}")]
     Settings(String),
     /// The runtime session's lease (one invocation per session across the instances
     /// of a cluster) could not be taken: the task store kept failing.
-    #[error("cannot take the runtime session's lease in the task store: {0}")]
     SessionLease(String),
     /// An A2A agent (`kind = "a2a"`) answered a JSON-RPC error, or something that is
     /// not A2A; or it lost the task. The text is the gateway's, with the agent's error
     /// code and an excerpt of its message.
-    #[error("the A2A agent {0}")]
     A2a(String),
+}
+
+impl From<TokenError> for UpstreamError {
+    fn from(e: TokenError) -> Self {
+        Self::Token(e)
+    }
+}
+
+impl fmt::Display for UpstreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.detail_for(AGENTCORE_RUNTIME))
+    }
+}
+
+impl std::error::Error for UpstreamError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Token(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 impl UpstreamError {
@@ -385,12 +423,70 @@ impl UpstreamError {
         Self::SessionLease(e.to_string())
     }
 
+    /// The whole story for the operator's log (the `Display` text), naming the upstream
+    /// as `peer`.
+    pub fn detail_for(&self, peer: Peer) -> String {
+        let the = peer.the;
+        match self {
+            Self::Token(e) => e.to_string(),
+            Self::Status(s) => s.detail_for(peer),
+            Self::Timeout { kind, after } => format!(
+                "{} ({} {}; setting `{}`)",
+                kind.what(peer),
+                kind.limit(),
+                fmt_duration(*after),
+                kind.setting()
+            ),
+            Self::Connect(d) => format!("could not connect to {the}: {d}"),
+            Self::Send(d) => format!("the request to {the} failed before a reply arrived: {d}"),
+            Self::Broken { bytes, reason } => format!(
+                "{the}'s reply broke off after {bytes} bytes ({reason}); the partial output is not a complete answer"
+            ),
+            Self::Agent { message } => format!("the agent failed: {message}"),
+            Self::BadReply { status, what } => {
+                format!("{the} answered HTTP {status} {what} instead of an agent reply")
+            }
+            Self::Malformed(m) => format!("{the}'s reply is malformed: {m}"),
+            Self::ContentType {
+                status,
+                content_type,
+            } => format!(
+                "{the} answered HTTP {status} with Content-Type `{content_type}` instead of an agent reply (text/event-stream, application/json or text/plain)"
+            ),
+            Self::EventTooLarge { limit } => format!(
+                "an event in {the}'s stream exceeded {limit} bytes (setting `max_event_bytes`); the partial output is not a complete answer"
+            ),
+            Self::StreamTooLarge { limit } => format!(
+                "{the}'s streamed reply exceeded {limit} bytes (setting `max_stream_bytes`); the partial output is not a complete answer"
+            ),
+            Self::Truncated => format!(
+                "{the}'s event stream ended in the middle of an event line; the partial output is not a complete answer"
+            ),
+            Self::TooLarge { limit } => {
+                format!("{the}'s reply exceeded {limit} bytes (setting `max_reply_bytes`)")
+            }
+            Self::Control(m) => format!("the agent sent an invalid control object: {m}"),
+            Self::Settings(m) => format!("invalid upstream settings: {m}"),
+            Self::SessionLease(m) => {
+                format!("cannot take the runtime session's lease in the task store: {m}")
+            }
+            // Only the `a2a` kind raises it: the peer is an A2A agent whoever passes.
+            Self::A2a(m) => format!("the A2A agent {m}"),
+        }
+    }
+
     /// The short, stable reason a remote caller is told (see the module doc). The
     /// executor appends a correlation id under which the `Display` text is logged.
     pub fn public_reason(&self) -> String {
+        self.public_reason_for(AGENTCORE_RUNTIME)
+    }
+
+    /// [`public_reason`](Self::public_reason) naming the upstream as `peer`.
+    pub fn public_reason_for(&self, peer: Peer) -> String {
+        let the = peer.the;
         match self {
             Self::Token(e) => e.reason().to_owned(),
-            Self::Status(s) => s.public_reason(),
+            Self::Status(s) => s.public_reason_for(peer),
             Self::Connect(detail) => {
                 let d = detail.to_ascii_lowercase();
                 let why = if d.contains("certificate") {
@@ -400,13 +496,11 @@ impl UpstreamError {
                 } else {
                     ""
                 };
-                format!("could not connect to the AgentCore runtime{why}")
+                format!("could not connect to {the}{why}")
             }
-            Self::Send(_) => {
-                "the request to the AgentCore runtime failed before a reply arrived".to_owned()
-            }
+            Self::Send(_) => format!("the request to {the} failed before a reply arrived"),
             Self::Broken { bytes, .. } => format!(
-                "the AgentCore runtime's reply broke off after {bytes} bytes; the partial output is not a complete answer"
+                "{the}'s reply broke off after {bytes} bytes; the partial output is not a complete answer"
             ),
             Self::Agent { message } => format!("the agent failed: {}", excerpt(message)),
             Self::Control(m) => format!("the agent sent an invalid control object: {}", excerpt(m)),
@@ -423,7 +517,7 @@ impl UpstreamError {
             | Self::EventTooLarge { .. }
             | Self::StreamTooLarge { .. }
             | Self::Truncated
-            | Self::TooLarge { .. } => self.to_string(),
+            | Self::TooLarge { .. } => self.detail_for(peer),
         }
     }
 

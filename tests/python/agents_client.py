@@ -1,13 +1,28 @@
-"""The official A2A Python client against one agent of a gateway serving several
-(tests/agents.rs): it resolves the agent's card from the agent's own URL, picks the
-card's interface for the binding asked, sends one message, reads the task back, and
-prints one JSON line with what it saw.
+"""The official A2A Python client against an agent of the gateway (tests/agents.rs,
+tests/upstream_a2a.rs): it resolves the agent's card from the agent's own URL, picks the
+card's interface for the binding asked, runs a scenario, and prints one JSON line with
+what it saw.
 
     python agents_client.py '{"sdk": "1" | "03", "url": BASE, "binding": "JSONRPC" |
-                              "HTTP+JSON", "key": API_KEY or null, "text": PROMPT}'
+                              "HTTP+JSON" | "GRPC", "key": API_KEY or null, "text": PROMPT,
+                              "scenario": "send" | "stream" | "ask" | "cancel"}'
 
-Prints {"card": name, "interface": url the client uses, "task": id, "state": name,
-"text": artifact text, "got": state read back} or {"error": type, "message": text}.
+Scenarios (the 1.x client; the 0.3 client runs `send` only):
+
+- `send` (the default): one blocking message, then the task read back. Prints
+  {"card": name, "interface": url the client uses, "transport": class, "task": id,
+  "state": name, "text": artifact text, "got": state read back}.
+- `stream`: the message sent streamed. Prints {"transport", "task", "chunks": the
+  text of each artifact update in order, "states": each status update's state,
+  "got": state read back}.
+- `ask`: the message (`ask`), then a follow-up `42` in the task and context it
+  answered. Prints {"transport", "task", "first": its state, "second": the follow-up's
+  state, "second_task": the follow-up's task id, "answer": its artifact `answer`}.
+- `cancel`: the message (`slow`) sent streamed; at its first artifact update the task
+  is canceled. Prints {"transport", "task", "canceled": CancelTask's state, "got":
+  state read back}.
+
+On any error: {"error": type, "message": text}.
 """
 
 import asyncio
@@ -48,14 +63,18 @@ async def with_sdk1(spec: dict) -> dict:
                 target, interceptors=[WithKey()]
             ),
         }
+    scenario = spec.get("scenario", "send")
     config = ClientConfig(
-        streaming=False,
+        streaming=scenario in ("stream", "cancel"),
         httpx_client=http,
         supported_protocol_bindings=[spec["binding"]],
         **grpc_options,
     )
     try:
         client = await create_client(spec["url"], client_config=config)
+        transport = type(client._transport).__name__
+        if scenario != "send":
+            return await SCENARIOS[scenario](client, spec["text"]) | {"transport": transport}
         message = Message(
             message_id=str(uuid.uuid4()),
             role=Role.ROLE_USER,
@@ -77,6 +96,74 @@ async def with_sdk1(spec: dict) -> dict:
         }
     finally:
         await http.aclose()
+
+
+def user(text: str, task_id: str = "", context_id: str = ""):
+    from a2a.types.a2a_pb2 import Message, Part, Role
+
+    return Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_USER,
+        parts=[Part(text=text)],
+        task_id=task_id,
+        context_id=context_id,
+    )
+
+
+async def stream1(client, text: str) -> dict:
+    from a2a.types.a2a_pb2 import GetTaskRequest, SendMessageRequest, TaskState
+
+    chunks, states, task = [], [], None
+    async for r in client.send_message(SendMessageRequest(message=user(text))):
+        if r.HasField("task"):
+            task = r.task.id
+        if r.HasField("artifact_update"):
+            task = r.artifact_update.task_id
+            chunks.append("".join(p.text for p in r.artifact_update.artifact.parts))
+        if r.HasField("status_update"):
+            task = r.status_update.task_id
+            states.append(TaskState.Name(r.status_update.status.state))
+    got = await client.get_task(GetTaskRequest(id=task))
+    return {"task": task, "chunks": chunks, "states": states, "got": TaskState.Name(got.status.state)}
+
+
+async def ask1(client, text: str) -> dict:
+    from a2a.types.a2a_pb2 import SendMessageRequest, TaskState
+
+    first = [r async for r in client.send_message(SendMessageRequest(message=user(text)))][0].task
+    follow = user("42", task_id=first.id, context_id=first.context_id)
+    second = [r async for r in client.send_message(SendMessageRequest(message=follow))][0].task
+    return {
+        "task": first.id,
+        "first": TaskState.Name(first.status.state),
+        "second": TaskState.Name(second.status.state),
+        "second_task": second.id,
+        "answer": "".join(p.text for a in second.artifacts if a.artifact_id == "answer" for p in a.parts),
+    }
+
+
+async def cancel1(client, text: str) -> dict:
+    from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, SendMessageRequest, TaskState
+
+    events = client.send_message(SendMessageRequest(message=user(text)))
+    task = None
+    try:
+        async for r in events:
+            if r.HasField("artifact_update"):
+                task = r.artifact_update.task_id
+                break
+    finally:
+        await events.aclose()
+    canceled = await client.cancel_task(CancelTaskRequest(id=task))
+    got = await client.get_task(GetTaskRequest(id=task))
+    return {
+        "task": task,
+        "canceled": TaskState.Name(canceled.status.state),
+        "got": TaskState.Name(got.status.state),
+    }
+
+
+SCENARIOS = {"stream": stream1, "ask": ask1, "cancel": cancel1}
 
 
 async def with_sdk03(spec: dict) -> dict:

@@ -239,7 +239,7 @@ async fn handle(
             };
             match body {
                 Ok(body) if op == Operation::GetExtendedAgentCard => (
-                    super::agent_card::extended_response(&headers, media, body, &state.card),
+                    super::agent_card::extended_response(&headers, media, body, &state.card.get()),
                     "ok",
                 ),
                 Ok(body) => (response::json(StatusCode::OK, media, body), "ok"),

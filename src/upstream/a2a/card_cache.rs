@@ -3,7 +3,8 @@
 //! `card_min_refresh`, at most a day; `no-cache` / `no-store` count as 0), else
 //! `card_refresh` (300 s by default); revalidated with `If-None-Match` when it came with an
 //! `ETag`. One refresh at a time; a failed refresh keeps the card it had (and tries again
-//! after `card_min_refresh`).
+//! after `card_min_refresh`). Whoever waits on [`CardCache::changed`] is woken when a card
+//! that differs from the one held (or the first one) is read.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -32,6 +33,7 @@ struct Held {
 pub struct CardCache {
     held: RwLock<Option<Held>>,
     refresh: tokio::sync::Mutex<()>,
+    changed: tokio::sync::Notify,
 }
 
 impl CardCache {
@@ -40,6 +42,22 @@ impl CardCache {
         held.as_ref()
             .filter(|h| Instant::now() < h.fresh_until)
             .map(|h| h.card.clone())
+    }
+
+    /// When the card held goes stale (and the next [`get`](Self::get) reads it again);
+    /// `None` while none is held.
+    pub fn stale_at(&self) -> Option<Instant> {
+        self.held
+            .read()
+            .expect("card lock")
+            .as_ref()
+            .map(|h| h.fresh_until)
+    }
+
+    /// Resolves once a card that differs from the one held before (or the first card)
+    /// has been read since the last time it resolved (one waiter at a time).
+    pub async fn changed(&self) {
+        self.changed.notified().await;
     }
 
     /// The card: the one held while it is fresh, else read (or revalidated) now.
@@ -76,6 +94,7 @@ impl CardCache {
                 before.as_ref().and_then(|h| h.etag.as_deref()),
             )
             .await;
+        let mut changed = false;
         let held = match (answer, before) {
             (Ok(CardAnswer::NotModified { max_age }), Some(h)) => Held {
                 fresh_until: Instant::now() + fresh_for(max_age),
@@ -91,6 +110,7 @@ impl CardCache {
             ) => match UpstreamCard::read(&card, s) {
                 Ok(card) => {
                     if before.as_ref().is_none_or(|b| *b.card != card) {
+                        changed = true;
                         tracing::info!(
                             upstream.endpoint = %crate::telemetry::log_url::LogUrl(&card.endpoint),
                             upstream.version = card.wire.header(),
@@ -116,6 +136,9 @@ impl CardCache {
         };
         let card = held.card.clone();
         *self.held.write().expect("card lock") = Some(held);
+        if changed {
+            self.changed.notify_one();
+        }
         Ok(card)
     }
 

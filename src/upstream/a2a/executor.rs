@@ -155,6 +155,24 @@ impl A2aExecutor {
             .await
     }
 
+    /// When the card held goes stale (the next [`card`](Self::card) reads it again);
+    /// `None` while none was read.
+    pub fn card_stale_at(&self) -> Option<Instant> {
+        self.inner.card.stale_at()
+    }
+
+    /// Resolves once a card that differs from the one held before (or the first one)
+    /// was read, by whichever call read it, since it last resolved. For one waiter.
+    pub async fn card_changed(&self) {
+        self.inner.card.changed().await;
+    }
+
+    /// The shortest time between two reads of the agent's card
+    /// (`upstream.card_min_refresh_secs`).
+    pub fn card_min_refresh(&self) -> std::time::Duration {
+        self.inner.settings.card_min_refresh
+    }
+
     /// Readiness: the agent's card is read, and a token is obtainable.
     ///
     /// # Errors
@@ -393,6 +411,11 @@ impl A2aExecutor {
             caller,
         };
         let params = v.task_params(&up.task_id);
+        // Told the client once, when the agent does not answer (it may be restarting).
+        let notice = format!(
+            "the A2A agent's answer broke off ({why_text}) and the agent does not answer now; the gateway keeps trying to get the task back for up to {} s",
+            s.resume_for.as_secs()
+        );
         if streaming {
             let until = stalled_at.unwrap_or(deadline);
             let resubscribed =
@@ -414,7 +437,11 @@ impl A2aExecutor {
                     }
                 }
                 Ok(Err(e)) => {
+                    let unreachable = !matches!(e, RpcFailure::Rpc { .. });
                     tracing::warn!(reason = %detail(&UpstreamError::from(e)), "resubscribing to the A2A agent's task failed; polling it");
+                    if unreachable {
+                        relay.notice(notice.clone()).await?;
+                    }
                 }
                 Err(_) => {}
             }
@@ -464,6 +491,7 @@ impl A2aExecutor {
                 }
                 Ok(Err(e)) => {
                     tracing::warn!(reason = %detail(&UpstreamError::from(e)), "GetTask on the A2A agent failed; trying again");
+                    relay.notice(notice.clone()).await?;
                 }
                 Err(_) => continue,
             }

@@ -1,26 +1,23 @@
 //! The failure texts of the `a2a` kind: the shared upstream errors
-//! ([`UpstreamError`]) name the AgentCore runtime; for this kind the peer is "the A2A
-//! agent", in the public reason and in the logged detail alike.
+//! ([`UpstreamError`]) built naming the peer "the A2A agent" ([`A2A_AGENT`]), in the
+//! public reason and in the logged detail alike.
 
-use crate::upstream::errors::UpstreamError;
+use crate::upstream::errors::{Peer, UpstreamError};
 
-/// The public reason of `e` ([`UpstreamError::public_reason`]) for an A2A agent: the
-/// shared reasons name the AgentCore runtime where the peer is the agent.
+/// How the `a2a` kind's failure texts name its upstream.
+pub const A2A_AGENT: Peer = Peer {
+    the: "the A2A agent",
+    lead: "the A2A agent",
+};
+
+/// The public reason of `e` ([`UpstreamError::public_reason_for`]) naming the A2A agent.
 pub fn public_reason(e: &UpstreamError) -> String {
-    name_the_agent(&e.public_reason())
+    e.public_reason_for(A2A_AGENT)
 }
 
-/// The logged detail of `e` (its `Display`) for an A2A agent, named as in
-/// [`public_reason`].
+/// The logged detail of `e` ([`UpstreamError::detail_for`]) naming the A2A agent.
 pub fn detail(e: &UpstreamError) -> String {
-    name_the_agent(&e.to_string())
-}
-
-/// `text` of the shared upstream errors with the peer named "the A2A agent" (both
-/// "the AgentCore runtime …" and a leading "AgentCore runtime answered HTTP …").
-fn name_the_agent(text: &str) -> String {
-    text.replace("the AgentCore runtime", "the A2A agent")
-        .replace("AgentCore runtime", "the A2A agent")
+    e.detail_for(A2A_AGENT)
 }
 
 #[cfg(test)]

@@ -37,6 +37,8 @@ pub struct Relay<'a> {
     /// What went wrong before, for a FAILED without a status message (see
     /// [`Relay::hint`]).
     hint: Option<String>,
+    /// [`Relay::notice`] told the client already.
+    noticed: bool,
 }
 
 impl<'a> Relay<'a> {
@@ -72,7 +74,26 @@ impl<'a> Relay<'a> {
                 .filter(|s| s.is_interrupted()),
             chunks: 0,
             hint: None,
+            noticed: false,
         }
+    }
+
+    /// Tells the client `text` as a WORKING status message of the gateway task, once per
+    /// run (later calls do nothing): that the agent's answer broke off and the gateway
+    /// is getting the task back. The state relayed from the agent stays as it was (a
+    /// task the agent left SUBMITTED still counts as such).
+    ///
+    /// # Errors
+    /// [`QueueClosed`].
+    pub async fn notice(&mut self, text: String) -> Result<(), QueueClosed> {
+        if std::mem::replace(&mut self.noticed, true) {
+            return Ok(());
+        }
+        self.start().await?;
+        let message = self.updater.new_agent_text(text);
+        self.updater
+            .update_status(TaskState::Working, Some(message))
+            .await
     }
 
     /// What went wrong before (a public reason, e.g. the broken answer's), told when the

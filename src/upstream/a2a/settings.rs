@@ -83,7 +83,7 @@ pub struct A2aSettings {
     pub retry_max_delay: Duration,
     /// After the agent's stream broke before the task settled: how long the gateway
     /// tries to get the task back (resubscribing, then polling GetTask) before it fails
-    /// the task. Default 300 s.
+    /// the task (`upstream.resume_secs`). Default 300 s.
     pub resume_for: Duration,
     /// First GetTask polling interval; doubles up to `poll_max`. Default 250 ms.
     pub poll_initial: Duration,
@@ -93,14 +93,15 @@ pub struct A2aSettings {
     /// was still SUBMITTED: how long the task may stay SUBMITTED, unchanged, before the
     /// gateway takes the agent's executor for crashed and fails the task (an a2a-sdk
     /// 0.3 agent whose executor raises drops the stream and leaves the task SUBMITTED
-    /// for good). Also bounds a silent resubscription in that case. Default 30 s;
-    /// at most `resume_for` applies in any case.
+    /// for good). Also bounds a silent resubscription in that case
+    /// (`upstream.submitted_stall_secs`). Default 30 s; at most `resume_for` applies in
+    /// any case.
     pub stall_for: Duration,
     /// How long the agent's card is used before it is read again when its answer has no
     /// `Cache-Control: max-age`. Default 300 s.
     pub card_refresh: Duration,
     /// The shortest time between two reads of the card (also after a failed read, and
-    /// for `no-cache`). Default 30 s.
+    /// for `no-cache`; `upstream.card_min_refresh_secs`). Default 30 s.
     pub card_min_refresh: Duration,
     /// Header sending the caller (the task owner); `None` disables it.
     pub caller_header: Option<http::HeaderName>,
