@@ -459,6 +459,13 @@ fn handler_config(
     }
     let hc = HandlerConfig {
         max_concurrent_tasks: config.server.max_concurrent_tasks,
+        max_tasks_per_caller: config.server.max_tasks_per_caller,
+        max_tasks_per_tenant: config.server.max_tasks_per_tenant,
+        max_task_values: config.server.max_task_values,
+        max_message_bytes_per_caller_per_minute: config
+            .server
+            .max_message_bytes_per_caller_per_minute,
+        max_task_bytes: config.server.max_task_bytes,
         max_list_page_bytes: config.server.max_list_page_bytes,
         extended_agent_card: extended_agent_card(config, &card),
         extended_agent_card_enabled: config.agent.extended.is_some(),
@@ -497,7 +504,8 @@ fn transport_config(
 }
 
 /// The configuration as agent `id` sees it: its `[agents.<id>]` card keys as
-/// `[agent]`, its upstream as `[upstream]`, its `max_concurrent_tasks`, and
+/// `[agent]`, its upstream as `[upstream]`, its `max_concurrent_tasks` and per-caller and
+/// per-tenant task limits, and
 /// `server.public_url` moved under its prefix (so every card URL, the JWKS one too, is
 /// absolute and right behind the prefix and behind a `public_url` with a path of its
 /// own). gRPC is served (and in its card, at `host:port`) only on the agent's own
@@ -510,6 +518,12 @@ pub fn agent_config(config: &Config, id: &str, entry: &AgentEntryConfig) -> Conf
     c.server.max_concurrent_tasks = entry
         .max_concurrent_tasks
         .unwrap_or(config.server.max_concurrent_tasks);
+    c.server.max_tasks_per_caller = entry
+        .max_tasks_per_caller
+        .or(config.server.max_tasks_per_caller);
+    c.server.max_tasks_per_tenant = entry
+        .max_tasks_per_tenant
+        .or(config.server.max_tasks_per_tenant);
     let prefix = entry.path_for(id);
     c.server.public_url = config
         .server

@@ -9,7 +9,9 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::config::HandlerConfig;
+use super::run_limits::RunLimits;
 use super::shared::Inner;
+use super::write_budget::WriteBudget;
 use crate::error::A2aError;
 use crate::executor::AgentExecutor;
 use crate::scope::Scope;
@@ -42,9 +44,14 @@ impl RequestHandler {
             inner: Arc::new(Inner {
                 executor,
                 store,
-                config,
                 registry: Arc::new(Mutex::new(HashMap::new())),
                 permits,
+                run_limits: Arc::new(RunLimits::new(
+                    config.caller_task_limit(),
+                    config.tenant_task_limit(),
+                )),
+                write_budget: WriteBudget::new(config.max_message_bytes_per_caller_per_minute),
+                config,
                 shutdown: CancellationToken::new(),
                 closing: std::sync::atomic::AtomicBool::new(false),
                 cluster: Arc::new(std::sync::OnceLock::new()),
@@ -67,9 +74,14 @@ impl RequestHandler {
             inner: Arc::new(Inner {
                 executor,
                 store: self.inner.store.clone(),
-                config,
                 registry: self.inner.registry.clone(),
                 permits,
+                run_limits: Arc::new(RunLimits::new(
+                    config.caller_task_limit(),
+                    config.tenant_task_limit(),
+                )),
+                write_budget: WriteBudget::new(config.max_message_bytes_per_caller_per_minute),
+                config,
                 shutdown: CancellationToken::new(),
                 closing: std::sync::atomic::AtomicBool::new(false),
                 cluster: self.inner.cluster.clone(),
