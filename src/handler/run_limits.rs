@@ -52,9 +52,9 @@ impl RunLimits {
     }
 
     /// A permit for a run of `scope`'s caller, or a retryable refusal naming the limit
-    /// that is reached: the caller's, the tenant's (not for the default tenant `""`,
-    /// which holds every call that names no tenant), then the handler's
-    /// `max_concurrent_tasks` (`max_total`, the size of `slots`).
+    /// that is reached: the handler's `max_concurrent_tasks` (`max_total`, the size of
+    /// `slots`) when every slot is taken, else the caller's, then the tenant's (not for
+    /// the default tenant `""`, which holds every call that names no tenant).
     ///
     /// # Errors
     /// Unavailable (HTTP 503 with `Retry-After`, gRPC UNAVAILABLE) naming
@@ -65,6 +65,12 @@ impl RunLimits {
         slots: &Arc<Semaphore>,
         max_total: usize,
     ) -> Result<RunPermit, A2aError> {
+        let slot = slots.clone().try_acquire_owned().map_err(|_| {
+            A2aError::Unavailable(format!(
+                "the configured maximum of {max_total} running tasks is reached \
+                 (max_concurrent_tasks); retry later"
+            ))
+        })?;
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         let caller_key = (scope.tenant.clone(), scope.owner.clone());
         let by_caller = counts.callers.get(&caller_key).copied().unwrap_or(0);
@@ -85,12 +91,6 @@ impl RunLimits {
                 self.per_tenant
             )));
         }
-        let slot = slots.clone().try_acquire_owned().map_err(|_| {
-            A2aError::Unavailable(format!(
-                "the configured maximum of {max_total} running tasks is reached \
-                 (max_concurrent_tasks); retry later"
-            ))
-        })?;
         *counts.callers.entry(caller_key).or_default() += 1;
         *counts.tenants.entry(scope.tenant.clone()).or_default() += 1;
         Ok(RunPermit {
@@ -158,11 +158,16 @@ mod tests {
         // The default tenant is no tenant: only its callers are bounded (one tenant
         // run at most here, yet two callers without a tenant run one each).
         let one_each = Arc::new(RunLimits::new(1, 1));
+        let own_slots = Arc::new(Semaphore::new(4));
         let untenanted: Vec<_> = ["x", "y"]
             .iter()
-            .map(|c| one_each.acquire(&Scope::new("", *c), &slots, 4).unwrap())
+            .map(|c| {
+                one_each
+                    .acquire(&Scope::new("", *c), &own_slots, 4)
+                    .unwrap()
+            })
             .collect();
-        let m = refusal(one_each.acquire(&Scope::new("", "x"), &slots, 4));
+        let m = refusal(one_each.acquire(&Scope::new("", "x"), &own_slots, 4));
         assert!(m.contains("max_tasks_per_caller = 1"), "{m}");
         drop(untenanted);
         drop(held);
