@@ -314,6 +314,11 @@ async fn run_case(case: &Case, n: usize, store: &str) -> Row {
             "A2A_GATEWAY_SERVER__MAX_CONCURRENT_TASKS",
             (n + WARM_UP + 100).to_string(),
         ),
+        // One caller runs every task: its share is the whole.
+        (
+            "A2A_GATEWAY_SERVER__MAX_TASKS_PER_CALLER",
+            (n + WARM_UP + 100).to_string(),
+        ),
         (
             "A2A_GATEWAY_SERVER__MAX_CONNECTIONS",
             (n + WARM_UP + 1000).to_string(),

@@ -66,7 +66,7 @@ pub use log::{LogConfig, LogFormat};
 pub use log_url::{LogUrl, masked};
 pub use media_range::parse_media_range;
 pub use push::{PushConfig, SignatureScheme};
-pub use server::{Binding, DEFAULT_LIST_PAGE_BYTES, ServerConfig};
+pub use server::{Binding, DEFAULT_LIST_PAGE_BYTES, ServerConfig, default_share};
 pub use server_auth::{ApiKeyConfig, SHA256_LEN, ServerAuthConfig, ServerAuthKind, sha256_hex};
 pub use server_jwt::{DEFAULT_ALGORITHMS, HmacSecret, JwtConfig, KNOWN_ALGORITHMS};
 pub use sources::ENV_PREFIX;

@@ -4,7 +4,9 @@
 //! its own process. Each is refused with InvalidParams (gRPC `INVALID_ARGUMENT`)
 //! naming the limit, and the gateway's peak resident memory (`VmHWM`, reset before
 //! each case) grows by less than ten times the bytes sent. Before the limit one such
-//! request took the gateway from 24 MiB to over 1 GiB.
+//! request took the gateway from 24 MiB to over 1 GiB. The read path too: a task grown
+//! turn by turn, each message under the per-request limit, takes no more messages past
+//! `server.max_task_values`, so reading it back stays bounded.
 
 use std::time::Duration;
 
@@ -194,4 +196,119 @@ async fn a_grpc_request_of_tiny_values_is_refused_and_costs_a_bounded_amount() {
         grew / 1024
     );
     assert!(grew < FACTOR * sent, "gRPC: +{grew} bytes for {sent} sent");
+}
+
+/// Zeros in the metadata of each turn's message of the growing task: under the
+/// per-request limit of 100,000 values.
+const TURN_ZEROS: usize = 90_000;
+
+/// The read path: a task grown turn by turn, each message under the per-request limit,
+/// takes no more messages once its stored JSON holds more than `server.max_task_values`
+/// (200,000 by default): the fourth message is refused with InvalidParams naming the
+/// limit, and says to go on in a new task of the context. Before the bound every turn
+/// was taken and each read built the whole task. Then three GetTask of it at once grow
+/// the peak RSS by less than [`FACTOR`] times the task's JSON text each.
+#[tokio::test]
+async fn a_task_grown_over_many_turns_is_bounded_and_reads_back_bounded() {
+    use a2a_gateway::upstream::mock::{MockReply, MockRuntime};
+    let up = MockRuntime::start().await;
+    up.answer_with(|_| MockReply::Json(json!({"a2a_control": "input_required", "text": "more?"})));
+    let gw = GatewayProcess::init(BIN)
+        .config(format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n[store]\nurl = \"memory:\"\n\n\
+             [upstream]\nurl = \"{}\"\nmax_retries = 0\n",
+            up.url()
+        ))
+        .arg("serve")
+        .timeout(Duration::from_secs(20))
+        .start();
+    let client = reqwest::Client::new();
+    let turn = |task_id: Option<String>| {
+        let mut message = user_message("another turn");
+        message["metadata"] = json!({"k": vec![0u8; TURN_ZEROS]});
+        if let Some(id) = task_id {
+            message["taskId"] = json!(id);
+        }
+        let body = rpc_body("SendMessage", json!({"message": message}));
+        let client = client.clone();
+        let url = gw.url.clone();
+        async move {
+            let resp = client
+                .post(url)
+                .header("a2a-version", "1.0")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            resp.json::<Value>().await.unwrap()
+        }
+    };
+    let first = turn(None).await;
+    let task_id = first["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_owned();
+    let mut taken = 1;
+    let refusal = loop {
+        let r = turn(Some(task_id.clone())).await;
+        if r.get("error").is_some() {
+            break r;
+        }
+        assert_eq!(
+            r["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+            "{r}"
+        );
+        taken += 1;
+        assert!(taken <= 10, "the task takes message after message");
+    };
+    assert_eq!(taken, 3, "200,000 values reached after the third turn");
+    assert_eq!(refusal["error"]["code"], -32602, "{refusal}");
+    let message = refusal["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("max_task_values = 200000") && message.contains("contextId"),
+        "{message}"
+    );
+
+    let get = || {
+        let client = client.clone();
+        let url = gw.url.clone();
+        let id = task_id.clone();
+        async move {
+            let v: Value = client
+                .post(url)
+                .header("a2a-version", "1.0")
+                .json(&rpc_body("GetTask", json!({"id": id})))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(v["result"]["id"], json!(id), "{v}");
+        }
+    };
+    get().await;
+    let stored = {
+        let v: Value = client
+            .post(&gw.url)
+            .header("a2a-version", "1.0")
+            .json(&rpc_body("GetTask", json!({"id": task_id})))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        serde_json::to_vec(&v["result"]).unwrap().len() as u64
+    };
+    let grew = peak_growth(&gw, (0..3).map(|_| get()).collect()).await;
+    eprintln!(
+        "three GetTask of a task of {stored} bytes ({taken} turns of {TURN_ZEROS} values): \
+         peak RSS +{} KiB",
+        grew / 1024
+    );
+    assert!(
+        grew < FACTOR * 3 * stored,
+        "three reads: +{grew} bytes for a task of {stored}"
+    );
 }

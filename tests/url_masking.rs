@@ -11,6 +11,7 @@
 //! | `upstream.url` | the start-up and request lines |
 //! | `server.public_url` | the start-up INFO line (one with credentials is refused at start) |
 //! | `store.url` | the start-up INFO line (tested in `tests/cli.rs` for `check-config`) |
+//! | the client commands' own `--url` | their error lines (`send`, `card`, `get`, `health`), and the URL reqwest names in a transport error |
 //!
 //! Each must show the URL masked (`***`), never the secret.
 
@@ -71,5 +72,56 @@ async fn a_failing_jwks_fetch_shows_its_url_masked_in_logs_and_readyz() {
         let body = readyz.text().await.unwrap();
         assert_masked("/readyz", &body);
         assert_masked("the log", &gw.logs());
+    }
+}
+
+/// The client commands print the user's own `--url` in their error lines (a closed
+/// port, a server that answers 404 to everything): masked, as the server masks its URLs.
+/// The command they print for a reply (`send`'s "reply with") keeps the URL whole, on
+/// purpose: it is a command to run, on the user's own terminal.
+#[tokio::test]
+async fn the_client_commands_show_their_own_url_masked_in_error_lines() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = free.local_addr().unwrap().port();
+    drop(free);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let answering = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, axum::Router::new()).await });
+    let dir = tempfile::tempdir().unwrap();
+    for port in [closed, answering] {
+        let url = format!("http://me:CLIPASS@127.0.0.1:{port}/?token=CLIQUERY&x=1");
+        let cases: [&[&str]; 6] = [
+            &["send", "--url", &url, "hi"],
+            &["card", "--url", &url],
+            &["get", "--binding", "rest", "--url", &url, "t1"],
+            &["get", "--binding", "jsonrpc", "--url", &url, "t1"],
+            &["send", "--binding", "rest", "--url", &url, "--stream", "hi"],
+            &["health", "--url", &url],
+        ];
+        for args in cases {
+            let out = GatewayProcess::init(BIN)
+                .current_dir(dir.path())
+                .args(args)
+                .timeout(Duration::from_secs(30))
+                .run_async()
+                .await;
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+            assert!(
+                stderr.contains(&format!("me:***@127.0.0.1:{port}")),
+                "{args:?} names the URL, masked: {stderr}"
+            );
+            for secret in ["CLIPASS", "CLIQUERY"] {
+                assert!(
+                    !stderr.contains(secret),
+                    "{args:?} shows {secret}: {stderr}"
+                );
+                assert!(
+                    !stdout.contains(secret),
+                    "{args:?} shows {secret}: {stdout}"
+                );
+            }
+        }
     }
 }

@@ -187,6 +187,13 @@ pub(super) fn handler_config(
     }
     let hc = HandlerConfig {
         max_concurrent_tasks: config.server.max_concurrent_tasks,
+        max_tasks_per_caller: config.server.max_tasks_per_caller,
+        max_tasks_per_tenant: config.server.max_tasks_per_tenant,
+        max_task_values: config.server.max_task_values,
+        max_message_bytes_per_caller_per_minute: config
+            .server
+            .max_message_bytes_per_caller_per_minute,
+        max_task_bytes: config.server.max_task_bytes,
         max_list_page_bytes: config.server.max_list_page_bytes,
         extended_agent_card: extended_agent_card(config, &card),
         extended_agent_card_enabled: config.agent.extended.is_some(),

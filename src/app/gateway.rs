@@ -593,7 +593,8 @@ fn entry_fingerprint(entry: &AgentEntryConfig) -> String {
 }
 
 /// The configuration as agent `id` sees it: its `[agents.<id>]` card keys as
-/// `[agent]`, its upstream as `[upstream]`, its `max_concurrent_tasks`, and
+/// `[agent]`, its upstream as `[upstream]`, its `max_concurrent_tasks` and per-caller and
+/// per-tenant task limits, and
 /// `server.public_url` moved under its prefix (so every card URL, the JWKS one too, is
 /// absolute and right behind the prefix and behind a `public_url` with a path of its
 /// own). gRPC is served (and in its card, at `host:port`) only on the agent's own
@@ -606,6 +607,12 @@ pub fn agent_config(config: &Config, id: &str, entry: &AgentEntryConfig) -> Conf
     c.server.max_concurrent_tasks = entry
         .max_concurrent_tasks
         .unwrap_or(config.server.max_concurrent_tasks);
+    c.server.max_tasks_per_caller = entry
+        .max_tasks_per_caller
+        .or(config.server.max_tasks_per_caller);
+    c.server.max_tasks_per_tenant = entry
+        .max_tasks_per_tenant
+        .or(config.server.max_tasks_per_tenant);
     let prefix = entry.path_for(id);
     c.server.public_url = config
         .server

@@ -22,6 +22,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::CliError;
+use crate::config::LogUrl;
 use crate::protocol::{
     AgentCard, CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest,
     StreamResponse, SubscribeToTaskRequest,
@@ -167,6 +168,7 @@ impl Connection {
     /// Transport failures, a non-200 answer, or a body that is not an agent card.
     pub async fn card(&self, http: &reqwest::Client) -> Result<(AgentCard, Value), CliError> {
         let url = self.card_url();
+        let url_shown = LogUrl(url.as_str());
         let resp = http
             .get(url.clone())
             .header("accept", "application/json")
@@ -178,17 +180,21 @@ impl Connection {
         let text = resp.text().await.map_err(|e| transport(&url, &e))?;
         if !status.is_success() {
             return Err(format!(
-                "{url}: no A2A agent card here (HTTP {}{}); with --binding jsonrpc or \
+                "{url_shown}: no A2A agent card here (HTTP {}{}); with --binding jsonrpc or \
                  --binding rest, --url is used as the endpoint without a card",
                 status.as_u16(),
                 excerpt(&text)
             )
             .into());
         }
-        let raw: Value = serde_json::from_str(&text)
-            .map_err(|_| format!("{url}: not an A2A agent card (not JSON{})", excerpt(&text)))?;
+        let raw: Value = serde_json::from_str(&text).map_err(|_| {
+            format!(
+                "{url_shown}: not an A2A agent card (not JSON{})",
+                excerpt(&text)
+            )
+        })?;
         let card = serde_json::from_value(card_1_0(raw.clone()))
-            .map_err(|e| format!("{url}: not an A2A agent card: {e}"))?;
+            .map_err(|e| format!("{url_shown}: not an A2A agent card: {e}"))?;
         Ok((card, raw))
     }
 
@@ -204,7 +210,7 @@ impl Connection {
             BindingChoice::Rest => Endpoint::Rest(self.url.clone()),
             BindingChoice::Auto => {
                 let (card, _) = self.card(&http).await?;
-                pick(&card).map_err(|e| format!("{}: {e}", self.card_url()))?
+                pick(&card).map_err(|e| format!("{}: {e}", LogUrl(self.card_url().as_str())))?
             }
         };
         Ok(Client {
@@ -440,11 +446,12 @@ impl Client {
         let events = sse_stream::SseByteStream::new(body)
             .filter_map(move |item| {
                 let url = where_.clone();
+                let url_shown = LogUrl(url.as_str()).to_string();
                 futures::future::ready(match item {
                     Ok(sse) => sse.data.map(|data| {
                         let value: Value =
                             serde_json::from_str(&data).map_err(|_| -> CliError {
-                                format!("{url}: a stream event is not JSON{}", excerpt(&data))
+                                format!("{url_shown}: a stream event is not JSON{}", excerpt(&data))
                                     .into()
                             })?;
                         let result = if rest {
@@ -487,6 +494,7 @@ fn list_query(url: &mut Url, r: &ListTasksRequest) {
 }
 
 fn refuse_401(url: &Url, status: StatusCode, had_key: bool) -> Result<(), CliError> {
+    let url_shown = LogUrl(url.as_str());
     if status != StatusCode::UNAUTHORIZED {
         return Ok(());
     }
@@ -495,14 +503,15 @@ fn refuse_401(url: &Url, status: StatusCode, had_key: bool) -> Result<(), CliErr
     } else {
         "pass --api-key KEY or set A2A_GATEWAY_API_KEY"
     };
-    Err(format!("{url} answered HTTP 401 (authentication required): {hint}").into())
+    Err(format!("{url_shown} answered HTTP 401 (authentication required): {hint}").into())
 }
 
 /// The `result` of a JSON-RPC response body, or why there is none.
 fn jsonrpc_result(url: &Url, status: StatusCode, text: &str) -> Result<Value, CliError> {
+    let url_shown = LogUrl(url.as_str());
     let value: Value = serde_json::from_str(text).map_err(|_| -> CliError {
         format!(
-            "{url} answered HTTP {} with something that is not a JSON-RPC response{}",
+            "{url_shown} answered HTTP {} with something that is not a JSON-RPC response{}",
             status.as_u16(),
             excerpt(text)
         )
@@ -513,6 +522,7 @@ fn jsonrpc_result(url: &Url, status: StatusCode, text: &str) -> Result<Value, Cl
 
 /// The `result` of a decoded JSON-RPC response, or its error as a message.
 fn jsonrpc_value(url: &Url, mut value: Value) -> Result<Value, CliError> {
+    let url_shown = LogUrl(url.as_str());
     if let Some(err) = value.get("error").filter(|e| e.is_object()) {
         let code = err["code"].as_i64().unwrap_or_default();
         let msg = err["message"].as_str().unwrap_or("(no message)");
@@ -520,21 +530,23 @@ fn jsonrpc_value(url: &Url, mut value: Value) -> Result<Value, CliError> {
     }
     if value.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err(format!(
-            "{url}: not a JSON-RPC 2.0 response{}",
+            "{url_shown}: not a JSON-RPC 2.0 response{}",
             excerpt(&value.to_string())
         )
         .into());
     }
     match value.get_mut("result").map(Value::take) {
-        None | Some(Value::Null) => {
-            Err(format!("{url}: the JSON-RPC response has no result (null or missing)").into())
-        }
+        None | Some(Value::Null) => Err(format!(
+            "{url_shown}: the JSON-RPC response has no result (null or missing)"
+        )
+        .into()),
         Some(result) => Ok(result),
     }
 }
 
 /// An HTTP+JSON answer: the body on 2xx, the `google.rpc.Status` message otherwise.
 fn rest_result(url: &Url, status: StatusCode, text: &str) -> Result<Value, CliError> {
+    let url_shown = LogUrl(url.as_str());
     let value: Option<Value> = serde_json::from_str(text).ok();
     if !status.is_success() {
         let message = value
@@ -546,11 +558,11 @@ fn rest_result(url: &Url, status: StatusCode, text: &str) -> Result<Value, CliEr
                 Some(format!("{s} {}", printable(m)).trim().to_owned())
             })
             .unwrap_or_else(|| excerpt(text).trim_start_matches(": ").to_owned());
-        return Err(format!("{url} answered HTTP {}: {message}", status.as_u16()).into());
+        return Err(format!("{url_shown} answered HTTP {}: {message}", status.as_u16()).into());
     }
     match value {
         Some(Value::Null) | None => Err(format!(
-            "{url} answered HTTP {} with something that is not an A2A answer{}",
+            "{url_shown} answered HTTP {} with something that is not an A2A answer{}",
             status.as_u16(),
             excerpt(text)
         )
@@ -561,22 +573,28 @@ fn rest_result(url: &Url, status: StatusCode, text: &str) -> Result<Value, CliEr
 
 /// An HTTP+JSON stream event: the StreamResponse itself, or an error object.
 fn rest_event(url: &Url, value: Value) -> Result<Value, CliError> {
+    let url_shown = LogUrl(url.as_str());
     if let Some(e) = value.get("error").filter(|e| e.is_object()) {
         let m = e
             .get("message")
             .and_then(Value::as_str)
             .unwrap_or("(no message)");
-        return Err(format!("{url}: the stream ended with an error: {}", printable(m)).into());
+        return Err(format!(
+            "{url_shown}: the stream ended with an error: {}",
+            printable(m)
+        )
+        .into());
     }
     Ok(value)
 }
 
 fn decode<T: DeserializeOwned>(url: &Url, value: Value, what: &str) -> Result<T, CliError> {
+    let url_shown = LogUrl(url.as_str());
     if value.as_object().is_some_and(serde_json::Map::is_empty) {
-        return Err(format!("{url} answered {{}}, not {what}").into());
+        return Err(format!("{url_shown} answered {{}}, not {what}").into());
     }
     serde_json::from_value(value)
-        .map_err(|e| format!("{url}: the answer is not {what}: {e}").into())
+        .map_err(|e| format!("{url_shown}: the answer is not {what}: {e}").into())
 }
 
 /// `: <the first 200 characters>` of a body, made printable; empty for an empty body.
@@ -595,7 +613,12 @@ fn excerpt(text: &str) -> String {
 /// Why a request failed, in words: connection refused, unknown certificate issuer,
 /// timeout, or the error chain.
 pub fn why(e: &reqwest::Error) -> String {
-    let text = chain(e);
+    let mut text = chain(e);
+    // reqwest names the request's URL in its message: shown masked, like every URL
+    // the CLI prints (a password or a secret-looking query value of `--url`).
+    if let Some(url) = e.url() {
+        text = text.replace(url.as_str(), &LogUrl(url.as_str()).to_string());
+    }
     let lower = text.to_ascii_lowercase();
     if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
         return "the server's certificate is signed by an unknown issuer (trust a private \
@@ -621,7 +644,7 @@ pub fn why(e: &reqwest::Error) -> String {
 }
 
 fn transport(url: &Url, e: &reqwest::Error) -> CliError {
-    format!("{url}: {}", why(e)).into()
+    format!("{}: {}", LogUrl(url.as_str()), why(e)).into()
 }
 
 /// An error and its sources, `: `-joined, without repeats.

@@ -67,6 +67,7 @@ pub(super) async fn run(args: HealthArgs) -> Result<ExitCode, CliError> {
         Some(u) => healthz_of(u),
         None => health_url(&Config::load(ConfigSources::discover(args.config))?),
     };
+    let shown = crate::config::LogUrl(url.as_str());
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(args.timeout_secs.max(1)))
         .danger_accept_invalid_certs(true)
@@ -75,12 +76,12 @@ pub(super) async fn run(args: HealthArgs) -> Result<ExitCode, CliError> {
         .get(url.clone())
         .send()
         .await
-        .map_err(|e| format!("{url}: {}", super::client::why(&e)))?;
+        .map_err(|e| format!("{shown}: {}", super::client::why(&e)))?;
     if resp.status().is_success() {
-        outln!("ok: {url}");
+        outln!("ok: {shown}");
         Ok(ExitCode::SUCCESS)
     } else {
-        Err(format!("{url} answered HTTP {}", resp.status().as_u16()).into())
+        Err(format!("{shown} answered HTTP {}", resp.status().as_u16()).into())
     }
 }
 

@@ -38,6 +38,15 @@ pub struct AgentEntryConfig {
     /// `server.max_concurrent_tasks`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent_tasks: Option<usize>,
+    /// Most runs of this agent one caller has at once (see
+    /// `server.max_tasks_per_caller`). Default `server.max_tasks_per_caller` when set,
+    /// else the default share of this agent's `max_concurrent_tasks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tasks_per_caller: Option<usize>,
+    /// Most runs of this agent one tenant has at once (see
+    /// `server.max_tasks_per_tenant`); defaults as `max_tasks_per_caller`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tasks_per_tenant: Option<usize>,
     /// The agent's own gRPC listener (`lf.a2a.v1.A2AService` for this agent only; port
     /// 0: any free port, named in its card). gRPC clients dial a `host:port` and send no
     /// path prefix, so each agent served over gRPC needs a port of its own (see
@@ -170,11 +179,17 @@ impl AgentEntryConfig {
                 }
             }
         }
-        if self.max_concurrent_tasks == Some(0) {
-            return Err(Invalid::new(
-                format!("{base}.max_concurrent_tasks"),
-                "must be greater than 0",
-            ));
+        for (key, value) in [
+            ("max_concurrent_tasks", self.max_concurrent_tasks),
+            ("max_tasks_per_caller", self.max_tasks_per_caller),
+            ("max_tasks_per_tenant", self.max_tasks_per_tenant),
+        ] {
+            if value == Some(0) {
+                return Err(Invalid::new(
+                    format!("{base}.{key}"),
+                    "must be greater than 0",
+                ));
+            }
         }
         Ok(())
     }

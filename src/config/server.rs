@@ -36,6 +36,36 @@ pub struct ServerConfig {
     /// Most tasks running at once; a new task beyond it is refused with a retryable error.
     /// Default 1024.
     pub max_concurrent_tasks: usize,
+    /// Most tasks one caller (an owner within a tenant) runs at once, a message queued
+    /// behind a running turn counting as one; beyond it its new messages are refused
+    /// with a retryable error naming this key (HTTP 503 with `Retry-After`, gRPC
+    /// `UNAVAILABLE`), while other callers still start theirs. Unset:
+    /// [`default_share`] of `max_concurrent_tasks` (768 of the default 1024).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tasks_per_caller: Option<usize>,
+    /// Most tasks the callers of one tenant run at once, counted and refused as for
+    /// `max_tasks_per_caller`. The default tenant (calls that name none) is not bounded
+    /// as one: its callers are, one by one. Unset: [`default_share`] of
+    /// `max_concurrent_tasks`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tasks_per_tenant: Option<usize>,
+    /// Most values (JSON values, counted as the per-request limit counts them) a task's
+    /// stored JSON (history, artifacts, metadata) may hold and still take a message; a
+    /// message to a task over it is refused with InvalidParams (-32602, HTTP 400, gRPC
+    /// `INVALID_ARGUMENT`) naming this key: the caller goes on in a new task of the
+    /// same context. Every read of a task builds it whole, so this bounds what reading
+    /// one back costs. Default 200000.
+    pub max_task_values: usize,
+    /// Bytes of messages (their JSON) one caller (an owner within a tenant) may store per
+    /// minute, per agent: a token bucket refilled at that rate. A message that finds its
+    /// caller's bucket short is refused with the retryable error naming this key
+    /// (HTTP 503 with `Retry-After`, gRPC `UNAVAILABLE`) before anything is stored; a
+    /// message larger than the whole budget passes on a full bucket. Default 268435456
+    /// (256 MiB a minute).
+    pub max_message_bytes_per_caller_per_minute: u64,
+    /// Most bytes of stored JSON a task may hold and still take a message, refused as
+    /// for `max_task_values`. Default 33554432 (32 MiB).
+    pub max_task_bytes: u64,
     /// Largest ListTasks page, in bytes of the listed tasks' stored JSON (a task
     /// without its artifacts, its whole history counted whatever `historyLength`
     /// keeps, plus its artifacts when the call sets `includeArtifacts`). A page ends
@@ -92,6 +122,14 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
 }
 
+/// The default per-caller and per-tenant bound on running tasks for `max` run slots
+/// (`max_concurrent_tasks`): `max` less a quarter of it (rounded down), so one caller
+/// or tenant holding all it may leaves at least a quarter of the slots to the others
+/// once `max` is 4 or more, while a lone caller is barely limited (768 of 1024).
+pub fn default_share(max: usize) -> usize {
+    (max - max / 4).max(1)
+}
+
 /// One A2A protocol binding (spec §5), as named in `server.bindings`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -134,6 +172,11 @@ impl Default for ServerConfig {
             public_url: None,
             max_body_bytes: 10 * 1024 * 1024,
             max_concurrent_tasks: 1024,
+            max_tasks_per_caller: None,
+            max_tasks_per_tenant: None,
+            max_task_values: 200_000,
+            max_message_bytes_per_caller_per_minute: 256 * 1024 * 1024,
+            max_task_bytes: 32 * 1024 * 1024,
             max_list_page_bytes: DEFAULT_LIST_PAGE_BYTES,
             sse_keepalive_secs: 15,
             tls_cert_file: None,
@@ -286,6 +329,18 @@ impl ServerConfig {
             "server.max_concurrent_tasks",
             self.max_concurrent_tasks as u64,
         )?;
+        if let Some(n) = self.max_tasks_per_caller {
+            nonzero("server.max_tasks_per_caller", n as u64)?;
+        }
+        if let Some(n) = self.max_tasks_per_tenant {
+            nonzero("server.max_tasks_per_tenant", n as u64)?;
+        }
+        nonzero("server.max_task_values", self.max_task_values as u64)?;
+        nonzero(
+            "server.max_message_bytes_per_caller_per_minute",
+            self.max_message_bytes_per_caller_per_minute,
+        )?;
+        nonzero("server.max_task_bytes", self.max_task_bytes)?;
         nonzero("server.max_list_page_bytes", self.max_list_page_bytes)?;
         nonzero("server.sse_keepalive_secs", self.sse_keepalive_secs)?;
         nonzero("server.shutdown_grace_secs", self.shutdown_grace_secs)?;

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::input_modes::InputModes;
 use crate::config::DEFAULT_LIST_PAGE_BYTES;
+pub use crate::config::default_share;
 use crate::protocol::AgentCard;
 
 /// Handler limits and capabilities.
@@ -17,6 +18,30 @@ pub struct HandlerConfig {
     pub extended_agent_card_enabled: bool,
     /// Most executor runs at once; more are refused with a retryable error.
     pub max_concurrent_tasks: usize,
+    /// Most runs of one caller (an owner within a tenant) at once, a message queued
+    /// behind a running turn counting as one; more are refused with a retryable error
+    /// naming `max_tasks_per_caller`. `None`: [`default_share`] of
+    /// `max_concurrent_tasks`.
+    pub max_tasks_per_caller: Option<usize>,
+    /// Most runs of one tenant at once, counted as for callers; more are refused with a
+    /// retryable error naming `max_tasks_per_tenant`. The default tenant `""` (calls
+    /// that name none) is not bounded as one. `None`: [`default_share`] of
+    /// `max_concurrent_tasks`.
+    pub max_tasks_per_tenant: Option<usize>,
+    /// Bytes of messages (their JSON) one caller may store per minute, a token bucket
+    /// refilled at that rate; a message finding its caller's bucket short is refused
+    /// with a retryable error naming `max_message_bytes_per_caller_per_minute` (see the
+    /// `write_budget` module). Default 268435456 (256 MiB).
+    pub max_message_bytes_per_caller_per_minute: u64,
+    /// Most values (JSON values, as the per-request limit counts them) a task's stored
+    /// JSON may hold for it to take another message; a message to a task over it is
+    /// refused with InvalidParams naming `max_task_values` (see the `task_size` module).
+    /// Default [`DEFAULT_MAX_TASK_VALUES`](super::DEFAULT_MAX_TASK_VALUES).
+    pub max_task_values: usize,
+    /// Most bytes of stored JSON a task may hold for it to take another message, as
+    /// `max_task_values`. Default
+    /// [`DEFAULT_MAX_TASK_BYTES`](super::DEFAULT_MAX_TASK_BYTES) (32 MiB).
+    pub max_task_bytes: u64,
     /// Capacity of each run's [`EventQueue`](crate::EventQueue), in events.
     pub event_queue_capacity: usize,
     /// Live store writes buffered per subscriber before it falls back to reading the
@@ -45,6 +70,18 @@ pub struct HandlerConfig {
 }
 
 impl HandlerConfig {
+    /// [`max_tasks_per_caller`](Self::max_tasks_per_caller) with its default applied.
+    pub fn caller_task_limit(&self) -> usize {
+        self.max_tasks_per_caller
+            .unwrap_or_else(|| default_share(self.max_concurrent_tasks))
+    }
+
+    /// [`max_tasks_per_tenant`](Self::max_tasks_per_tenant) with its default applied.
+    pub fn tenant_task_limit(&self) -> usize {
+        self.max_tasks_per_tenant
+            .unwrap_or_else(|| default_share(self.max_concurrent_tasks))
+    }
+
     /// Takes what the public `card` declares: `capabilities.streaming` (absent means
     /// off, spec §3.3.4), its required extensions and its input modes, so the handler
     /// enforces exactly what the card promises.
@@ -69,6 +106,11 @@ impl Default for HandlerConfig {
             extended_agent_card: None,
             extended_agent_card_enabled: false,
             max_concurrent_tasks: 1024,
+            max_tasks_per_caller: None,
+            max_tasks_per_tenant: None,
+            max_message_bytes_per_caller_per_minute: 256 * 1024 * 1024,
+            max_task_values: super::DEFAULT_MAX_TASK_VALUES,
+            max_task_bytes: super::DEFAULT_MAX_TASK_BYTES,
             event_queue_capacity: crate::executor::EventQueue::DEFAULT_CAPACITY,
             subscriber_buffer: 16,
             required_extensions: Vec::new(),

@@ -27,19 +27,23 @@ mod registry;
 mod remote;
 mod request_handler;
 mod retention;
+mod run_limits;
 mod send;
 mod shared;
 mod stream;
 mod subscribe;
+mod task_size;
 mod tasks;
 mod turns;
 mod validation;
+mod write_budget;
 
-pub use config::HandlerConfig;
+pub use config::{HandlerConfig, default_share};
 pub use input_modes::{InputModes, part_media_type};
 pub use push::MAX_CONFIGS_PER_TASK;
 pub use request_handler::RequestHandler;
 pub use stream::{EventStream, SequencedEvent};
+pub use task_size::{DEFAULT_MAX_TASK_BYTES, DEFAULT_MAX_TASK_VALUES};
 pub use validation::MAX_ID_BYTES;
 
 pub use retention::{

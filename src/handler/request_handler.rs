@@ -9,7 +9,9 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::config::HandlerConfig;
+use super::run_limits::RunLimits;
 use super::shared::Inner;
+use super::write_budget::WriteBudget;
 use crate::error::A2aError;
 use crate::executor::AgentExecutor;
 use crate::scope::Scope;
@@ -43,9 +45,14 @@ impl RequestHandler {
                 executor,
                 store,
                 terms: super::card_terms::LiveTerms::of(&config),
-                config,
                 registry: Arc::new(Mutex::new(HashMap::new())),
                 permits,
+                run_limits: Arc::new(RunLimits::new(
+                    config.caller_task_limit(),
+                    config.tenant_task_limit(),
+                )),
+                write_budget: WriteBudget::new(config.max_message_bytes_per_caller_per_minute),
+                config,
                 shutdown: CancellationToken::new(),
                 closing: std::sync::atomic::AtomicBool::new(false),
                 cluster: Arc::new(std::sync::OnceLock::new()),
@@ -69,9 +76,14 @@ impl RequestHandler {
                 executor,
                 store: self.inner.store.clone(),
                 terms: super::card_terms::LiveTerms::of(&config),
-                config,
                 registry: self.inner.registry.clone(),
                 permits,
+                run_limits: Arc::new(RunLimits::new(
+                    config.caller_task_limit(),
+                    config.tenant_task_limit(),
+                )),
+                write_budget: WriteBudget::new(config.max_message_bytes_per_caller_per_minute),
+                config,
                 shutdown: CancellationToken::new(),
                 closing: std::sync::atomic::AtomicBool::new(false),
                 cluster: self.inner.cluster.clone(),

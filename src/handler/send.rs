@@ -5,10 +5,11 @@
 use super::driver::command::{Command, Run, RunStart, terminal_refusal};
 use super::request_handler::RequestHandler;
 use super::stream::{EventStream, SequencedEvent, StreamEnd, task_stream};
-use super::turns;
 use super::validation::{check_call, history_length, non_empty, validate_message};
+use super::{task_size, turns};
 use crate::error::A2aError;
 use crate::executor::{CallContext, RequestContext, new_id};
+use crate::protocol::value_count::JsonSize;
 use crate::protocol::{SendMessageRequest, SendMessageResponse, StreamResponse};
 use crate::scope::Scope;
 
@@ -64,6 +65,11 @@ impl RequestHandler {
                 if rec.task.status.state.is_terminal() {
                     return Err(terminal_refusal(task_id, rec.task.status.state));
                 }
+                task_size::check(
+                    &rec.task,
+                    self.inner.config.max_task_values,
+                    self.inner.config.max_task_bytes,
+                )?;
                 (task_id.to_owned(), rec.task.context_id, false)
             }
             None => (
@@ -76,6 +82,9 @@ impl RequestHandler {
         };
         message.task_id = Some(task_id.clone());
         message.context_id = Some(context_id.clone());
+        // Charged before anything of the message is stored (its push config either).
+        let bytes = JsonSize::of(&message).map_err(A2aError::internal)?.bytes;
+        self.inner.write_budget.charge(&scope, bytes)?;
         if let Some(cfg) = &inline_push {
             if !cfg.task_id.is_empty() && cfg.task_id != task_id {
                 return Err(A2aError::InvalidParams(
@@ -106,17 +115,11 @@ impl RequestHandler {
             self.wait_for_lease(&key).await?;
         }
         self.ask(&key, known_new, |reply| {
-            let permit = self
-                .inner
-                .permits
-                .clone()
-                .try_acquire_owned()
-                .map_err(|_| {
-                    A2aError::Unavailable(format!(
-                        "the configured maximum of {} running tasks is reached; retry later",
-                        self.inner.config.max_concurrent_tasks
-                    ))
-                })?;
+            let permit = self.inner.run_limits.acquire(
+                &key.0,
+                &self.inner.permits,
+                self.inner.config.max_concurrent_tasks,
+            )?;
             let run = Run {
                 ctx: Box::new(ctx.clone()),
                 permit,

@@ -28,6 +28,10 @@ pub(crate) struct Inner {
     /// the retention job) reaches the driver of any agent's task.
     pub(crate) registry: Arc<Mutex<HashMap<TaskKey, Handle>>>,
     pub(crate) permits: Arc<Semaphore>,
+    /// The per-caller and per-tenant shares of `permits`.
+    pub(crate) run_limits: Arc<super::run_limits::RunLimits>,
+    /// What each caller may still write ([`HandlerConfig::max_message_bytes_per_caller_per_minute`]).
+    pub(crate) write_budget: super::write_budget::WriteBudget,
     pub(crate) shutdown: CancellationToken,
     /// Set by [`RequestHandler::shutdown`](super::RequestHandler::shutdown): new
     /// messages are refused.

@@ -79,9 +79,81 @@ pub fn check_json(json: &[u8], limit: usize) -> Result<(), TooManyValues> {
     Ok(())
 }
 
+/// The size of JSON written through it, counted as [`check_json`] counts: its bytes and
+/// its values (an upper bound, as there), without keeping anything. Serialize a value
+/// into it (`serde_json::to_writer`) to learn what its text would cost, allocating
+/// nothing.
+#[derive(Debug, Default)]
+pub struct JsonSize {
+    /// Bytes written so far.
+    pub bytes: u64,
+    /// Values counted so far (at least 1, for the document).
+    pub values: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl JsonSize {
+    /// The size of `value` as serde_json writes it.
+    ///
+    /// # Errors
+    /// What serializing `value` fails with (a map with non-string keys).
+    pub fn of<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<Self> {
+        let mut size = JsonSize {
+            values: 1,
+            ..JsonSize::default()
+        };
+        serde_json::to_writer(&mut size, value)?;
+        Ok(size)
+    }
+}
+
+impl std::io::Write for JsonSize {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes += buf.len() as u64;
+        for &b in buf {
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if b == b'\\' {
+                    self.escaped = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b',' | b'[' | b'{' => self.values += 1,
+                _ => {}
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_size_counts_as_check_json_does() {
+        for text in [
+            "0",
+            r#"{"a":1,"b":[true,null]}"#,
+            r#"["a,b,[{", "\"],{"]"#,
+            r#"{"k\\":[1,2]}"#,
+        ] {
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            let size = JsonSize::of(&value).unwrap();
+            assert_eq!(size.values, count(text), "{text}");
+            assert_eq!(size.bytes, serde_json::to_vec(&value).unwrap().len() as u64);
+        }
+    }
 
     fn count(json: &str) -> usize {
         (0..100)

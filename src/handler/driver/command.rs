@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use futures::channel::mpsc;
-use tokio::sync::{OwnedSemaphorePermit, broadcast, oneshot};
+use tokio::sync::{broadcast, oneshot};
 
 use crate::error::A2aError;
 use crate::executor::RequestContext;
@@ -52,7 +52,7 @@ pub(crate) struct Run {
     /// Boxed: a `RequestContext` is about 540 bytes, and the driver's future would
     /// otherwise hold it in several of its states for every open task.
     pub ctx: Box<RequestContext>,
-    pub permit: OwnedSemaphorePermit,
+    pub permit: crate::handler::run_limits::RunPermit,
     /// The caller waiting for the run's start; `None` once it was answered (a
     /// message queued behind a running turn).
     pub reply: Option<oneshot::Sender<Result<RunStart, A2aError>>>,
