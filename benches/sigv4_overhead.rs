@@ -19,8 +19,16 @@
 //!
 //! Run: `cargo bench --bench sigv4_overhead` with `BENCH_SECS` (per round and mode,
 //! default 5), `BENCH_CLIENTS` (default `64`), `BENCH_ROUNDS` (default 3).
+//!
+//! For instruction counts (`valgrind --tool=callgrind`, repeatable on a busy machine):
+//! `BENCH_REQUESTS=n` makes each point exactly `n` requests instead of `BENCH_SECS`
+//! seconds (and the warm-up exactly 256 per mode), and `BENCH_MODES` (`bearer`,
+//! `sigv4` or both, comma-separated) picks the modes run. Two runs of one mode with
+//! different `n` give its instructions per request: the difference of their totals over
+//! the difference of their requests (`bench/sigv4_callgrind.sh`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use a2a_gateway::server;
@@ -96,21 +104,38 @@ struct Point {
     p99: Duration,
 }
 
-async fn run_point(url: &str, clients: usize, secs: u64) -> Point {
+/// How long a point runs: for a time, or for exactly a number of requests.
+#[derive(Clone, Copy)]
+enum Length {
+    Secs(u64),
+    Requests(usize),
+}
+
+async fn run_point(url: &str, clients: usize, length: Length) -> Point {
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(clients)
         .build()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(secs);
+    let (deadline, budget) = match length {
+        Length::Secs(secs) => (Instant::now() + Duration::from_secs(secs), usize::MAX),
+        // Far enough: the request count ends the point.
+        Length::Requests(n) => (Instant::now() + Duration::from_secs(86_400), n),
+    };
+    let left = Arc::new(AtomicUsize::new(budget));
     let started = Instant::now();
     let mut joins = Vec::new();
     for c in 0..clients {
         let http = http.clone();
         let url = url.to_owned();
+        let left = left.clone();
         joins.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             let mut i = c * 1_000_000;
-            while Instant::now() < deadline {
+            let mut take = || {
+                left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                    .is_ok()
+            };
+            while Instant::now() < deadline && take() {
                 i += 1;
                 let body = format!(
                     r#"{{"jsonrpc":"2.0","id":{i},"method":"SendMessage","params":{{"message":{{"messageId":"m{i}","role":"ROLE_USER","parts":[{{"text":"hello {i}"}}]}}}}}}"#
@@ -159,7 +184,20 @@ fn check_signed(runtime: &MockRuntime, mode: &str) {
 }
 
 fn main() {
-    let secs = common::env_u64("BENCH_SECS", 5);
+    let length = match common::env_u64("BENCH_REQUESTS", 0) {
+        0 => Length::Secs(common::env_u64("BENCH_SECS", 5)),
+        n => Length::Requests(usize::try_from(n).expect("BENCH_REQUESTS fits a usize")),
+    };
+    let warm_up = match length {
+        Length::Secs(_) => Length::Secs(1),
+        Length::Requests(_) => Length::Requests(256),
+    };
+    let modes = common::env_list("BENCH_MODES", "bearer,sigv4");
+    assert!(
+        modes.iter().all(|m| MODES.contains(&m.as_str())),
+        "BENCH_MODES: {modes:?}, expected some of {MODES:?}"
+    );
+    let run = |mode: &str| modes.iter().any(|m| m == mode);
     let rounds = common::env_u64("BENCH_ROUNDS", 3);
     let clients = common::clients("64");
     let server_rt = common::runtime();
@@ -172,8 +210,10 @@ fn main() {
         ];
         (runtimes, urls)
     });
-    for url in &urls {
-        client_rt.block_on(run_point(url, 4, 1));
+    for (m, url) in urls.iter().enumerate() {
+        if run(MODES[m]) {
+            client_rt.block_on(run_point(url, 4, warm_up));
+        }
     }
     println!("| clients | round | auth | requests/s | CPU per request | p50 | p99 |");
     println!("|---:|---:|---|---:|---:|---:|---:|");
@@ -181,8 +221,11 @@ fn main() {
         let mut totals = [(0.0f64, Duration::ZERO, 0usize); 2];
         for round in 1..=rounds {
             for (m, mode) in MODES.into_iter().enumerate() {
+                if !run(mode) {
+                    continue;
+                }
                 let cpu0 = process_cpu();
-                let p = client_rt.block_on(run_point(&urls[m], c, secs));
+                let p = client_rt.block_on(run_point(&urls[m], c, length));
                 let cpu = process_cpu().saturating_sub(cpu0);
                 check_signed(&runtimes[m], mode);
                 totals[m].0 += p.rps;
@@ -198,6 +241,9 @@ fn main() {
             }
         }
         let per_req = |t: &(f64, Duration, usize)| t.1.as_secs_f64() * 1e6 / t.2.max(1) as f64;
+        if !MODES.iter().all(|m| run(m)) {
+            continue;
+        }
         println!(
             "| {c} | mean | sigv4 vs bearer | {:.1}% | {:+.0} µs | | |",
             100.0 * totals[1].0 / totals[0].0.max(f64::MIN_POSITIVE),
