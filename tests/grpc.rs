@@ -665,6 +665,123 @@ async fn bad_input_gets_the_right_status_never_internal() {
     c.send_message(v1(send("still here"))).await.unwrap();
 }
 
+/// The status of a raw call's trailers-only answer, with its details; `Code::Ok` for an
+/// answer with a message (its status in the trailers, which this client cannot read).
+async fn raw_status(addr: std::net::SocketAddr, headers: &[(&str, &str)], body: Vec<u8>) -> Status {
+    let http = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let mut req = http
+        .post(format!("http://{addr}/lf.a2a.v1.A2AService/SendMessage"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = req.body(body).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    Status::from_header_map(resp.headers()).unwrap_or_else(|| Status::ok(""))
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_one_grpc_message_is_invalid_argument_with_error_info() {
+    let s = start(&config(&[])).await;
+    let one = framed_send("one");
+    let mut compressed = one.clone();
+    compressed[0] = 1;
+    let mut two = one.clone();
+    two.extend_from_slice(&framed_send("two"));
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("unframed garbage", b"garbage!!".to_vec(), "not gRPC-framed"),
+        (
+            "compressed without grpc-encoding",
+            compressed,
+            "grpc-encoding",
+        ),
+        ("no message", vec![], "no request message"),
+        ("a second message", two, "second request message"),
+        (
+            "truncated",
+            one[..one.len() - 2].to_vec(),
+            "ended inside a message",
+        ),
+        ("a cut prefix", vec![0, 0, 0], "ended inside a message"),
+    ];
+    for (what, body, says) in cases {
+        let status = raw_status(s.addr, &[], body).await;
+        assert_eq!(status.code(), Code::InvalidArgument, "{what}: {status:?}");
+        assert!(status.message().contains(says), "{what}: {status:?}");
+        assert_eq!(reason(&status), "PARSE_ERROR", "{what}");
+    }
+    // The second message is refused, not dropped: no task was created by that call.
+    let mut c = client(s.addr).await;
+    let listed = c
+        .list_tasks(v1(proto::ListTasksRequest::default()))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.tasks.is_empty(), "{:?}", listed.tasks);
+    // One well-framed message still works, whole or split across DATA frames.
+    let whole = raw_status(s.addr, &[], framed_send("fine")).await;
+    assert_eq!(whole.code(), Code::Ok, "{whole:?}");
+    let bytes = framed_send("split");
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        bytes.chunks(3).map(|c| Ok(c.to_vec())).collect();
+    let (http, status, message) = raw_send(
+        s.addr,
+        &[("content-type", b"application/grpc")],
+        reqwest::Body::wrap_stream(futures::stream::iter(chunks)),
+    )
+    .await;
+    assert_eq!((http, status), (200, None), "{message:?}");
+}
+
+#[tokio::test]
+async fn the_clients_grpc_timeout_ends_the_call_and_the_task_goes_on() {
+    let s = start(&config(&[])).await;
+    // A blocking call whose task waits: DEADLINE_EXCEEDED from the server at the
+    // deadline, not at the client's transport timeout (20 s).
+    let started = std::time::Instant::now();
+    let status = raw_status(s.addr, &[("grpc-timeout", "300m")], framed_send("wait")).await;
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(status.message().contains("grpc-timeout"), "{status:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    // The task it started goes on.
+    let mut c = client(s.addr).await;
+    let listed = c
+        .list_tasks(v1(proto::ListTasksRequest::default()))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.tasks.len(), 1);
+    assert_eq!(state(&listed.tasks[0]), proto::TaskState::Working);
+    // A streamed answer still open at the deadline ends with DEADLINE_EXCEEDED.
+    let mut req = v1(send("wait"));
+    req.set_timeout(Duration::from_millis(400));
+    let mut stream = c.send_streaming_message(req).await.unwrap().into_inner();
+    let mut events = 0;
+    let end = loop {
+        match stream.next().await {
+            Some(Ok(_)) => events += 1,
+            Some(Err(e)) => break e,
+            None => panic!("the stream ended without a status after {events} events"),
+        }
+    };
+    assert!(
+        events >= 1,
+        "the stream's first events arrive before the deadline"
+    );
+    assert_eq!(end.code(), Code::DeadlineExceeded, "{end:?}");
+    // A header that is no timeout is ignored: the call is served.
+    let fine = raw_status(s.addr, &[("grpc-timeout", "soon")], framed_send("x")).await;
+    assert_eq!(fine.code(), Code::Ok, "{fine:?}");
+}
+
 #[tokio::test]
 async fn one_port_serves_json_rpc_and_grpc_and_the_card_lists_both() {
     let s = start(&config(&[])).await;

@@ -26,13 +26,18 @@
 //! after the call's headers (a stalled or trickling client) ends the call with
 //! `DEADLINE_EXCEEDED`, so no call waits on its client forever; dead peers of open
 //! streams are found by the server's HTTP/2 keep-alive pings
-//! ([`ConnectionLimits`](crate::server::ConnectionLimits)).
+//! ([`ConnectionLimits`](crate::server::ConnectionLimits)). A body that is not one
+//! gRPC-framed message (garbage, a compressed flag without `grpc-encoding`, no message,
+//! a second message, a truncated one) is `INVALID_ARGUMENT` with reason `PARSE_ERROR`
+//! ([`framing`]); the client's `grpc-timeout` bounds the call ([`deadline`]).
 //!
 //! [`TransportConfig::request_message_timeout`]: crate::transport::TransportConfig::request_message_timeout
 
 pub mod codec;
 pub mod convert;
+pub mod deadline;
 pub mod field_count;
+pub mod framing;
 pub mod json;
 pub mod page;
 pub mod proto;
@@ -156,8 +161,26 @@ async fn guard(req: Request, next: Next, message_timeout: Duration) -> Response 
         ));
         return status::from_error(&err).into_http::<Body>();
     }
-    let req = req.map(|body| Body::new(DeadlineBody::new(body, message_timeout)));
-    next.run(req).await
+    let encoded = req.headers().contains_key("grpc-encoding");
+    let client_deadline = deadline::client_deadline(req.headers());
+    let req = req.map(|body| {
+        let framed = Body::new(framing::OneMessageBody::new(body, encoded));
+        Body::new(DeadlineBody::new(framed, message_timeout))
+    });
+    let Some(timeout) = client_deadline else {
+        return next.run(req).await;
+    };
+    let ends = tokio::time::Instant::now() + timeout;
+    match tokio::time::timeout_at(ends, next.run(req)).await {
+        Ok(resp) => {
+            resp.map(|body| Body::new(deadline::DeadlineResponse::new(body, ends, timeout)))
+        }
+        Err(_) => {
+            let message = deadline::exceeded_message(timeout);
+            tracing::debug!(%message, "gRPC call ended by its deadline");
+            tonic::Status::deadline_exceeded(message).into_http::<Body>()
+        }
+    }
 }
 
 /// A request body that fails with `DEADLINE_EXCEEDED` if it has not ended within its
@@ -216,36 +239,15 @@ impl http_body::Body for DeadlineBody {
 
 /// tonic refuses a message over the size limit with `OUT_OF_RANGE`; gRPC's own
 /// implementations (and its status code guide) use `RESOURCE_EXHAUSTED`, which is what
-/// clients retry-classify. Nothing else here answers `OUT_OF_RANGE`.
-///
-/// tonic also answers a request body that ends inside a message (a truncated
-/// message) with `INTERNAL` "Unexpected EOF decoding stream."; that is the client's
-/// fault, so it becomes `INVALID_ARGUMENT` with reason `PARSE_ERROR`.
+/// clients retry-classify. Nothing else here answers `OUT_OF_RANGE`. (A truncated
+/// message, which tonic would answer `INTERNAL`, is refused earlier by [`framing`].)
 async fn size_limit_status(mut resp: Response) -> Response {
     let out_of_range = HeaderValue::from(tonic::Code::OutOfRange as i32);
-    let internal = HeaderValue::from(tonic::Code::Internal as i32);
-    let grpc_status = resp.headers().get(tonic::Status::GRPC_STATUS).cloned();
-    if grpc_status.as_ref() == Some(&out_of_range) {
+    if resp.headers().get(tonic::Status::GRPC_STATUS) == Some(&out_of_range) {
         resp.headers_mut().insert(
             tonic::Status::GRPC_STATUS,
             HeaderValue::from(tonic::Code::ResourceExhausted as i32),
         );
-    } else if grpc_status.as_ref() == Some(&internal)
-        && resp
-            .headers()
-            .get(tonic::Status::GRPC_MESSAGE)
-            .is_some_and(|m| m.as_bytes().starts_with(b"Unexpected%20EOF"))
-    {
-        let err = A2aError::ParseError("the request body ended inside a message".into());
-        let mut fixed = status::from_error(&err).into_http::<Body>();
-        *fixed.headers_mut() = {
-            let mut h = resp.headers().clone();
-            for (k, v) in fixed.headers() {
-                h.insert(k, v.clone());
-            }
-            h
-        };
-        return fixed;
     }
     resp
 }
