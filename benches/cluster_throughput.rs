@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use a2a_gateway::test_util::{GatewayProcess, PgSchema, proc_stat};
+use a2a_gateway::upstream::mock::{MockReply, MockRuntime};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_a2a-gateway");
@@ -179,16 +180,12 @@ async fn send(c: &reqwest::Client, url: &str) {
     assert_eq!(state, "TASK_STATE_COMPLETED", "{r}");
 }
 
-/// The fake runtime: every invocation answers at once.
-async fn fake_runtime() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/invocations", listener.local_addr().unwrap());
-    let app = axum::Router::new().route(
-        "/invocations",
-        axum::routing::post(|| async { ([("content-type", "application/json")], "\"hi\"") }),
-    );
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    url
+/// The runtime: the crate's scripted one, unrecorded, answering every invocation at once
+/// with the JSON string `"hi"`.
+async fn fake_runtime() -> MockRuntime {
+    let runtime = MockRuntime::start_unrecorded().await;
+    runtime.answer_with(|_| MockReply::Json(json!("hi")));
+    runtime
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -208,7 +205,8 @@ async fn main() {
         .connect(&url)
         .await
         .unwrap();
-    let upstream = fake_runtime().await;
+    let runtime = fake_runtime().await;
+    let upstream = runtime.url();
     let mut rows = vec![];
     for _ in 0..rounds {
         for instances in [1, 2] {

@@ -1,6 +1,6 @@
 //! Gateway CPU per relayed chunk event: `a2a-gateway serve` (the release binary, a
-//! process of its own) in front of a local fake upstream whose `/invocations` answers
-//! every prompt with an SSE reply of `BENCH_CHUNKS` `data:` frames; `BENCH_CLIENTS`
+//! process of its own) in front of a local upstream (the crate's `MockRuntime`, not
+//! recording) whose `/invocations` answers every prompt with an SSE reply of `BENCH_CHUNKS` `data:` frames; `BENCH_CLIENTS`
 //! clients send `SendStreamingMessage` (JSON-RPC) until `BENCH_TASKS` tasks have been
 //! relayed, each client reading its whole stream. The figure is the gateway process's
 //! own CPU time (user + system, from `/proc/<pid>/stat`, so it does not depend on what
@@ -62,50 +62,31 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use a2a_gateway::test_util::{GatewayProcess, PgSchema, proc_stat};
-use axum::body::Body;
-use axum::http::header;
-use axum::response::Response;
-use axum::routing::post;
+use a2a_gateway::upstream::mock::{MockReply, MockRuntime};
 use serde_json::json;
 
 mod common;
 
-/// The fake upstream's reply: `chunks` SSE frames, each a JSON string of about 35
+/// The upstream's reply: `chunks` SSE frames, each a JSON string of about 35
 /// characters (a few words of streamed text) or, when `frame_bytes` is larger, of
-/// `frame_bytes` characters (padded with `x`), then the end of the body.
-fn reply_frames(chunks: usize, frame_bytes: usize) -> Vec<axum::body::Bytes> {
-    (0..chunks)
-        .map(|i| {
-            let mut text = format!("chunk {i:05} of the streamed reply, ");
-            if text.len() < frame_bytes {
-                text.extend(std::iter::repeat_n('x', frame_bytes - text.len()));
-            }
-            axum::body::Bytes::from(format!("data: {}\n\n", json!(text)))
-        })
-        .collect()
+/// `frame_bytes` characters (padded with `x`), rendered once and shared by every reply.
+fn reply_frames(chunks: usize, frame_bytes: usize) -> Arc<[axum::body::Bytes]> {
+    MockReply::frames((0..chunks).map(|i| {
+        let mut text = format!("chunk {i:05} of the streamed reply, ");
+        if text.len() < frame_bytes {
+            text.extend(std::iter::repeat_n('x', frame_bytes - text.len()));
+        }
+        json!(text)
+    }))
 }
 
-async fn start_upstream(chunks: usize, frame_bytes: usize) -> String {
-    let frames = Arc::new(reply_frames(chunks, frame_bytes));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = axum::Router::new().route(
-        "/invocations",
-        post(move |_body: axum::body::Bytes| {
-            let frames = frames.clone();
-            async move {
-                let body = futures::stream::iter(
-                    (0..frames.len()).map(move |i| Ok::<_, std::io::Error>(frames[i].clone())),
-                );
-                Response::builder()
-                    .header(header::CONTENT_TYPE, "text/event-stream")
-                    .body(Body::from_stream(body))
-                    .unwrap()
-            }
-        }),
-    );
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{addr}/invocations")
+/// The crate's scripted runtime, unrecorded, answering every invocation with
+/// [`reply_frames`] and then the end of the body.
+async fn start_upstream(chunks: usize, frame_bytes: usize) -> MockRuntime {
+    let frames = reply_frames(chunks, frame_bytes);
+    let runtime = MockRuntime::start_unrecorded().await;
+    runtime.answer_with(move |_| MockReply::SseFrames(frames.clone()));
+    runtime
 }
 
 /// The process's user and system CPU time so far (`/proc/<pid>/stat` fields 14 and
@@ -338,7 +319,8 @@ fn main() {
     let tick = clock_tick();
     let rt = common::runtime();
     let kinds = common::env_list("BENCH_UPSTREAM", "agentcore");
-    let agentcore = rt.block_on(start_upstream(chunks, frame_bytes));
+    let runtime = rt.block_on(start_upstream(chunks, frame_bytes));
+    let agentcore = runtime.url();
     let a2a = rt.block_on(common::a2a_agent::start(chunks, frame_bytes));
     println!(
         "{tasks} tasks x {chunks} chunks per round (frames of {} bytes), {clients} clients, \

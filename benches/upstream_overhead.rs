@@ -1,5 +1,5 @@
-//! Added latency and CPU cost of the gateway: the same local upstream (an AgentCore-style
-//! `/invocations` endpoint on 127.0.0.1) called directly, through a bare reverse proxy
+//! Added latency and CPU cost of the gateway: the same local upstream (the crate's
+//! `MockRuntime`, an AgentCore-style `/invocations` endpoint on 127.0.0.1, not recording) called directly, through a bare reverse proxy
 //! (hyper serving, reqwest forwarding the same bytes to the upstream and streaming the
 //! reply back, nothing else), and through the gateway (A2A JSON-RPC → AgentCoreExecutor →
 //! upstream → task events → A2A reply), for a JSON reply and for a 100-chunk SSE reply,
@@ -22,28 +22,28 @@ use std::time::{Duration, Instant};
 
 use a2a_gateway::store::MemoryTaskStore;
 use a2a_gateway::transport::{AppState, TransportConfig};
+use a2a_gateway::upstream::mock::{MockReply, MockRuntime};
 use a2a_gateway::upstream::{AgentCoreExecutor, AgentCoreSettings};
 use a2a_gateway::{HandlerConfig, RequestHandler, server};
-use axum::Json;
-use axum::response::sse::{Event, Sse};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const CHUNKS: usize = 100;
 
-async fn invocations(Json(body): Json<Value>) -> Response {
-    let prompt = body["prompt"].as_str().unwrap_or("").to_owned();
-    if prompt.starts_with("stream") {
-        let events = futures::stream::iter((0..CHUNKS).map(|i| {
-            Ok::<_, std::convert::Infallible>(
-                Event::default().data(json!(format!("w{i} ")).to_string()),
-            )
-        }));
-        Sse::new(events).into_response()
-    } else {
-        Json(json!({"response": format!("answer to {prompt}")})).into_response()
-    }
+/// The upstream: the crate's scripted runtime, unrecorded. A prompt starting with
+/// `stream` gets `CHUNKS` SSE frames (`"w0 "`, `"w1 "`…, rendered once), any other the
+/// JSON `{"response": "answer to <prompt>"}`.
+async fn start_upstream() -> MockRuntime {
+    let frames = MockReply::frames((0..CHUNKS).map(|i| json!(format!("w{i} "))));
+    let runtime = MockRuntime::start_unrecorded().await;
+    runtime.answer_with(move |r| {
+        let prompt = r.prompt().unwrap_or_default();
+        if prompt.starts_with("stream") {
+            MockReply::SseFrames(frames.clone())
+        } else {
+            MockReply::Json(json!({"response": format!("answer to {prompt}")}))
+        }
+    });
+    runtime
 }
 
 mod common;
@@ -257,13 +257,8 @@ fn main() {
     let proxy_rt = named_runtime("proxy");
     let gateway_rt = named_runtime("gateway");
     let client_rt = common::runtime();
-    let upstream_url = upstream_rt.block_on(async {
-        let up = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let upstream_url = format!("http://{}/invocations", up.local_addr().unwrap());
-        let app = axum::Router::new().route("/invocations", post(invocations));
-        tokio::spawn(server::serve(up, app, futures::future::pending()));
-        upstream_url
-    });
+    let upstream = upstream_rt.block_on(start_upstream());
+    let upstream_url = upstream.url();
     let proxy_url = proxy_rt.block_on(async {
         let px = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let proxy_url = format!("http://{}/invocations", px.local_addr().unwrap());

@@ -10,6 +10,11 @@
 //! they are recorded and before their reply is chosen, until [`MockRuntime::release`].
 //! The server stops when the value is dropped.
 //!
+//! Benchmarks, which send it hundreds of thousands of requests, start it with
+//! [`MockRuntime::start_unrecorded`]: requests are then only counted
+//! ([`MockRuntime::invocation_count`]), never kept, and a reply of many frames can be
+//! rendered once and shared ([`MockReply::SseFrames`]).
+//!
 //! The same script also answers as an A2A 1.0 agent (the `a2a` kind's conformance run),
 //! at [`MockRuntime::a2a_url`]: a card (JSON-RPC, streaming), and JSON-RPC at `/a2a/`.
 //! SendMessage and SendStreamingMessage are invocations, answered with the next reply
@@ -68,9 +73,19 @@ pub enum MockReply {
     },
     /// No answer at all: the headers never come.
     Stall,
+    /// 200 `text/event-stream`: these bytes, each sent as one body chunk as they are
+    /// (rendered frames, e.g. by [`MockReply::frames`]), then the end. Shared, not
+    /// copied, by every reply that uses them; sent as they are on the A2A URL too.
+    SseFrames(Arc<[Bytes]>),
 }
 
 impl MockReply {
+    /// The `data:` frames of `values` rendered once (`data: <JSON>\n\n` each), for
+    /// [`MockReply::SseFrames`]: the bytes [`MockReply::Sse`] sends for the same values.
+    pub fn frames(values: impl IntoIterator<Item = Value>) -> Arc<[Bytes]> {
+        values.into_iter().map(frame).collect()
+    }
+
     /// A status without `Retry-After`, with a short message.
     pub fn status(status: u16) -> Self {
         Self::Status {
@@ -109,13 +124,16 @@ impl MockRequest {
 /// The answer to an invocation the script does not cover.
 type Answer = Arc<dyn Fn(&MockRequest) -> MockReply + Send + Sync>;
 
-#[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<MockReply>>,
     answer: Mutex<Option<Answer>>,
     /// Set by `hold`: each invocation takes a permit before it answers.
     gate: Mutex<Option<Arc<Semaphore>>>,
     seen: Mutex<Vec<MockRequest>>,
+    /// `false` for [`MockRuntime::start_unrecorded`]: `seen` stays empty.
+    recording: bool,
+    /// The invocations so far, recorded or not.
+    invocations: AtomicUsize,
     /// Woken at every request.
     arrived: Notify,
     /// Invocations in flight per runtime session (the session header's value).
@@ -174,7 +192,32 @@ impl MockRuntime {
     /// # Panics
     /// When no loopback port can be bound (a broken test machine).
     pub async fn start() -> Self {
-        let shared = Arc::new(Shared::default());
+        Self::serve(true).await
+    }
+
+    /// As [`MockRuntime::start`], but no request is kept: [`MockRuntime::requests`],
+    /// [`MockRuntime::invocations`] and [`MockRuntime::stops`] stay empty and
+    /// [`MockRuntime::invocation_count`] counts. For benchmarks, whose requests would
+    /// otherwise pile up in memory.
+    ///
+    /// # Panics
+    /// As [`MockRuntime::start`].
+    pub async fn start_unrecorded() -> Self {
+        Self::serve(false).await
+    }
+
+    async fn serve(recording: bool) -> Self {
+        let shared = Arc::new(Shared {
+            script: Mutex::default(),
+            answer: Mutex::default(),
+            gate: Mutex::default(),
+            seen: Mutex::default(),
+            recording,
+            invocations: AtomicUsize::new(0),
+            arrived: Notify::new(),
+            in_flight: Mutex::default(),
+            most: AtomicUsize::new(0),
+        });
         let app = Router::new()
             .route("/invocations", post(invoke))
             .route("/stopruntimesession", post(stop))
@@ -270,11 +313,16 @@ impl MockRuntime {
         self.seen("/stopruntimesession")
     }
 
+    /// How many invocations arrived so far (also when unrecorded).
+    pub fn invocation_count(&self) -> usize {
+        self.shared.invocations.load(Ordering::SeqCst)
+    }
+
     /// Waits until at least `n` invocations arrived.
     pub async fn wait_invocations(&self, n: usize) {
         loop {
             let arrived = self.shared.arrived.notified();
-            if self.invocations().len() >= n {
+            if self.invocation_count() >= n {
                 return;
             }
             arrived.await;
@@ -305,7 +353,12 @@ fn record(shared: &Shared, path: &str, headers: HeaderMap, body: Bytes) -> MockR
         headers,
         body,
     };
-    shared.seen.lock().expect("seen lock").push(request.clone());
+    if path == "/invocations" {
+        shared.invocations.fetch_add(1, Ordering::SeqCst);
+    }
+    if shared.recording {
+        shared.seen.lock().expect("seen lock").push(request.clone());
+    }
     shared.arrived.notify_waiters();
     request
 }
@@ -518,7 +571,21 @@ async fn render(reply: MockReply) -> Response {
             ([(header::CONTENT_TYPE, content_type)], body).into_response()
         }
         MockReply::Stall => std::future::pending().await,
+        MockReply::SseFrames(frames) => {
+            let body = stream::iter(0..frames.len())
+                .map(move |i| Ok::<_, std::io::Error>(frames[i].clone()));
+            (
+                [(header::CONTENT_TYPE, "text/event-stream")],
+                Body::from_stream(body),
+            )
+                .into_response()
+        }
     }
+}
+
+/// One `data:` frame of `value`.
+fn frame(value: Value) -> Bytes {
+    Bytes::from(format!("data: {value}\n\n"))
 }
 
 /// An event-stream response: one `data:` frame per value, then `tail`.
@@ -526,7 +593,7 @@ fn sse(frames: Vec<Value>, tail: BoxStream<'static, Result<Bytes, std::io::Error
     let head = stream::iter(
         frames
             .into_iter()
-            .map(|v| Ok::<_, std::io::Error>(Bytes::from(format!("data: {v}\n\n")))),
+            .map(|v| Ok::<_, std::io::Error>(frame(v))),
     );
     (
         [(header::CONTENT_TYPE, "text/event-stream")],
@@ -598,6 +665,25 @@ mod tests {
         assert_eq!(resp.headers()["content-type"], "application/json");
         assert_eq!(resp.bytes().await.unwrap().as_ref(), b"\x01{not json");
         assert_eq!(mock.requests().len(), 2);
+    }
+
+    /// Unrecorded, requests are counted and not kept; shared frames are the bytes `Sse`
+    /// sends for the same values.
+    #[tokio::test]
+    async fn unrecorded_counts_and_shared_frames_match_sse() {
+        let mock = MockRuntime::start_unrecorded().await;
+        let values = [json!("a"), json!({"b": 1})];
+        mock.script([
+            MockReply::Sse(values.to_vec()),
+            MockReply::SseFrames(MockReply::frames(values.clone())),
+        ]);
+        let first = invoke(&mock, "x").await;
+        let second = invoke(&mock, "y").await;
+        assert_eq!(first, "data: \"a\"\n\ndata: {\"b\":1}\n\n");
+        assert_eq!(first, second);
+        assert_eq!(mock.invocation_count(), 2);
+        assert!(mock.requests().is_empty());
+        mock.wait_invocations(2).await;
     }
 
     /// A held invocation is recorded but unanswered until released, and takes the reply
