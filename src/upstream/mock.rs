@@ -101,6 +101,9 @@ impl MockReply {
 pub struct MockRequest {
     /// `/invocations` or `/stopruntimesession`.
     pub path: String,
+    /// The HTTP version it came in (`HTTP/2` by ALPN or h2c prior knowledge, else
+    /// `HTTP/1.1`).
+    pub version: axum::http::Version,
     /// The request headers.
     pub headers: HeaderMap,
     /// The request body.
@@ -140,6 +143,8 @@ struct Shared {
     in_flight: Mutex<HashMap<String, usize>>,
     /// The most invocations of one session in flight at once.
     most: AtomicUsize,
+    /// When each invocation's reply body was dropped by the server.
+    dropped: Mutex<Vec<tokio::time::Instant>>,
 }
 
 /// One invocation in flight, from its arrival until its handler ends (the reply's head is
@@ -174,6 +179,8 @@ impl Drop for InFlight {
 /// A scripted runtime listening on `127.0.0.1:0`. See the module docs.
 pub struct MockRuntime {
     addr: SocketAddr,
+    /// `http` or `https`.
+    scheme: &'static str,
     shared: Arc<Shared>,
     server: JoinHandle<()>,
 }
@@ -192,7 +199,30 @@ impl MockRuntime {
     /// # Panics
     /// When no loopback port can be bound (a broken test machine).
     pub async fn start() -> Self {
-        Self::serve(true).await
+        Self::serve(true, None).await
+    }
+
+    /// As [`MockRuntime::start`], over TLS with `certificate` (its chain, leaf first) and
+    /// its private `key`, offering HTTP/2 and HTTP/1.1 by ALPN: [`MockRuntime::url`] is
+    /// then `https://127.0.0.1:PORT/invocations` (the certificate should name
+    /// `127.0.0.1`; a client trusts it through its CA, e.g. `upstream.ca_file`).
+    ///
+    /// # Panics
+    /// As [`MockRuntime::start`], and when rustls refuses the certificate or key.
+    pub async fn start_tls(
+        certificate: Vec<rustls::pki_types::CertificateDer<'static>>,
+        key: rustls::pki_types::PrivateKeyDer<'static>,
+    ) -> Self {
+        let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("rustls protocol versions")
+        .with_no_client_auth()
+        .with_single_cert(certificate, key)
+        .expect("a certificate and key rustls accepts");
+        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Self::serve(true, Some(Arc::new(tls))).await
     }
 
     /// As [`MockRuntime::start`], but no request is kept: [`MockRuntime::requests`],
@@ -203,10 +233,10 @@ impl MockRuntime {
     /// # Panics
     /// As [`MockRuntime::start`].
     pub async fn start_unrecorded() -> Self {
-        Self::serve(false).await
+        Self::serve(false, None).await
     }
 
-    async fn serve(recording: bool) -> Self {
+    async fn serve(recording: bool, tls: Option<Arc<rustls::ServerConfig>>) -> Self {
         let shared = Arc::new(Shared {
             script: Mutex::default(),
             answer: Mutex::default(),
@@ -217,6 +247,7 @@ impl MockRuntime {
             arrived: Notify::new(),
             in_flight: Mutex::default(),
             most: AtomicUsize::new(0),
+            dropped: Mutex::default(),
         });
         let app = Router::new()
             .route("/invocations", post(invoke))
@@ -231,19 +262,32 @@ impl MockRuntime {
             .await
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let server = match tls {
+            None => tokio::spawn(async move {
+                let _ = axum::serve(listener, app).await;
+            }),
+            Some(tls) => tokio::spawn(serve_tls(listener, app, tls)),
+        };
         Self {
             addr,
+            scheme,
             shared,
             server,
         }
     }
 
-    /// The invocation URL, `http://127.0.0.1:PORT/invocations`.
+    /// The invocation URL, `http://127.0.0.1:PORT/invocations` (`https` when started
+    /// with [`MockRuntime::start_tls`]).
     pub fn url(&self) -> String {
-        format!("http://{}/invocations", self.addr)
+        format!("{}://{}/invocations", self.scheme, self.addr)
+    }
+
+    /// When the reply body of each invocation was dropped by the server, in order: sent
+    /// whole, or given up because the client reset its HTTP/2 stream or closed the
+    /// connection (a reply that never ends is only dropped then).
+    pub fn replies_dropped(&self) -> Vec<tokio::time::Instant> {
+        self.shared.dropped.lock().expect("dropped lock").clone()
     }
 
     /// The base URL of the mock as an A2A 1.0 agent, `http://127.0.0.1:PORT/a2a/` (its
@@ -255,7 +299,7 @@ impl MockRuntime {
     /// per frame (`append` after the first) and, for [`MockReply::Sse`], COMPLETED; the
     /// others as for `/invocations`.
     pub fn a2a_url(&self) -> String {
-        format!("http://{}/a2a/", self.addr)
+        format!("{}://{}/a2a/", self.scheme, self.addr)
     }
 
     /// Scripts the answers of the next invocations, in order.
@@ -347,9 +391,16 @@ impl Drop for MockRuntime {
     }
 }
 
-fn record(shared: &Shared, path: &str, headers: HeaderMap, body: Bytes) -> MockRequest {
+fn record(
+    shared: &Shared,
+    path: &str,
+    version: axum::http::Version,
+    headers: HeaderMap,
+    body: Bytes,
+) -> MockRequest {
     let request = MockRequest {
         path: path.to_owned(),
+        version,
         headers,
         body,
     };
@@ -363,8 +414,13 @@ fn record(shared: &Shared, path: &str, headers: HeaderMap, body: Bytes) -> MockR
     request
 }
 
-async fn stop(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> StatusCode {
-    record(&shared, "/stopruntimesession", headers, body);
+async fn stop(
+    State(shared): State<Arc<Shared>>,
+    version: axum::http::Version,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    record(&shared, "/stopruntimesession", version, headers, body);
     StatusCode::OK
 }
 
@@ -372,6 +428,7 @@ async fn stop(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
 /// else the `answer_with` one, else `"ok"`). The guard counts it in flight.
 async fn next_reply(
     shared: &Arc<Shared>,
+    version: axum::http::Version,
     headers: HeaderMap,
     body: Bytes,
 ) -> (MockReply, InFlight) {
@@ -381,7 +438,7 @@ async fn next_reply(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
     let in_flight = InFlight::enter(shared, session.to_owned());
-    let request = record(shared, "/invocations", headers, body);
+    let request = record(shared, "/invocations", version, headers, body);
     let gate = shared.gate.lock().expect("gate lock").clone();
     if let Some(gate) = gate {
         gate.acquire()
@@ -399,9 +456,59 @@ async fn next_reply(
     (reply, in_flight)
 }
 
-async fn invoke(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    let (reply, _in_flight) = next_reply(&shared, headers, body).await;
-    render(reply).await
+async fn invoke(
+    State(shared): State<Arc<Shared>>,
+    version: axum::http::Version,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (reply, _in_flight) = next_reply(&shared, version, headers, body).await;
+    noting_drop(&shared, render(reply).await)
+}
+
+/// `resp` with a body that notes, when the server drops it, the instant in
+/// [`MockRuntime::replies_dropped`].
+fn noting_drop(shared: &Arc<Shared>, resp: Response) -> Response {
+    struct Dropped(Arc<Shared>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            let now = tokio::time::Instant::now();
+            self.0.dropped.lock().expect("dropped lock").push(now);
+        }
+    }
+    let note = Dropped(shared.clone());
+    resp.map(|body| {
+        Body::from_stream(body.into_data_stream().map(move |chunk| {
+            let _note = &note;
+            chunk
+        }))
+    })
+}
+
+/// Serves `app` over TLS (`tls`, ALPN h2 and http/1.1) on `listener`, one task per
+/// connection, HTTP/1.1 or HTTP/2 as negotiated.
+async fn serve_tls(listener: tokio::net::TcpListener, app: Router, tls: Arc<rustls::ServerConfig>) {
+    use tower::ServiceExt as _;
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    loop {
+        let Ok((tcp, _)) = listener.accept().await else {
+            return;
+        };
+        let (acceptor, app) = (acceptor.clone(), app.clone());
+        tokio::spawn(async move {
+            let Ok(stream) = acceptor.accept(tcp).await else {
+                return;
+            };
+            let service =
+                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    app.clone().oneshot(req.map(Body::new))
+                });
+            let _ =
+                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+        });
+    }
 }
 
 /// The mock's card as an A2A 1.0 agent (JSON-RPC at `/a2a/`, streaming).
@@ -446,7 +553,12 @@ fn mock_task(state: &str, message: Option<Value>, artifact: Option<&str>) -> Val
 }
 
 /// The mock as an A2A 1.0 agent (see [`MockRuntime::a2a_url`]).
-async fn a2a(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn a2a(
+    State(shared): State<Arc<Shared>>,
+    version: axum::http::Version,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let req: Value = serde_json::from_slice(&body).unwrap_or_default();
     let id = req.get("id").cloned().unwrap_or(Value::Null);
     let method = req["method"].as_str().unwrap_or_default().to_owned();
@@ -455,19 +567,19 @@ async fn a2a(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes)
     match method.as_str() {
         "SendMessage" | "SendStreamingMessage" => {}
         "CancelTask" => {
-            record(&shared, "/stopruntimesession", headers, body);
+            record(&shared, "/stopruntimesession", version, headers, body);
             return json(rpc_result(
                 &id,
                 mock_task("TASK_STATE_CANCELED", None, None)["task"].clone(),
             ));
         }
         _ => {
-            record(&shared, "/a2a", headers, body);
+            record(&shared, "/a2a", version, headers, body);
             return json(serde_json::json!({"jsonrpc": "2.0", "id": id,
                 "error": {"code": -32001, "message": "Task not found"}}));
         }
     }
-    let (reply, _in_flight) = next_reply(&shared, headers, body).await;
+    let (reply, _in_flight) = next_reply(&shared, version, headers, body).await;
     let chunks = |frames: Vec<Value>, done: bool| {
         let mut out = vec![rpc_result(
             &id,
