@@ -16,8 +16,6 @@
 //! default `prometheus` on `PATH`) the Prometheus part is skipped with a note, unless
 //! `CI=true`, where it fails.
 
-mod upstream_common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -29,10 +27,10 @@ use a2a_gateway::test_util::{
     ChildGuard, GatewayProcess, free_port, python_with, rpc_with, skip, user_message,
 };
 use a2a_gateway::upstream::mock::{MockReply, MockRuntime};
+use a2a_gateway::upstream::raw_mock::*;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
-use upstream_common::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_a2a-gateway");
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";

@@ -11,6 +11,7 @@ use std::time::Duration;
 use a2a_gateway::executor::{AgentExecutor, EventQueue};
 use a2a_gateway::protocol::{StreamResponse, TaskState};
 use a2a_gateway::upstream::mock::{MockReply, MockRuntime};
+use a2a_gateway::upstream::raw_mock::*;
 use a2a_gateway::upstream::{
     AgentCoreExecutor, AgentCoreSettings, AuthSettings, OAuth2Settings, TokenEndpoint,
 };

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use a2a_gateway::protocol::TaskState;
+use a2a_gateway::upstream::raw_mock::*;
 use a2a_gateway::upstream::{
     AgentCoreExecutor, AgentCoreSettings, AuthSettings, OAuth2Settings, TokenEndpoint,
 };

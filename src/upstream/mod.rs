@@ -19,7 +19,8 @@
 //!   and the sink into A2A task events.
 //! - [`errors`]: readable failure reasons; [`text`]: their small text helpers.
 //! - `mock` and `conformance` (feature `test-util`): a scripted runtime on
-//!   `127.0.0.1:0` and the checks every kind passes against it.
+//!   `127.0.0.1:0` and the checks every kind passes against it; `raw_mock`, a
+//!   byte-level runtime for faults no HTTP library would send.
 //!
 //! `upstream` imports only the executor API, `protocol` and `telemetry` (see
 //! `tests/layers.rs`): the gateway's `app` converts the configuration into each kind's
@@ -35,6 +36,8 @@ pub mod http;
 pub(crate) mod meter;
 #[cfg(feature = "test-util")]
 pub mod mock;
+#[cfg(feature = "test-util")]
+pub mod raw_mock;
 pub mod reply;
 pub mod runtime;
 pub mod text;
