@@ -282,7 +282,7 @@ impl ServerAuthConfig {
         }
         for (i, key) in self.keys.iter().enumerate() {
             let at = |field: &str| format!("{KEYS}.{i}.{field}");
-            if let Some(problem) = super::caller_name_problem(&key.caller) {
+            if let Some(problem) = super::key_caller_problem(&key.caller) {
                 return Err(Invalid::new(at("caller"), problem));
             }
             match (&key.sha256, &key.key_file) {

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use super::failure::{AuthFailure, TokenProblem};
 use super::jwks::Jwks;
 use super::verified_cache::{self, Verified, VerifiedCache};
-use crate::config::{JwtConfig, caller_name_problem};
+use crate::config::{JwtConfig, OwnerForm, caller_name_problem, jwt_owner};
 
 /// Longest token read, in bytes.
 pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
@@ -35,6 +35,8 @@ pub(crate) struct JwtVerifier {
     leeway: u64,
     pub(crate) required_scopes: Vec<String>,
     caller_claim: String,
+    /// How the caller claim becomes the owner (`[server.auth.jwt] owner`).
+    owner_form: OwnerForm,
     tenant_claim: Option<String>,
     hmac: Option<DecodingKey>,
     pub(crate) jwks: Option<Jwks>,
@@ -58,6 +60,7 @@ impl JwtVerifier {
             leeway: config.leeway_secs,
             required_scopes: config.required_scopes.clone(),
             caller_claim: config.caller_claim.clone(),
+            owner_form: config.owner,
             tenant_claim: tenant_claim.map(str::to_owned),
             hmac: config
                 .hmac_secret()
@@ -65,6 +68,12 @@ impl JwtVerifier {
             jwks: Jwks::from_config(config),
             cache: config.cache_verified.then(Arc::default),
         }
+    }
+
+    /// The owner of the tasks of a token whose caller claim is `caller`
+    /// (`crate::config::jwt_owner` with this issuer).
+    pub(crate) fn owner_of(&self, caller: &str) -> String {
+        jwt_owner(self.owner_form, &self.issuer, caller)
     }
 
     /// Whether `token` has the shape of a JWS compact serialization (three base64url

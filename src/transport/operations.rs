@@ -298,8 +298,8 @@ pub fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
         .collect()
 }
 
-/// The caller of one request to `agent`: the owner is the authenticated caller (`None`:
-/// the anonymous owner); the tenant is the one the request message's `tenant` field names
+/// The caller of one request to `agent`: the owner is the authenticated caller's
+/// [`Identity::owner`] (`None`: the anonymous owner); the tenant is the one the request message's `tenant` field names
 /// (a REST path tenant is put there by its adapter), bound to the credential by
 /// [`Identity::tenant_for`]; the agent is `agent.id`; and the extensions `headers`
 /// activate.
@@ -337,7 +337,7 @@ pub fn call_context(
     let requested = params.get("tenant").and_then(Value::as_str).unwrap_or("");
     match identity {
         Some(id) => {
-            ctx.owner = id.caller.clone();
+            ctx.owner = id.owner.clone();
             // Only a JWT the gateway verified may be forwarded (never an API key).
             if id.scheme == crate::config::ServerAuthKind::Jwt {
                 ctx.caller_token = id.bearer.clone().map(crate::executor::CallerToken::new);

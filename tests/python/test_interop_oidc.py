@@ -343,7 +343,9 @@ async def test_the_runtime_app_sees_the_caller_and_tenant(deployment, sdk):
     for client_id, tenant in [("agent-alpha", "tenant-a"), ("agent-beta", "tenant-b")]:
         client = await sdk(base, provider.token(client_id))
         seen = reply_of(await send_blocking(client, "identity"))
-        assert seen == {"caller": client_id, "tenant": tenant, "authorization_sha256": None}
+        # The owner of a JWT caller names its issuer (docs/authentication.md#owner-namespaces).
+        caller = f"jwt:{provider.issuer}#{client_id}"
+        assert seen == {"caller": caller, "tenant": tenant, "authorization_sha256": None}
 
 
 async def test_forward_passes_the_callers_token_to_the_runtime_app(deployment, upstream, sdk):
