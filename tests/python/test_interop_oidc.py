@@ -361,7 +361,8 @@ async def test_forward_passes_the_callers_token_to_the_runtime_app(deployment, u
         token = provider.token("agent-alpha")
         seen = reply_of(await send_blocking(await sdk(base, token), "identity"))
         digest = hashlib.sha256(f"Bearer {token}".encode()).hexdigest()
-        assert seen == {"caller": "agent-alpha", "tenant": "tenant-a", "authorization_sha256": digest}
+        caller = f"jwt:{provider.issuer}#agent-alpha"
+        assert seen == {"caller": caller, "tenant": "tenant-a", "authorization_sha256": digest}
     finally:
         gateway.stop()
 
