@@ -1307,6 +1307,25 @@ fn a_key_caller_in_the_jwt_owner_form_is_refused() {
     );
 }
 
+/// `require_tenant_claim` names no claim by itself: it needs `tenant_claim`.
+#[test]
+fn require_tenant_claim_needs_a_tenant_claim() {
+    let base = "[server.auth]\nkind = \"jwt\"\n[server.auth.jwt]\nissuer = \"https://idp/\"\naudience = \"a\"\njwks_url = \"https://idp/jwks\"\nrequire_tenant_claim = true\n";
+    let (_dir, path) = file(base);
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    assert_eq!(
+        invalid_parts(&err).0,
+        "server.auth.jwt.require_tenant_claim"
+    );
+    assert!(message.contains("server.auth.tenant_claim"), "{message}");
+    let (_dir, path) = file(&base.replace(
+        "kind = \"jwt\"\n",
+        "kind = \"jwt\"\ntenant_claim = \"tenant\"\n",
+    ));
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    assert!(config.server.auth.jwt.unwrap().require_tenant_claim);
+}
+
 #[test]
 fn api_key_without_keys_is_refused() {
     let (_dir, path) = file("[server.auth]\nkind = \"api_key\"\n");
