@@ -301,3 +301,64 @@ async fn without_jwt_the_decision_is_recorded_and_a_later_jwt_takes_no_rows() {
     drop(s);
     store.close().await;
 }
+
+/// `[agents.<id>] callers` lists owners: the key caller `team-a` listed does not let a
+/// token whose `sub` is `team-a` in (403 / PERMISSION_DENIED on every binding); the
+/// token's owner form does.
+#[tokio::test]
+async fn an_agents_callers_list_owners_so_a_namesake_token_is_refused() {
+    let auth = auth(ISSUER_A, true, OwnerForm::Namespaced);
+    let only = |callers: &[String]| {
+        start_on(
+            Arc::new(a2a_gateway::store::MemoryTaskStore::new()),
+            TransportConfig {
+                auth: Authenticator::from_config(&auth),
+                agent: a2a_gateway::transport::AgentAccess {
+                    callers: Some(callers.to_vec().into()),
+                    ..Default::default()
+                },
+                ..TransportConfig::default()
+            },
+        )
+    };
+    let namesake = token(ISSUER_A, "team-a");
+    let keys_only = only(&["team-a".to_owned()]).await;
+    for b in keys_only.bindings() {
+        let b = b.as_ref();
+        ask(b, KEY).await;
+        let refused = b
+            .unary(
+                Operation::SendMessage,
+                json!({"message": message("ask")}),
+                &Opts::bearer(&namesake),
+            )
+            .await
+            .expect_err(b.name());
+        assert_eq!(
+            refused.reason,
+            "PERMISSION_DENIED",
+            "{}: {refused:?}",
+            b.name()
+        );
+    }
+    let owner = a2a_gateway::config::jwt_owner(OwnerForm::Namespaced, ISSUER_A, "team-a");
+    let tokens_only = only(&[owner]).await;
+    for b in tokens_only.bindings() {
+        let b = b.as_ref();
+        ask(b, &namesake).await;
+        let refused = b
+            .unary(
+                Operation::SendMessage,
+                json!({"message": message("ask")}),
+                &Opts::bearer(KEY),
+            )
+            .await
+            .expect_err(b.name());
+        assert_eq!(
+            refused.reason,
+            "PERMISSION_DENIED",
+            "{}: {refused:?}",
+            b.name()
+        );
+    }
+}

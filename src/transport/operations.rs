@@ -306,7 +306,7 @@ pub fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
 ///
 /// # Errors
 /// [`AuthFailure::TenantNotAllowed`] when the request names a tenant the credential does
-/// not allow; [`AuthFailure::AgentNotAllowed`] when the caller is not one of
+/// not allow; [`AuthFailure::AgentNotAllowed`] when the caller's owner is not one of
 /// `agent.callers` (both already logged and counted).
 pub fn call_context(
     agent: &super::AgentAccess,
@@ -317,7 +317,7 @@ pub fn call_context(
     let mut ctx = CallContext::anonymous();
     ctx.agent = agent.id.clone();
     if let Some(callers) = &agent.callers
-        && !identity.is_some_and(|id| callers.contains(&id.caller))
+        && !identity.is_some_and(|id| callers.contains(&id.owner))
     {
         // Counted as every refusal is; logged here with who was refused where (the
         // request's peer is in its request log line).
@@ -327,7 +327,7 @@ pub fn call_context(
         )
         .increment(1);
         tracing::warn!(
-            caller = identity.map_or("-", |id| id.caller.as_str()),
+            caller = identity.map_or("-", |id| id.owner.as_str()),
             agent = %agent.id,
             reason = AuthFailure::AgentNotAllowed.reason(),
             "authentication failed: the caller is not among the agent's callers"
