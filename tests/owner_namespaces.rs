@@ -362,3 +362,54 @@ async fn an_agents_callers_list_owners_so_a_namesake_token_is_refused() {
         );
     }
 }
+
+/// `a2a-gateway serve` runs the owner step at start: a row written in the old form is
+/// found by its JWT caller through the API of the real binary, and the step says so in
+/// the log once (a second start finds the decision and says nothing).
+#[tokio::test]
+async fn serve_rewrites_old_rows_at_its_first_start_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("gw.db");
+    let url = format!("sqlite://{}", db.display());
+    // The old form, written by a gateway that keeps the bare claim.
+    let alices = {
+        let store = a2a_gateway::store::open_store(&url, 2).await.unwrap();
+        let old = gateway(store.clone(), &auth(ISSUER_A, false, OwnerForm::Claim)).await;
+        let id = ask(old.bindings()[0].as_ref(), &token(ISSUER_A, "alice")).await;
+        store.close().await;
+        id
+    };
+    let secret = dir.path().join("hmac");
+    std::fs::write(&secret, SECRET).unwrap();
+    let toml = format!(
+        "[server.auth]\nkind = \"jwt\"\n[server.auth.jwt]\nissuer = \"{ISSUER_A}\"\n\
+         audience = \"{AUDIENCE}\"\nalgorithms = [\"HS256\"]\nhmac_secret_file = \"{}\"\n\
+         [upstream]\nurl = \"http://127.0.0.1:9/invocations\"\n[store]\nurl = \"{url}\"\n",
+        secret.display()
+    );
+    let said = "owner namespaces: rows of JWT callers now owned by";
+    for first in [true, false] {
+        let gw = a2a_gateway::test_util::GatewayProcess::init(env!("CARGO_BIN_EXE_a2a-gateway"))
+            .config(toml.clone())
+            .listen("127.0.0.1:0")
+            .arg("serve")
+            .start();
+        let got: serde_json::Value = reqwest::Client::new()
+            .post(&gw.url)
+            .bearer_auth(token(ISSUER_A, "alice"))
+            .header("content-type", "application/json")
+            .body(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": alices}})
+                    .to_string(),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(got["result"]["id"], alices.as_str(), "{got}");
+        assert_eq!(gw.logs().contains(said), first, "{}", gw.logs());
+        gw.terminate();
+    }
+}
