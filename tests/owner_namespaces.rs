@@ -202,9 +202,12 @@ async fn upgrade(store: Arc<dyn TaskStore>) {
     // The first start of this release: alice's rows become hers under the issuer's
     // form; the key's stay the key's.
     let new = auth(ISSUER_A, true, OwnerForm::Namespaced);
-    namespace_owners(&config(new.clone()), store.as_ref())
-        .await
-        .unwrap();
+    let plan = owner_plan(&config(new.clone())).unwrap();
+    match store.namespace_owners(&plan).await.unwrap() {
+        // alice's task, its events and link moved; the key's one task stayed.
+        OwnerOutcome::Decided { rows, kept_tasks } => assert!(rows >= 2 && kept_tasks == 1),
+        other => panic!("{other:?}"),
+    }
     let after = gateway(store.clone(), &new).await;
     for b in after.bindings() {
         let b = b.as_ref();
@@ -225,7 +228,6 @@ async fn upgrade(store: Arc<dyn TaskStore>) {
     namespace_owners(&config(new.clone()), store.as_ref())
         .await
         .unwrap();
-    let plan = owner_plan(&config(new.clone())).unwrap();
     assert!(matches!(
         store.namespace_owners(&plan).await.unwrap(),
         OwnerOutcome::AlreadyDecided(d) if d == plan.decision

@@ -55,7 +55,7 @@ pub fn owner_plan(config: &Config) -> Option<OwnerPlan> {
 }
 
 /// Runs the owner step on `store` for `config` (at `serve` and `migrate`), and logs
-/// what it did once: the rows rewritten and how many key callers kept their rows, or
+/// what it did once: the rows rewritten and the tasks kept by key callers, or
 /// the earlier decision when it differs from what this configuration would decide
 /// (an issuer changed since: the earlier issuer's tasks are not this issuer's).
 ///
@@ -70,13 +70,15 @@ pub async fn namespace_owners(config: &Config, store: &dyn TaskStore) -> Result<
         .await
         .map_err(|e| format!("owner namespaces (migration 0008): {e}"))?;
     match outcome {
-        OwnerOutcome::Decided { rows } => match &plan.rewrite {
+        OwnerOutcome::Decided { rows, kept_tasks } => match &plan.rewrite {
             Some(rewrite) => tracing::info!(
                 rows,
-                kept_key_callers = rewrite.keep.len() - 1,
-                "owner namespaces: rows of JWT callers now owned by {}<claim>; rows of \
-                 configured API-key callers and of anonymous kept their owner (a JWT \
-                 subject equal to a key caller's name no longer reads that key's tasks)",
+                kept_tasks,
+                key_callers = rewrite.keep.len() - 1,
+                "owner namespaces: rows of JWT callers now owned by {}<claim>; the tasks \
+                 of configured API-key callers and of anonymous kept their owner (where a \
+                 JWT subject had the name of a key caller, its tasks among them stay the \
+                 key's: that subject no longer reads them)",
                 rewrite.prefix
             ),
             None => tracing::info!(

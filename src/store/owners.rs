@@ -63,6 +63,10 @@ pub enum OwnerOutcome {
     Decided {
         /// Rows rewritten, over every table.
         rows: u64,
+        /// Tasks whose owner is one of the kept names (key callers, `anonymous`) and
+        /// stays: where a token's claim equalled a key's caller, its tasks are among
+        /// them and stay the key's.
+        kept_tasks: u64,
     },
     /// A start before decided already (this decision, as recorded); nothing changed.
     AlreadyDecided(String),
@@ -92,10 +96,20 @@ macro_rules! sql_owners {
             if let Some(decision) = recorded {
                 return Ok(OwnerOutcome::AlreadyDecided(decision));
             }
-            let mut rows = 0;
+            let (mut rows, mut kept_tasks) = (0, 0);
             if let Some(rewrite) = &plan.rewrite {
                 let keep = serde_json::to_string(&rewrite.keep)
                     .map_err(|e| StoreError::Backend(e.to_string()))?;
+                let kept: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                    "SELECT count(*) FROM a2a_tasks WHERE owner IN ({})",
+                    $keep_set
+                )))
+                .bind(&rewrite.prefix)
+                .bind(&keep)
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(db)?;
+                kept_tasks = u64::try_from(kept).unwrap_or(0);
                 for table in $tables {
                     let sql = format!(
                         "UPDATE {table} SET owner = $1 || owner \
@@ -119,7 +133,7 @@ macro_rules! sql_owners {
                 .execute(&mut *conn)
                 .await
                 .map_err(db)?;
-            Ok(OwnerOutcome::Decided { rows })
+            Ok(OwnerOutcome::Decided { rows, kept_tasks })
         }
     };
 }
