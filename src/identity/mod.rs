@@ -33,8 +33,9 @@ pub use jwks::{Jwks, JwksStatus};
 /// Who a credential stands for.
 #[derive(Clone)]
 pub struct Identity {
-    /// The caller: the key's `caller` or the JWT's caller claim, as the credential
-    /// says it (what `[agents.<id>] callers` lists).
+    /// The caller as the credential names it: the key's `caller` or the JWT's caller
+    /// claim (without its issuer). Tasks, logs and `[agents.<id>] callers` use
+    /// [`owner`](Self::owner).
     pub caller: String,
     /// The owner of the caller's tasks (docs/authentication.md#owner-namespaces): a
     /// key's `caller`; a JWT's `jwt:<issuer>#<claim>` (or the bare claim with
