@@ -367,7 +367,8 @@ async fn an_agents_callers_list_owners_so_a_namesake_token_is_refused() {
 
 /// `a2a-gateway serve` runs the owner step at start: a row written in the old form is
 /// found by its JWT caller through the API of the real binary, and the step says so in
-/// the log once (a second start finds the decision and says nothing).
+/// the log once (a second start finds the decision and says nothing); `migrate` with
+/// another issuer says that an earlier start decided.
 #[tokio::test]
 async fn serve_rewrites_old_rows_at_its_first_start_only() {
     let dir = tempfile::tempdir().unwrap();
@@ -414,4 +415,15 @@ async fn serve_rewrites_old_rows_at_its_first_start_only() {
         assert_eq!(gw.logs().contains(said), first, "{}", gw.logs());
         gw.terminate();
     }
+    // `migrate` with another issuer: nothing rewritten, and it says why.
+    let out = a2a_gateway::test_util::GatewayProcess::init(env!("CARGO_BIN_EXE_a2a-gateway"))
+        .config(toml.replace(ISSUER_A, ISSUER_B))
+        .arg("migrate")
+        .run();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("decided by an earlier start") && stdout.contains(ISSUER_A),
+        "{stdout}"
+    );
 }

@@ -57,45 +57,53 @@ pub fn owner_plan(config: &Config) -> Option<OwnerPlan> {
 /// Runs the owner step on `store` for `config` (at `serve` and `migrate`), and logs
 /// what it did once: the rows rewritten and the tasks kept by key callers, or
 /// the earlier decision when it differs from what this configuration would decide
-/// (an issuer changed since: the earlier issuer's tasks are not this issuer's).
+/// (an issuer changed since: the earlier issuer's tasks are not this issuer's). Returns
+/// that line (`None` when there was nothing to say), for `migrate` to print.
 ///
 /// # Errors
 /// The store failed; nothing was changed then.
-pub async fn namespace_owners(config: &Config, store: &dyn TaskStore) -> Result<(), AppError> {
+pub async fn namespace_owners(
+    config: &Config,
+    store: &dyn TaskStore,
+) -> Result<Option<String>, AppError> {
     let Some(plan) = owner_plan(config) else {
-        return Ok(());
+        return Ok(None);
     };
     let outcome = store
         .namespace_owners(&plan)
         .await
         .map_err(|e| format!("owner namespaces (migration 0008): {e}"))?;
-    match outcome {
+    let said = match outcome {
         OwnerOutcome::Decided { rows, kept_tasks } => match &plan.rewrite {
-            Some(rewrite) => tracing::info!(
-                rows,
-                kept_tasks,
-                key_callers = rewrite.keep.len() - 1,
-                "owner namespaces: rows of JWT callers now owned by {}<claim>; the tasks \
-                 of configured API-key callers and of anonymous kept their owner (where a \
-                 JWT subject had the name of a key caller, its tasks among them stay the \
-                 key's: that subject no longer reads them)",
-                rewrite.prefix
-            ),
-            None => tracing::info!(
-                "owner namespaces: no jwt scheme, owners unchanged; recorded, so a jwt \
-                 scheme configured later takes no existing rows"
-            ),
+            Some(rewrite) => {
+                let line = format!(
+                    "owner namespaces: rows of JWT callers now owned by {}<claim>: {rows} rows \
+                     moved; {kept_tasks} tasks of configured API-key callers and of anonymous \
+                     kept their owner (where a JWT subject had the name of a key caller, its \
+                     tasks among them stay the key's: that subject no longer reads them)",
+                    rewrite.prefix
+                );
+                tracing::info!(rows, kept_tasks, "{line}");
+                line
+            }
+            None => {
+                let line = "owner namespaces: no jwt scheme, owners unchanged; recorded, so a \
+                            jwt scheme configured later takes no existing rows"
+                    .to_owned();
+                tracing::info!("{line}");
+                line
+            }
         },
         OwnerOutcome::AlreadyDecided(decision) if decision != plan.decision => {
-            tracing::info!(
-                recorded = %decision,
-                configured = %plan.decision,
-                "owner namespaces were decided by an earlier start; nothing rewritten \
-                 (tasks of JWT callers of another issuer are not visible to this one's; \
-                 owners starting with {JWT_OWNER_PREFIX:?} name their issuer)"
+            let line = format!(
+                "owner namespaces were decided by an earlier start ({decision}); nothing \
+                 rewritten: tasks of JWT callers of another issuer are not visible to this \
+                 one's (owners starting with {JWT_OWNER_PREFIX:?} name their issuer)"
             );
+            tracing::info!(configured = %plan.decision, "{line}");
+            line
         }
-        OwnerOutcome::AlreadyDecided(_) | OwnerOutcome::NotPersistent => {}
-    }
-    Ok(())
+        OwnerOutcome::AlreadyDecided(_) | OwnerOutcome::NotPersistent => return Ok(None),
+    };
+    Ok(Some(said))
 }

@@ -163,7 +163,9 @@ async fn migrate(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
     let store = crate::app::build_store(&config).await?;
     let stepped = crate::app::owners::namespace_owners(&config, store.as_ref()).await;
     store.close().await;
-    stepped?;
+    if let Some(line) = stepped? {
+        outln!("{line}");
+    }
     outln!("store {} is at the current schema", config.store.url);
     Ok(ExitCode::SUCCESS)
 }
