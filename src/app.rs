@@ -7,7 +7,8 @@
 //! - [`gateway`]: a [`Gateway`] (handler, transport state, router) and serving it;
 //! - [`upstream`]: the executor `[upstream]` describes, and the conversion of that
 //!   section into the executor's settings;
-//! - [`store`]: the task store `[store]` describes, with its cluster side;
+//! - [`store`]: the task store `[store]` describes, with its cluster side; [`owners`]:
+//!   the owner step of migration 0008 on it;
 //! - [`serve`]: what `serve` starts ([`start`]: telemetry, executor, store, push,
 //!   cluster, recovery, metrics, TLS) and serves ([`Running::serve`]);
 //! - [`reload`]: the API keys read again on `SIGHUP`.
@@ -15,6 +16,7 @@
 pub mod card;
 mod card_follow;
 pub mod gateway;
+pub mod owners;
 pub mod reload;
 pub mod serve;
 pub mod store;

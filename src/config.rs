@@ -36,6 +36,7 @@ mod error;
 mod log;
 pub mod log_url;
 mod media_range;
+mod owner;
 mod push;
 mod serde_util;
 mod server;
@@ -65,6 +66,7 @@ pub use error::{ConfigError, ConfigOrigin};
 pub use log::{LogConfig, LogFormat};
 pub use log_url::{LogUrl, masked};
 pub use media_range::parse_media_range;
+pub use owner::{JWT_OWNER_PREFIX, OwnerForm, jwt_owner, jwt_owner_prefix, key_caller_problem};
 pub use push::{PushConfig, SignatureScheme};
 pub use server::{Binding, DEFAULT_LIST_PAGE_BYTES, ServerConfig, default_share};
 pub use server_auth::{ApiKeyConfig, SHA256_LEN, ServerAuthConfig, ServerAuthKind, sha256_hex};
@@ -324,16 +326,28 @@ impl Config {
         !self.no_root_agent
     }
 
-    /// The `[agents.<id>] callers` entries no API key names as its `caller`, as (agent id,
-    /// caller), when API keys are the only inbound scheme (with JWTs a caller is a token's
-    /// subject, unknown here): most likely typos, which would refuse every call of that
-    /// caller with 403. Not refused at load (keys reload on `SIGHUP` and may come later):
-    /// `serve` logs them and `check-config` prints them.
+    /// The `[agents.<id>] callers` entries that name no possible caller, as (agent id,
+    /// entry): neither an API key's `caller` nor, with the jwt scheme, an owner of the
+    /// configured issuer's tokens (`jwt:<issuer>#<claim>`, see [`jwt_owner`]). Most likely
+    /// typos, or a token's bare claim written before owner namespaces, which would refuse
+    /// every call of that caller with 403. Empty with `[server.auth.jwt] owner =
+    /// "claim"` (any name may be a token's claim). Not refused at load (keys reload on
+    /// `SIGHUP` and may come later): `serve` logs them and `check-config` prints them.
     pub fn unknown_callers(&self) -> Vec<(String, String)> {
         let auth = &self.server.auth;
-        if !auth.uses(ServerAuthKind::ApiKey) || auth.uses(ServerAuthKind::Jwt) {
+        let jwt = auth.jwt.as_ref().filter(|_| auth.uses(ServerAuthKind::Jwt));
+        if jwt.is_some_and(|j| j.owner == OwnerForm::Claim) {
             return Vec::new();
         }
+        let keys = auth.uses(ServerAuthKind::ApiKey);
+        if !keys && jwt.is_none() {
+            return Vec::new();
+        }
+        let prefix = jwt.map(|j| jwt_owner_prefix(&j.issuer));
+        let known = |c: &String| {
+            (keys && auth.keys.iter().any(|k| &k.caller == c))
+                || prefix.as_ref().is_some_and(|p| c.starts_with(p.as_str()))
+        };
         self.agents
             .iter()
             .flat_map(|(id, entry)| {
@@ -341,7 +355,7 @@ impl Config {
                     .callers
                     .iter()
                     .flatten()
-                    .filter(|c| !auth.keys.iter().any(|k| &k.caller == *c))
+                    .filter(|c| !known(c))
                     .map(move |c| (id.clone(), c.clone()))
             })
             .collect()

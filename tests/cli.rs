@@ -1259,6 +1259,8 @@ async fn keys_new_prints_a_key_once_and_config_lines_with_only_its_hash() {
         (" team-a", "spaces before or after"),
         ("team\u{202e}a", "invisible formatting characters"),
         ("team\u{200b}a", "invisible formatting characters"),
+        // The owners of JWT callers start with `jwt:` (owner namespaces).
+        ("jwt:https://idp/#team-a", "must not start with \"jwt:\""),
     ] {
         let out = run(dir.path(), &["keys", "new", "--caller", bad], &[]);
         assert_eq!(out.status.code(), Some(1), "{bad:?}");

@@ -667,3 +667,67 @@ async fn the_extended_card_is_for_authenticated_callers_only() {
         .unwrap();
     assert_eq!(anonymous.status(), 401);
 }
+
+/// `require_tenant_claim` (issue 43): a token without the tenant claim, or with an empty
+/// one, is refused with 403 / `PERMISSION_DENIED` naming the claim on every binding,
+/// instead of running in the default tenant `""`; a token with it works.
+#[tokio::test]
+async fn a_token_without_the_required_tenant_claim_is_refused_naming_the_claim() {
+    let rsa = Signer::rsa("rsa-1", RSA_1);
+    let p = provider(&[&rsa]).await;
+    let mut jwt = jwt_config(&p, false);
+    jwt.require_tenant_claim = true;
+    let auth = ServerAuthConfig {
+        tenant_claim: Some("tenant".into()),
+        ..ServerAuthConfig::jwt_only(jwt)
+    };
+    let s = start_with(TransportConfig {
+        auth: Authenticator::from_config(&auth),
+        ..TransportConfig::default()
+    })
+    .await;
+    let without = rsa.sign(&claims("alice"));
+    let empty = rsa.sign(&with(claims("alice"), "tenant", json!("")));
+    let with_tenant = rsa.sign(&with(claims("alice"), "tenant", json!("t1")));
+    for b in s.bindings() {
+        for token in [&without, &empty] {
+            let err = send(b.as_ref(), token, None).await.expect_err(b.name());
+            let code = match b.name() {
+                "JSONRPC" => "-32600",
+                "HTTP+JSON" => "403",
+                _ => "PERMISSION_DENIED",
+            };
+            assert_eq!(
+                err,
+                Failure {
+                    reason: "PERMISSION_DENIED".into(),
+                    code: code.into()
+                },
+                "{}",
+                b.name()
+            );
+        }
+        let ok = send(b.as_ref(), &with_tenant, None).await.unwrap();
+        assert_eq!(ok["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    }
+    // The message names the claim; the challenge stays a well-formed quoted string.
+    let resp = s
+        .http
+        .post(&s.url)
+        .header("authorization", format!("Bearer {without}"))
+        .header("content-type", "application/json")
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    let www = resp.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(www.contains("error=\"insufficient_scope\""), "{www}");
+    assert_eq!(www.matches('"').count() % 2, 0, "{www}");
+    let body: Value = resp.json().await.unwrap();
+    let said = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("\"tenant\""), "{body}");
+}

@@ -1483,7 +1483,8 @@ mod forward {
         );
         assert_eq!(
             reqs[0].header("x-amzn-bedrock-agentcore-runtime-custom-caller"),
-            Some("alice")
+            // The owner, which names the issuer (docs/authentication.md#owner-namespaces).
+            Some(format!("jwt:{ISSUER}#alice").as_str())
         );
         assert_eq!(
             reqs[0].header("x-amzn-bedrock-agentcore-runtime-custom-tenant"),

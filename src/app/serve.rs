@@ -135,6 +135,7 @@ pub async fn start(
         });
     }
     let (store, backend) = build_store_for_cluster(config).await?;
+    super::owners::namespace_owners(config, store.as_ref()).await?;
     let closing = store.clone();
     let push = if config.push.enabled {
         Some(

@@ -190,7 +190,7 @@ async fn derived(config: &Config, probe: bool) -> Vec<String> {
     }
     for (id, caller) in config.unknown_callers() {
         out.push(format!(
-            "agent {id}: warning: callers names {caller:?}, which no API key has as its caller (its calls would get 403)"
+            "agent {id}: warning: callers names {caller:?}, which no API key has as its caller and which is no JWT owner of the configured issuer (jwt:<issuer>#<claim>): its calls would get 403"
         ));
     }
     for (id, entry) in &config.agents {

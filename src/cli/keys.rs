@@ -52,7 +52,7 @@ pub(super) fn run(command: KeysCommand) -> Result<ExitCode, CliError> {
     let caller = args.caller.as_str();
     // `serve` refuses such a caller in its config ([server.auth.keys]): say so now,
     // before a key is made for it.
-    if let Some(problem) = crate::config::caller_name_problem(caller) {
+    if let Some(problem) = crate::config::key_caller_problem(caller) {
         return Err(format!("--caller {problem}").into());
     }
     let (key, hash) = new_key()?;

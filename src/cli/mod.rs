@@ -161,7 +161,11 @@ pub type CliError = Box<dyn std::error::Error + Send + Sync>;
 async fn migrate(file: Option<PathBuf>) -> Result<ExitCode, CliError> {
     let config = crate::config::Config::load(crate::config::ConfigSources::discover(file))?;
     let store = crate::app::build_store(&config).await?;
+    let stepped = crate::app::owners::namespace_owners(&config, store.as_ref()).await;
     store.close().await;
+    if let Some(line) = stepped? {
+        outln!("{line}");
+    }
     outln!("store {} is at the current schema", config.store.url);
     Ok(ExitCode::SUCCESS)
 }

@@ -65,7 +65,7 @@ pub(super) async fn serve_config(
         tracing::warn!(
             agent = %agent,
             caller = %caller,
-            "agents.{agent}.callers names a caller no API key has: its calls are refused (403) until a key with that caller is added"
+            "agents.{agent}.callers names a caller no API key has and no JWT owner of the configured issuer (jwt:<issuer>#<claim>) is: its calls are refused (403)"
         );
     }
     let running = crate::app::start(config, listener, reload).await?;

@@ -28,8 +28,9 @@ pub struct AgentEntryConfig {
     /// segments only. Default `/agents/<id>/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// Callers (`caller` names of `[[server.auth.keys]]`, or JWT subjects) allowed to use
-    /// this agent; any other gets 403 / PERMISSION_DENIED before a task is created.
+    /// Callers allowed to use this agent, by owner (docs/authentication.md#owner-namespaces):
+    /// the `caller` of a `[[server.auth.keys]]` entry, or `jwt:<issuer>#<claim>` for a
+    /// token (its bare claim with `[server.auth.jwt] owner = "claim"`); any other gets 403 / PERMISSION_DENIED before a task is created.
     /// Default: every authenticated caller. Needs `[server.auth]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callers: Option<Vec<String>>,
@@ -127,7 +128,8 @@ impl AgentEntryConfig {
             .unwrap_or_else(|| format!("/agents/{id}/"))
     }
 
-    /// Whether `caller` may use this agent (`callers` unset: everyone).
+    /// Whether the caller whose owner is `caller` may use this agent (`callers` unset:
+    /// everyone).
     pub fn allows(&self, caller: &str) -> bool {
         self.callers
             .as_ref()
@@ -382,6 +384,27 @@ mod tests {
         let printed = c.redacted_toml();
         assert!(!printed.contains("secret-token-value"), "{printed}");
         assert!(!format!("{c:?}").contains("secret-token-value"));
+    }
+
+    /// `callers` lists owners: with the jwt scheme, a bare name no key has (a token's
+    /// claim written before owner namespaces) is reported; the owner form of the
+    /// configured issuer is not; with `owner = "claim"` nothing is.
+    #[test]
+    fn unknown_callers_know_the_jwt_owner_form() {
+        let toml = |extra: &str| {
+            format!(
+                "[server.auth]\nschemes = [\"api_key\", \"jwt\"]\n[[server.auth.keys]]\ncaller = \"team-a\"\n\
+                 sha256 = \"{}\"\n[server.auth.jwt]\nissuer = \"https://idp/\"\naudience = \"a\"\n\
+                 jwks_url = \"https://idp/jwks\"\n{extra}\
+                 [agents.r]\ncallers = [\"team-a\", \"alice\", \"jwt:https://idp/#bob\"]\n\
+                 [agents.r.upstream]\nurl = \"http://127.0.0.1:9/invocations\"\n",
+                "0".repeat(64)
+            )
+        };
+        let c = load(&toml("")).unwrap();
+        assert_eq!(c.unknown_callers(), [("r".to_owned(), "alice".to_owned())]);
+        let c = load(&toml("owner = \"claim\"\n")).unwrap();
+        assert!(c.unknown_callers().is_empty());
     }
 
     /// An agent id TOML must quote (`[agents."a.b"]`) is named quoted, with its line.

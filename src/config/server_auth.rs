@@ -265,6 +265,13 @@ impl ServerAuthConfig {
                 "is only used with the jwt scheme",
             ));
         }
+        if self.jwt.as_ref().is_some_and(|j| j.require_tenant_claim) && self.tenant_claim.is_none()
+        {
+            return Err(Invalid::new(
+                "server.auth.jwt.require_tenant_claim",
+                "needs server.auth.tenant_claim: the claim every token must carry",
+            ));
+        }
         if let Some(c) = &self.tenant_claim
             && c.trim().is_empty()
         {
@@ -282,7 +289,7 @@ impl ServerAuthConfig {
         }
         for (i, key) in self.keys.iter().enumerate() {
             let at = |field: &str| format!("{KEYS}.{i}.{field}");
-            if let Some(problem) = super::caller_name_problem(&key.caller) {
+            if let Some(problem) = super::key_caller_problem(&key.caller) {
                 return Err(Invalid::new(at("caller"), problem));
             }
             match (&key.sha256, &key.key_file) {

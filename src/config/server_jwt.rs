@@ -68,6 +68,16 @@ pub struct JwtConfig {
     /// The claim naming the caller (the task owner). Default `sub`; `client_id` or `azp`
     /// for client-credentials tokens of some providers.
     pub caller_claim: String,
+    /// How the caller claim becomes the owner of the caller's tasks: `namespaced`
+    /// (default), `jwt:<issuer>#<claim value>`, never equal to an API key's caller nor
+    /// to another issuer's owner; or `claim`, the bare value, in one namespace with
+    /// the API keys on purpose (docs/authentication.md#owner-namespaces).
+    pub owner: super::OwnerForm,
+    /// Whether every token must carry the tenant claim (`[server.auth] tenant_claim`,
+    /// which must then be set) with a non-empty value: one without it is refused with
+    /// 403 / `PERMISSION_DENIED` naming the claim instead of running in the default
+    /// tenant. Default false.
+    pub require_tenant_claim: bool,
     /// A file holding the shared secret for HS256/HS384/HS512 tokens (trailing newline
     /// removed). Read once at load; never printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -122,6 +132,8 @@ impl Default for JwtConfig {
             leeway_secs: 60,
             required_scopes: Vec::new(),
             caller_claim: "sub".into(),
+            owner: super::OwnerForm::Namespaced,
+            require_tenant_claim: false,
             hmac_secret_file: None,
             refresh_secs: 300,
             min_refresh_secs: 60,

@@ -1281,6 +1281,51 @@ fn a_caller_with_invisible_formatting_characters_is_refused() {
     assert!(message.contains("invisible formatting"), "{message}");
 }
 
+/// A key's caller can never be a JWT caller's owner (`jwt:<issuer>#<claim>`), and
+/// `[server.auth.jwt] owner` reads `namespaced` (default) or `claim`.
+#[test]
+fn a_key_caller_in_the_jwt_owner_form_is_refused() {
+    let (_dir, path) = file(&format!(
+        "[server.auth]\nkind = \"api_key\"\n[[server.auth.keys]]\ncaller = \"jwt:https://idp/#alice\"\nsha256 = \"{}\"\n",
+        sha256_hex(KEY_A)
+    ));
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    assert_eq!(invalid_parts(&err).0, "server.auth.keys.0.caller");
+    assert!(
+        message.contains("must not start with \"jwt:\""),
+        "{message}"
+    );
+    let (_dir, path) = file(
+        "[server.auth]\nkind = \"jwt\"\n[server.auth.jwt]\nissuer = \"https://idp/\"\naudience = \"a\"\njwks_url = \"https://idp/jwks\"\nowner = \"claim\"\n",
+    );
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    let jwt = config.server.auth.jwt.unwrap();
+    assert_eq!(jwt.owner, crate::config::OwnerForm::Claim);
+    assert_eq!(
+        JwtConfig::default().owner,
+        crate::config::OwnerForm::Namespaced
+    );
+}
+
+/// `require_tenant_claim` names no claim by itself: it needs `tenant_claim`.
+#[test]
+fn require_tenant_claim_needs_a_tenant_claim() {
+    let base = "[server.auth]\nkind = \"jwt\"\n[server.auth.jwt]\nissuer = \"https://idp/\"\naudience = \"a\"\njwks_url = \"https://idp/jwks\"\nrequire_tenant_claim = true\n";
+    let (_dir, path) = file(base);
+    let (message, err) = load_err(sources(Some(&path), &[]));
+    assert_eq!(
+        invalid_parts(&err).0,
+        "server.auth.jwt.require_tenant_claim"
+    );
+    assert!(message.contains("server.auth.tenant_claim"), "{message}");
+    let (_dir, path) = file(&base.replace(
+        "kind = \"jwt\"\n",
+        "kind = \"jwt\"\ntenant_claim = \"tenant\"\n",
+    ));
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    assert!(config.server.auth.jwt.unwrap().require_tenant_claim);
+}
+
 #[test]
 fn api_key_without_keys_is_refused() {
     let (_dir, path) = file("[server.auth]\nkind = \"api_key\"\n");

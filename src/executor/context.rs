@@ -15,8 +15,10 @@ use crate::telemetry::tasks::{FailureCause, TurnStart};
 pub struct CallContext {
     /// The tenant (the request's `tenant` field, or `""`).
     pub tenant: String,
-    /// The authenticated caller (the `caller` of its `[[server.auth.keys]]` entry), or
-    /// `anonymous` when `[server.auth] kind = "none"`.
+    /// The owner of the authenticated caller (the `caller` of its
+    /// `[[server.auth.keys]]` entry, or `jwt:<issuer>#<claim>` for a JWT: see
+    /// docs/authentication.md#owner-namespaces), or `anonymous` when `[server.auth]
+    /// kind = "none"`.
     pub owner: String,
     /// Extension URIs the client asked to activate (`A2A-Extensions`).
     pub requested_extensions: Vec<String>,

@@ -92,6 +92,10 @@ pub enum AuthFailure {
     /// request is addressed to (`[agents.<id>] callers`): HTTP 403, gRPC
     /// `PERMISSION_DENIED`.
     AgentNotAllowed,
+    /// A valid token without the tenant claim it must carry (`[server.auth.jwt]
+    /// require_tenant_claim`; the claim named by `[server.auth] tenant_claim`, held
+    /// here), or with an empty one: HTTP 403, gRPC `PERMISSION_DENIED`.
+    TenantClaimMissing(&'static str),
     /// The token could not be checked: it is a JWT with an asymmetric algorithm and no
     /// JWKS key set was ever fetched (the issuer was unreachable since start). Not the
     /// caller's fault: HTTP 503 with `Retry-After`, gRPC `UNAVAILABLE`, as
@@ -101,7 +105,7 @@ pub enum AuthFailure {
 
 impl AuthFailure {
     /// The metric label and log field (`missing`, `invalid`, `expired`, ...,
-    /// `insufficient_scope`, `tenant`, `agent`).
+    /// `insufficient_scope`, `tenant`, `tenant_claim`, `agent`).
     pub fn reason(self) -> &'static str {
         match self {
             AuthFailure::Missing => "missing",
@@ -109,6 +113,7 @@ impl AuthFailure {
             AuthFailure::InsufficientScope => "insufficient_scope",
             AuthFailure::TenantNotAllowed => "tenant",
             AuthFailure::AgentNotAllowed => "agent",
+            AuthFailure::TenantClaimMissing(_) => "tenant_claim",
             AuthFailure::KeysUnavailable => "keys_unavailable",
         }
     }
@@ -120,6 +125,7 @@ impl AuthFailure {
             AuthFailure::InsufficientScope
                 | AuthFailure::TenantNotAllowed
                 | AuthFailure::AgentNotAllowed
+                | AuthFailure::TenantClaimMissing(_)
         )
     }
 
@@ -138,8 +144,20 @@ impl AuthFailure {
         self == AuthFailure::KeysUnavailable
     }
 
-    /// The client-facing message (also the gRPC status message).
-    pub fn message(self) -> &'static str {
+    /// The client-facing message (also the gRPC status message). For
+    /// [`AuthFailure::TenantClaimMissing`] it names the claim (a configured name, never
+    /// anything the client sent).
+    pub fn message(self) -> std::borrow::Cow<'static, str> {
+        if let AuthFailure::TenantClaimMissing(claim) = self {
+            return format!(
+                "the token has no tenant claim \"{claim}\" (or an empty one), which this gateway requires"
+            )
+            .into();
+        }
+        self.fixed_message().into()
+    }
+
+    fn fixed_message(self) -> &'static str {
         match self {
             AuthFailure::Missing => "authentication required",
             AuthFailure::Invalid(p) => p.description(),
@@ -148,6 +166,7 @@ impl AuthFailure {
                 "the credential does not allow the tenant this request names"
             }
             AuthFailure::AgentNotAllowed => "this caller may not use this agent",
+            AuthFailure::TenantClaimMissing(_) => "the token has no tenant claim",
             AuthFailure::KeysUnavailable => {
                 "the token cannot be checked yet: the issuer's signing keys (JWKS) have not \
                  been fetched; retry later"
@@ -182,9 +201,12 @@ impl AuthFailure {
                 }
                 c
             }
-            AuthFailure::TenantNotAllowed | AuthFailure::AgentNotAllowed => format!(
+            AuthFailure::TenantNotAllowed
+            | AuthFailure::AgentNotAllowed
+            | AuthFailure::TenantClaimMissing(_) => format!(
                 "Bearer realm=\"{realm}\", error=\"insufficient_scope\", error_description=\"{}\"",
-                self.message()
+                // Fixed words: a quoted-string holds no configured name.
+                self.fixed_message()
             ),
         }
     }

@@ -5,7 +5,8 @@
 //! HMAC only with the configured secret, never with a JWKS key) → key (by `kid`, one
 //! rate-limited JWKS refetch when unknown; its type and `alg` must match the token's) →
 //! signature → `exp`, `nbf` (with leeway), `iss`, `aud` (by `jsonwebtoken`) → `iat` not in
-//! the future → required scopes → the caller claim → the tenant claim.
+//! the future → required scopes → the caller claim → the tenant claim (present and not
+//! empty with `require_tenant_claim`).
 //!
 //! A token that passed is remembered (by its SHA-256, until its `exp` or the next JWKS
 //! fetch; [`super::verified_cache`]): the same token again skips the signature check.
@@ -21,7 +22,7 @@ use serde_json::{Map, Value};
 use super::failure::{AuthFailure, TokenProblem};
 use super::jwks::Jwks;
 use super::verified_cache::{self, Verified, VerifiedCache};
-use crate::config::{JwtConfig, caller_name_problem};
+use crate::config::{JwtConfig, OwnerForm, caller_name_problem, jwt_owner};
 
 /// Longest token read, in bytes.
 pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
@@ -35,7 +36,12 @@ pub(crate) struct JwtVerifier {
     leeway: u64,
     pub(crate) required_scopes: Vec<String>,
     caller_claim: String,
+    /// How the caller claim becomes the owner (`[server.auth.jwt] owner`).
+    owner_form: OwnerForm,
     tenant_claim: Option<String>,
+    /// `Some(claim)` when every token must carry the tenant claim
+    /// (`require_tenant_claim`): its name, for the refusal.
+    required_tenant_claim: Option<&'static str>,
     hmac: Option<DecodingKey>,
     pub(crate) jwks: Option<Jwks>,
     /// The tokens that passed, shared by the clones (`None`: `cache_verified = false`).
@@ -58,13 +64,24 @@ impl JwtVerifier {
             leeway: config.leeway_secs,
             required_scopes: config.required_scopes.clone(),
             caller_claim: config.caller_claim.clone(),
+            owner_form: config.owner,
             tenant_claim: tenant_claim.map(str::to_owned),
+            // Leaked once per verifier (built at start): the refusal is `Copy`.
+            required_tenant_claim: tenant_claim
+                .filter(|_| config.require_tenant_claim)
+                .map(|c| &*Box::leak(c.to_owned().into_boxed_str())),
             hmac: config
                 .hmac_secret()
                 .and_then(|s| DecodingKey::from_secret(s.expose()).ok()),
             jwks: Jwks::from_config(config),
             cache: config.cache_verified.then(Arc::default),
         }
+    }
+
+    /// The owner of the tasks of a token whose caller claim is `caller`
+    /// (`crate::config::jwt_owner` with this issuer).
+    pub(crate) fn owner_of(&self, caller: &str) -> String {
+        jwt_owner(self.owner_form, &self.issuer, caller)
     }
 
     /// Whether `token` has the shape of a JWS compact serialization (three base64url
@@ -87,7 +104,8 @@ impl JwtVerifier {
     ///
     /// # Errors
     /// [`AuthFailure::Invalid`] naming the first check that failed,
-    /// [`AuthFailure::InsufficientScope`], or [`AuthFailure::KeysUnavailable`] when the
+    /// [`AuthFailure::InsufficientScope`], [`AuthFailure::TenantClaimMissing`] (with
+    /// `require_tenant_claim`), or [`AuthFailure::KeysUnavailable`] when the
     /// token needs a JWKS key and no key set was ever fetched.
     pub(crate) async fn verify(&self, token: &str) -> Result<Verified, AuthFailure> {
         if token.len() > MAX_TOKEN_BYTES {
@@ -183,6 +201,14 @@ impl JwtVerifier {
                 Some(_) => return Err(invalid(TokenProblem::MissingClaim)),
             },
         };
+        if let Some(claim) = self.required_tenant_claim
+            && tenants
+                .as_ref()
+                .and_then(|t| t.first())
+                .is_none_or(String::is_empty)
+        {
+            return Err(AuthFailure::TenantClaimMissing(claim));
+        }
         // Present (a required claim) and a number (checked by `jsonwebtoken`).
         let exp = claims.get("exp").and_then(Value::as_f64).unwrap_or(0.0) as u64;
         Ok((Verified { caller, tenants }, exp))

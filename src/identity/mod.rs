@@ -33,8 +33,15 @@ pub use jwks::{Jwks, JwksStatus};
 /// Who a credential stands for.
 #[derive(Clone)]
 pub struct Identity {
-    /// The caller: the key's `caller` or the JWT's caller claim. The owner of its tasks.
+    /// The caller as the credential names it: the key's `caller` or the JWT's caller
+    /// claim (without its issuer). Tasks, logs and `[agents.<id>] callers` use
+    /// [`owner`](Self::owner).
     pub caller: String,
+    /// The owner of the caller's tasks (docs/authentication.md#owner-namespaces): a
+    /// key's `caller`; a JWT's `jwt:<issuer>#<claim>` (or the bare claim with
+    /// `[server.auth.jwt] owner = "claim"`). Never equal across schemes or issuers
+    /// unless so configured.
+    pub owner: String,
     /// The scheme that accepted the credential.
     pub scheme: ServerAuthKind,
     /// The tenants the credential may use, its default first; `None` when tenants are
@@ -50,6 +57,7 @@ impl fmt::Debug for Identity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Identity")
             .field("caller", &self.caller)
+            .field("owner", &self.owner)
             .field("scheme", &self.scheme)
             .field("tenants", &self.tenants)
             .finish_non_exhaustive()
@@ -269,6 +277,7 @@ impl Authenticator {
             if let Some(key) = keys.find(token) {
                 return Ok(Some(Identity {
                     caller: key.caller.clone(),
+                    owner: key.caller.clone(),
                     scheme: ServerAuthKind::ApiKey,
                     tenants: bound(key.tenant.clone().map(|t| vec![t])),
                     bearer: None,
@@ -279,6 +288,7 @@ impl Authenticator {
             Some(verifier) if jwt::JwtVerifier::looks_like_jwt(token) => {
                 let v = verifier.verify(token).await?;
                 Ok(Some(Identity {
+                    owner: verifier.owner_of(&v.caller),
                     caller: v.caller,
                     scheme: ServerAuthKind::Jwt,
                     tenants: bound(v.tenants),
@@ -412,6 +422,7 @@ mod tests {
     fn tenants_bind_to_the_credential() {
         let id = |tenants: Option<Vec<&str>>| Identity {
             caller: "c".into(),
+            owner: "c".into(),
             scheme: ServerAuthKind::Jwt,
             tenants: tenants.map(|t| t.into_iter().map(str::to_owned).collect()),
             bearer: None,
@@ -430,6 +441,7 @@ mod tests {
         assert!(!debug.contains("key-a"), "{debug}");
         let id = Identity {
             caller: "c".into(),
+            owner: "jwt:i#c".into(),
             scheme: ServerAuthKind::Jwt,
             tenants: None,
             bearer: Some(SecretString::from("tok-secret".to_owned())),

@@ -15,7 +15,8 @@
 //!   (table layout, write batches, reads, the retention purge, the push statements);
 //! - [`conformance`]: the one suite every backend passes (feature `test-util`);
 //! - [`projection`] (events to snapshot), [`open_store`] (a backend from `[store] url`),
-//!   [`lock`] (one process per SQLite file).
+//!   [`lock`] (one process per SQLite file), [`owners`] (the owner step of migration
+//!   0008).
 
 pub mod cluster;
 mod cursor;
@@ -23,6 +24,7 @@ pub mod links;
 pub mod lock;
 pub mod memory;
 pub mod open;
+pub mod owners;
 pub mod postgres;
 pub mod projection;
 pub mod push;
@@ -422,6 +424,23 @@ pub trait TaskStore: Send + Sync + 'static {
     ) -> Result<Option<UpstreamLink>, StoreError> {
         let _ = (scope, task_id);
         Ok(None)
+    }
+
+    /// Executes the owner step of migration 0008 once per database ([`owners`]): when
+    /// no decision is recorded, runs `plan` and records its decision, in one
+    /// transaction that holds the database's write lock (PostgreSQL: an advisory
+    /// lock, so two instances starting together decide once); otherwise changes
+    /// nothing. The default (a store that keeps nothing across restarts) answers
+    /// [`owners::OwnerOutcome::NotPersistent`].
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`]; nothing is changed then.
+    async fn namespace_owners(
+        &self,
+        plan: &owners::OwnerPlan,
+    ) -> Result<owners::OwnerOutcome, StoreError> {
+        let _ = plan;
+        Ok(owners::OwnerOutcome::NotPersistent)
     }
 
     /// Whether the store answers and takes writes (for readiness checks): the SQL

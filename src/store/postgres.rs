@@ -148,6 +148,16 @@ impl PostgresTaskStore {
 super::sql::reads::sql_reads!(sqlx::PgConnection, sqlx::postgres::PgRow);
 super::sql::purge::sql_purge!(sqlx::PgConnection, "LIMIT $6 FOR UPDATE SKIP LOCKED");
 super::sql::links::sql_links!(sqlx::PgConnection);
+super::owners::sql_owners!(
+    sqlx::PgConnection,
+    super::owners::POSTGRES_OWNER_TABLES,
+    "SELECT json_array_elements_text($2::json)"
+);
+
+/// The transaction-level advisory lock key of the owner step (`store::owners`): two
+/// instances starting together take it in turn, and the second finds the first's
+/// decision.
+const OWNER_STEP_LOCK: i64 = 0x6132_615f_6f77_6e72; // "a2a_ownr"
 
 #[async_trait]
 impl TaskStore for PostgresTaskStore {
@@ -256,6 +266,21 @@ impl TaskStore for PostgresTaskStore {
     ) -> Result<Option<crate::executor::UpstreamLink>, StoreError> {
         let mut conn = self.pool.acquire().await.map_err(db)?;
         read_link(&mut conn, scope, task_id).await
+    }
+
+    async fn namespace_owners(
+        &self,
+        plan: &super::owners::OwnerPlan,
+    ) -> Result<super::owners::OwnerOutcome, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(OWNER_STEP_LOCK)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        let outcome = namespace_owners_in(&mut tx, plan).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(outcome)
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -103,7 +103,7 @@ impl AuthFailure {
             } else {
                 UNAUTHENTICATED_CODE
             },
-            message: self.message().to_owned(),
+            message: self.message().into_owned(),
             data: Some(json!([{
                 "@type": "type.googleapis.com/google.rpc.ErrorInfo",
                 "reason": self.status_name(),

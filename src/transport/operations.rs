@@ -298,15 +298,15 @@ pub fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
         .collect()
 }
 
-/// The caller of one request to `agent`: the owner is the authenticated caller (`None`:
-/// the anonymous owner); the tenant is the one the request message's `tenant` field names
+/// The caller of one request to `agent`: the owner is the authenticated caller's
+/// [`Identity::owner`] (`None`: the anonymous owner); the tenant is the one the request message's `tenant` field names
 /// (a REST path tenant is put there by its adapter), bound to the credential by
 /// [`Identity::tenant_for`]; the agent is `agent.id`; and the extensions `headers`
 /// activate.
 ///
 /// # Errors
 /// [`AuthFailure::TenantNotAllowed`] when the request names a tenant the credential does
-/// not allow; [`AuthFailure::AgentNotAllowed`] when the caller is not one of
+/// not allow; [`AuthFailure::AgentNotAllowed`] when the caller's owner is not one of
 /// `agent.callers` (both already logged and counted).
 pub fn call_context(
     agent: &super::AgentAccess,
@@ -317,7 +317,7 @@ pub fn call_context(
     let mut ctx = CallContext::anonymous();
     ctx.agent = agent.id.clone();
     if let Some(callers) = &agent.callers
-        && !identity.is_some_and(|id| callers.contains(&id.caller))
+        && !identity.is_some_and(|id| callers.contains(&id.owner))
     {
         // Counted as every refusal is; logged here with who was refused where (the
         // request's peer is in its request log line).
@@ -327,7 +327,7 @@ pub fn call_context(
         )
         .increment(1);
         tracing::warn!(
-            caller = identity.map_or("-", |id| id.caller.as_str()),
+            caller = identity.map_or("-", |id| id.owner.as_str()),
             agent = %agent.id,
             reason = AuthFailure::AgentNotAllowed.reason(),
             "authentication failed: the caller is not among the agent's callers"
@@ -337,7 +337,7 @@ pub fn call_context(
     let requested = params.get("tenant").and_then(Value::as_str).unwrap_or("");
     match identity {
         Some(id) => {
-            ctx.owner = id.caller.clone();
+            ctx.owner = id.owner.clone();
             // Only a JWT the gateway verified may be forwarded (never an API key).
             if id.scheme == crate::config::ServerAuthKind::Jwt {
                 ctx.caller_token = id.bearer.clone().map(crate::executor::CallerToken::new);

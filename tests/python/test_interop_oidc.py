@@ -343,7 +343,9 @@ async def test_the_runtime_app_sees_the_caller_and_tenant(deployment, sdk):
     for client_id, tenant in [("agent-alpha", "tenant-a"), ("agent-beta", "tenant-b")]:
         client = await sdk(base, provider.token(client_id))
         seen = reply_of(await send_blocking(client, "identity"))
-        assert seen == {"caller": client_id, "tenant": tenant, "authorization_sha256": None}
+        # The owner of a JWT caller names its issuer (docs/authentication.md#owner-namespaces).
+        caller = f"jwt:{provider.issuer}#{client_id}"
+        assert seen == {"caller": caller, "tenant": tenant, "authorization_sha256": None}
 
 
 async def test_forward_passes_the_callers_token_to_the_runtime_app(deployment, upstream, sdk):
@@ -359,7 +361,8 @@ async def test_forward_passes_the_callers_token_to_the_runtime_app(deployment, u
         token = provider.token("agent-alpha")
         seen = reply_of(await send_blocking(await sdk(base, token), "identity"))
         digest = hashlib.sha256(f"Bearer {token}".encode()).hexdigest()
-        assert seen == {"caller": "agent-alpha", "tenant": "tenant-a", "authorization_sha256": digest}
+        caller = f"jwt:{provider.issuer}#agent-alpha"
+        assert seen == {"caller": caller, "tenant": "tenant-a", "authorization_sha256": digest}
     finally:
         gateway.stop()
 

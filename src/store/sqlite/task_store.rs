@@ -21,6 +21,11 @@ use crate::store::{
 crate::store::sql::reads::sql_reads!(sqlx::SqliteConnection, sqlx::sqlite::SqliteRow);
 crate::store::sql::purge::sql_purge!(sqlx::SqliteConnection, "LIMIT $6 + 0");
 crate::store::sql::links::sql_links!(sqlx::SqliteConnection);
+crate::store::owners::sql_owners!(
+    sqlx::SqliteConnection,
+    crate::store::owners::OWNER_TABLES,
+    "SELECT value FROM json_each($2)"
+);
 
 #[async_trait]
 impl TaskStore for SqliteTaskStore {
@@ -104,6 +109,22 @@ impl TaskStore for SqliteTaskStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         writable(&self.writer).await
+    }
+
+    async fn namespace_owners(
+        &self,
+        plan: &crate::store::owners::OwnerPlan,
+    ) -> Result<crate::store::owners::OwnerOutcome, StoreError> {
+        // One process per file (the store lock) and `BEGIN IMMEDIATE`: nobody else
+        // writes between the marker's read and its insert.
+        let mut tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db)?;
+        let outcome = namespace_owners_in(&mut tx, plan).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(outcome)
     }
 
     async fn put_upstream_link(

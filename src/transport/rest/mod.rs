@@ -140,7 +140,7 @@ async fn handle(
         agent: state.config.agent.id.clone(),
         caller: identity
             .as_ref()
-            .map(|i| i.caller.clone())
+            .map(|i| i.owner.clone())
             .unwrap_or_else(|| crate::executor::CallContext::ANONYMOUS.to_owned()),
         peer,
     };
@@ -284,7 +284,7 @@ async fn handle(
     finish(&who, started, op, resp, label, task.as_deref())
 }
 
-/// Who sent a request, for its log line: the authenticated caller (or `anonymous`)
+/// Who sent a request, for its log line: the authenticated caller's owner (or `anonymous`)
 /// and the peer address.
 struct Who {
     caller: String,
