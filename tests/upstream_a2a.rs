@@ -539,6 +539,51 @@ async fn sqlite_sigkill_keeps_the_agent_task_link_and_fails_the_running_task() {
     assert_eq!(answer["answer"], "after the restart");
 }
 
+/// An `a2a` agent of `[agents.<id>]` beside the one at `/` (its handler a sibling of the
+/// first) keeps its link to the agent's task in the store too: after a restart, a
+/// follow-up to its waiting task reaches the same task of the agent, as at `/`.
+#[tokio::test]
+async fn a_named_a2a_agent_keeps_its_agent_task_link_across_a_restart() {
+    let test = "a_named_a2a_agent_keeps_its_agent_task_link_across_a_restart";
+    let Some(agent) = agent(test, AgentKind::Sdk1, &[]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("gw.db").display());
+    let env = [
+        ("A2A_GATEWAY_STORE__URL", store.as_str()),
+        ("A2A_GATEWAY_AGENTS__P__UPSTREAM__KIND", "a2a"),
+        ("A2A_GATEWAY_AGENTS__P__UPSTREAM__URL", agent.url.as_str()),
+    ];
+    let http = reqwest::Client::new();
+    let gw = gateway(&agent.url, &env);
+    let named = format!("{}agents/p/", gw.url);
+    let r = rpc_result(
+        &http,
+        &named,
+        "SendMessage",
+        json!({ "message": user_message("ask") }),
+    )
+    .await;
+    let asked = r["task"].clone();
+    assert_eq!(asked["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{r}");
+    drop(gw);
+
+    let gw = gateway(&agent.url, &env);
+    let named = format!("{}agents/p/", gw.url);
+    let mut follow = user_message("after the restart");
+    follow["taskId"] = asked["id"].clone();
+    follow["contextId"] = asked["contextId"].clone();
+    let r = rpc_result(&http, &named, "SendMessage", json!({ "message": follow })).await;
+    assert_eq!(r["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    let answer: Value = serde_json::from_str(&artifact_text(&r["task"], "answer")).unwrap();
+    assert_eq!(
+        answer["task_id"], answer["first_turn"]["task_id"],
+        "the follow-up reached another task of the agent: {answer}"
+    );
+    assert_eq!(answer["answer"], "after the restart");
+}
+
 /// Nothing listens at the agent's URL at start: `serve` starts, `/readyz` says why, a
 /// message fails with a readable reason and a correlation id.
 #[tokio::test]

@@ -68,6 +68,11 @@ impl RequestHandler {
     /// tasks, and each agent's runs are bounded by its own `max_concurrent_tasks`.
     pub fn sibling(&self, executor: Arc<dyn AgentExecutor>, config: HandlerConfig) -> Self {
         let permits = Arc::new(Semaphore::new(config.max_concurrent_tasks.max(1)));
+        // Its upstream task links in the shared store, as `new` gives the first
+        // handler's (an `a2a` agent's follow-ups and cancels after a restart need them).
+        executor.use_upstream_links(Arc::new(crate::store::StoreUpstreamLinks(
+            self.inner.store.clone(),
+        )));
         if let Some(cluster) = self.inner.cluster.get() {
             executor.use_session_leases(Arc::new(cluster.session_leases(&config.agent)));
         }
