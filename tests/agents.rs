@@ -1221,6 +1221,29 @@ async fn an_a2a_upstream_agent_beside_an_agentcore_one() {
         hosted["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{hosted}"
     );
+
+    // The a2a agent's calls are in the upstream metrics too, with its agent label.
+    let metrics = reqwest::get(format!("{}metrics", gw.url))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for name in [
+        "a2a_upstream_responses_total{",
+        "a2a_upstream_request_duration_seconds_count{",
+    ] {
+        let line = metrics
+            .lines()
+            .find(|l| {
+                l.starts_with(name)
+                    && l.contains("agent=\"native\"")
+                    && l.contains("status=\"200\"")
+            })
+            .unwrap_or_else(|| panic!("no {name} for agent native:\n{metrics}"));
+        let count: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(count >= 2.0, "both turns counted: {line}");
+    }
 }
 
 /// A reload reaches an agent's own gRPC port: a change of `callers` applies to gRPC

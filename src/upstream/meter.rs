@@ -1,5 +1,9 @@
-//! Upstream metrics beyond the per-attempt ones (see `docs/operations.md`):
+//! Upstream metrics of every kind (see `docs/operations.md`):
 //!
+//! - `a2a_upstream_responses_total{status}` (counter) and
+//!   `a2a_upstream_request_duration_seconds{status}` (histogram): each attempt of an
+//!   invocation, by HTTP status or `error` ([`attempt`]);
+//! - `a2a_upstream_retries_total{reason}` (counter): attempts made again ([`retry`]);
 //! - `a2a_upstream_failures_total{category}` (counter): invocations that failed their
 //!   task, by [`UpstreamError::category`];
 //! - `a2a_upstream_first_chunk_seconds` (histogram): from an accepted attempt's start
@@ -41,6 +45,35 @@ pub(crate) fn labels(agent: &str, pairs: &[(&'static str, &str)]) -> Vec<metrics
         labels.push(metrics::Label::new("agent", agent.to_owned()));
     }
     labels
+}
+
+/// Records one invocation attempt to `agent`: `a2a_upstream_responses_total{status}`
+/// and `a2a_upstream_request_duration_seconds{status}` (`elapsed`: the time to the reply
+/// headers; `status` is the HTTP code, or `error` when no reply came).
+pub(crate) fn attempt(status: &str, elapsed: std::time::Duration, agent: &str) {
+    let labels = labels(agent, &[("status", status)]);
+    metrics::counter!("a2a_upstream_responses_total", labels.clone()).increment(1);
+    metrics::histogram!("a2a_upstream_request_duration_seconds", labels)
+        .record(elapsed.as_secs_f64());
+}
+
+/// Counts one attempt to `agent` made again, by `reason` (`connect`, `timeout` or
+/// `status`), in `a2a_upstream_retries_total`.
+pub(crate) fn retry(reason: &'static str, agent: &str) {
+    metrics::counter!(
+        "a2a_upstream_retries_total",
+        labels(agent, &[("reason", reason)])
+    )
+    .increment(1);
+}
+
+/// The bounded `reason` label of `a2a_upstream_retries_total` for `e`.
+pub(crate) fn retry_reason(e: &UpstreamError) -> &'static str {
+    match e {
+        UpstreamError::Connect(_) => "connect",
+        UpstreamError::Timeout { .. } => "timeout",
+        _ => "status",
+    }
 }
 
 /// Counts one invocation by `agent` that failed its task.

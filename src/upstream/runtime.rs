@@ -269,7 +269,7 @@ impl<R: Runtime> Inner<R> {
             drop(attempt);
             let err = match sent {
                 Ok(resp) if resp.status().is_success() => {
-                    record_upstream(resp.status().as_str(), started.elapsed(), &caller.agent);
+                    meter::attempt(resp.status().as_str(), started.elapsed(), &caller.agent);
                     tracing::info!(
                         upstream.status = resp.status().as_u16(),
                         upstream.request_id = header(&resp, R::REQUEST_ID_HEADER).unwrap_or("-"),
@@ -283,7 +283,7 @@ impl<R: Runtime> Inner<R> {
                     return Ok((resp, started));
                 }
                 Ok(resp) => {
-                    record_upstream(resp.status().as_str(), started.elapsed(), &caller.agent);
+                    meter::attempt(resp.status().as_str(), started.elapsed(), &caller.agent);
                     let status = resp.status().as_u16();
                     let headers = resp.headers().clone();
                     let body = read_error_body(resp, limits.send.read).await;
@@ -319,11 +319,11 @@ impl<R: Runtime> Inner<R> {
                         ..
                     }),
                 ) => {
-                    record_upstream("error", started.elapsed(), &caller.agent);
+                    meter::attempt("error", started.elapsed(), &caller.agent);
                     (e, None)
                 }
                 Err(e) => {
-                    record_upstream("error", started.elapsed(), &caller.agent);
+                    meter::attempt("error", started.elapsed(), &caller.agent);
                     return Err(e);
                 }
             };
@@ -335,11 +335,7 @@ impl<R: Runtime> Inner<R> {
                 return Err(e);
             };
             retries += 1;
-            metrics::counter!(
-                "a2a_upstream_retries_total",
-                meter::labels(&caller.agent, &[("reason", retry_reason(&e))])
-            )
-            .increment(1);
+            meter::retry(meter::retry_reason(&e), &caller.agent);
             tracing::warn!(retry = retries, delay_ms = delay.as_millis() as u64, reason = %e, "retrying the invocation");
             tokio::time::sleep(delay).await;
         }
@@ -646,25 +642,5 @@ impl<R: Runtime> AgentExecutor for RuntimeExecutor<R> {
             }
         }
         Ok(())
-    }
-}
-
-/// Records one invocation attempt to `agent`: `a2a_upstream_responses_total{status}`
-/// and `a2a_upstream_request_duration_seconds{status}` (time to the reply headers;
-/// `status` is the HTTP code, or `error` when no reply came), with the `agent` label
-/// of [`meter::labels`].
-fn record_upstream(status: &str, elapsed: Duration, agent: &str) {
-    let labels = meter::labels(agent, &[("status", status)]);
-    metrics::counter!("a2a_upstream_responses_total", labels.clone()).increment(1);
-    metrics::histogram!("a2a_upstream_request_duration_seconds", labels)
-        .record(elapsed.as_secs_f64());
-}
-
-/// The bounded `reason` label of `a2a_upstream_retries_total`.
-fn retry_reason(e: &UpstreamError) -> &'static str {
-    match e {
-        UpstreamError::Connect(_) => "connect",
-        UpstreamError::Timeout { .. } => "timeout",
-        _ => "status",
     }
 }

@@ -24,7 +24,7 @@ use crate::executor::CallContext;
 use crate::upstream::auth::Credentials;
 use crate::upstream::errors::{StatusError, TimeoutKind, UpstreamError};
 use crate::upstream::http::{RetryPolicy, SendTimeouts, client};
-use crate::upstream::reply;
+use crate::upstream::{meter, reply};
 
 /// Largest error body read from a non-2xx answer.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -391,14 +391,16 @@ impl Rpc {
 
     /// Sends one call (a JSON-RPC request, or the HTTP+JSON request of `method`) and
     /// waits for the reply headers, with retries before the first reply byte and one
-    /// token refetch on a 401.
+    /// token refetch on a 401. Each attempt is counted in the upstream metrics of the
+    /// caller's agent (responses, request duration, retries). Returns the reply, the
+    /// JSON-RPC id sent, and when the accepted attempt started.
     async fn post(
         &self,
         to: Target<'_>,
         method: Method,
         params: &Value,
         accept: &'static str,
-    ) -> Result<(reqwest::Response, Option<u64>), RpcFailure> {
+    ) -> Result<(reqwest::Response, Option<u64>, tokio::time::Instant), RpcFailure> {
         let s = &self.settings;
         let policy = RetryPolicy {
             max_retries: s.max_retries,
@@ -449,10 +451,16 @@ impl Rpc {
                 rb = rb.header(http::header::CONTENT_TYPE, "application/json");
             }
             let (request, token) = self.authorize(rb, Some(body.clone()), to.caller).await?;
+            let started = tokio::time::Instant::now();
             let sent =
                 client::send_request(&self.http, request, body.clone(), self.timeouts()).await;
+            let agent = to.caller.agent.as_str();
+            match &sent {
+                Ok(resp) => meter::attempt(resp.status().as_str(), started.elapsed(), agent),
+                Err(_) => meter::attempt("error", started.elapsed(), agent),
+            }
             let (failure, retry_after) = match sent {
-                Ok(resp) if resp.status().is_success() => return Ok((resp, id)),
+                Ok(resp) if resp.status().is_success() => return Ok((resp, id, started)),
                 Ok(resp) => {
                     let status = resp.status().as_u16();
                     if !refetched && self.refetch_cures(status, resp.headers(), &token) {
@@ -500,6 +508,11 @@ impl Rpc {
                 return Err(failure);
             };
             retries += 1;
+            let reason = match &failure {
+                RpcFailure::Upstream(e) => meter::retry_reason(e),
+                RpcFailure::Rpc { .. } => "status",
+            };
+            meter::retry(reason, to.caller.agent.as_str());
             tracing::warn!(
                 retry = retries,
                 delay_ms = delay.as_millis() as u64,
@@ -521,7 +534,7 @@ impl Rpc {
         method: Method,
         params: &Value,
     ) -> Result<Value, RpcFailure> {
-        let (resp, id) = self.post(to, method, params, "application/json").await?;
+        let (resp, id, _) = self.post(to, method, params, "application/json").await?;
         let status = resp.status().as_u16();
         let body =
             tokio::time::timeout(self.settings.request_timeout, self.read_whole(resp, status))
@@ -544,7 +557,7 @@ impl Rpc {
         method: Method,
         params: &Value,
     ) -> Result<Reply, RpcFailure> {
-        let (resp, id) = self
+        let (resp, id, started) = self
             .post(to, method, params, "text/event-stream, application/json")
             .await?;
         let status = resp.status().as_u16();
@@ -565,7 +578,11 @@ impl Rpc {
         }
         let s = &self.settings;
         let binding = to.binding;
-        let body = reply::body_stream(resp, s.read_timeout);
+        let body = meter::first_chunk(
+            reply::body_stream(resp, s.read_timeout),
+            started,
+            &to.caller.agent,
+        );
         let events =
             crate::upstream::http::sse::event_data(body, s.max_event_bytes, s.max_stream_bytes)
                 .map(move |item| {
