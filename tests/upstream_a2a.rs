@@ -1528,6 +1528,62 @@ async fn eventually<F: AsyncFn() -> bool>(within: Duration, f: F) -> bool {
     false
 }
 
+/// An agent whose card (served without `Cache-Control`, so held for
+/// `card_refresh_secs`) still says it streams, but which answers SendStreamingMessage
+/// with UnsupportedOperation (-32004): the message goes blocking and completes, and the
+/// gateway reads the agent's card again at once instead of after its refresh period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_stopped_streaming_is_sent_the_message_blocking_and_its_card_read_again() {
+    use axum::routing::{get, post};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let reads = std::sync::Arc::new(AtomicUsize::new(0));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let (base, counted) = (url.clone(), reads.clone());
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            get(move || {
+                let (base, counted) = (base.clone(), counted.clone());
+                async move {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let mut card = card_generation(1, true);
+                    card["supportedInterfaces"] = json!([
+                        {"url": base, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+                    ]);
+                    axum::Json(card)
+                }
+            }),
+        )
+        .route(
+            "/",
+            post(|body: String| async move {
+                let req: Value = serde_json::from_str(&body).unwrap_or_default();
+                if req["method"] == "SendStreamingMessage" {
+                    return axum::Json(json!({"jsonrpc": "2.0", "id": req["id"], "error": {
+                        "code": -32004, "message": "Streaming is not supported by the agent"}}));
+                }
+                axum::Json(
+                    json!({"jsonrpc": "2.0", "id": req["id"], "result": {"message": {
+                    "messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "blocking hi"}]}}}),
+                )
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let gw = gateway(&url, &[]);
+    let before = reads.load(Ordering::SeqCst);
+    let http = reqwest::Client::new();
+    let r = send(&http, &gw, user_message("hello")).await;
+    assert_eq!(text_of(&r["message"]["parts"]), "blocking hi", "{r}");
+    assert!(
+        eventually(Duration::from_secs(5), async || reads
+            .load(Ordering::SeqCst)
+            > before)
+        .await,
+        "the card was not read again after the -32004"
+    );
+}
+
 /// The gateway's card follows the agent's: when the agent's card changes (read again
 /// after its max-age), the gateway's public card is rendered again in both generations
 /// (new ETags, a later Last-Modified; the 0.3 fields still there), its extended card

@@ -227,6 +227,7 @@ pub fn a2a_settings(c: &A2aUpstreamConfig) -> Result<A2aSettings, UpstreamError>
     s.resume_for = std::time::Duration::from_secs(c.resume_secs);
     s.stall_for = std::time::Duration::from_secs(c.submitted_stall_secs);
     s.card_min_refresh = std::time::Duration::from_secs(c.card_min_refresh_secs);
+    s.card_refresh = std::time::Duration::from_secs(c.card_refresh_secs);
     s.stop_session_url = c.stop_session_url().map(|u| u.to_string());
     s.http_version = shared.http_version;
     s.ca_file = shared.ca_file;
@@ -390,7 +391,7 @@ mod tests {
     #[test]
     fn a2a_resume_keys_reach_the_settings() {
         let c: crate::config::UpstreamConfig = toml::from_str(
-            "kind = \"a2a\"\nurl = \"http://h/\"\nresume_secs = 60\nsubmitted_stall_secs = 7\ncard_min_refresh_secs = 2",
+            "kind = \"a2a\"\nurl = \"http://h/\"\nresume_secs = 60\nsubmitted_stall_secs = 7\ncard_min_refresh_secs = 2\ncard_refresh_secs = 9",
         )
         .unwrap();
         let crate::config::UpstreamConfig::A2a(c) = c else {
@@ -400,6 +401,7 @@ mod tests {
         assert_eq!(s.resume_for, Duration::from_secs(60));
         assert_eq!(s.stall_for, Duration::from_secs(7));
         assert_eq!(s.card_min_refresh, Duration::from_secs(2));
+        assert_eq!(s.card_refresh, Duration::from_secs(9));
     }
 
     #[test]

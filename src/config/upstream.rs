@@ -149,6 +149,7 @@ impl<'de> Visitor<'de> for KindVisitor {
                     card_min_refresh_secs: a2a
                         .card_min_refresh_secs
                         .unwrap_or(d.card_min_refresh_secs),
+                    card_refresh_secs: a2a.card_refresh_secs.unwrap_or(d.card_refresh_secs),
                     connection: fields,
                 }))
             }
@@ -189,6 +190,7 @@ const A2A_ONLY_KEYS: &[&str] = &[
     "resume_secs",
     "submitted_stall_secs",
     "card_min_refresh_secs",
+    "card_refresh_secs",
 ];
 
 /// The keys of `kind = "agentcore"` that do not apply to `kind = "a2a"` (refused there).
@@ -205,6 +207,7 @@ const A2A_KEYS: &[&str] = &[
     "resume_secs",
     "submitted_stall_secs",
     "card_min_refresh_secs",
+    "card_refresh_secs",
     "http_version",
     "ca_file",
     "connect_timeout_secs",
@@ -231,6 +234,7 @@ struct A2aOnlyKeys {
     resume_secs: Option<u64>,
     submitted_stall_secs: Option<u64>,
     card_min_refresh_secs: Option<u64>,
+    card_refresh_secs: Option<u64>,
 }
 
 impl A2aOnlyKeys {
@@ -245,6 +249,7 @@ impl A2aOnlyKeys {
                 "card_min_refresh_secs",
                 self.card_min_refresh_secs.is_some(),
             ),
+            ("card_refresh_secs", self.card_refresh_secs.is_some()),
         ]
         .into_iter()
         .find_map(|(key, set)| set.then_some(key))
@@ -281,6 +286,9 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WithoutKind<'_, A> {
                 "resume_secs" => a2a.resume_secs = Some(self.map.next_value()?),
                 "submitted_stall_secs" => {
                     a2a.submitted_stall_secs = Some(self.map.next_value()?);
+                }
+                "card_refresh_secs" => {
+                    a2a.card_refresh_secs = Some(self.map.next_value()?);
                 }
                 "card_min_refresh_secs" => {
                     a2a.card_min_refresh_secs = Some(self.map.next_value()?);
@@ -555,6 +563,11 @@ pub struct A2aUpstreamConfig {
     /// kept this long, and an unreadable card (the agent down) is tried again after
     /// this. 1 to 3600; default 30.
     pub card_min_refresh_secs: u64,
+    /// `card_refresh_secs`: how long a card answered without `Cache-Control: max-age`
+    /// (as the official SDKs serve it) is used before it is read again (revalidated with
+    /// `If-None-Match` when it came with an `ETag`), in seconds: how soon a changed card
+    /// of such an agent is seen. `card_min_refresh_secs` to 86400; default 300.
+    pub card_refresh_secs: u64,
     /// The keys shared with `kind = "agentcore"` (see the type's doc).
     #[serde(flatten)]
     pub connection: AgentCoreUpstreamConfig,
@@ -568,6 +581,7 @@ impl Default for A2aUpstreamConfig {
             resume_secs: 300,
             submitted_stall_secs: 30,
             card_min_refresh_secs: 30,
+            card_refresh_secs: 300,
             connection: AgentCoreUpstreamConfig::default(),
         }
     }
@@ -695,6 +709,16 @@ impl A2aUpstreamConfig {
             3600,
             "",
         )?;
+        within("card_refresh_secs", self.card_refresh_secs, 86_400, "")?;
+        if self.card_refresh_secs < self.card_min_refresh_secs {
+            return Err(Invalid::new(
+                "upstream.card_refresh_secs",
+                format!(
+                    "is {}; it must be at least upstream.card_min_refresh_secs ({})",
+                    self.card_refresh_secs, self.card_min_refresh_secs
+                ),
+            ));
+        }
         c.validate_shared()
     }
 }

@@ -54,6 +54,14 @@ impl CardCache {
             .map(|h| h.fresh_until)
     }
 
+    /// Makes the card held stale now, so that the next [`get`](Self::get) reads it again
+    /// (revalidating with its `ETag`): the agent refused a call its card allowed.
+    pub fn expire(&self) {
+        if let Some(h) = self.held.write().expect("card lock").as_mut() {
+            h.fresh_until = Instant::now();
+        }
+    }
+
     /// Resolves once a card that differs from the one held before (or the first card)
     /// has been read since the last time it resolved (one waiter at a time).
     pub async fn changed(&self) {

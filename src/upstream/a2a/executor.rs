@@ -30,7 +30,9 @@ use super::links::Links;
 pub use super::reasons::{detail, public_reason};
 use super::relay::{Relay, Step};
 use super::settings::A2aSettings;
-use super::wire::{Method, TASK_NOT_CANCELABLE, VERSION_NOT_SUPPORTED, WireVersion};
+use super::wire::{
+    Method, TASK_NOT_CANCELABLE, UNSUPPORTED_OPERATION, VERSION_NOT_SUPPORTED, WireVersion,
+};
 use crate::error::A2aError;
 use crate::executor::{
     AgentExecutor, CallContext, EventQueue, ExecutorError, QueueClosed, RequestContext, TaskUpdater,
@@ -279,13 +281,36 @@ impl A2aExecutor {
             session: &session,
             recorded: std::sync::Mutex::new(None),
         };
-        let ended = if card.streaming {
-            let (reply, v) = self
+        // A streaming agent is sent SendStreamingMessage. One that answers it
+        // UnsupportedOperation no longer streams (its card changed since it was read):
+        // the card is read again and this message goes blocking.
+        let streamed = if card.streaming {
+            let sent = self
                 .with_version(&card, |v| {
                     let params = v.send_params(&message);
                     async move { i.rpc.stream(target(v), Method::Stream, &params).await }
                 })
-                .await?;
+                .await;
+            match sent {
+                Err(RpcFailure::Rpc { code, .. }) if code == UNSUPPORTED_OPERATION => {
+                    tracing::warn!(
+                        "the A2A agent refused SendStreamingMessage (-32004) though its card says it streams; reading its card again, sending this message blocking"
+                    );
+                    i.card.expire();
+                    // Read now, not at the end of its refresh period: a card that differs
+                    // is published at once (the follower is woken by the change).
+                    if let Err(e) = self.card().await {
+                        tracing::warn!(reason = %super::reasons::detail(&e), "the A2A agent's card could not be read again");
+                    }
+                    None
+                }
+                sent => Some(sent?),
+            }
+        } else {
+            None
+        };
+        let streaming = streamed.is_some();
+        let ended = if let Some((reply, v)) = streamed {
             let deadline = Instant::now() + i.settings.max_stream;
             self.consume(reply, v, relay, &link, deadline).await?
         } else {
@@ -305,7 +330,7 @@ impl A2aExecutor {
             }
         };
         if let Ended::Unsettled(why) = ended {
-            self.resume(&card, &session, caller, relay, why, card.streaming, &link)
+            self.resume(&card, &session, caller, relay, why, streaming, &link)
                 .await?;
         }
         if relay.state().is_some_and(TaskState::is_terminal) {

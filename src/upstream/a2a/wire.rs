@@ -14,6 +14,9 @@ pub const VERSION_NOT_SUPPORTED: i64 = -32009;
 pub const TASK_NOT_CANCELABLE: i64 = -32002;
 /// A2A TaskNotFoundError.
 pub const TASK_NOT_FOUND: i64 = -32001;
+/// A2A UnsupportedOperationError (e.g. SendStreamingMessage to an agent that does not
+/// stream).
+pub const UNSUPPORTED_OPERATION: i64 = -32004;
 /// The binding a call goes over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Binding {
