@@ -594,7 +594,10 @@ async fn upstream_down_at_start() {
     let r = http.get(format!("{}readyz", gw.url)).send().await.unwrap();
     assert_eq!(r.status(), 503);
     let body = r.text().await.unwrap();
-    assert!(body.contains("card cannot be read"), "{body}");
+    assert!(
+        body.contains("no usable card from the upstream A2A agent"),
+        "{body}"
+    );
     let r = send(&http, &gw, user_message("hello")).await;
     assert_eq!(r["task"]["status"]["state"], "TASK_STATE_FAILED", "{r}");
     let reason = status_text(&r["task"]);

@@ -51,7 +51,11 @@ fn reload(
     let outcome = auth.reload_keys(&config.server.auth);
     match &outcome {
         Ok(n) => tracing::info!(keys = n, "SIGHUP: API keys reloaded"),
-        Err(why) => tracing::warn!(reason = %why, "SIGHUP: API keys unchanged"),
+        // No api_key scheme is a normal state: nothing to reload, nothing to warn about.
+        Err(why) if auth.api_keys_configured() => {
+            tracing::warn!(reason = %why, "SIGHUP: API keys unchanged")
+        }
+        Err(why) => tracing::debug!(reason = %why, "SIGHUP: no API keys to reload"),
     }
     if let Some(agents) = agents {
         match agents.apply(&config) {

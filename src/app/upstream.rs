@@ -163,7 +163,7 @@ pub async fn build_executor_with_card(
     let card = match tokio::time::timeout(CARD_AT_START, executor.card()).await {
         Ok(Ok(card)) => Some(card),
         Ok(Err(e)) => {
-            tracing::warn!(reason = %crate::upstream::a2a::executor::public_reason(&e), detail = %crate::upstream::a2a::executor::detail(&e), "the upstream A2A agent's card cannot be read; serving [agent]'s card, not ready until it is read");
+            tracing::warn!(reason = %crate::upstream::a2a::executor::public_reason(&e), detail = %crate::upstream::a2a::executor::detail(&e), "no usable card from the upstream A2A agent; serving [agent]'s card, not ready until it is read");
             None
         }
         Err(_) => {

@@ -204,6 +204,12 @@ impl Authenticator {
         Ok(n)
     }
 
+    /// Whether the `api_key` scheme is configured (so that [`Authenticator::reload_keys`]
+    /// has keys to replace).
+    pub fn api_keys_configured(&self) -> bool {
+        self.schemes.as_ref().is_some_and(|s| s.api_keys.is_some())
+    }
+
     /// The issuer's key set, with the jwt scheme and a JWKS.
     pub fn jwks(&self) -> Option<&Jwks> {
         self.schemes.as_ref()?.jwt.as_ref()?.jwks.as_ref()

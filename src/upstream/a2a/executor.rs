@@ -182,7 +182,7 @@ impl A2aExecutor {
     pub async fn ready(&self) -> Result<(), String> {
         self.card().await.map_err(|e| {
             format!(
-                "the upstream A2A agent's card cannot be read: {}",
+                "no usable card from the upstream A2A agent: {}",
                 public_reason(&e)
             )
         })?;

@@ -111,7 +111,8 @@ impl WireVersion {
             Self::V1_0 => result,
             Self::V0_3 => v03::event_to_v1(result)?,
         };
-        serde_json::from_value(v1).map_err(|e| format!("is not an A2A event: {e}"))
+        serde_json::from_value(v1)
+            .map_err(|e| format!("answered something that is not an A2A event: {e}"))
     }
 
     /// A GetTask or CancelTask result as a [`Task`].
