@@ -364,7 +364,14 @@ impl Config {
     /// The effective configuration as TOML, every secret (and a PostgreSQL password) shown
     /// as `***`. For `check-config`.
     pub fn redacted_toml(&self) -> String {
-        toml::to_string_pretty(self).expect("every config value has a TOML form")
+        // A secret read from a `*_file` is shown as its file only (the printed
+        // configuration loads back: a secret and its file together are refused).
+        let mut shown = self.clone();
+        shown.upstream.auth_mut().forget_file_secrets();
+        for entry in shown.agents.values_mut() {
+            entry.upstream.auth_mut().forget_file_secrets();
+        }
+        toml::to_string_pretty(&shown).expect("every config value has a TOML form")
     }
 
     fn validate(&self) -> Result<(), Invalid> {

@@ -315,6 +315,17 @@ impl UpstreamAuthConfig {
         Ok(())
     }
 
+    /// Drops `client_secret` / `token` where they were read from `client_secret_file` /
+    /// `token_file` (what the configuration is printed from: its files, not the secrets).
+    pub(crate) fn forget_file_secrets(&mut self) {
+        if self.client_secret_file.is_some() {
+            self.client_secret = None;
+        }
+        if self.token_file.is_some() {
+            self.token = None;
+        }
+    }
+
     /// Reads `client_secret_file` / `token_file` into `client_secret` / `token`.
     pub(crate) fn load_secret_files(&mut self) -> Result<(), Invalid> {
         if let Some(path) = &self.client_secret_file {

@@ -699,6 +699,29 @@ fn redacted_toml_loads_back() {
     Config::load(sources(Some(&path), &[])).unwrap();
 }
 
+/// A secret read from its `*_file` is printed as the file alone (not also as
+/// `token = "***"`, which would not load back beside the file).
+#[test]
+fn a_secret_from_its_file_is_printed_as_the_file_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret-from-file\n").unwrap();
+    let toml = format!(
+        "[upstream]\nurl = \"http://127.0.0.1:9/invocations\"\n[upstream.auth]\nkind = \"bearer\"\ntoken_file = {:?}\n\
+         [agents.a]\n[agents.a.upstream]\nurl = \"http://127.0.0.1:9/invocations\"\n[agents.a.upstream.auth]\nkind = \"bearer\"\ntoken_file = {:?}\n",
+        token.display().to_string(),
+        token.display().to_string()
+    );
+    let (_d, path) = file(&toml);
+    let config = Config::load(sources(Some(&path), &[])).unwrap();
+    let printed = config.redacted_toml();
+    assert!(!printed.contains("token = "), "{printed}");
+    assert!(!printed.contains("s3cret-from-file"), "{printed}");
+    assert_eq!(printed.matches("token_file = ").count(), 2, "{printed}");
+    let (_d2, again) = file(&printed);
+    Config::load(sources(Some(&again), &[])).unwrap();
+}
+
 #[test]
 fn arn_derives_the_agentcore_urls() {
     let config = Config::load(sources(
