@@ -671,8 +671,8 @@ impl Arrivals {
 
 fn agentcore(rt: &MockRuntime) -> Arc<dyn AgentExecutor> {
     let mut s = a2a_gateway::upstream::AgentCoreSettings::for_url(rt.url());
-    s.max_retries = 0;
-    s.read_timeout = WAIT;
+    s.connection.max_retries = 0;
+    s.connection.read_timeout = WAIT;
     Arc::new(a2a_gateway::upstream::AgentCoreExecutor::new(s).unwrap())
 }
 

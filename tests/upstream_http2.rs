@@ -136,9 +136,9 @@ async fn plain_server(seen: Seen) -> String {
 
 fn exec(url: &str, version: HttpVersion, ca: Option<&tempfile::TempDir>) -> AgentCoreExecutor {
     let mut s = AgentCoreSettings::for_url(url);
-    s.http_version = version;
-    s.ca_file = ca.map(|d| d.path().join("ca.pem"));
-    s.max_retries = 0;
+    s.connection.http_version = version;
+    s.connection.ca_file = ca.map(|d| d.path().join("ca.pem"));
+    s.connection.max_retries = 0;
     AgentCoreExecutor::new(s).unwrap()
 }
 
