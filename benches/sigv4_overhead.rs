@@ -79,7 +79,7 @@ fn credentials(mode: &str) -> Arc<dyn Credentials> {
 
 async fn gateway(runtime: &MockRuntime, mode: &str) -> String {
     let mut s = AgentCoreSettings::for_url(runtime.url());
-    s.max_retries = 0;
+    s.connection.max_retries = 0;
     let executor = AgentCoreExecutor::with_credentials(s, credentials(mode)).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());

@@ -35,8 +35,8 @@ use a2a_gateway::test_util::{PgSchema, free_port, skip};
 use a2a_gateway::upstream::SESSION_HEADER;
 use a2a_gateway::upstream::mock::{MockReply, MockRuntime};
 use a2a_gateway::{
-    AgentExecutor, CallContext, EventQueue, HandlerConfig, RequestContext, RequestHandler,
-    TaskUpdater,
+    A2aError, AgentExecutor, CallContext, EventQueue, HandlerConfig, RequestContext,
+    RequestHandler, TaskUpdater,
 };
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -443,6 +443,61 @@ async fn a_dead_instance_tasks_end_failed_everywhere_naming_it() {
     .await;
 }
 
+/// Issue 43: a cancel through a surviving instance while the instance running the task
+/// is dead (no heartbeat, no listener: as after kill -9) but its lease has not lapsed
+/// answers at once with a retryable Unavailable naming the instance, instead of waiting
+/// for the lease to lapse and answering TaskNotCancelable; once the task is closed, the
+/// retried cancel answers with its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_while_the_runner_is_dead_is_unavailable_at_once() {
+    const LONG_LEASE: Duration = Duration::from_secs(10);
+    on_fresh_schema("cluster_cancel_dead", |options| async move {
+        let mut probe = gated();
+        let opts = ClusterOptions::with_lease(LONG_LEASE);
+        let a = instance_with(options.clone(), Arc::new(probe.exec.clone()), opts.clone()).await;
+        let b = instance_with(options.clone(), Arc::new(probe.exec.clone()), opts).await;
+        let task = send(&a.handler, new_user_text_message("go"), true).await;
+        probe.started().await;
+        a.cluster.halt(); // as after kill -9: no heartbeat, no cancel notifications
+        let caller = anon();
+        let cancel = || {
+            b.handler.cancel_task(
+                &caller,
+                CancelTaskRequest {
+                    tenant: None,
+                    id: task.id.clone(),
+                    metadata: None,
+                },
+            )
+        };
+        let asked = std::time::Instant::now();
+        let refused = within(cancel()).await.unwrap_err();
+        let took = asked.elapsed();
+        let A2aError::Unavailable(why) = &refused else {
+            panic!("expected a retryable Unavailable, got {refused:?}");
+        };
+        assert!(why.contains(a.cluster.instance()), "{why}");
+        assert!(
+            took < LONG_LEASE / 2,
+            "answered after {took:?}, not before the lease lapsed"
+        );
+        assert_eq!(
+            get(&b.handler, &task.id).await.status.state,
+            TaskState::Working,
+            "the task stays as it is until its lease lapses"
+        );
+        // Once the lease lapsed and B closed the task, the retried cancel says how it ended.
+        wait_state(&b.handler, &task.id, TaskState::Failed).await;
+        let ended = within(cancel()).await.unwrap_err();
+        assert!(
+            matches!(ended, A2aError::TaskNotCancelable { .. }),
+            "{ended:?}"
+        );
+        drop((a, b));
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_listener_is_replaced_and_nothing_is_lost() {
     two_instances("cluster_listener", |a, b, mut probe, options| async move {
@@ -671,8 +726,8 @@ impl Arrivals {
 
 fn agentcore(rt: &MockRuntime) -> Arc<dyn AgentExecutor> {
     let mut s = a2a_gateway::upstream::AgentCoreSettings::for_url(rt.url());
-    s.max_retries = 0;
-    s.read_timeout = WAIT;
+    s.connection.max_retries = 0;
+    s.connection.read_timeout = WAIT;
     Arc::new(a2a_gateway::upstream::AgentCoreExecutor::new(s).unwrap())
 }
 

@@ -13,12 +13,12 @@ use a2a_gateway::upstream::{AgentCoreExecutor, AgentCoreSettings};
 /// An AgentCore executor for `mock` with `knobs`.
 fn agentcore(mock: &MockRuntime, knobs: &Knobs) -> Arc<dyn AgentExecutor> {
     let mut s = AgentCoreSettings::for_url(mock.url());
-    s.max_retries = knobs.max_retries;
-    s.retry_base_delay = knobs.retry_delay;
-    s.read_timeout = knobs.read_timeout;
-    s.request_timeout = knobs.request_timeout;
-    s.max_stream = knobs.max_stream;
-    s.max_reply_bytes = knobs.max_reply_bytes;
+    s.connection.max_retries = knobs.max_retries;
+    s.connection.retry_base_delay = knobs.retry_delay;
+    s.connection.read_timeout = knobs.read_timeout;
+    s.connection.request_timeout = knobs.request_timeout;
+    s.connection.max_stream = knobs.max_stream;
+    s.connection.max_reply_bytes = knobs.max_reply_bytes;
     let exec = match &knobs.token_source {
         Some(source) => AgentCoreExecutor::with_token_source(
             s,
@@ -39,12 +39,12 @@ async fn agentcore_passes_the_runtime_kind_conformance_checks() {
 /// `knobs`; resuming a broken stream is tried for 1 s.
 fn a2a(mock: &MockRuntime, knobs: &Knobs) -> Arc<dyn AgentExecutor> {
     let mut s = A2aSettings::for_url(mock.a2a_url());
-    s.max_retries = knobs.max_retries;
-    s.retry_base_delay = knobs.retry_delay;
-    s.read_timeout = knobs.read_timeout;
-    s.request_timeout = knobs.request_timeout;
-    s.max_stream = knobs.max_stream;
-    s.max_reply_bytes = knobs.max_reply_bytes;
+    s.connection.max_retries = knobs.max_retries;
+    s.connection.retry_base_delay = knobs.retry_delay;
+    s.connection.read_timeout = knobs.read_timeout;
+    s.connection.request_timeout = knobs.request_timeout;
+    s.connection.max_stream = knobs.max_stream;
+    s.connection.max_reply_bytes = knobs.max_reply_bytes;
     s.resume_for = std::time::Duration::from_secs(1);
     s.poll_initial = std::time::Duration::from_millis(20);
     let exec = match &knobs.token_source {

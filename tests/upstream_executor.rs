@@ -29,8 +29,8 @@ const SECRET: &str = "cl1ent-s3cret-DO-NOT-LOG";
 
 fn settings(url: &str) -> AgentCoreSettings {
     let mut s = AgentCoreSettings::for_url(url);
-    s.retry_base_delay = Duration::from_millis(10);
-    s.read_timeout = Duration::from_secs(10);
+    s.connection.retry_base_delay = Duration::from_millis(10);
+    s.connection.read_timeout = Duration::from_secs(10);
     s
 }
 
@@ -366,7 +366,7 @@ async fn stall_past_read_timeout_fails_naming_the_setting() {
     })
     .await;
     let mut s = settings(&up.url);
-    s.read_timeout = Duration::from_millis(300);
+    s.connection.read_timeout = Duration::from_millis(300);
     let t0 = Instant::now();
     let out = run(&exec(s), ctx("x")).await;
     assert!(t0.elapsed() < Duration::from_secs(3));
@@ -394,8 +394,8 @@ async fn silence_before_headers_is_a_read_timeout_and_stream_cap_applies() {
     })
     .await;
     let mut s = settings(&up.url);
-    s.read_timeout = Duration::from_millis(300);
-    s.max_stream = Duration::from_millis(800);
+    s.connection.read_timeout = Duration::from_millis(300);
+    s.connection.max_stream = Duration::from_millis(800);
     let e = exec(s);
     let out = run(&e, ctx("x")).await;
     assert!(
@@ -500,7 +500,7 @@ async fn html_error_page_and_html_or_empty_200() {
     })
     .await;
     let mut s = settings(&up.url);
-    s.max_retries = 1;
+    s.connection.max_retries = 1;
     let e = exec(s);
     let out = run(&e, ctx("x")).await;
     assert_eq!(up.count(), 2);
@@ -522,7 +522,7 @@ async fn unreachable_upstream_fails_with_connect_reason() {
     let url = format!("http://{}/invocations", listener.local_addr().unwrap());
     drop(listener);
     let mut s = settings(&url);
-    s.max_retries = 1;
+    s.connection.max_retries = 1;
     let out = run(&exec(s), ctx("x")).await;
     assert_eq!(out.final_state(), TaskState::Failed);
     assert!(
@@ -799,7 +799,7 @@ async fn upstream_401_refetches_the_token_once_and_retries() {
             .await;
     let (url, seen) = bearer_upstream().await;
     let mut s = settings(&url);
-    s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+    s.connection.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
     let e = exec(s);
     let out = run(&e, ctx("x")).await;
     assert_eq!(out.final_state(), TaskState::Completed, "{}", out.reason());
@@ -822,7 +822,7 @@ async fn second_401_and_static_bearer_401_fail() {
             .await;
     let (url, seen) = bearer_upstream().await;
     let mut s = settings(&url);
-    s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+    s.connection.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
     let out = run(&exec(s), ctx("x")).await;
     assert_eq!(out.final_state(), TaskState::Failed);
     assert!(
@@ -832,7 +832,7 @@ async fn second_401_and_static_bearer_401_fail() {
     );
     assert_eq!(seen.lock().unwrap().len(), 2);
     let mut s = settings(&url);
-    s.auth = AuthSettings::Bearer(SecretString::from("stale"));
+    s.connection.auth = AuthSettings::Bearer(SecretString::from("stale"));
     let out = run(&exec(s), ctx("x")).await;
     assert_eq!(out.final_state(), TaskState::Failed);
     assert_eq!(
@@ -850,7 +850,7 @@ async fn hundred_concurrent_sends_on_a_cold_cache_make_one_token_request() {
             .await;
     let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
     let mut s = settings(&up.url);
-    s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+    s.connection.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
     let e = exec(s);
     let runs = (0..100).map(|i| {
         let e = e.clone();
@@ -880,7 +880,7 @@ async fn tokens_within_the_refresh_margin_serve_one_request_each() {
         .await;
         let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
         let mut s = settings(&up.url);
-        s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+        s.connection.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
         let e = exec(s);
         for i in 0..3 {
             let out = run(&e, ctx(&format!("m{i}"))).await;
@@ -912,7 +912,7 @@ async fn discovery_document_is_fetched_once() {
             .await;
     let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
     let mut s = settings(&up.url);
-    s.auth = oauth(TokenEndpoint::Discovery(format!(
+    s.connection.auth = oauth(TokenEndpoint::Discovery(format!(
         "{}/.well-known/openid-configuration",
         tok.base
     )));
@@ -943,7 +943,7 @@ async fn an_echoing_token_endpoint_cannot_leak_the_secret_into_reasons() {
         let tok = token_fake(&body).await;
         tok.reply.lock().unwrap().0 = 400;
         let mut s = settings(&up.url);
-        s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+        s.connection.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
         let e = exec(s);
         let out = run(&e, ctx("x")).await;
         assert_eq!(out.final_state(), TaskState::Failed);
@@ -969,7 +969,7 @@ async fn failing_token_endpoint_fails_tasks_with_clear_reasons() {
     let dead_url = format!("http://{}/oauth2/token", dead.local_addr().unwrap());
     drop(dead);
     let mut s = settings(&up.url);
-    s.auth = oauth(TokenEndpoint::Url(dead_url.clone()));
+    s.connection.auth = oauth(TokenEndpoint::Url(dead_url.clone()));
     let out = run(&exec(s), ctx("x")).await;
     assert_eq!(out.final_state(), TaskState::Failed);
     assert!(
@@ -986,7 +986,7 @@ async fn failing_token_endpoint_fails_tasks_with_clear_reasons() {
     .await;
     tok.reply.lock().unwrap().0 = 401;
     let mut s = settings(&up.url);
-    s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+    s.connection.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
     let e = exec(s);
     let out = run(&e, ctx("x")).await;
     assert_eq!(out.final_state(), TaskState::Failed);
@@ -1021,7 +1021,7 @@ async fn failing_token_endpoint_fails_tasks_with_clear_reasons() {
         let tok = token_fake(body).await;
         tok.reply.lock().unwrap().0 = status;
         let mut s = settings(&up.url);
-        s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+        s.connection.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
         let out = run(&exec(s), ctx("x")).await;
         assert_eq!(out.final_state(), TaskState::Failed);
         assert!(out.reason().contains(want), "{want}: {}", out.reason());
@@ -1087,7 +1087,7 @@ async fn no_secret_or_token_in_logs_or_events() {
     })
     .await;
     let mut s = settings(&up.url);
-    s.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
+    s.connection.auth = oauth(TokenEndpoint::Url(format!("{}/oauth2/token", tok.base)));
     let e = exec(s);
     tracing::info!(executor = ?e, "built");
     let out = run(&e, ctx("x")).await;
@@ -1347,8 +1347,8 @@ async fn caller_and_tenant_reach_the_runtime_in_custom_headers() {
     );
     // Renamed and disabled.
     let mut s = settings(&up.url);
-    s.caller_header = Some(axum::http::HeaderName::from_static("x-who"));
-    s.tenant_header = None;
+    s.connection.caller_header = Some(axum::http::HeaderName::from_static("x-who"));
+    s.connection.tenant_header = None;
     let mut c = ctx_in("ctx-h3", "carol", "hi");
     c.call_context.tenant = "acme".into();
     assert_eq!(run(&exec(s), c).await.final_state(), TaskState::Completed);
@@ -1432,7 +1432,7 @@ mod forward {
         let addr = listener.local_addr().unwrap();
         config.server.public_url = Some(format!("http://{addr}/").parse().unwrap());
         let mut s = settings(upstream);
-        s.auth = AuthSettings::Forward;
+        s.connection.auth = AuthSettings::Forward;
         let gateway = Gateway::new(
             &config,
             Arc::new(exec(s)),

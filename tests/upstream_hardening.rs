@@ -18,9 +18,9 @@ use upstream_common::*;
 
 fn settings(url: &str) -> AgentCoreSettings {
     let mut s = AgentCoreSettings::for_url(url);
-    s.retry_base_delay = Duration::from_millis(10);
-    s.read_timeout = Duration::from_secs(10);
-    s.max_retries = 0;
+    s.connection.retry_base_delay = Duration::from_millis(10);
+    s.connection.read_timeout = Duration::from_secs(10);
+    s.connection.max_retries = 0;
     s.stop_session_on_cancel = false;
     s
 }
@@ -61,12 +61,12 @@ async fn measure_unterminated_data_line() {
     })
     .await;
     let mut s = settings(&up.url);
-    s.read_timeout = Duration::from_secs(600);
+    s.connection.read_timeout = Duration::from_secs(600);
     if let Some(max) = std::env::var("A2A_MEASURE_MAX_EVENT")
         .ok()
         .and_then(|v| v.parse().ok())
     {
-        s.max_event_bytes = max;
+        s.connection.max_event_bytes = max;
     }
     let before = peak_rss_mib();
     let t = std::time::Instant::now();
@@ -112,7 +112,7 @@ async fn an_endless_data_line_fails_at_the_event_bound_at_once() {
     })
     .await;
     let mut s = settings(&up.url);
-    s.max_event_bytes = 256 * 1024;
+    s.connection.max_event_bytes = 256 * 1024;
     let started = std::time::Instant::now();
     let out = run(&exec(s), ctx("x")).await;
     assert_eq!(out.final_state(), TaskState::Failed);
@@ -132,7 +132,9 @@ async fn an_endless_data_line_fails_at_the_event_bound_at_once() {
 #[tokio::test]
 async fn events_within_the_bound_pass_and_the_default_is_4_mib() {
     assert_eq!(
-        AgentCoreSettings::for_url("http://x/invocations").max_event_bytes,
+        AgentCoreSettings::for_url("http://x/invocations")
+            .connection
+            .max_event_bytes,
         4 * 1024 * 1024
     );
     let up = raw_server(|_, _| {
@@ -146,7 +148,7 @@ async fn events_within_the_bound_pass_and_the_default_is_4_mib() {
     })
     .await;
     let mut s = settings(&up.url);
-    s.max_event_bytes = 256 * 1024;
+    s.connection.max_event_bytes = 256 * 1024;
     let out = run(&exec(s), ctx("x")).await;
     assert_eq!(out.final_state(), TaskState::Completed, "{}", out.reason());
     assert_eq!(out.text().len(), 10 * 200 * 1024);
@@ -174,7 +176,7 @@ async fn an_endless_stream_fails_at_the_stream_bound_and_keeps_what_it_relayed()
     })
     .await;
     let mut s = settings(&up.url);
-    s.max_stream_bytes = 256 * 1024;
+    s.connection.max_stream_bytes = 256 * 1024;
     let started = std::time::Instant::now();
     let out = run(&exec(s), ctx("x")).await;
     assert_eq!(out.final_state(), TaskState::Failed);
@@ -200,7 +202,9 @@ async fn an_endless_stream_fails_at_the_stream_bound_and_keeps_what_it_relayed()
 async fn a_stream_of_exactly_the_bound_completes_one_byte_less_keeps_every_whole_event_and_the_default_is_100_mib()
  {
     assert_eq!(
-        AgentCoreSettings::for_url("http://x/invocations").max_stream_bytes,
+        AgentCoreSettings::for_url("http://x/invocations")
+            .connection
+            .max_stream_bytes,
         100 * 1024 * 1024
     );
     // 300 events of 1 KiB in one HTTP chunk: the bound one byte short of the body falls
@@ -213,7 +217,7 @@ async fn a_stream_of_exactly_the_bound_completes_one_byte_less_keeps_every_whole
     ] {
         let up = raw_server(|_, _| vec![Step::Write(kib_events(300, 1, 300).0)]).await;
         let mut s = settings(&up.url);
-        s.max_stream_bytes = limit;
+        s.connection.max_stream_bytes = limit;
         let out = run(&exec(s), ctx("x")).await;
         assert_eq!(out.final_state(), want, "limit {limit}: {}", out.reason());
         assert_eq!(out.text().len(), kept * 1024, "limit {limit}");
@@ -301,7 +305,7 @@ async fn a_json_reply_over_max_reply_bytes_fails_declared_or_chunked() {
     })
     .await;
     let mut s = settings(&up.url);
-    s.max_reply_bytes = 4 * 1024 * 1024;
+    s.connection.max_reply_bytes = 4 * 1024 * 1024;
     let out = run(&exec(s), ctx("x")).await;
     assert_eq!(out.final_state(), TaskState::Failed);
     assert!(
@@ -405,7 +409,7 @@ async fn with_token_answer(token_answer: Vec<u8>) -> (Outcome, usize) {
     let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
     let tok = raw_server(move |_, _| vec![Step::Write(token_answer.clone())]).await;
     let mut s = settings(&up.url);
-    s.auth = oauth_to(&tok.url);
+    s.connection.auth = oauth_to(&tok.url);
     let out = run(&exec(s), ctx("x")).await;
     (out, up.count())
 }
@@ -572,7 +576,7 @@ async fn callers_get_a_category_and_a_correlation_id_the_log_gets_the_details() 
     let up = raw_server(|_, _| vec![Step::Write(json_response(r#""ok""#))]).await;
     let token_url = free_url("/oauth2/token");
     let mut s = settings(&up.url);
-    s.auth = oauth_to(&token_url);
+    s.connection.auth = oauth_to(&token_url);
     let token_down = run(&exec(s), ctx("x")).await;
     // The runtime is down.
     let runtime_url = free_url("/invocations");

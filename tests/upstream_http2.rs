@@ -52,9 +52,9 @@ fn versions(mock: &MockRuntime) -> Vec<Version> {
 
 fn exec(url: &str, version: HttpVersion, ca: Option<&tempfile::TempDir>) -> AgentCoreExecutor {
     let mut s = AgentCoreSettings::for_url(url);
-    s.http_version = version;
-    s.ca_file = ca.map(|d| d.path().join("ca.pem"));
-    s.max_retries = 0;
+    s.connection.http_version = version;
+    s.connection.ca_file = ca.map(|d| d.path().join("ca.pem"));
+    s.connection.max_retries = 0;
     AgentCoreExecutor::new(s).unwrap()
 }
 

@@ -68,8 +68,8 @@ async fn bedrock_agentcore_app_replies_translate() {
     };
     let (mut child, url) = start_agent(&py).await;
     let mut s = AgentCoreSettings::for_url(&url);
-    s.max_retries = 1;
-    s.retry_base_delay = Duration::from_millis(10);
+    s.connection.max_retries = 1;
+    s.connection.retry_base_delay = Duration::from_millis(10);
     let e = AgentCoreExecutor::new(s).unwrap();
 
     // dict -> JSON object -> its `response` text, one last chunk.

@@ -17,8 +17,8 @@ use crate::server::ReadinessCheck;
 use crate::upstream::a2a::{A2aExecutor, A2aSettings, BindingChoice, UpstreamCard, VersionChoice};
 use crate::upstream::auth::{AssumeRoleSettings, CredentialKey, CredentialPool, SigV4Settings};
 use crate::upstream::{
-    AgentCoreExecutor, AgentCoreSettings, AuthSettings, HttpVersion, OAuth2Settings, TokenEndpoint,
-    UpstreamError,
+    AgentCoreExecutor, AgentCoreSettings, AuthSettings, ConnectionSettings, HttpVersion,
+    OAuth2Settings, TokenEndpoint, UpstreamError,
 };
 
 /// Builds the executor for `[upstream]`, plus a readiness check ("a token is
@@ -51,6 +51,19 @@ pub fn pooled_credentials(
             crate::upstream::http::build_client(HttpVersion::Auto, ca_file, connect_timeout)
         })
     })
+}
+
+/// The credentials of `connection`'s auth, from `pool` ([`pooled_credentials`]).
+fn connection_credentials(
+    pool: &CredentialPool,
+    connection: &ConnectionSettings,
+) -> Result<Arc<dyn crate::upstream::Credentials>, UpstreamError> {
+    pooled_credentials(
+        pool,
+        &connection.auth,
+        connection.ca_file.as_deref(),
+        connection.connect_timeout,
+    )
 }
 
 /// What [`build_executor_parts`] builds: the executor, its readiness check, and for an
@@ -100,12 +113,7 @@ fn agentcore_executor(
     settings: AgentCoreSettings,
     pool: &CredentialPool,
 ) -> Result<AgentCoreExecutor, UpstreamError> {
-    let credentials = pooled_credentials(
-        pool,
-        &settings.auth,
-        settings.ca_file.as_deref(),
-        settings.connect_timeout,
-    )?;
+    let credentials = connection_credentials(pool, &settings.connection)?;
     AgentCoreExecutor::with_credentials(settings, credentials)
 }
 
@@ -114,12 +122,7 @@ fn a2a_executor(
     settings: A2aSettings,
     pool: &CredentialPool,
 ) -> Result<A2aExecutor, UpstreamError> {
-    let credentials = pooled_credentials(
-        pool,
-        &settings.auth,
-        settings.ca_file.as_deref(),
-        settings.connect_timeout,
-    )?;
+    let credentials = connection_credentials(pool, &settings.connection)?;
     A2aExecutor::with_credentials(settings, credentials)
 }
 
@@ -205,12 +208,6 @@ pub fn a2a_settings(c: &A2aUpstreamConfig) -> Result<A2aSettings, UpstreamError>
     let settings_err = |e: &dyn fmt::Display| UpstreamError::Settings(e.to_string());
     let base = c.base_url().map_err(|e| settings_err(&e))?;
     let card = c.card_url().map_err(|e| settings_err(&e))?;
-    // The shared keys, converted once (as for `agentcore`), then carried over.
-    let shared = agentcore_settings(&AgentCoreUpstreamConfig {
-        url: Some(base.clone()),
-        stop_session_on_cancel: false,
-        ..c.connection.clone()
-    })?;
     let mut s = A2aSettings::for_url(base.as_str());
     s.card_url = card.to_string();
     s.protocol_version = match c.protocol_version {
@@ -229,21 +226,7 @@ pub fn a2a_settings(c: &A2aUpstreamConfig) -> Result<A2aSettings, UpstreamError>
     s.card_min_refresh = std::time::Duration::from_secs(c.card_min_refresh_secs);
     s.card_refresh = std::time::Duration::from_secs(c.card_refresh_secs);
     s.stop_session_url = c.stop_session_url().map(|u| u.to_string());
-    s.http_version = shared.http_version;
-    s.ca_file = shared.ca_file;
-    s.connect_timeout = shared.connect_timeout;
-    s.read_timeout = shared.read_timeout;
-    s.write_timeout = shared.write_timeout;
-    s.pool_timeout = shared.pool_timeout;
-    s.request_timeout = shared.request_timeout;
-    s.max_stream = shared.max_stream;
-    s.max_event_bytes = shared.max_event_bytes;
-    s.max_stream_bytes = shared.max_stream_bytes;
-    s.max_reply_bytes = shared.max_reply_bytes;
-    s.max_retries = shared.max_retries;
-    s.caller_header = shared.caller_header;
-    s.tenant_header = shared.tenant_header;
-    s.auth = shared.auth;
+    s.connection = connection_settings(&c.connection)?;
     Ok(s)
 }
 
@@ -262,23 +245,23 @@ pub fn agentcore_settings(c: &AgentCoreUpstreamConfig) -> Result<AgentCoreSettin
     let mut s = AgentCoreSettings::for_url(url.as_str());
     s.stop_session_url = c.stop_session_url().ok().map(|u| u.to_string());
     s.stop_session_on_cancel = c.stop_session_on_cancel;
-    s.http_version = match c.http_version {
-        Cfg::Auto => HttpVersion::Auto,
-        Cfg::Http2 => HttpVersion::Http2,
-        Cfg::Http1 => HttpVersion::Http1,
-    };
-    s.ca_file = c.ca_file.clone();
-    s.connect_timeout = c.connect_timeout();
-    s.read_timeout = c.read_timeout();
-    s.write_timeout = c.write_timeout();
-    s.pool_timeout = c.pool_timeout();
-    s.request_timeout = c.request_timeout();
-    s.max_stream = c.max_stream();
-    s.max_event_bytes = usize::try_from(c.max_event_bytes).unwrap_or(usize::MAX);
-    s.max_stream_bytes = c.max_stream_bytes;
-    s.max_reply_bytes = c.max_reply_bytes;
-    s.max_retries = c.max_retries;
+    s.connection = connection_settings(c)?;
     s.include_message = c.include_message;
+    s.user_id = c.user_id == UserId::Caller;
+    Ok(s)
+}
+
+/// Converts the keys of `[upstream]` every kind shares (HTTP version, `ca_file`, the
+/// `*_timeout_secs`, `max_stream_secs`, the byte limits, `max_retries`, the identity
+/// headers and `[upstream.auth]`) into [`ConnectionSettings`]; timeouts are whole
+/// seconds, retry delays keep their defaults.
+///
+/// # Errors
+/// [`UpstreamError::Settings`] when a header name is invalid, or an OAuth / bearer /
+/// SigV4 key the loader should have required is missing.
+pub fn connection_settings(
+    c: &AgentCoreUpstreamConfig,
+) -> Result<ConnectionSettings, UpstreamError> {
     let header = |key: &str, name: &str| {
         if name.is_empty() {
             return Ok(None);
@@ -291,12 +274,9 @@ pub fn agentcore_settings(c: &AgentCoreUpstreamConfig) -> Result<AgentCoreSettin
                 ))
             })
     };
-    s.caller_header = header("caller_header", &c.caller_header)?;
-    s.tenant_header = header("tenant_header", &c.tenant_header)?;
-    s.user_id = c.user_id == UserId::Caller;
     let a = &c.auth;
     let missing = |key: &str| UpstreamError::Settings(format!("upstream.auth.{key} is required"));
-    s.auth = match a.kind {
+    let auth = match a.kind {
         AuthKind::None => AuthSettings::None,
         AuthKind::Forward => AuthSettings::Forward,
         AuthKind::Bearer => AuthSettings::Bearer(a.token.clone().ok_or_else(|| missing("token"))?),
@@ -330,7 +310,28 @@ pub fn agentcore_settings(c: &AgentCoreUpstreamConfig) -> Result<AgentCoreSettin
             refresh_before_expiry: a.credentials_refresh(),
         }),
     };
-    Ok(s)
+    Ok(ConnectionSettings {
+        http_version: match c.http_version {
+            Cfg::Auto => HttpVersion::Auto,
+            Cfg::Http2 => HttpVersion::Http2,
+            Cfg::Http1 => HttpVersion::Http1,
+        },
+        ca_file: c.ca_file.clone(),
+        connect_timeout: c.connect_timeout(),
+        read_timeout: c.read_timeout(),
+        write_timeout: c.write_timeout(),
+        pool_timeout: c.pool_timeout(),
+        request_timeout: c.request_timeout(),
+        max_stream: c.max_stream(),
+        max_event_bytes: usize::try_from(c.max_event_bytes).unwrap_or(usize::MAX),
+        max_stream_bytes: c.max_stream_bytes,
+        max_reply_bytes: c.max_reply_bytes,
+        max_retries: c.max_retries,
+        caller_header: header("caller_header", &c.caller_header)?,
+        tenant_header: header("tenant_header", &c.tenant_header)?,
+        auth,
+        ..ConnectionSettings::default()
+    })
 }
 
 /// AgentCore settings for a hosted runtime given by its ARN alone: the invocation and
@@ -461,11 +462,11 @@ mod tests {
                 .unwrap()
                 .ends_with("/stopruntimesession?qualifier=prod")
         );
-        assert_eq!(s.http_version, HttpVersion::Http2);
-        assert_eq!(s.read_timeout, Duration::from_secs(60));
-        assert_eq!(s.max_retries, 1);
-        let AuthSettings::OAuth2(o) = &s.auth else {
-            panic!("{:?}", s.auth)
+        assert_eq!(s.connection.http_version, HttpVersion::Http2);
+        assert_eq!(s.connection.read_timeout, Duration::from_secs(60));
+        assert_eq!(s.connection.max_retries, 1);
+        let AuthSettings::OAuth2(o) = &s.connection.auth else {
+            panic!("{:?}", s.connection.auth)
         };
         assert_eq!(
             o.endpoint,
@@ -475,7 +476,7 @@ mod tests {
         );
         assert_eq!(o.refresh_before_expiry, Duration::from_secs(120));
         assert_eq!(
-            s.caller_header.as_ref().map(|h| h.as_str()),
+            s.connection.caller_header.as_ref().map(|h| h.as_str()),
             Some("x-amzn-bedrock-agentcore-runtime-custom-caller")
         );
         let c: AgentCoreUpstreamConfig = toml::from_str(
@@ -483,9 +484,12 @@ mod tests {
         )
         .unwrap();
         let s = agentcore_settings(&c).unwrap();
-        assert_eq!(s.caller_header.as_ref().map(|h| h.as_str()), Some("x-who"));
-        assert_eq!(s.tenant_header, None);
-        assert!(matches!(s.auth, AuthSettings::Forward));
+        assert_eq!(
+            s.connection.caller_header.as_ref().map(|h| h.as_str()),
+            Some("x-who")
+        );
+        assert_eq!(s.connection.tenant_header, None);
+        assert!(matches!(s.connection.auth, AuthSettings::Forward));
         assert!(agentcore_settings(&AgentCoreUpstreamConfig::default()).is_err());
     }
 }

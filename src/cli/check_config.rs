@@ -87,7 +87,7 @@ async fn agentcore_derived(upstream: &AgentCoreUpstreamConfig, probe: bool, out:
         out.push(format!("stop-session URL: {}", masked(&url)));
     }
     if let Ok(settings) = crate::app::agentcore_settings(upstream) {
-        auth_derived(settings.auth, probe, out).await;
+        auth_derived(settings.connection.auth, probe, out).await;
     }
 }
 
@@ -150,7 +150,7 @@ async fn a2a_derived(upstream: &A2aUpstreamConfig, probe: bool, out: &mut Vec<St
     let Ok(settings) = crate::app::a2a_settings(upstream) else {
         return;
     };
-    auth_derived(settings.auth.clone(), probe, out).await;
+    auth_derived(settings.connection.auth.clone(), probe, out).await;
     out.push(format!("agent card URL: {}", LogUrl(&settings.card_url)));
     out.push(format!(
         "agent resume: up to {} s after a broken stream; a task left SUBMITTED by a broken answer fails after {} s; card read at most every {} s",

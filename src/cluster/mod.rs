@@ -289,6 +289,18 @@ impl Cluster {
             .await
     }
 
+    /// Whether `holder` has missed its heartbeat: none written for more than one and a
+    /// half heartbeat intervals (`None` age: it has no heartbeat row at all). Such an
+    /// instance has most likely stopped (killed, frozen, cut off) but still holds its
+    /// leases until they lapse ([`ClusterOptions::lease`]); a live but slow one only
+    /// looks so for a moment.
+    pub fn missed_heartbeat(&self, holder: &Holder) -> bool {
+        let every = self.shared.options.heartbeat;
+        holder
+            .heartbeat_age
+            .is_none_or(|age| age > every + every / 2)
+    }
+
     /// Asks the instance holding the task's lease to cancel it.
     ///
     /// # Errors

@@ -519,4 +519,78 @@ mod tests {
         );
         assert!(e.contains("line"), "{e}");
     }
+
+    /// `load` with environment variables besides the file.
+    fn load_env(toml: &str, env: &[(&str, &str)]) -> Result<crate::config::Config, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gateway.toml");
+        std::fs::write(&path, toml).unwrap();
+        crate::config::Config::load(crate::config::ConfigSources {
+            file: Some(path),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        })
+        .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn numeric_agent_keys_come_from_the_environment() {
+        let c = load_env(
+            "[agents.helper]\n[agents.helper.upstream]\nurl = \"http://127.0.0.1:9/invocations\"\n\
+             [agents.peer]\n[agents.peer.upstream]\nkind = \"a2a\"\nurl = \"http://127.0.0.1:9/\"\n",
+            &[
+                ("A2A_GATEWAY_AGENTS__HELPER__MAX_CONCURRENT_TASKS", "4"),
+                ("A2A_GATEWAY_AGENTS__HELPER__MAX_TASKS_PER_CALLER", "2"),
+                ("A2A_GATEWAY_AGENTS__HELPER__UPSTREAM__READ_TIMEOUT_SECS", "60"),
+                ("A2A_GATEWAY_AGENTS__HELPER__UPSTREAM__MAX_RETRIES", "1"),
+                ("A2A_GATEWAY_AGENTS__HELPER__UPSTREAM__INCLUDE_MESSAGE", "true"),
+                ("A2A_GATEWAY_AGENTS__PEER__UPSTREAM__RESUME_SECS", "90"),
+                ("A2A_GATEWAY_AGENTS__PEER__UPSTREAM__MAX_REPLY_BYTES", "1024"),
+            ],
+        )
+        .unwrap();
+        let h = &c.agents["helper"];
+        assert_eq!(h.max_concurrent_tasks, Some(4));
+        assert_eq!(h.max_tasks_per_caller, Some(2));
+        let UpstreamConfig::AgentCore(u) = &h.upstream else {
+            panic!("{:?}", h.upstream)
+        };
+        assert_eq!(u.read_timeout_secs, 60);
+        assert_eq!(u.max_retries, 1);
+        assert!(u.include_message);
+        let UpstreamConfig::A2a(u) = &c.agents["peer"].upstream else {
+            panic!("{:?}", c.agents["peer"].upstream)
+        };
+        assert_eq!(u.resume_secs, 90);
+        assert_eq!(u.connection.max_reply_bytes, 1024);
+        // A value that is no number is refused naming the variable.
+        let e = load_env(
+            "[agents.helper]\n[agents.helper.upstream]\nurl = \"http://127.0.0.1:9/invocations\"\n",
+            &[("A2A_GATEWAY_AGENTS__HELPER__MAX_CONCURRENT_TASKS", "four")],
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("A2A_GATEWAY_AGENTS__HELPER__MAX_CONCURRENT_TASKS"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_under_an_a2a_agents_upstream_lists_the_a2a_keys() {
+        let e = load(
+            "[agents.peer]\n[agents.peer.upstream]\nkind = \"a2a\"\n\
+             url = \"http://127.0.0.1:9/\"\nresume_sec = 5\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("agents.peer.upstream.resume_sec"), "{e}");
+        assert!(e.contains("gateway.toml") && e.contains("line 5"), "{e}");
+        assert!(e.contains("resume_secs"), "the a2a kind's keys: {e}");
+        assert!(
+            !e.contains("include_message") && !e.contains("user_id"),
+            "not agentcore's keys: {e}"
+        );
+    }
 }

@@ -157,31 +157,42 @@ impl<'de> Visitor<'de> for KindVisitor {
     }
 }
 
+/// The keys of `[upstream]` every kind shares (the shared HTTP section, converted by
+/// `app` into the upstream's `ConnectionSettings`), followed by the kind's own keys given
+/// to the macro: one list, so that a shared key is named once.
+macro_rules! upstream_keys {
+    ($($own:literal),* $(,)?) => {
+        &[
+            $($own,)*
+            "http_version",
+            "ca_file",
+            "connect_timeout_secs",
+            "read_timeout_secs",
+            "write_timeout_secs",
+            "pool_timeout_secs",
+            "request_timeout_secs",
+            "max_stream_secs",
+            "max_event_bytes",
+            "max_stream_bytes",
+            "max_reply_bytes",
+            "max_retries",
+            "caller_header",
+            "tenant_header",
+            "auth",
+        ]
+    };
+}
+
 /// The keys of `[upstream]` with `kind = "agentcore"` (named when a key is unknown).
-const AGENTCORE_KEYS: &[&str] = &[
+const AGENTCORE_KEYS: &[&str] = upstream_keys!(
     "kind",
     "agent_runtime_arn",
     "qualifier",
     "url",
-    "http_version",
-    "ca_file",
-    "connect_timeout_secs",
-    "read_timeout_secs",
-    "write_timeout_secs",
-    "pool_timeout_secs",
-    "request_timeout_secs",
-    "max_stream_secs",
-    "max_event_bytes",
-    "max_stream_bytes",
-    "max_reply_bytes",
-    "max_retries",
     "include_message",
     "stop_session_on_cancel",
-    "caller_header",
-    "tenant_header",
     "user_id",
-    "auth",
-];
+);
 
 /// The keys of `kind = "a2a"` alone (refused with `kind = "agentcore"`).
 const A2A_ONLY_KEYS: &[&str] = &[
@@ -197,7 +208,7 @@ const A2A_ONLY_KEYS: &[&str] = &[
 const AGENTCORE_ONLY_KEYS: &[&str] = &["include_message", "user_id"];
 
 /// The keys of `[upstream]` with `kind = "a2a"` (named when a key is unknown).
-const A2A_KEYS: &[&str] = &[
+const A2A_KEYS: &[&str] = upstream_keys!(
     "kind",
     "url",
     "agent_runtime_arn",
@@ -208,23 +219,8 @@ const A2A_KEYS: &[&str] = &[
     "submitted_stall_secs",
     "card_min_refresh_secs",
     "card_refresh_secs",
-    "http_version",
-    "ca_file",
-    "connect_timeout_secs",
-    "read_timeout_secs",
-    "write_timeout_secs",
-    "pool_timeout_secs",
-    "request_timeout_secs",
-    "max_stream_secs",
-    "max_event_bytes",
-    "max_stream_bytes",
-    "max_reply_bytes",
-    "max_retries",
     "stop_session_on_cancel",
-    "caller_header",
-    "tenant_header",
-    "auth",
-];
+);
 
 /// The keys of `kind = "a2a"` alone, as read (`None`: absent).
 #[derive(Default)]

@@ -186,6 +186,13 @@ impl RequestHandler {
             let holder = c.holder(&key).await.map_err(A2aError::internal)?;
             match holder {
                 Some(h) if h.instance != c.instance() => {
+                    if c.missed_heartbeat(&h) {
+                        // Killed or cut off: nobody can cancel the run until its lease
+                        // lapses and an instance closes the task. Say so now (a retry
+                        // then finds the task ended) rather than hold the caller.
+                        c.request_cancel(&key).await.map_err(A2aError::internal)?;
+                        return Err(stalled_holder(&h, c, &key.1));
+                    }
                     let now = tokio::time::Instant::now();
                     let repeat = asked.as_ref().is_none_or(|(who, at)| {
                         *who != h.instance || now.duration_since(*at) >= REMOTE_CANCEL_REPEAT
@@ -218,6 +225,21 @@ impl RequestHandler {
             }
         }
     }
+}
+
+/// The retryable refusal of a cancel whose task is held by an instance that missed its
+/// heartbeat ([`Cluster::missed_heartbeat`]).
+fn stalled_holder(h: &crate::store::cluster::Holder, c: &Cluster, task_id: &str) -> A2aError {
+    let silent = h
+        .heartbeat_age
+        .map(|age| format!(" for {} s", age.as_secs()))
+        .unwrap_or_default();
+    A2aError::Unavailable(format!(
+        "gateway instance {} running task {task_id} has not answered{silent}; once its lease \
+         lapses (at most {} s) another instance closes the task; retry the cancel then",
+        h.instance,
+        c.options().lease.as_secs()
+    ))
 }
 
 /// The status message of an orphan closed by this instance.

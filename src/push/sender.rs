@@ -531,13 +531,16 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
     let (freed_tx, mut freed) = mpsc::unbounded_channel();
     let settled = Arc::new(Notify::new());
     let lease = Duration::from_secs(svc.config.lease_secs);
-    let settler = tokio::spawn(settle_loop(
-        svc.clone(),
-        rx,
-        freed_tx,
-        settled.clone(),
-        lease,
-    ));
+    // The reservation ends with the settle task, after the last attempt's settlement:
+    // not when the shutdown below stops waiting for them.
+    let reservation = local.then(|| Reservation(svc.clone()));
+    let settler = tokio::spawn({
+        let settle = settle_loop(svc.clone(), rx, freed_tx, settled.clone(), lease);
+        async move {
+            settle.await;
+            drop(reservation);
+        }
+    });
     let poll = Duration::from_millis(svc.config.poll_interval_ms);
     let lease_ms = i64::try_from(svc.config.lease_secs * 1000).unwrap_or(i64::MAX / 4);
     let timeout_ms = i64::try_from(svc.config.timeout_secs * 1000).unwrap_or(i64::MAX / 4);
@@ -710,9 +713,27 @@ pub(crate) async fn run(svc: Arc<PushService>, stop: CancellationToken) {
     }
     // Let attempts in flight end (each by its timeout) and be settled.
     drop(done);
-    let _ = tokio::time::timeout(Duration::from_secs(svc.config.timeout_secs + 5), settler).await;
-    if local {
-        store.release_sender();
+    if tokio::time::timeout(Duration::from_secs(svc.config.timeout_secs + 5), settler)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "push attempts are still being settled after the sender stopped; another sender \
+             of this process can start on this task store once they are"
+        );
+    }
+}
+
+/// The reservation of the one sender of a single-process store
+/// ([`PushStore::reserve_sender`](crate::store::PushStore::reserve_sender)), released
+/// when dropped.
+struct Reservation(Arc<PushService>);
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if let Some(store) = self.0.store.push_store() {
+            store.release_sender();
+        }
     }
 }
 
@@ -728,6 +749,10 @@ async fn update_gauge(svc: &PushService) {
         metrics::gauge!(PUSH_OLDEST_PENDING).set(age);
     }
 }
+
+#[cfg(test)]
+#[path = "sender_shutdown_tests.rs"]
+mod shutdown_tests;
 
 #[cfg(test)]
 mod tests {

@@ -40,6 +40,9 @@ pub struct Holder {
     pub instance: String,
     /// Whether its heartbeat is younger than the lease time.
     pub alive: bool,
+    /// How long ago its last heartbeat was written, by the database's clock (`None`:
+    /// the instance has no heartbeat row, it left).
+    pub heartbeat_age: Option<std::time::Duration>,
 }
 
 /// A non-settled task nobody alive is processing.

@@ -10,6 +10,8 @@
 //!   wire contract it follows is `shared/docs/agentcore-runtime.md` ("the runtime
 //!   contract", sections cited as §n); what upstream agents can rely on is
 //!   `docs/upstream-contract.md`.
+//! - [`connection`]: [`ConnectionSettings`], the HTTP settings every kind shares
+//!   (timeouts, limits, retries, identity headers, roots, authentication).
 //! - [`http`]: the reqwest client and per-phase time limits, the retry policy and
 //!   `Retry-After`, bounded SSE decoding.
 //! - [`auth`]: authentication settings, the bearer-token cache (single flight), the
@@ -31,6 +33,7 @@ pub mod agentcore;
 pub mod auth;
 #[cfg(feature = "test-util")]
 pub mod conformance;
+pub mod connection;
 pub mod errors;
 pub mod http;
 pub(crate) mod meter;
@@ -51,6 +54,7 @@ pub use auth::{
     AuthSettings, Credentials, NO_FORWARDABLE_TOKEN, OAuth2Settings, TokenCache, TokenEndpoint,
     TokenError, TokenSource,
 };
+pub use connection::ConnectionSettings;
 pub use errors::{StatusError, TimeoutKind, UpstreamError};
 pub use http::HttpVersion;
 pub use meter::QUEUED as QUEUED_MESSAGES;

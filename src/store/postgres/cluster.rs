@@ -159,7 +159,8 @@ impl ClusterBackend for PostgresTaskStore {
     ) -> Result<Option<Holder>, StoreError> {
         let row = sqlx::query(
             "SELECT l.instance, \
-                    COALESCE(i.heartbeat_at > now() - $4::float8 * interval '1 millisecond', false) \
+                    COALESCE(i.heartbeat_at > now() - $4::float8 * interval '1 millisecond', false), \
+                    (EXTRACT(EPOCH FROM (now() - i.heartbeat_at)) * 1000)::float8 \
              FROM a2a_task_leases l LEFT JOIN a2a_instances i ON i.id = l.instance \
              WHERE l.agent = $5 AND l.tenant = $1 AND l.owner = $2 AND l.task_id = $3",
         )
@@ -174,6 +175,9 @@ impl ClusterBackend for PostgresTaskStore {
         Ok(row.map(|r| Holder {
             instance: r.get(0),
             alive: r.get(1),
+            heartbeat_age: r
+                .get::<Option<f64>, _>(2)
+                .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)),
         }))
     }
 

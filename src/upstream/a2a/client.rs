@@ -189,10 +189,10 @@ impl Rpc {
     fn timeouts(&self) -> SendTimeouts {
         let s = &self.settings;
         SendTimeouts {
-            connect: s.connect_timeout,
-            pool: s.pool_timeout,
-            write: s.write_timeout,
-            read: s.read_timeout,
+            connect: s.connection.connect_timeout,
+            pool: s.connection.pool_timeout,
+            write: s.connection.write_timeout,
+            read: s.connection.read_timeout,
         }
     }
 
@@ -217,7 +217,7 @@ impl Rpc {
         };
         let mut request = rb
             .build()
-            .map_err(|e| UpstreamError::from_send(&e, self.settings.connect_timeout))?;
+            .map_err(|e| UpstreamError::from_send(&e, self.settings.connection.connect_timeout))?;
         let token = self.credentials.authorize(&mut request, caller).await?;
         Ok((request, token))
     }
@@ -260,13 +260,13 @@ impl Rpc {
         if s.agentcore && !session.is_empty() {
             rb = rb.header(crate::upstream::SESSION_HEADER, session);
         }
-        if let Some(name) = &s.caller_header {
+        if let Some(name) = &s.connection.caller_header {
             rb = rb.header(
                 name.clone(),
                 crate::upstream::identity_header_value(&caller.owner),
             );
         }
-        if let Some(name) = &s.tenant_header
+        if let Some(name) = &s.connection.tenant_header
             && !caller.tenant.is_empty()
         {
             rb = rb.header(
@@ -297,18 +297,22 @@ impl Rpc {
                 rb = rb.header(http::header::IF_NONE_MATCH, tag);
             }
             let (request, token) = self
-                .authorize(rb.timeout(self.settings.request_timeout), None, caller)
+                .authorize(
+                    rb.timeout(self.settings.connection.request_timeout),
+                    None,
+                    caller,
+                )
                 .await?;
             let resp = tokio::time::timeout(
-                self.settings.connect_timeout + self.settings.read_timeout,
+                self.settings.connection.connect_timeout + self.settings.connection.read_timeout,
                 self.http.execute(request),
             )
             .await
             .map_err(|_| UpstreamError::Timeout {
                 kind: TimeoutKind::Read,
-                after: self.settings.read_timeout,
+                after: self.settings.connection.read_timeout,
             })?
-            .map_err(|e| UpstreamError::from_send(&e, self.settings.connect_timeout))?;
+            .map_err(|e| UpstreamError::from_send(&e, self.settings.connection.connect_timeout))?;
             let status = resp.status().as_u16();
             if !resp.status().is_success()
                 && !refetched
@@ -323,7 +327,7 @@ impl Rpc {
             }
             if !resp.status().is_success() {
                 let headers = resp.headers().clone();
-                let body = read_error_body(resp, self.settings.read_timeout).await;
+                let body = read_error_body(resp, self.settings.connection.read_timeout).await;
                 let tok = token.as_ref().map(|t| t.expose_secret());
                 return Err(UpstreamError::status(StatusError::from_response(
                     status, &headers, &body, tok,
@@ -367,11 +371,9 @@ impl Rpc {
             let (request, token) = self
                 .authorize(rb, Some(Bytes::from_static(b"{}")), caller)
                 .await?;
-            let resp = self
-                .http
-                .execute(request)
-                .await
-                .map_err(|e| UpstreamError::from_send(&e, self.settings.connect_timeout))?;
+            let resp = self.http.execute(request).await.map_err(|e| {
+                UpstreamError::from_send(&e, self.settings.connection.connect_timeout)
+            })?;
             let status = resp.status().as_u16();
             if resp.status().is_success() || status == 404 {
                 return Ok(());
@@ -381,7 +383,7 @@ impl Rpc {
                 continue;
             }
             let headers = resp.headers().clone();
-            let body = read_error_body(resp, self.settings.read_timeout).await;
+            let body = read_error_body(resp, self.settings.connection.read_timeout).await;
             let tok = token.as_ref().map(|t| t.expose_secret());
             return Err(UpstreamError::status(StatusError::from_response(
                 status, &headers, &body, tok,
@@ -403,9 +405,9 @@ impl Rpc {
     ) -> Result<(reqwest::Response, Option<u64>, tokio::time::Instant), RpcFailure> {
         let s = &self.settings;
         let policy = RetryPolicy {
-            max_retries: s.max_retries,
-            base_delay: s.retry_base_delay,
-            max_delay: s.retry_max_delay,
+            max_retries: s.connection.max_retries,
+            base_delay: s.connection.retry_base_delay,
+            max_delay: s.connection.retry_max_delay,
         };
         let name = to.version.method(method);
         let (verb, url, body, id) = match to.binding {
@@ -468,7 +470,7 @@ impl Rpc {
                         continue;
                     }
                     let headers = resp.headers().clone();
-                    let body = read_error_body(resp, s.read_timeout).await;
+                    let body = read_error_body(resp, s.connection.read_timeout).await;
                     let tok = token.as_ref().map(|t| t.expose_secret());
                     let status_error = StatusError::from_response(status, &headers, &body, tok);
                     let retry_after = status_error.retry_after;
@@ -536,13 +538,15 @@ impl Rpc {
     ) -> Result<Value, RpcFailure> {
         let (resp, id, _) = self.post(to, method, params, "application/json").await?;
         let status = resp.status().as_u16();
-        let body =
-            tokio::time::timeout(self.settings.request_timeout, self.read_whole(resp, status))
-                .await
-                .map_err(|_| UpstreamError::Timeout {
-                    kind: TimeoutKind::Request,
-                    after: self.settings.request_timeout,
-                })??;
+        let body = tokio::time::timeout(
+            self.settings.connection.request_timeout,
+            self.read_whole(resp, status),
+        )
+        .await
+        .map_err(|_| UpstreamError::Timeout {
+            kind: TimeoutKind::Request,
+            after: self.settings.connection.request_timeout,
+        })??;
         result(to.binding, &body, id)
     }
 
@@ -567,29 +571,32 @@ impl Rpc {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
         if !event_stream {
-            let body =
-                tokio::time::timeout(self.settings.request_timeout, self.read_whole(resp, status))
-                    .await
-                    .map_err(|_| UpstreamError::Timeout {
-                        kind: TimeoutKind::Request,
-                        after: self.settings.request_timeout,
-                    })??;
+            let body = tokio::time::timeout(
+                self.settings.connection.request_timeout,
+                self.read_whole(resp, status),
+            )
+            .await
+            .map_err(|_| UpstreamError::Timeout {
+                kind: TimeoutKind::Request,
+                after: self.settings.connection.request_timeout,
+            })??;
             return result(to.binding, &body, id).map(Reply::Whole);
         }
         let s = &self.settings;
         let binding = to.binding;
         let body = meter::first_chunk(
-            reply::body_stream(resp, s.read_timeout),
+            reply::body_stream(resp, s.connection.read_timeout),
             started,
             &to.caller.agent,
         );
-        let events =
-            crate::upstream::http::sse::event_data(body, s.max_event_bytes, s.max_stream_bytes)
-                .map(move |item| {
-                    item.and_then(|data| {
-                        result(binding, data.as_bytes(), id).map_err(UpstreamError::from)
-                    })
-                });
+        let events = crate::upstream::http::sse::event_data(
+            body,
+            s.connection.max_event_bytes,
+            s.connection.max_stream_bytes,
+        )
+        .map(move |item| {
+            item.and_then(|data| result(binding, data.as_bytes(), id).map_err(UpstreamError::from))
+        });
         Ok(Reply::Events(events.boxed()))
     }
 
@@ -599,11 +606,11 @@ impl Rpc {
         resp: reqwest::Response,
         status: u16,
     ) -> Result<Vec<u8>, UpstreamError> {
-        let limit = self.settings.max_reply_bytes;
+        let limit = self.settings.connection.max_reply_bytes;
         if resp.content_length().is_some_and(|n| n > limit) {
             return Err(UpstreamError::TooLarge { limit });
         }
-        let mut body = reply::body_stream(resp, self.settings.read_timeout);
+        let mut body = reply::body_stream(resp, self.settings.connection.read_timeout);
         let mut buf = Vec::new();
         while let Some(chunk) = body.next().await {
             buf.extend_from_slice(&chunk?);

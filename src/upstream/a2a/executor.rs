@@ -75,11 +75,11 @@ impl A2aExecutor {
     /// # Errors
     /// [`UpstreamError::Settings`] for an invalid URL or an unreadable `ca_file`.
     pub fn new(settings: A2aSettings) -> Result<Self, UpstreamError> {
-        let credentials = auth::from_settings(&settings.auth, || {
+        let credentials = auth::from_settings(&settings.connection.auth, || {
             client::build_client(
                 HttpVersion::Auto,
-                settings.ca_file.as_deref(),
-                settings.connect_timeout,
+                settings.connection.ca_file.as_deref(),
+                settings.connection.connect_timeout,
             )
         })?;
         Self::build(settings, credentials)
@@ -122,9 +122,9 @@ impl A2aExecutor {
             })?;
         }
         let http = client::build_client(
-            settings.http_version,
-            settings.ca_file.as_deref(),
-            settings.connect_timeout,
+            settings.connection.http_version,
+            settings.connection.ca_file.as_deref(),
+            settings.connection.connect_timeout,
         )?;
         let settings = Arc::new(settings);
         Ok(Self {
@@ -311,7 +311,7 @@ impl A2aExecutor {
         };
         let streaming = streamed.is_some();
         let ended = if let Some((reply, v)) = streamed {
-            let deadline = Instant::now() + i.settings.max_stream;
+            let deadline = Instant::now() + i.settings.connection.max_stream;
             self.consume(reply, v, relay, &link, deadline).await?
         } else {
             let (result, v) = self

@@ -1,11 +1,9 @@
 //! [`A2aSettings`]: everything the `a2a` kind needs, as plain Rust values (the gateway's
 //! `app` converts the `[upstream]` section of `kind = "a2a"` into it).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::upstream::auth::AuthSettings;
-use crate::upstream::http::HttpVersion;
+use crate::upstream::connection::ConnectionSettings;
 
 /// Which A2A version the agent is spoken to in (`upstream.protocol_version`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,35 +50,12 @@ pub struct A2aSettings {
     /// StopRuntimeSession URL of an AgentCore runtime, called after a cancel; `None`
     /// disables it.
     pub stop_session_url: Option<String>,
-    /// HTTP version policy.
-    pub http_version: HttpVersion,
-    /// Extra root certificates (PEM).
-    pub ca_file: Option<PathBuf>,
-    /// Longest time to open a TCP + TLS connection.
-    pub connect_timeout: Duration,
-    /// Longest silence between reply bytes (and before the reply headers).
-    pub read_timeout: Duration,
-    /// Longest time to send a request once a connection is ready.
-    pub write_timeout: Duration,
-    /// Longest wait for a usable connection, beyond `connect_timeout`.
-    pub pool_timeout: Duration,
-    /// A blocking call's whole reply must be complete within this.
-    pub request_timeout: Duration,
-    /// One upstream stream may last this long.
-    pub max_stream: Duration,
-    /// Largest SSE event, in bytes.
-    pub max_event_bytes: usize,
-    /// Largest streamed reply in total, in bytes.
-    pub max_stream_bytes: u64,
-    /// Largest whole reply (and card), in bytes.
-    pub max_reply_bytes: u64,
-    /// Retries of connection failures, 429, 502/503/504 and AgentCore's -32054, before
-    /// any reply byte.
-    pub max_retries: u32,
-    /// First retry delay; doubles per retry, with full jitter.
-    pub retry_base_delay: Duration,
-    /// Longest retry delay.
-    pub retry_max_delay: Duration,
+    /// How the agent is reached: HTTP version, roots, timeouts, limits, retries,
+    /// identity headers, authentication (shared with every kind; a blocking call's
+    /// whole reply must be complete within `request_timeout`, one stream may last
+    /// `max_stream`, `max_reply_bytes` bounds the card too; retries also cover
+    /// AgentCore's -32054 "session operation in progress").
+    pub connection: ConnectionSettings,
     /// After the agent's stream broke before the task settled: how long the gateway
     /// tries to get the task back (resubscribing, then polling GetTask) before it fails
     /// the task (`upstream.resume_secs`). Default 300 s.
@@ -103,12 +78,6 @@ pub struct A2aSettings {
     /// The shortest time between two reads of the card (also after a failed read, and
     /// for `no-cache`; `upstream.card_min_refresh_secs`). Default 30 s.
     pub card_min_refresh: Duration,
-    /// Header sending the caller (the task owner); `None` disables it.
-    pub caller_header: Option<http::HeaderName>,
-    /// Header sending the tenant (omitted for the default tenant); `None` disables it.
-    pub tenant_header: Option<http::HeaderName>,
-    /// Authentication.
-    pub auth: AuthSettings,
 }
 
 impl A2aSettings {
@@ -140,29 +109,17 @@ impl A2aSettings {
             protocol_binding: BindingChoice::Auto,
             agentcore: false,
             stop_session_url: None,
-            http_version: HttpVersion::Auto,
-            ca_file: None,
-            connect_timeout: Duration::from_secs(10),
-            read_timeout: Duration::from_secs(900),
-            write_timeout: Duration::from_secs(30),
-            pool_timeout: Duration::from_secs(10),
-            request_timeout: Duration::from_secs(900),
-            max_stream: Duration::from_secs(3600),
-            max_event_bytes: crate::upstream::http::sse::DEFAULT_MAX_EVENT_BYTES,
-            max_stream_bytes: crate::upstream::http::sse::DEFAULT_MAX_STREAM_BYTES,
-            max_reply_bytes: crate::upstream::reply::DEFAULT_MAX_REPLY_BYTES,
-            max_retries: 3,
-            retry_base_delay: Duration::from_millis(200),
-            retry_max_delay: Duration::from_secs(20),
+            connection: ConnectionSettings {
+                caller_header: None,
+                tenant_header: None,
+                ..ConnectionSettings::default()
+            },
             resume_for: Duration::from_secs(300),
             poll_initial: Duration::from_millis(250),
             poll_max: Duration::from_secs(5),
             stall_for: Duration::from_secs(30),
             card_refresh: Duration::from_secs(300),
             card_min_refresh: Duration::from_secs(30),
-            caller_header: None,
-            tenant_header: None,
-            auth: AuthSettings::None,
         }
     }
 }

@@ -77,10 +77,10 @@ impl AgentCore {
         mut rb: reqwest::RequestBuilder,
         caller: &CallContext,
     ) -> reqwest::RequestBuilder {
-        if let Some(name) = &self.settings.caller_header {
+        if let Some(name) = &self.settings.connection.caller_header {
             rb = rb.header(name.clone(), identity_header_value(&caller.owner));
         }
-        if let Some(name) = &self.settings.tenant_header
+        if let Some(name) = &self.settings.connection.tenant_header
             && !caller.tenant.is_empty()
         {
             rb = rb.header(name.clone(), identity_header_value(&caller.tenant));
@@ -178,12 +178,13 @@ impl Runtime for AgentCore {
                 .identity_headers(rb, caller)
                 .body("{}")
                 .build()
-                .map_err(|e| UpstreamError::from_send(&e, self.settings.connect_timeout))?;
+                .map_err(|e| {
+                    UpstreamError::from_send(&e, self.settings.connection.connect_timeout)
+                })?;
             let token = credentials.authorize(&mut request, caller).await?;
-            let resp = client
-                .execute(request)
-                .await
-                .map_err(|e| UpstreamError::from_send(&e, self.settings.connect_timeout))?;
+            let resp = client.execute(request).await.map_err(|e| {
+                UpstreamError::from_send(&e, self.settings.connection.connect_timeout)
+            })?;
             let status = resp.status().as_u16();
             if resp.status().is_success() || status == 404 {
                 return Ok(());
@@ -219,8 +220,12 @@ impl RuntimeExecutor<AgentCore> {
     pub fn new(settings: AgentCoreSettings) -> Result<Self, UpstreamError> {
         let (runtime, http) = AgentCore::open(settings)?;
         let s = &runtime.settings;
-        let credentials = auth::from_settings(&s.auth, || {
-            client::build_client(HttpVersion::Auto, s.ca_file.as_deref(), s.connect_timeout)
+        let credentials = auth::from_settings(&s.connection.auth, || {
+            client::build_client(
+                HttpVersion::Auto,
+                s.connection.ca_file.as_deref(),
+                s.connection.connect_timeout,
+            )
         })?;
         Ok(Self::new_over(runtime, http, credentials))
     }
@@ -278,28 +283,28 @@ impl AgentCore {
             ))
         })?;
         let http = client::build_client(
-            settings.http_version,
-            settings.ca_file.as_deref(),
-            settings.connect_timeout,
+            settings.connection.http_version,
+            settings.connection.ca_file.as_deref(),
+            settings.connection.connect_timeout,
         )?;
         let s = &settings;
         let limits = Limits {
             send: SendTimeouts {
-                connect: s.connect_timeout,
-                pool: s.pool_timeout,
-                write: s.write_timeout,
-                read: s.read_timeout,
+                connect: s.connection.connect_timeout,
+                pool: s.connection.pool_timeout,
+                write: s.connection.write_timeout,
+                read: s.connection.read_timeout,
             },
             retry: RetryPolicy {
-                max_retries: s.max_retries,
-                base_delay: s.retry_base_delay,
-                max_delay: s.retry_max_delay,
+                max_retries: s.connection.max_retries,
+                base_delay: s.connection.retry_base_delay,
+                max_delay: s.connection.retry_max_delay,
             },
-            request_timeout: s.request_timeout,
-            max_stream: s.max_stream,
-            max_event_bytes: s.max_event_bytes,
-            max_stream_bytes: s.max_stream_bytes,
-            max_reply_bytes: s.max_reply_bytes,
+            request_timeout: s.connection.request_timeout,
+            max_stream: s.connection.max_stream,
+            max_event_bytes: s.connection.max_event_bytes,
+            max_stream_bytes: s.connection.max_stream_bytes,
+            max_reply_bytes: s.connection.max_reply_bytes,
         };
         Ok((Self { settings, limits }, http))
     }
