@@ -24,6 +24,7 @@ pub mod upstream;
 
 pub use card::{API_KEY_SCHEME, agent_card, extended_agent_card, interfaces};
 pub use gateway::Gateway;
+pub use reload::warn_unknown_callers;
 pub use serve::{Running, init_log, init_telemetry, start};
 pub use store::{build_store, build_store_for_cluster, check_store_location, read_store};
 pub use upstream::{

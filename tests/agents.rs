@@ -1350,6 +1350,17 @@ async fn a_reload_reaches_the_agents_grpc_port() {
     assert!(logs.contains("agents.p.grpc_listen"), "{logs}");
     assert!(list("team-b").await.is_ok(), "the last good state stays");
 
+    // A caller no key has (a typo) in a reloaded `callers`: applied, and warned about
+    // as at start.
+    let logs = reload(
+        config("team-zz", "127.0.0.1:0", true),
+        "agents.p.callers names a caller no API key has",
+    );
+    assert!(
+        logs.contains("agents.p.callers names a caller no API key has"),
+        "{logs}"
+    );
+
     // Removed: its port answers NOT_FOUND, its HTTP routes 404.
     reload(config("", "", false), "SIGHUP: agents reloaded agents=1");
     assert_eq!(list("team-b").await.unwrap_err().code, "NOT_FOUND");

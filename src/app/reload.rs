@@ -59,9 +59,25 @@ fn reload(
     }
     if let Some(agents) = agents {
         match agents.apply(&config) {
-            Ok(n) => tracing::info!(agents = n, "SIGHUP: agents reloaded"),
+            Ok(n) => {
+                tracing::info!(agents = n, "SIGHUP: agents reloaded");
+                warn_unknown_callers(&config);
+            }
             Err(why) => tracing::warn!(reason = %why, "SIGHUP: agents unchanged"),
         }
     }
     outcome
+}
+
+/// Warns once per name in an agent's `callers` that no API key has and that is no JWT
+/// owner of the configured issuer (a typo, or a key not added yet: its calls are refused
+/// with 403): at start and after each `SIGHUP` reload of the agents.
+pub fn warn_unknown_callers(config: &Config) {
+    for (agent, caller) in config.unknown_callers() {
+        tracing::warn!(
+            agent = %agent,
+            caller = %caller,
+            "agents.{agent}.callers names a caller no API key has and no JWT owner of the configured issuer (jwt:<issuer>#<claim>) is: its calls are refused (403)"
+        );
+    }
 }

@@ -61,13 +61,7 @@ pub(super) async fn serve_config(
     shutdown: impl Future<Output = ()> + Send + 'static,
     reload: Option<ConfigSources>,
 ) -> Result<(), CliError> {
-    for (agent, caller) in config.unknown_callers() {
-        tracing::warn!(
-            agent = %agent,
-            caller = %caller,
-            "agents.{agent}.callers names a caller no API key has and no JWT owner of the configured issuer (jwt:<issuer>#<claim>) is: its calls are refused (403)"
-        );
-    }
+    crate::app::warn_unknown_callers(config);
     let running = crate::app::start(config, listener, reload).await?;
     let local = running.local_addr()?;
     let scheme = if running.tls() { "https" } else { "http" };
