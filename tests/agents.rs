@@ -1370,6 +1370,51 @@ async fn a_reload_reaches_the_agents_grpc_port() {
     assert_eq!(gone.status(), 404);
 }
 
+/// A static bearer token (here read from its file) is not a token fetch: its calls are
+/// not counted in `a2a_upstream_token_fetches_total`, which counts token endpoint calls.
+#[tokio::test]
+async fn a_static_bearer_token_is_not_counted_as_a_token_fetch() {
+    let mock = MockRuntime::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "static-token\n").unwrap();
+    let toml = format!(
+        "[store]\nurl = \"memory:\"\n[agents.a]\n[agents.a.upstream]\nurl = \"{}\"\n\
+         [agents.a.upstream.auth]\nkind = \"bearer\"\ntoken_file = {:?}\n",
+        mock.url(),
+        token.display().to_string()
+    );
+    let gw = GatewayProcess::init(BIN)
+        .arg("serve")
+        .listen("127.0.0.1:0")
+        .config(toml)
+        .start();
+    let reply = rpc_with(
+        reqwest::Client::new().post(format!("{}agents/a/", gw.url)),
+        "SendMessage",
+        json!({"message": user_message("hi")}),
+    )
+    .await;
+    assert_eq!(
+        reply["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{reply}"
+    );
+    assert_eq!(
+        mock.invocations()[0].header("authorization"),
+        Some("Bearer static-token")
+    );
+    let metrics = reqwest::get(format!("{}metrics", gw.url))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !metrics.contains("a2a_upstream_token_fetches_total{"),
+        "a static token counted as a fetch:\n{metrics}"
+    );
+}
+
 /// An unknown path under an agent's prefix answers 404 with the hint of that agent
 /// (its JSON-RPC endpoint, HTTP+JSON root and card under the prefix), not the root's.
 #[tokio::test]

@@ -107,6 +107,13 @@ pub trait TokenSource: Send + Sync + fmt::Debug + 'static {
     /// # Errors
     /// A [`TokenError`] naming the endpoint and what it answered.
     async fn fetch(&self) -> Result<FetchedToken, TokenError>;
+
+    /// Whether a fetch calls a token endpoint, and so is counted in
+    /// `a2a_upstream_token_fetches_total` and its duration histogram (a static token,
+    /// configured or read from its file, is not: nothing is fetched).
+    fn calls_an_endpoint(&self) -> bool {
+        true
+    }
 }
 
 struct Cached {
@@ -159,9 +166,11 @@ impl TokenCache {
     /// module docs).
     pub fn new(source: Arc<dyn TokenSource>, refresh_before: Duration) -> Self {
         // Both outcomes exist from the first scrape (an error rate of 0 is not "no data").
-        for outcome in ["ok", "error"] {
-            metrics::counter!("a2a_upstream_token_fetches_total", "outcome" => outcome)
-                .increment(0);
+        if source.calls_an_endpoint() {
+            for outcome in ["ok", "error"] {
+                metrics::counter!("a2a_upstream_token_fetches_total", "outcome" => outcome)
+                    .increment(0);
+            }
         }
         Self {
             source,
@@ -201,9 +210,12 @@ impl TokenCache {
         )
         .await;
         let outcome = if result.is_ok() { "ok" } else { "error" };
-        metrics::counter!("a2a_upstream_token_fetches_total", "outcome" => outcome).increment(1);
-        metrics::histogram!("a2a_upstream_token_fetch_duration_seconds", "outcome" => outcome)
-            .record(started.elapsed().as_secs_f64());
+        if self.source.calls_an_endpoint() {
+            metrics::counter!("a2a_upstream_token_fetches_total", "outcome" => outcome)
+                .increment(1);
+            metrics::histogram!("a2a_upstream_token_fetch_duration_seconds", "outcome" => outcome)
+                .record(started.elapsed().as_secs_f64());
+        }
         match result {
             Ok(fetched) => {
                 let token = fetched.token.clone();
@@ -350,6 +362,10 @@ impl TokenSource for StaticToken {
             token: self.0.clone(),
             lifetime: None,
         })
+    }
+
+    fn calls_an_endpoint(&self) -> bool {
+        false
     }
 }
 
