@@ -76,6 +76,9 @@ pub(super) async fn serve_config(
     if let Some(grpc) = running.grpc_addr() {
         tracing::info!(listen = %grpc?, "gRPC listening on its own port");
     }
+    for (agent, grpc) in running.agent_grpc_addrs() {
+        tracing::info!(agent = %agent, listen = %grpc?, "gRPC of agent {agent} listening on its own port");
+    }
     running.serve(shutdown).await?;
     tracing::info!("a2a-gateway stopped");
     Ok(())
