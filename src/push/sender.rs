@@ -751,7 +751,6 @@ async fn update_gauge(svc: &PushService) {
 }
 
 #[cfg(test)]
-#[path = "sender_shutdown_tests.rs"]
 mod shutdown_tests;
 
 #[cfg(test)]

@@ -157,7 +157,7 @@ super::owners::sql_owners!(
 /// The transaction-level advisory lock key of the owner step (`store::owners`): two
 /// instances starting together take it in turn, and the second finds the first's
 /// decision.
-const OWNER_STEP_LOCK: i64 = 0x6132_615f_6f77_6e72; // "a2a_ownr"
+const OWNER_STEP_LOCK: i64 = 0x6132_615f_6f77_6e72; // the ASCII of a2a_ownr
 
 #[async_trait]
 impl TaskStore for PostgresTaskStore {

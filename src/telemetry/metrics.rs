@@ -321,6 +321,13 @@ mod tests {
         "a2a_gateway_log__format",
         "a2a_session_leases",
         "a2a_task_leases",
+        // Table names (the owner step of migration 0008 names the tables it rewrites).
+        "a2a_tasks",
+        "a2a_task_artifacts",
+        "a2a_task_events",
+        "a2a_push_configs",
+        "a2a_push_outbox",
+        "a2a_upstream_links",
     ];
 
     fn literals(dir: &std::path::Path, found: &mut std::collections::BTreeSet<String>) {
