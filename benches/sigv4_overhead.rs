@@ -131,7 +131,7 @@ async fn run_point(url: &str, clients: usize, length: Length) -> Point {
         joins.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             let mut i = c * 1_000_000;
-            let mut take = || {
+            let take = || {
                 left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
                     .is_ok()
             };
