@@ -5,9 +5,11 @@
 //!   STS `AssumeRole` on top;
 //! - [`cache`]: our credential cache (single-flight refresh before expiry, valid
 //!   credentials kept when a refresh fails, never expired ones);
-//! - [`signer`]: SigV4 over the exact request sent (`aws-sigv4`).
+//! - [`signer`]: SigV4 over the exact request sent (`aws-sigv4`'s primitives, the daily
+//!   signing key cached), with [`canonical`], the canonical request it hashes.
 
 pub mod cache;
+pub mod canonical;
 pub mod chain;
 pub mod signer;
 
@@ -39,6 +41,7 @@ pub struct SigV4 {
     settings: SigV4Settings,
     /// Made at first use (building the chain reads files and may be async).
     cache: tokio::sync::OnceCell<CredentialCache>,
+    signer: signer::Signer,
 }
 
 impl std::fmt::Debug for SigV4 {
@@ -55,6 +58,7 @@ impl SigV4 {
         Self {
             settings,
             cache: tokio::sync::OnceCell::new(),
+            signer: signer::Signer::new(),
         }
     }
 
@@ -64,6 +68,7 @@ impl SigV4 {
         Self {
             settings,
             cache: tokio::sync::OnceCell::new_with(Some(cache)),
+            signer: signer::Signer::new(),
         }
     }
 
@@ -147,7 +152,7 @@ impl Credentials for SigV4 {
         _caller: &CallContext,
     ) -> Result<Option<SecretString>, TokenError> {
         let credentials = self.cache().await?.get().await?;
-        signer::sign(
+        self.signer.sign(
             request,
             &credentials,
             signer::Scope {
