@@ -14,8 +14,10 @@
 //!   `content-length` (proxies and tracers may change them).
 //!
 //! How: a request of the gateway's shape (see [`canonical::applies`]) is canonicalised
-//! by [`canonical`] and signed with `aws-sigv4`'s primitives (`generate_signing_key`,
-//! `calculate_signature`), the daily signing key cached per secret, date, region and
+//! by [`canonical`] and signed with the daily signing key `aws-sigv4` derives
+//! (`generate_signing_key`), the final HMAC-SHA256 by `ring` (the crate's
+//! `calculate_signature` computes the same HMAC in portable code, three times the
+//! instructions), the key cached, ready for HMAC, per secret, date, region and
 //! service (it changes once a day, not per request); any other request goes through
 //! `aws_sigv4::http_request::sign` whole ([`sign_with_crate`]), which is also the
 //! reference `tests/sigv4_signer_props.rs` holds the fast path to, byte for byte.
@@ -66,7 +68,8 @@ struct DayKey {
     date: [u8; 8],
     region: String,
     service: String,
-    key: [u8; 32],
+    /// The signing key, its HMAC pads already hashed.
+    key: ring::hmac::Key,
 }
 
 impl std::fmt::Debug for Signer {
@@ -142,7 +145,7 @@ impl Signer {
             canonical::sha256_hex(creq.request.as_bytes())
         );
         let key = self.day_key(credentials, &stamp, scope, time);
-        let signature = v4::calculate_signature(key, string_to_sign.as_bytes());
+        let signature = canonical::hex(ring::hmac::sign(&key, string_to_sign.as_bytes()).as_ref());
         let authorization = format!(
             "AWS4-HMAC-SHA256 Credential={}/{date}/{}/{}/aws4_request, SignedHeaders={}, Signature={signature}",
             credentials.access_key_id(),
@@ -168,7 +171,7 @@ impl Signer {
         stamp: &canonical::Stamp,
         scope: Scope<'_>,
         time: SystemTime,
-    ) -> [u8; 32] {
+    ) -> ring::hmac::Key {
         let date: [u8; 8] = stamp.date().as_bytes().try_into().expect("8 digits");
         // Nothing panics under the lock; were it poisoned, the key in it is still whole.
         let mut cached = self
@@ -181,7 +184,7 @@ impl Signer {
             && k.service == scope.service
             && k.credentials.secret_access_key() == credentials.secret_access_key()
         {
-            return k.key;
+            return k.key.clone();
         }
         let derived = v4::generate_signing_key(
             credentials.secret_access_key(),
@@ -189,14 +192,13 @@ impl Signer {
             scope.region,
             scope.service,
         );
-        let mut key = [0u8; 32];
-        key.copy_from_slice(derived.as_ref());
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, derived.as_ref());
         *cached = Some(DayKey {
             credentials: credentials.clone(),
             date,
             region: scope.region.to_owned(),
             service: scope.service.to_owned(),
-            key,
+            key: key.clone(),
         });
         key
     }
