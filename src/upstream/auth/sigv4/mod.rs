@@ -5,8 +5,9 @@
 //!   STS `AssumeRole` on top;
 //! - [`cache`]: our credential cache (single-flight refresh before expiry, valid
 //!   credentials kept when a refresh fails, never expired ones);
-//! - [`signer`]: SigV4 over the exact request sent (`aws-sigv4`'s primitives, the daily
-//!   signing key cached), with [`canonical`], the canonical request it hashes.
+//! - [`signer`]: SigV4 over the exact request sent (`aws-sigv4`'s key derivation, the
+//!   daily signing key cached, `ring`'s HMAC; the crate's whole `sign` as the reference
+//!   and for any other request shape), with [`canonical`], the canonical request it hashes.
 
 pub mod cache;
 pub mod canonical;
@@ -73,13 +74,17 @@ impl SigV4 {
     }
 
     async fn cache(&self) -> Result<&CredentialCache, TokenError> {
+        // The chain's future is large and awaited once: boxed, so that every request's
+        // `authorize` future does not carry (and copy) its room.
         self.cache
-            .get_or_try_init(|| async {
-                let provider = chain::provider(&self.settings).await?;
-                Ok(CredentialCache::new(
-                    provider,
-                    self.settings.refresh_before_expiry,
-                ))
+            .get_or_try_init(|| {
+                Box::pin(async {
+                    let provider = chain::provider(&self.settings).await?;
+                    Ok(CredentialCache::new(
+                        provider,
+                        self.settings.refresh_before_expiry,
+                    ))
+                })
             })
             .await
     }
