@@ -5,9 +5,12 @@
 //!   STS `AssumeRole` on top;
 //! - [`cache`]: our credential cache (single-flight refresh before expiry, valid
 //!   credentials kept when a refresh fails, never expired ones);
-//! - [`signer`]: SigV4 over the exact request sent (`aws-sigv4`).
+//! - [`signer`]: SigV4 over the exact request sent (`aws-sigv4`'s key derivation, the
+//!   daily signing key cached, `ring`'s HMAC; the crate's whole `sign` as the reference
+//!   and for any other request shape), with [`canonical`], the canonical request it hashes.
 
 pub mod cache;
+pub mod canonical;
 pub mod chain;
 pub mod signer;
 
@@ -39,6 +42,7 @@ pub struct SigV4 {
     settings: SigV4Settings,
     /// Made at first use (building the chain reads files and may be async).
     cache: tokio::sync::OnceCell<CredentialCache>,
+    signer: signer::Signer,
 }
 
 impl std::fmt::Debug for SigV4 {
@@ -55,6 +59,7 @@ impl SigV4 {
         Self {
             settings,
             cache: tokio::sync::OnceCell::new(),
+            signer: signer::Signer::new(),
         }
     }
 
@@ -64,17 +69,22 @@ impl SigV4 {
         Self {
             settings,
             cache: tokio::sync::OnceCell::new_with(Some(cache)),
+            signer: signer::Signer::new(),
         }
     }
 
     async fn cache(&self) -> Result<&CredentialCache, TokenError> {
+        // The chain's future is large and awaited once: boxed, so that every request's
+        // `authorize` future does not carry (and copy) its room.
         self.cache
-            .get_or_try_init(|| async {
-                let provider = chain::provider(&self.settings).await?;
-                Ok(CredentialCache::new(
-                    provider,
-                    self.settings.refresh_before_expiry,
-                ))
+            .get_or_try_init(|| {
+                Box::pin(async {
+                    let provider = chain::provider(&self.settings).await?;
+                    Ok(CredentialCache::new(
+                        provider,
+                        self.settings.refresh_before_expiry,
+                    ))
+                })
             })
             .await
     }
@@ -147,7 +157,7 @@ impl Credentials for SigV4 {
         _caller: &CallContext,
     ) -> Result<Option<SecretString>, TokenError> {
         let credentials = self.cache().await?.get().await?;
-        signer::sign(
+        self.signer.sign(
             request,
             &credentials,
             signer::Scope {

@@ -1,13 +1,16 @@
 //! The signer against the AWS SigV4 test-suite vectors that apply (a request with no
 //! headers but `host` and `x-amz-date`, a query to sort, a session token), and against
 //! an `InvokeAgentRuntime` request botocore signed (the path encoded twice, the body
-//! hashed, the runtime headers signed, tracing headers not).
+//! hashed, the runtime headers signed, tracing headers not). Every signing here is done
+//! twice, by [`Signer`] and by the crate's whole `sign` ([`sign_with_crate`]), and the
+//! two must agree byte for byte.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_credential_types::Credentials;
 
-use super::{SERVICE, Scope, sign};
+use super::{SERVICE, Scope, Signer, sign_with_crate};
+use crate::upstream::auth::TokenError;
 
 const KEY: &str = "AKIDEXAMPLE";
 const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
@@ -23,6 +26,41 @@ fn at(secs: u64) -> SystemTime {
 
 fn creds(token: Option<&str>) -> Credentials {
     Credentials::new(KEY, SECRET, token.map(str::to_owned), None, "test")
+}
+
+/// Signs `r` with a new [`Signer`] and a copy of it with [`sign_with_crate`]; both must
+/// agree (same outcome, same signature headers).
+fn sign(
+    r: &mut reqwest::Request,
+    c: &Credentials,
+    scope: Scope<'_>,
+    time: SystemTime,
+) -> Result<(), TokenError> {
+    sign_with(&Signer::new(), r, c, scope, time)
+}
+
+/// As [`sign`], with `signer` (and its cached key).
+fn sign_with(
+    signer: &Signer,
+    r: &mut reqwest::Request,
+    c: &Credentials,
+    scope: Scope<'_>,
+    time: SystemTime,
+) -> Result<(), TokenError> {
+    let reference = r.try_clone();
+    let out = signer.sign(r, c, scope, time);
+    if let Some(mut reference) = reference {
+        let expected = sign_with_crate(&mut reference, c, scope, time);
+        assert_eq!(out.is_ok(), expected.is_ok(), "{out:?} / {expected:?}");
+        for name in ["authorization", "x-amz-date", "x-amz-security-token"] {
+            assert_eq!(
+                r.headers().get(name),
+                reference.headers().get(name),
+                "{name}"
+            );
+        }
+    }
+    out
 }
 
 fn header<'a>(r: &'a reqwest::Request, name: &str) -> &'a str {
@@ -208,4 +246,35 @@ fn a_streamed_body_is_refused_not_signed_unsigned() {
     let e = sign(&mut r, &creds(None), agentcore_scope(), at(AGENTCORE_TIME)).unwrap_err();
     assert!(e.reason().contains("stream"), "{e}");
     assert!(r.headers().get("authorization").is_none());
+}
+
+#[test]
+fn the_daily_key_is_derived_again_for_a_new_day_secret_or_region() {
+    let signer = Signer::new();
+    let other = Credentials::new(KEY, "another/secret", None, None, "test");
+    let west = Scope {
+        region: "us-west-2",
+        service: SERVICE,
+    };
+    for (c, scope, time) in [
+        (creds(None), agentcore_scope(), AGENTCORE_TIME),
+        (creds(None), agentcore_scope(), AGENTCORE_TIME + 60),
+        (creds(None), agentcore_scope(), AGENTCORE_TIME + 86_400),
+        (other.clone(), agentcore_scope(), AGENTCORE_TIME + 86_400),
+        (other, west, AGENTCORE_TIME + 86_400),
+        (creds(None), agentcore_scope(), AGENTCORE_TIME),
+    ] {
+        let mut r = agentcore_request();
+        sign_with(&signer, &mut r, &c, scope, at(time)).unwrap();
+    }
+    let mut r = agentcore_request();
+    sign_with(
+        &signer,
+        &mut r,
+        &creds(None),
+        agentcore_scope(),
+        at(AGENTCORE_TIME),
+    )
+    .unwrap();
+    assert_eq!(header(&r, "authorization"), AGENTCORE_AUTH);
 }
