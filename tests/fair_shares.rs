@@ -224,3 +224,70 @@ async fn a_caller_over_its_write_budget_is_refused_and_another_writes() {
         "the refused messages reached nothing"
     );
 }
+
+/// A caller naming a new tenant per request gains nothing: with tenants not bound to
+/// keys, it is one caller for `max_tasks_per_caller` and for its write budget whatever
+/// `tenant` it sends. And messages refused for want of a run slot give their bytes back:
+/// a client retrying on 503 does not spend its budget on refusals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_tenant_per_request_gains_nothing_and_busy_refusals_cost_no_budget() {
+    let up = MockRuntime::start().await;
+    up.hold();
+    let gw = start(
+        "max_concurrent_tasks = 4\nmax_tasks_per_caller = 1\n\
+         max_message_bytes_per_caller_per_minute = 30000",
+        &[("dodger", None), ("patient", None)],
+        &up.url(),
+    );
+    let send = |caller: &'static str, tenant: Option<&'static str>, text: String| {
+        let url = gw.url.clone();
+        async move {
+            let mut params = json!({"message": user_message(&text), "configuration": {"returnImmediately": true}});
+            if let Some(t) = tenant {
+                params["tenant"] = json!(t);
+            }
+            rpc_with(
+                reqwest::Client::new().post(url).bearer_auth(key(caller)),
+                "SendMessage",
+                params,
+            )
+            .await
+        }
+    };
+    let first = send("dodger", None, "hold".into()).await;
+    assert!(first.get("result").is_some(), "{first}");
+    for tenant in ["x1", "x2", "x3"] {
+        let r = send("dodger", Some(tenant), "hold".into()).await;
+        let message = r["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("max_tasks_per_caller = 1"),
+            "tenant {tenant}: {r}"
+        );
+    }
+    // The patient caller's first message runs; its 9 kB messages are then refused as
+    // busy (its one run slot is taken) four times: 36 kB, more than its 30 kB budget.
+    let r = send("patient", None, "hold".into()).await;
+    assert!(r.get("result").is_some(), "{r}");
+    let nine_kb = "y".repeat(9_000);
+    for _ in 0..4 {
+        let r = send("patient", None, nine_kb.clone()).await;
+        let message = r["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("max_tasks_per_caller"), "{r}");
+    }
+    // Once its run ends, the message goes through: the refusals cost nothing.
+    up.release(100);
+    let mut through = Value::Null;
+    for _ in 0..50 {
+        through = send("patient", None, nine_kb.clone()).await;
+        if through.get("result").is_some() {
+            break;
+        }
+        let message = through["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            !message.contains("max_message_bytes_per_caller_per_minute"),
+            "the busy refusals spent the budget: {through}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(through.get("result").is_some(), "{through}");
+}

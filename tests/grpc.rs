@@ -690,6 +690,7 @@ async fn a_body_that_is_not_one_grpc_message_is_invalid_argument_with_error_info
     let one = framed_send("one");
     let mut compressed = one.clone();
     compressed[0] = 1;
+    let compressed_again = compressed.clone();
     let mut two = one.clone();
     two.extend_from_slice(&framed_send("two"));
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
@@ -714,6 +715,10 @@ async fn a_body_that_is_not_one_grpc_message_is_invalid_argument_with_error_info
         assert!(status.message().contains(says), "{what}: {status:?}");
         assert_eq!(reason(&status), "PARSE_ERROR", "{what}");
     }
+    // `grpc-encoding: identity` is no encoding: a compressed flag under it is the same.
+    let status = raw_status(s.addr, &[("grpc-encoding", "identity")], compressed_again).await;
+    assert_eq!(status.code(), Code::InvalidArgument, "identity: {status:?}");
+    assert_eq!(reason(&status), "PARSE_ERROR", "identity");
     // The second message is refused, not dropped: no task was created by that call.
     let mut c = client(s.addr).await;
     let listed = c

@@ -184,6 +184,38 @@ async fn a_jwt_whose_subject_is_a_key_caller_cannot_reach_that_keys_tasks() {
     }
 }
 
+/// With `owner = "claim"` (bare claims on purpose), a token whose claim takes the
+/// namespaced form (`jwt:<issuer>#<sub>`, as after a switch from the default) is refused,
+/// so it cannot read the tasks of that namespaced owner.
+#[tokio::test]
+async fn in_claim_mode_a_claim_of_the_namespaced_form_is_refused() {
+    let store: Arc<dyn TaskStore> = Arc::new(a2a_gateway::store::MemoryTaskStore::new());
+    let namespaced = gateway(store.clone(), &auth(ISSUER_A, false, OwnerForm::Namespaced)).await;
+    let b = namespaced.bindings().remove(0);
+    let alice = token(ISSUER_A, "alice");
+    let id = ask(b.as_ref(), &alice).await;
+    drop(b);
+    drop(namespaced);
+    let claim = gateway(store, &auth(ISSUER_A, false, OwnerForm::Claim)).await;
+    let b = claim.bindings().remove(0);
+    let forged = token(
+        ISSUER_A,
+        &format!("{}alice", a2a_gateway::config::jwt_owner_prefix(ISSUER_A)),
+    );
+    let refused = b
+        .unary(
+            Operation::GetTask,
+            json!({"id": id}),
+            &Opts::bearer(&forged),
+        )
+        .await
+        .expect_err("a claim of the namespaced form read the namespaced owner's task");
+    assert_ne!(
+        refused.reason, "TASK_NOT_FOUND",
+        "refused as a token: {refused:?}"
+    );
+}
+
 /// The upgrade on `store`: rows in the old form (a JWT caller's owner was its bare
 /// claim, as `owner = "claim"` still writes), then the owner step of the first start,
 /// a second start, and a start with another issuer.

@@ -24,11 +24,11 @@ pub(crate) struct RunLimits {
     counts: Mutex<Counts>,
 }
 
-/// Runs held now, per caller (`(tenant, owner)`) and per tenant; entries at zero are
+/// Runs held now, per caller (its owner, in whichever tenants) and per tenant; entries at zero are
 /// removed, so the maps hold only callers with a run.
 #[derive(Default)]
 struct Counts {
-    callers: HashMap<(String, String), usize>,
+    callers: HashMap<String, usize>,
     tenants: HashMap<String, usize>,
 }
 
@@ -72,11 +72,13 @@ impl RunLimits {
             ))
         })?;
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        let caller_key = (scope.tenant.clone(), scope.owner.clone());
+        // A caller is its owner, whatever tenants it names (when tenants are not bound
+        // to credentials, a caller names any tenant it likes).
+        let caller_key = scope.owner.clone();
         let by_caller = counts.callers.get(&caller_key).copied().unwrap_or(0);
         if by_caller >= self.per_caller {
             return Err(A2aError::Unavailable(format!(
-                "this caller already runs {by_caller} tasks, the limit per caller \
+                "this caller already runs {by_caller} task(s), the limit per caller \
                  (max_tasks_per_caller = {}); retry later",
                 self.per_caller
             )));
@@ -86,7 +88,7 @@ impl RunLimits {
         let by_tenant = counts.tenants.get(&scope.tenant).copied().unwrap_or(0);
         if by_tenant >= self.per_tenant && !scope.tenant.is_empty() {
             return Err(A2aError::Unavailable(format!(
-                "this tenant already runs {by_tenant} tasks, the limit per tenant \
+                "this tenant already runs {by_tenant} task(s), the limit per tenant \
                  (max_tasks_per_tenant = {}); retry later",
                 self.per_tenant
             )));
@@ -115,12 +117,8 @@ fn release<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, key: &K) {
 impl Drop for RunPermit {
     fn drop(&mut self) {
         let mut counts = self.limits.counts.lock().unwrap_or_else(|p| p.into_inner());
-        let caller_key = (
-            std::mem::take(&mut self.tenant),
-            std::mem::take(&mut self.owner),
-        );
-        release(&mut counts.callers, &caller_key);
-        release(&mut counts.tenants, &caller_key.0);
+        release(&mut counts.callers, &std::mem::take(&mut self.owner));
+        release(&mut counts.tenants, &std::mem::take(&mut self.tenant));
     }
 }
 
@@ -150,8 +148,11 @@ mod tests {
         let b = limits.acquire(&Scope::new("t", "b"), &slots, 4).unwrap();
         let m = refusal(limits.acquire(&Scope::new("t", "c"), &slots, 4));
         assert!(m.contains("max_tasks_per_tenant = 3"), "{m}");
+        // The caller at its limit does not get more by naming another tenant.
+        let m = refusal(limits.acquire(&Scope::new("u", "a"), &slots, 4));
+        assert!(m.contains("max_tasks_per_caller = 2"), "{m}");
         // Another tenant takes the last slot; then the total is reached.
-        let other = limits.acquire(&Scope::new("u", "a"), &slots, 4).unwrap();
+        let other = limits.acquire(&Scope::new("u", "d"), &slots, 4).unwrap();
         let m = refusal(limits.acquire(&Scope::new("v", "x"), &slots, 4));
         assert!(m.contains("max_concurrent_tasks"), "{m}");
         drop((b, other));

@@ -114,21 +114,33 @@ impl RequestHandler {
             // Another instance running a turn of this task: run after it.
             self.wait_for_lease(&key).await?;
         }
-        self.ask(&key, known_new, |reply| {
-            let permit = self.inner.run_limits.acquire(
-                &key.0,
-                &self.inner.permits,
-                self.inner.config.max_concurrent_tasks,
-            )?;
-            let run = Run {
-                ctx: Box::new(ctx.clone()),
-                permit,
-                reply: Some(reply),
-                recorded: false,
-            };
-            Ok(Command::Run(Box::new(run)))
-        })
-        .await
+        let mut refused_busy = false;
+        let asked = self
+            .ask(&key, known_new, |reply| {
+                let permit = self
+                    .inner
+                    .run_limits
+                    .acquire(
+                        &key.0,
+                        &self.inner.permits,
+                        self.inner.config.max_concurrent_tasks,
+                    )
+                    .inspect_err(|_| refused_busy = true)?;
+                let run = Run {
+                    ctx: Box::new(ctx.clone()),
+                    permit,
+                    reply: Some(reply),
+                    recorded: false,
+                };
+                Ok(Command::Run(Box::new(run)))
+            })
+            .await;
+        if refused_busy && asked.is_err() {
+            // Refused for want of a run slot before the message was stored: its bytes
+            // go back to the caller's budget.
+            self.inner.write_budget.refund(&key.0, bytes);
+        }
+        asked
     }
 
     /// SendMessage (spec §3.1.1): blocks until the task is terminal or interrupted,

@@ -1,5 +1,6 @@
 //! The bound on what one caller writes per window (issue 43, item 9): the bytes of the
-//! messages a caller has stored, a token bucket per caller (an owner within a tenant)
+//! messages a caller has stored, a token bucket per caller (its owner, whatever tenants
+//! it names)
 //! holding [`HandlerConfig::max_message_bytes_per_caller_per_minute`] and refilled at
 //! that rate. A message that finds its caller's bucket short is refused with a
 //! retryable error naming the limit, before anything is stored; other callers are not
@@ -27,7 +28,7 @@ const PRUNE_AT: usize = 1024;
 /// The token buckets of one handler's callers.
 pub(crate) struct WriteBudget {
     per_window: u64,
-    buckets: Mutex<HashMap<(String, String), Bucket>>,
+    buckets: Mutex<HashMap<String, Bucket>>,
 }
 
 /// Bytes a caller may still write, as of `at`.
@@ -59,6 +60,16 @@ impl WriteBudget {
         }
     }
 
+    /// Gives back `bytes` taken by [`WriteBudget::charge`] for a message that was then
+    /// refused before anything of it was stored (the gateway was busy): a client that
+    /// retries on 503 does not spend its budget on refusals.
+    pub(crate) fn refund(&self, scope: &Scope, bytes: u64) {
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(b) = buckets.get_mut(&scope.owner) {
+            b.left = b.left.saturating_add(bytes).min(self.per_window);
+        }
+    }
+
     /// Takes `bytes` from the bucket of `scope`'s caller, or refuses. A message larger
     /// than the whole budget is taken when the bucket is full (it empties it), so no
     /// message the body limit allows is refused for ever.
@@ -73,7 +84,8 @@ impl WriteBudget {
             let per_window = self.per_window;
             buckets.retain(|_, b| b.refilled(now, per_window).left < per_window);
         }
-        let key = (scope.tenant.clone(), scope.owner.clone());
+        // A caller is its owner, whatever tenants it names.
+        let key = scope.owner.clone();
         let bucket = buckets
             .get(&key)
             .map(|b| b.refilled(now, self.per_window))
@@ -118,9 +130,9 @@ mod tests {
             m.contains("max_message_bytes_per_caller_per_minute = 600"),
             "{m}"
         );
-        // Another caller (and the same owner in another tenant) has its own bucket.
+        // Another caller has its own bucket; the same owner naming another tenant has not.
         budget.charge(&Scope::new("t", "b"), 600).unwrap();
-        budget.charge(&Scope::new("u", "a"), 600).unwrap();
+        assert!(budget.charge(&Scope::new("u", "a"), 400).is_err());
         // 200 left; 20 s refill 200 more.
         tokio::time::advance(Duration::from_secs(19)).await;
         assert!(budget.charge(&a, 400).is_err());

@@ -161,7 +161,11 @@ async fn guard(req: Request, next: Next, message_timeout: Duration) -> Response 
         ));
         return status::from_error(&err).into_http::<Body>();
     }
-    let encoded = req.headers().contains_key("grpc-encoding");
+    // `identity` is no encoding: a compressed flag under it is as unframed as without.
+    let encoded = req
+        .headers()
+        .get("grpc-encoding")
+        .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
     let client_deadline = deadline::client_deadline(req.headers());
     let req = req.map(|body| {
         let framed = Body::new(framing::OneMessageBody::new(body, encoded));
