@@ -34,7 +34,6 @@ mod caller_name;
 mod cidr;
 mod error;
 mod log;
-pub mod log_url;
 mod media_range;
 mod owner;
 mod push;
@@ -52,6 +51,7 @@ mod tests;
 #[cfg(test)]
 mod tests_sigv4;
 
+pub use crate::log_url::{LogUrl, masked};
 pub use agent::{
     AgentConfig, AgentProviderConfig, ExtendedCardConfig, ExtensionConfig, SkillConfig,
 };
@@ -64,7 +64,6 @@ pub use caller_name::{MAX_CALLER_BYTES, caller_name_problem};
 pub use cidr::Cidr;
 pub use error::{ConfigError, ConfigOrigin};
 pub use log::{LogConfig, LogFormat};
-pub use log_url::{LogUrl, masked};
 pub use media_range::parse_media_range;
 pub use owner::{JWT_OWNER_PREFIX, OwnerForm, jwt_owner, jwt_owner_prefix, key_caller_problem};
 pub use push::{PushConfig, SignatureScheme};

@@ -11,6 +11,8 @@
 //!    - [`error`]: [`A2aError`], the spec's errors, mapped to JSON-RPC code, HTTP status and
 //!      ErrorInfo (a protocol word; a top-level file so that its many importers keep their
 //!      path).
+//!    - [`log_url`]: URLs with their secrets hidden, the one rule for the configuration's
+//!      own output and for every log line (a leaf that imports nothing of ours).
 //!    - [`config`]: the serde types of the configuration and their value rules (may name
 //!      `protocol` types).
 //!    - [`allocator`]: gives mimalloc's freed memory back to the system while `serve` is
@@ -56,6 +58,7 @@ pub mod error;
 pub mod executor;
 pub mod handler;
 pub mod identity;
+pub mod log_url;
 pub mod ops;
 pub mod protocol;
 pub mod push;

@@ -2,14 +2,11 @@
 //! configured level. Submodules: [`metrics`] (the catalogue of every metric: name, type,
 //! description), [`tasks`] (task outcome and store write metrics) and
 //! [`streams`] (the end of each SSE response stream: its metric and log line), [`trace`]
-//! (W3C `traceparent` continued into the upstream call), [`log_url`] (URLs with
-//! their secrets hidden, for log lines; the configuration's rule).
+//! (W3C `traceparent` continued into the upstream call), and, beside it, [`crate::log_url`]
+//! (URLs with their secrets hidden, for log lines and the configuration's own output).
 
 pub mod log_fields;
 pub mod metrics;
-/// URLs with their secrets hidden, for log lines: the rule is the configuration's
-/// ([`crate::config::log_url`]), which hides them in its own output too.
-pub use crate::config::log_url;
 pub mod otlp;
 pub mod streams;
 pub mod tasks;

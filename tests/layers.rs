@@ -42,17 +42,20 @@ const TABLE: &[(&str, &[&str])] = &[
     // A2aError, the spec's error catalogue: a protocol word, in a top-level file so that its
     // many importers keep their path.
     ("error",     &["protocol"]),
-    ("config",    &["protocol"]),
+    // URLs with their secrets hidden: one rule for the configuration's own output and for
+    // log lines (config, telemetry and upstream all print URLs), a leaf they all import.
+    ("log_url",   &[]),
+    ("config",    &["protocol", "log_url"]),
     // mimalloc's purge loop: a leaf that imports nothing of ours.
     ("allocator", &[]),
     // 2. Metrics catalogue, spans, log helpers.
-    ("telemetry", &["scope", "protocol", "error", "config"]),
+    ("telemetry", &["scope", "protocol", "error", "config", "log_url"]),
     // 3. The executor API.
     ("executor",  &["scope", "protocol", "error", "config", "telemetry"]),
     // 4. Task storage: the traits, every backend, one conformance suite.
     ("store",     &["scope", "protocol", "error", "config", "telemetry", "executor"]),
     // 5. Beside each other, never each other; `upstream` never store, cluster or config.
-    ("upstream",  &["scope", "protocol", "error", "telemetry", "executor"]),
+    ("upstream",  &["scope", "protocol", "error", "log_url", "telemetry", "executor"]),
     ("identity",  &["scope", "protocol", "error", "config", "telemetry", "executor", "store"]),
     ("push",      &["scope", "protocol", "error", "config", "telemetry", "executor", "store"]),
     ("cluster",   &["scope", "protocol", "error", "config", "telemetry", "executor", "store"]),

@@ -53,9 +53,9 @@ fn unparsed(raw: &str) -> String {
 
 /// The URL as text with a password in its user-info, and the values of secret-looking
 /// query parameters, shown as `***` (serialization only prints the effective
-/// configuration; see [`super::log_url`]).
+/// configuration; see [`crate::log_url`]).
 fn shown(url: &Url) -> String {
-    super::log_url::masked(url)
+    crate::log_url::masked(url)
 }
 
 /// `Url` fields: parsed and checked (http/https) on the way in, plain strings (any

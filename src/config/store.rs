@@ -304,7 +304,7 @@ impl fmt::Display for StoreUrl {
                 // The password hidden wherever it is given: in the user-info or as
                 // `?password=` (both are libpq forms).
                 let url = Url::parse(secret.expose_secret()).map_err(|_| fmt::Error)?;
-                f.write_str(&super::log_url::masked(&url))
+                f.write_str(&crate::log_url::masked(&url))
             }
         }
     }

@@ -590,7 +590,7 @@ impl<R: Runtime> AgentExecutor for RuntimeExecutor<R> {
                         correlation_id = %id,
                         %reason,
                         detail = %e,
-                        upstream.url = %crate::telemetry::log_url::LogUrl(inner.runtime.log_url()),
+                        upstream.url = %crate::log_url::LogUrl(inner.runtime.log_url()),
                         "the task failed"
                     );
                     // The queue may be closed already; the handler fails the task then.

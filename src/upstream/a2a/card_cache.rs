@@ -120,7 +120,7 @@ impl CardCache {
                     if before.as_ref().is_none_or(|b| *b.card != card) {
                         changed = true;
                         tracing::info!(
-                            upstream.endpoint = %crate::telemetry::log_url::LogUrl(&card.endpoint),
+                            upstream.endpoint = %crate::log_url::LogUrl(&card.endpoint),
                             upstream.version = card.wire.header(),
                             upstream.binding = card.binding.name(),
                             upstream.streaming = card.streaming,

@@ -623,11 +623,13 @@ impl AgentExecutor for A2aExecutor {
                         correlation_id = %id,
                         %reason,
                         detail = %detail(&e),
-                        upstream.url = %crate::telemetry::log_url::LogUrl(&self.inner.settings.base_url),
+                        upstream.url = %crate::log_url::LogUrl(&self.inner.settings.base_url),
                         "the task failed"
                     );
                     let _ = updater.failed(Some(updater.new_agent_text(reason))).await;
-                    self.inner.links.forget(&scope, &context.task_id, &context.context_id);
+                    self.inner
+                        .links
+                        .forget(&scope, &context.task_id, &context.context_id);
                     Ok(())
                 }
             }

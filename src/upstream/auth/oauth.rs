@@ -39,7 +39,7 @@ use serde_json::Value;
 
 use super::settings::{OAuth2Settings, TokenEndpoint};
 use super::token::{FetchedToken, TokenError, TokenSource};
-use crate::telemetry::log_url::LogUrl;
+use crate::log_url::LogUrl;
 
 /// Lifetime assumed when `expires_in` is missing or unusable.
 pub const DEFAULT_TOKEN_LIFETIME: Duration = Duration::from_secs(300);
