@@ -51,36 +51,36 @@ const TABLE: &[(&str, &[&str])] = &[
     // 2. Metrics catalogue, spans, log helpers.
     ("telemetry", &["scope", "protocol", "error", "config", "log_url"]),
     // 3. The executor API.
-    ("executor",  &["scope", "protocol", "error", "config", "telemetry"]),
+    ("executor",  &["scope", "protocol", "error", "config", "log_url", "telemetry"]),
     // 4. Task storage: the traits, every backend, one conformance suite.
-    ("store",     &["scope", "protocol", "error", "config", "telemetry", "executor"]),
+    ("store",     &["scope", "protocol", "error", "config", "log_url", "telemetry", "executor"]),
     // 5. Beside each other, never each other; `upstream` never store, cluster or config.
     ("upstream",  &["scope", "protocol", "error", "log_url", "telemetry", "executor"]),
-    ("identity",  &["scope", "protocol", "error", "config", "telemetry", "executor", "store"]),
-    ("push",      &["scope", "protocol", "error", "config", "telemetry", "executor", "store"]),
-    ("cluster",   &["scope", "protocol", "error", "config", "telemetry", "executor", "store"]),
+    ("identity",  &["scope", "protocol", "error", "config", "log_url", "telemetry", "executor", "store"]),
+    ("push",      &["scope", "protocol", "error", "config", "log_url", "telemetry", "executor", "store"]),
+    ("cluster",   &["scope", "protocol", "error", "config", "log_url", "telemetry", "executor", "store"]),
     // The example executors (hello world, release review): executors, as `upstream` is.
     ("agents",    &["scope", "protocol", "error", "telemetry", "executor"]),
     // 6. A2A semantics by operation: layers 1-5 but upstream and identity.
-    ("handler",   &["scope", "protocol", "error", "config", "telemetry", "executor", "store",
+    ("handler",   &["scope", "protocol", "error", "config", "log_url", "telemetry", "executor", "store",
                     "push", "cluster"]),
     // 7. The bindings, then the HTTP server, then the operations endpoints and HTTPS (rustls
     // around the server's accept loop).
-    ("transport", &["scope", "protocol", "error", "config", "telemetry", "executor", "store",
+    ("transport", &["scope", "protocol", "error", "config", "log_url", "telemetry", "executor", "store",
                     "push", "cluster", "identity", "handler"]),
-    ("server",    &["scope", "protocol", "error", "config", "telemetry", "executor", "store",
+    ("server",    &["scope", "protocol", "error", "config", "log_url", "telemetry", "executor", "store",
                     "push", "cluster", "identity", "handler", "transport"]),
-    ("ops",       &["scope", "protocol", "error", "config", "telemetry", "executor", "store",
+    ("ops",       &["scope", "protocol", "error", "config", "log_url", "telemetry", "executor", "store",
                     "push", "cluster", "identity", "handler", "transport"]),
-    ("tls",       &["scope", "protocol", "error", "config", "telemetry", "executor", "store",
+    ("tls",       &["scope", "protocol", "error", "config", "log_url", "telemetry", "executor", "store",
                     "push", "cluster", "identity", "handler", "transport", "server"]),
     // 8. Assembly, then the command line. `demo` holds the stand-ins that the `demo` command
     // starts (a runtime, an OAuth issuer): they speak HTTP only and import nothing of ours.
     ("demo",      &[]),
-    ("app",       &["scope", "protocol", "error", "config", "allocator", "telemetry", "executor",
+    ("app",       &["scope", "protocol", "error", "config", "log_url", "allocator", "telemetry", "executor",
                     "store", "push", "cluster", "identity", "upstream", "agents", "handler",
                     "transport", "server", "ops", "tls"]),
-    ("cli",       &["scope", "protocol", "error", "config", "allocator", "telemetry", "executor",
+    ("cli",       &["scope", "protocol", "error", "config", "log_url", "allocator", "telemetry", "executor",
                     "store", "push", "cluster", "identity", "upstream", "agents", "handler",
                     "transport", "server", "ops", "tls", "demo", "app"]),
 ];
@@ -112,6 +112,51 @@ fn layers() {
 fn cycles() {
     let krate = Crate::load(Path::new(env!("CARGO_MANIFEST_DIR")).join("src").as_path());
     let report = check_cycles(&krate, SPLIT_FOR_SIZE, CYCLE_EXCEPTIONS);
+    assert!(report.is_empty(), "{report}");
+}
+
+/// A re-export never widens the table: a module `m` that re-exports an item of another
+/// top-level module `x` (`pub use crate::x::…`) makes it reachable as `crate::m::…`, which
+/// the path check reads as an import of `m`; so every module allowed `m` must be allowed
+/// `x` too. (Otherwise a re-export launders an import the table forbids: `telemetry`
+/// re-exporting `config`'s URL masking let `upstream` reach `config`.)
+#[test]
+fn re_exports_widen_no_layer() {
+    let krate = Crate::load(Path::new(env!("CARGO_MANIFEST_DIR")).join("src").as_path());
+    let allowed = |m: &str, x: &str| {
+        m == x
+            || TABLE
+                .iter()
+                .any(|(row, list)| *row == m && list.contains(&x))
+    };
+    let mut report = String::new();
+    for (file, module) in &krate.file_modules {
+        let Some(own) = module.first() else { continue };
+        let text = fs::read_to_string(file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let Some(rest) = line.trim_start().strip_prefix("pub use crate::") else {
+                continue;
+            };
+            let x: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if x == *own {
+                continue;
+            }
+            for (importer, _) in TABLE.iter().filter(|(r, _)| allowed(r, own) && *r != own) {
+                if !allowed(importer, &x) {
+                    writeln!(
+                        report,
+                        "{}:{}: `{own}` re-exports `{x}`, which `{importer}` (allowed `{own}`) may not import",
+                        file.display(),
+                        i + 1
+                    )
+                    .unwrap();
+                }
+            }
+        }
+    }
     assert!(report.is_empty(), "{report}");
 }
 
