@@ -182,12 +182,11 @@ impl JwtVerifier {
         let caller = claims
             .get(&self.caller_claim)
             .and_then(Value::as_str)
-            .filter(|c| caller_name_problem(c).is_none())
-            // Kept bare (`owner = "claim"`), a claim must not take the form of a
-            // namespaced owner (`jwt:…`), whose tasks it would then read.
-            .filter(|c| {
-                self.owner_form != OwnerForm::Claim
-                    || crate::config::key_caller_problem(c).is_none()
+            // Kept bare (`owner = "claim"`), a claim must also not take the form of a
+            // namespaced owner (`jwt:…`), whose tasks it would then read: the key rule.
+            .filter(|c| match self.owner_form {
+                OwnerForm::Claim => crate::config::key_caller_problem(c).is_none(),
+                OwnerForm::Namespaced => caller_name_problem(c).is_none(),
             })
             .ok_or(invalid(TokenProblem::MissingClaim))?
             .to_owned();
